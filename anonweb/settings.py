@@ -1,0 +1,172 @@
+"""One settings module. Embedded defaults need no server; production comes from variables.
+
+With no variable set: SQLite and a file-system Celery broker, both under ``var/``.
+Production: DATABASE_URL (PostgreSQL), CELERY_BROKER_URL (Redis), SECRET_KEY, ALLOWED_HOSTS,
+DEBUG. See .env.example for every variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from anonweb.env import ImproperlyConfiguredVariable, env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+try:
+    DEBUG = env_bool("DEBUG", default=False)
+    VAR_DIR = Path(env_str("ANONWEB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+    DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ANONWEB_MAX_FORM_BYTES", 5 * 1024 * 1024)
+    ANONWEB_MAX_UPLOAD_BYTES = env_int("ANONWEB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+    CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+except ImproperlyConfiguredVariable as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+
+_DEV_KEY_PREFIX = "insecure-dev-key-"
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set SECRET_KEY to a long random string "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))'), "
+            "or set DEBUG=1 for a development server."
+        )
+    SECRET_KEY = _DEV_KEY_PREFIX + "only-for-debug-never-for-production"
+elif not DEBUG and (SECRET_KEY.startswith(_DEV_KEY_PREFIX) or len(SECRET_KEY) < 32):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too short or a development key: set SECRET_KEY to at least 32 random "
+        "characters when DEBUG is off."
+    )
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "anonweb.common",
+    "anonweb.accounts",
+    "anonweb.audit",
+    "anonweb.datasets",
+    "anonweb.jobs",
+    "anonweb.releases",
+    "anonweb.cli",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "anonweb.common.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "anonweb.urls"
+WSGI_APPLICATION = "anonweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "anonweb.accounts.context_processors.roles",
+            ],
+        },
+    },
+]
+
+_default_db = f"sqlite:///{VAR_DIR / 'anonweb.sqlite3'}"
+_database_url = env_str("DATABASE_URL", "") or _default_db
+try:
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+except Exception as exc:  # dj_database_url raises bare ValueError/KeyError on junk
+    raise ImproperlyConfigured(
+        f"DATABASE_URL={_database_url!r} is not a database URL ({exc}); "
+        "expected e.g. postgres://user:password@host:5432/name"
+    ) from None
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file (not :memory:) so that a worker process sees what the tests wrote.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+MEDIA_ROOT = VAR_DIR / "media"
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+SESSION_COOKIE_HTTPONLY = True
+try:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
+except ImproperlyConfiguredVariable as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Celery. The default broker is kombu's file-system transport: no server to run.
+_broker_dir = VAR_DIR / "broker"
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for sub in ("queue", "processed"):
+        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memory://")):
+    raise ImproperlyConfigured(
+        f"CELERY_BROKER_URL={CELERY_BROKER_URL!r} is not supported: use redis://host:6379/0 "
+        "or leave it unset for the embedded file-system broker"
+    )
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+CELERY_PUBLISH_RETRY = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}
