@@ -1,0 +1,181 @@
+"""Equivalence classes over the quasi-identifiers: the one grouping every measure builds on.
+
+Rows with equal quasi-identifier values form a class. A missing value is a value of its own:
+rows are never dropped (pandas' default ``dropna=True`` would silently remove them and
+over-report k). The grouping is done once, as integer codes per row; k, risks, l-diversity and
+t-closeness are then NumPy aggregations (``bincount``) over those codes.
+
+The codes are what ``df.groupby(qis, dropna=False, observed=True, sort=False).ngroup()`` returns,
+computed faster: each column is factorized to integers and the columns are combined into one
+int64 key (mixed radix), which is factorized again. Hashing tuples of Python objects is avoided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.frame import require_columns
+
+# Keep the mixed-radix key well inside int64 before multiplying by the next radix.
+_KEY_LIMIT = 2**62
+
+
+def check_columns(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> list[str]:
+    """Validate the frame and the quasi-identifier list; return the QIs as a list."""
+    if not isinstance(df, pd.DataFrame):
+        raise DataError(f"expected a table (pandas DataFrame), got {type(df).__name__}")
+    if isinstance(quasi_identifiers, str):
+        quasi_identifiers = [quasi_identifiers]
+    qis = [str(q) for q in quasi_identifiers]
+    if not qis:
+        raise ParameterError("no quasi-identifier given: name at least one column")
+    dupes = sorted({q for q in qis if qis.count(q) > 1})
+    if dupes:
+        raise ParameterError(f"quasi-identifier listed twice: {', '.join(dupes)}")
+    require_columns(df, qis, role="quasi-identifier")
+    if len(df) == 0:
+        raise DataError("the table has no rows")
+    return qis
+
+
+def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer codes 0..m-1 for a column (missing values get a code of their own) and m."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), len(uniques)
+
+
+def combine_codes(columns: Sequence[tuple[np.ndarray, int]], rows: int) -> np.ndarray:
+    """Group codes (order of first appearance) for rows described by several code columns."""
+    if not columns:
+        return np.zeros(rows, dtype=np.int64)
+    key, radix = columns[0]
+    key = key.copy()
+    for codes, card in columns[1:]:
+        if radix * card >= _KEY_LIMIT:
+            # Compact the partial key first: only combinations that occur need a code.
+            key, radix = column_codes(key)
+        key = key * card + codes
+        radix *= card
+    codes, _ = column_codes(key)
+    return codes
+
+
+def group_codes(df: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Per-row class id, equal to ``groupby(columns, dropna=False, sort=False).ngroup()``."""
+    return combine_codes([column_codes(df[c]) for c in columns], len(df))
+
+
+@dataclass(frozen=True)
+class EquivalenceClasses:
+    """The partition of the rows into classes.
+
+    ``codes[i]`` is the class of row ``i`` (by position), ``sizes[j]`` the size of class ``j``;
+    ``first_row[j]`` is the position of the first row of class ``j`` (its QI values describe it).
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    codes: np.ndarray = field(repr=False, compare=False)
+    sizes: np.ndarray = field(repr=False, compare=False)
+    first_row: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def rows(self) -> int:
+        return int(self.codes.size)
+
+    @property
+    def count(self) -> int:
+        return int(self.sizes.size)
+
+    @property
+    def k(self) -> int:
+        return int(self.sizes.min())
+
+    @property
+    def uniques(self) -> int:
+        return int(np.count_nonzero(self.sizes == 1))
+
+    def record_sizes(self) -> np.ndarray:
+        """Size of each row's class, by row position."""
+        return self.sizes[self.codes]
+
+    def size_distribution(self) -> list[dict[str, int]]:
+        """``[{size, classes, records}]`` ascending by size: the histogram behind k."""
+        counts = np.bincount(self.sizes)
+        sizes = np.flatnonzero(counts)
+        return [
+            {"size": int(s), "classes": int(counts[s]), "records": int(s * counts[s])}
+            for s in sizes
+        ]
+
+    def describe(self, df: pd.DataFrame, classes: np.ndarray | None = None) -> list[dict]:
+        """QI values (JSON-safe) of the given classes (all by default), one dict per class."""
+        idx = self.first_row if classes is None else self.first_row[classes]
+        sub = df.iloc[idx][list(self.quasi_identifiers)]
+        return [
+            {col: json_value(v) for col, v in zip(sub.columns, row, strict=True)}
+            for row in sub.itertuples(index=False, name=None)
+        ]
+
+
+def equivalence_classes(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -> EquivalenceClasses:
+    """Partition the rows of ``df`` by their quasi-identifier values (the frame is not modified)."""
+    qis = check_columns(df, quasi_identifiers)
+    codes = group_codes(df, qis)
+    sizes = np.bincount(codes)
+    # The first row of each class: codes are numbered in order of first appearance.
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.r_[True, running[1:] != running[:-1]])
+    return EquivalenceClasses(tuple(qis), codes, sizes, first)
+
+
+@dataclass(frozen=True)
+class KAnonymity:
+    """k (smallest class), number of classes, uniques and the class-size distribution."""
+
+    rows: int
+    classes: int
+    k: int
+    uniques: int
+    class_sizes: tuple[tuple[int, int], ...]  # (size, number of classes), ascending
+
+    def to_dict(self) -> dict:
+        return {
+            "rows": self.rows,
+            "classes": self.classes,
+            "k": self.k,
+            "uniques": self.uniques,
+            "class_sizes": [
+                {"size": s, "classes": c, "records": s * c} for s, c in self.class_sizes
+            ],
+        }
+
+
+def k_anonymity_of(ec: EquivalenceClasses) -> KAnonymity:
+    dist = tuple((d["size"], d["classes"]) for d in ec.size_distribution())
+    return KAnonymity(ec.rows, ec.count, ec.k, ec.uniques, dist)
+
+
+def k_anonymity(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -> KAnonymity:
+    """k-anonymity of ``df`` over the quasi-identifiers (missing values form their own class)."""
+    return k_anonymity_of(equivalence_classes(df, quasi_identifiers=quasi_identifiers))
+
+
+def json_value(value: object) -> object:
+    """A cell value as JSON-safe Python: NaN/None/NaT become None, NumPy scalars plain."""
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
