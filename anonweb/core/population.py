@@ -83,7 +83,8 @@ def pitman_uniques(sizes: np.ndarray, population: float) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         sol = optimize.root(score, start, method="hybr")
-    if not sol.success or np.abs(sol.fun).max() > 1e-6:
+    # The score terms are sums over u classes: judge the residual relative to that scale.
+    if not sol.success or np.abs(sol.fun).max() > 1e-9 * max(u, n):
         return math.nan
     t, a = sol.x
     value = math.exp(special.gammaln(t + 1) - special.gammaln(t + a) + a * math.log(population))
@@ -132,7 +133,7 @@ def snb_uniques(sizes: np.ndarray, population: float) -> float:
         q = (1 - f) * (1 - b)
         e1 = k * f * (b / (1 - q)) ** a * (a * q / (1 - q) + 1)
         e2 = k * a * b**a * f * f * (1 - b) / 2 / (1 - q) ** (a + 2) * (2 - (1 - a) * q)
-        return np.array([e1 / c1 - 1, e2 / max(c2, 1.0) - c2 / max(c2, 1.0)])
+        return np.array([e1 / c1 - 1, (e2 - c2) / max(c2, 1.0)])
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

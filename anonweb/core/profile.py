@@ -1,0 +1,131 @@
+"""The disclosure-risk profile of a table: the one entry point the rest of the app calls.
+
+``assess_risk`` groups the rows once over the quasi-identifiers and derives everything from that
+grouping: k and the class-size distribution, prosecutor/journalist/marketer risk, records at risk
+above thresholds, population uniqueness (when the population size is known), and for each
+sensitive attribute l-diversity (distinct, entropy, recursive), δ-disclosure and t-closeness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from anonweb.core.classes import EquivalenceClasses, KAnonymity, equivalence_classes, k_anonymity_of
+from anonweb.core.closeness import TCloseness, t_closeness_of
+from anonweb.core.diversity import DEFAULT_C, LDiversity, l_diversity_of, sensitive_counts
+from anonweb.core.errors import ParameterError
+from anonweb.core.frame import require_columns
+from anonweb.core.hierarchy import Hierarchy
+from anonweb.core.population import PopulationUniqueness, population_uniqueness
+from anonweb.core.risk import (
+    DEFAULT_THRESHOLDS,
+    ReidentificationRisk,
+    population_class_sizes,
+    risk_of,
+)
+
+
+@dataclass(frozen=True)
+class SensitiveProfile:
+    """Homogeneity of one sensitive attribute: l-diversity, δ-disclosure and t-closeness."""
+
+    diversity: LDiversity
+    closeness: TCloseness
+
+    def per_class(self) -> dict[str, list]:
+        return {**self.diversity.per_class(), **self.closeness.per_class()}
+
+    def to_dict(self) -> dict:
+        return {**self.diversity.to_dict(), **self.closeness.to_dict()}
+
+
+@dataclass(frozen=True)
+class RiskProfile:
+    """Everything ``assess_risk`` measured. ``to_dict()`` is JSON-safe."""
+
+    quasi_identifiers: tuple[str, ...]
+    anonymity: KAnonymity
+    risk: ReidentificationRisk
+    population: PopulationUniqueness | None
+    sensitive: Mapping[str, SensitiveProfile]
+    classes: EquivalenceClasses = field(repr=False, compare=False)
+
+    @property
+    def k(self) -> int:
+        return self.anonymity.k
+
+    def to_dict(self, *, per_class: bool = False) -> dict:
+        """Summary figures; ``per_class=True`` adds per-class lists (one entry per class)."""
+        out = {"quasi_identifiers": list(self.quasi_identifiers)}
+        out.update(self.anonymity.to_dict())
+        out.update(self.risk.to_dict())
+        out["population"] = None if self.population is None else self.population.to_dict()
+        out["sensitive"] = {name: sp.to_dict() for name, sp in self.sensitive.items()}
+        if per_class:
+            out["per_class"] = {"size": self.classes.sizes.tolist()}
+            for name, sp in self.sensitive.items():
+                out["sensitive"][name]["per_class"] = sp.per_class()
+        return out
+
+
+def _check_inputs(df, qis, sensitive, hierarchies, t_distance) -> tuple[list[str], dict]:
+    sens = [sensitive] if isinstance(sensitive, str) else [str(s) for s in sensitive]
+    require_columns(df, sens, role="sensitive attribute")
+    both = sorted(set(sens) & set(qis))
+    if both:
+        raise ParameterError(f"columns cannot be both quasi-identifier and sensitive: {', '.join(both)}")
+    hierarchies = dict(hierarchies or {})
+    if isinstance(t_distance, Mapping):
+        unknown = sorted(set(t_distance) - set(sens))
+        if unknown:
+            raise ParameterError(f"t_distance names columns that are not sensitive: {', '.join(unknown)}")
+    return sens, hierarchies
+
+
+def assess_risk(
+    df: pd.DataFrame,
+    *,
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str] = (),
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    population_size: int | None = None,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    t_distance: str | Mapping[str, str] | None = None,
+    population: pd.DataFrame | None = None,
+    recursive_c: float = DEFAULT_C,
+) -> RiskProfile:
+    """Measure the disclosure risk of ``df`` (never modified).
+
+    ``hierarchies`` maps a sensitive column to its value hierarchy (used for hierarchical
+    t-closeness). ``t_distance`` forces a distance for all sensitive columns or per column;
+    by default it is hierarchical with a hierarchy, ordered for numeric columns, else equal.
+    ``population`` (a table of the population, same QI columns) gives exact journalist and
+    marketer risk; ``population_size`` gives population-uniqueness estimates (Pitman, Zayatz,
+    SNB and Dankar et al.'s choice among them).
+    """
+    ec = equivalence_classes(df, quasi_identifiers=quasi_identifiers)
+    qis = list(ec.quasi_identifiers)
+    sens, hierarchies = _check_inputs(df, qis, sensitive, hierarchies, t_distance)
+    pop_sizes = None if population is None else population_class_sizes(df, ec, population)
+    if population_size is None and population is not None:
+        population_size = len(population)
+    uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
+    profiles = {}
+    for name in sens:  # a handful of sensitive columns, each vectorized over all classes
+        sc = sensitive_counts(ec, df[name])
+        dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
+        profiles[name] = SensitiveProfile(
+            l_diversity_of(sc, recursive_c=recursive_c),
+            t_closeness_of(sc, df[name], distance=dist, hierarchy=hierarchies.get(name)),
+        )
+    return RiskProfile(
+        quasi_identifiers=tuple(qis),
+        anonymity=k_anonymity_of(ec),
+        risk=risk_of(ec, thresholds=thresholds, population_sizes=pop_sizes),
+        population=uniq,
+        sensitive=profiles,
+        classes=ec,
+    )
