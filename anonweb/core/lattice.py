@@ -1,0 +1,156 @@
+"""Integer encoding of quasi-identifiers for the generalization lattice, and class grouping.
+
+Each quasi-identifier is encoded once: the column's values become hierarchy row indices, and for
+every level an int code per value (codes of the same generalized label are equal). The table is
+then reduced to its distinct (QI codes, sensitive codes) rows with a weight, so grouping a node
+touches only those rows: one int64 key per row (mixed radix of the level codes) and a bincount.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.frame import require_columns
+from anonweb.core.hierarchy import Hierarchy
+
+MISSING_LABEL = None  # a missing value stays missing below the root
+
+
+@dataclass
+class EncodedQI:
+    name: str
+    hierarchy: Hierarchy
+    row_index: np.ndarray  # per data row: hierarchy row (len(rows) for a missing value)
+    level_codes: list[np.ndarray]  # per level: code per hierarchy row (+1 for missing)
+    labels: list[np.ndarray]  # per level: generalized label per code
+    shares: list[np.ndarray]  # per level: ARX domain share of each code (leaves / domain size)
+
+    @property
+    def height(self) -> int:
+        return len(self.level_codes)
+
+    def cards(self) -> list[int]:
+        return [len(lab) for lab in self.labels]
+
+
+def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
+    """Encode ``series`` against ``hierarchy``; raises if a value is not covered."""
+    hierarchy.validate_covers(series)
+    size = len(hierarchy.rows)
+    missing = series.isna().to_numpy()
+    strings = series.astype(str).to_numpy()
+    idx = pd.Index(hierarchy.values).get_indexer(strings)
+    idx = np.where(missing, size, idx).astype(np.int64)
+    level_codes, labels, shares = [], [], []
+    for level in range(hierarchy.height):
+        col = [row[level] for row in hierarchy.rows]
+        # The root absorbs missing values too, so the top node is a single class.
+        col.append(col[0] if level == hierarchy.height - 1 else MISSING_LABEL)
+        codes, uniques = pd.factorize(pd.Series(col, dtype=object), use_na_sentinel=False)
+        counts = np.bincount(codes[:size], minlength=len(uniques)).astype(float)
+        counts[counts == 0] = 1.0  # the missing pseudo-value is its own leaf
+        level_codes.append(codes.astype(np.int64))
+        labels.append(np.asarray(uniques, dtype=object))
+        shares.append(counts / size)
+    return EncodedQI(str(series.name), hierarchy, idx, level_codes, labels, shares)
+
+
+def encode_sensitive(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes per row and the distinct values (missing is a value of its own)."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=False)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+class EncodedTable:
+    """A table reduced to distinct (QI, sensitive) rows with weights, ready for node grouping."""
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        quasi_identifiers: Sequence[str],
+        hierarchies: Mapping[str, Hierarchy],
+        sensitive: Sequence[str] = (),
+    ) -> None:
+        if not quasi_identifiers:
+            raise ParameterError("at least one quasi-identifier is needed")
+        require_columns(df, list(quasi_identifiers), role="quasi-identifier")
+        require_columns(df, list(sensitive), role="sensitive column")
+        missing = [q for q in quasi_identifiers if q not in hierarchies]
+        if missing:
+            raise ParameterError(f"no hierarchy given for quasi-identifier(s): {', '.join(missing)}")
+        if len(df) == 0:
+            raise DataError("the table has no rows")
+        self.n = len(df)
+        self.qis = [encode_qi(df[q], hierarchies[q]) for q in quasi_identifiers]
+        sens = [encode_sensitive(df[s]) for s in sensitive]
+        self.sensitive = list(sensitive)
+        self.sa_values = [u for _, u in sens]
+        cols = [q.row_index for q in self.qis] + [c for c, _ in sens]
+        radices = [len(q.hierarchy.rows) + 1 for q in self.qis] + [len(u) for u in self.sa_values]
+        base, self.row_to_base, weights = _distinct_rows(cols, radices)
+        self.weights = weights.astype(np.int64)
+        self.m = len(self.weights)
+        d = len(self.qis)
+        self.codes = [
+            [lc[base[:, i]] for lc in q.level_codes] for i, q in enumerate(self.qis)
+        ]
+        self.sa_codes = [base[:, d + j] for j in range(len(sens))]
+        self.heights = np.array([q.height for q in self.qis])
+        self.cards = [q.cards() for q in self.qis]
+
+    def group(self, levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Class id per distinct row, and the class sizes (in records), for a node."""
+        key = np.zeros(self.m, dtype=np.int64)
+        space = 1
+        for i, lv in enumerate(levels):
+            card = self.cards[i][lv]
+            key *= card
+            key += self.codes[i][lv]
+            space *= card
+        if space <= max(8 * self.m, 1 << 16):
+            occupied = np.bincount(key, minlength=space) > 0
+            ids = np.cumsum(occupied) - 1
+            inv = ids[key]
+            n_classes = int(ids[-1]) + 1
+        else:
+            inv, uniq = pd.factorize(key)
+            n_classes = len(uniq)
+        sizes = np.bincount(inv, weights=self.weights, minlength=n_classes).astype(np.int64)
+        return inv, sizes
+
+    def sa_histogram(self, sa_index: int, inv: np.ndarray, n_classes: int) -> np.ndarray:
+        """Matrix (classes x sensitive values) of record counts."""
+        nsa = len(self.sa_values[sa_index])
+        flat = inv * nsa + self.sa_codes[sa_index]
+        hist = np.bincount(flat, weights=self.weights, minlength=n_classes * nsa)
+        return hist.reshape(n_classes, nsa)
+
+    def sa_global(self, sa_index: int) -> np.ndarray:
+        nsa = len(self.sa_values[sa_index])
+        return np.bincount(self.sa_codes[sa_index], weights=self.weights, minlength=nsa)
+
+
+def _distinct_rows(cols: list[np.ndarray], radices: list[int]):
+    space = 1
+    for r in radices:
+        space *= max(r, 1)
+    if space < (1 << 62):
+        key = np.zeros(len(cols[0]), dtype=np.int64)
+        for col, r in zip(cols, radices):
+            key = key * max(r, 1) + col
+        uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        base = np.empty((len(uniq), len(cols)), dtype=np.int64)
+        rest = uniq.copy()
+        for j in range(len(cols) - 1, -1, -1):
+            r = max(radices[j], 1)
+            base[:, j] = rest % r
+            rest //= r
+        return base, inverse, counts
+    matrix = np.column_stack(cols)
+    base, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
+    return base, inverse.ravel(), counts

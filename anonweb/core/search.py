@@ -1,0 +1,384 @@
+"""Optimal full-domain generalization with a suppression limit.
+
+The lattice has one node per combination of per-QI hierarchy levels. A node is *anonymous* when
+the records in classes that violate a requested privacy model number at most
+``floor(suppression * n)`` (ARX's rule); those records are then suppressed (``*`` in every QI).
+The search returns the anonymous node of least information loss (ARX's Loss by default).
+
+How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009):
+
+* the monotonic part of the models (k-anonymity, distinct l-diversity — monotonic even with
+  suppression) is decided for whole sublattices at once: a node that passes makes every
+  generalization of it pass, a node that fails makes every specialization fail. Nodes are
+  checked by binary search along paths from the bottom of the unknown region to its top;
+* every metric has a lower bound (its value ignoring suppression) that only grows upwards, so
+  once a solution of loss L is known, every node whose bound is not below L is discarded;
+* grouping a node is one mixed-radix int64 key over the distinct rows and a bincount.
+
+Beyond ``max_nodes`` checked nodes or ``time_limit`` seconds the search stops being exhaustive: it
+returns the best node found so far, or descends greedily from the top node, and says so in
+``search["optimal"] = False``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import ParameterError
+from anonweb.core.hierarchy import Hierarchy
+from anonweb.core.lattice import EncodedTable
+from anonweb.core.metrics import DiscernibilityMetric, Metric, make_metric
+from anonweb.core.privacy_models import AverageRisk, KAnonymity, TCloseness
+
+MAX_LATTICE = 2_000_000
+SUPPRESSED = "*"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    quasi_identifiers: tuple[str, ...]
+    levels: dict[str, int]
+    suppressed: int
+    k: int
+    classes: int
+    information_loss: float
+    loss_per_qi: dict[str, float]
+    metric: str
+    models: tuple[str, ...]
+    search: dict[str, Any]
+    row_suppressed: np.ndarray = field(repr=False, compare=False)
+    table: EncodedTable = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "quasi_identifiers": list(self.quasi_identifiers),
+            "levels": dict(self.levels),
+            "suppressed": self.suppressed,
+            "k": self.k,
+            "classes": self.classes,
+            "information_loss": self.information_loss,
+            "loss_per_qi": dict(self.loss_per_qi),
+            "metric": self.metric,
+            "models": list(self.models),
+            "search": dict(self.search),
+        }
+
+    def apply(self, df: pd.DataFrame) -> pd.DataFrame:
+        """The generalized table: QIs at the chosen levels, suppressed rows ``*`` in every QI."""
+        out = df.copy()
+        for q, name in zip(self.table.qis, self.quasi_identifiers):
+            level = self.levels[name]
+            if level == 0:
+                col = df[name].astype(object)
+            else:
+                codes = q.level_codes[level][q.row_index]
+                col = pd.Series(q.labels[level][codes], index=df.index, dtype=object)
+            out[name] = col.where(~self.row_suppressed, SUPPRESSED)
+        return out
+
+
+@dataclass
+class _Eval:
+    mono_ok: bool
+    ok: bool
+    inv: np.ndarray | None = None
+    sizes: np.ndarray | None = None
+    out_classes: np.ndarray | None = None
+
+
+class _Checker:
+    """Per-class privacy checks for one node."""
+
+    def __init__(self, table: EncodedTable, models: Sequence[Any], suppression: float) -> None:
+        self.table = table
+        self.max_out = math.floor(suppression * table.n + 1e-9)
+        ks = [m.k for m in models if isinstance(m, KAnonymity)]
+        self.k = max(ks) if ks else 1
+        self.sa_models = [m for m in models if getattr(m, "sensitive", None) is not None]
+        self.risk = [m for m in models if isinstance(m, AverageRisk)]
+        self.q = {s: table.sa_global(i) for i, s in enumerate(table.sensitive)}
+        self.only_mono = all(m.monotonic for m in models)
+
+    def check(self, levels: Sequence[int]) -> _Eval:
+        inv, sizes = self.table.group(levels)
+        fail = sizes < self.k
+        hists: dict[str, np.ndarray] = {}
+        for m in self.sa_models:
+            if m.monotonic:
+                fail |= ~m.passes(self._hist(m.sensitive, inv, len(sizes), hists), self.q[m.sensitive])
+        if sizes[fail].sum() > self.max_out:
+            return _Eval(False, False)
+        for m in self.sa_models:
+            if not m.monotonic:
+                hist = self._hist(m.sensitive, inv, len(sizes), hists)
+                fail = fail | ~self._passes(m, hist)
+        ok = bool(sizes[fail].sum() <= self.max_out)
+        kept = sizes[~fail]
+        for r in self.risk:
+            ok = ok and (len(kept) == 0 or len(kept) / kept.sum() <= r.threshold + 1e-12)
+        return _Eval(True, ok, inv, sizes, fail)
+
+    def _passes(self, model, hist):
+        q = self.q[model.sensitive]
+        if isinstance(model, TCloseness):
+            values = self.table.sa_values[self.table.sensitive.index(model.sensitive)]
+            return model.passes(hist, q, values)
+        return model.passes(hist, q)
+
+    def _hist(self, sa, inv, n_classes, cache):
+        if sa not in cache:
+            cache[sa] = self.table.sa_histogram(self.table.sensitive.index(sa), inv, n_classes)
+        return cache[sa]
+
+
+def _lex_less(keys: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Row-wise ``keys[i] < ref`` in lexicographic order."""
+    result = np.zeros(len(keys), dtype=bool)
+    undecided = np.ones(len(keys), dtype=bool)
+    for col in range(keys.shape[1]):
+        less, greater = keys[:, col] < ref[col], keys[:, col] > ref[col]
+        result |= undecided & less
+        undecided &= ~(less | greater)
+    return result
+
+
+def validate_search(df, quasi_identifiers, hierarchies, models, suppression) -> None:
+    if not 0 <= suppression < 1:
+        raise ParameterError(f"the suppression limit is a fraction of rows in [0, 1), got {suppression}")
+    for m in models:
+        if isinstance(m, KAnonymity) and m.k > len(df):
+            raise ParameterError(f"k={m.k} is larger than the table ({len(df)} rows)")
+        sa = getattr(m, "sensitive", None)
+        if sa is not None and sa in quasi_identifiers:
+            raise ParameterError(f"{sa!r} cannot be both a quasi-identifier and sensitive")
+    for q in quasi_identifiers:
+        if q in hierarchies and not isinstance(hierarchies[q], Hierarchy):
+            raise ParameterError(f"the hierarchy for {q!r} is not a Hierarchy")
+
+
+def optimal_generalization(
+    df: pd.DataFrame,
+    *,
+    quasi_identifiers: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    models: Sequence[Any] = (),
+    k: int | None = None,
+    suppression: float = 0.0,
+    metric: str = "loss",
+    aggregate: str = "rank",
+    max_nodes: int | None = None,
+    time_limit: float | None = None,
+    table: EncodedTable | None = None,
+) -> SearchResult:
+    """Find the full-domain generalization of least loss meeting every model.
+
+    ``models`` are instances from :mod:`anonweb.core.privacy_models`; ``k`` is a shortcut for
+    ``KAnonymity(k)``. Raises :class:`ParameterError` when no node satisfies the models.
+    """
+    started = time.perf_counter()
+    models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
+    validate_search(df, list(quasi_identifiers), hierarchies, models, suppression)
+    sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
+    if table is None:
+        table = EncodedTable(df, quasi_identifiers, hierarchies, sensitive)
+    checker = _Checker(table, models, suppression)
+    scorer = make_metric(metric, table, aggregate)
+    run = _Search(table, checker, scorer, max_nodes, time_limit, started)
+    node, ev, values = run.solve()
+    if node is None:
+        described = ", ".join(m.describe() for m in models) or "the models"
+        raise ParameterError(
+            f"no generalization satisfies {described} with at most {checker.max_out} suppressed rows"
+        )
+    return _result(df, table, checker, scorer, models, node, ev, values, run, started)
+
+
+def _result(df, table, checker, scorer, models, node, ev, values, run, started) -> SearchResult:
+    qis = tuple(q.name for q in table.qis)
+    out_rows = ev.out_classes[ev.inv][table.row_to_base]
+    kept = ev.sizes[~ev.out_classes]
+    per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
+    search = {
+        "nodes_total": int(run.nodes.shape[0]) if run.nodes is not None else None,
+        "nodes_checked": run.checked,
+        "seconds": round(time.perf_counter() - started, 4),
+        "optimal": run.optimal,
+        "algorithm": run.algorithm,
+    }
+    if run.note:
+        search["note"] = run.note
+    return SearchResult(
+        quasi_identifiers=qis,
+        levels={q: int(lv) for q, lv in zip(qis, node)},
+        suppressed=int(out_rows.sum()),
+        k=int(kept.min()) if len(kept) else 0,
+        classes=int(len(kept)),
+        information_loss=scorer.summary(values),
+        loss_per_qi=per_qi,
+        metric=scorer.name,
+        models=tuple(m.describe() for m in models),
+        search=search,
+        row_suppressed=out_rows,
+        table=table,
+    )
+
+
+class _Search:
+    def __init__(self, table, checker: _Checker, scorer: Metric, max_nodes, time_limit, started):
+        self.table, self.checker, self.scorer = table, checker, scorer
+        self.max_nodes, self.time_limit, self.started = max_nodes, time_limit, started
+        self.checked = 0
+        self.optimal = True
+        self.algorithm = "flash-bound"
+        self.note = ""
+        self.best: tuple | None = None  # (key, node, eval, values)
+        self.nodes = None
+
+    def solve(self):
+        heights = self.table.heights
+        size = int(np.prod(heights))
+        if size > MAX_LATTICE:
+            self.optimal, self.algorithm = False, "greedy"
+            self.note = f"the lattice has {size} nodes, more than {MAX_LATTICE}: greedy descent"
+            return self._greedy()
+        self.nodes = np.indices(tuple(heights)).reshape(len(heights), -1).T.astype(np.int16)
+        self.strides = np.array([int(np.prod(heights[i + 1 :])) for i in range(len(heights))])
+        self.bkey = self.scorer.key(self.scorer.bounds(self.nodes))
+        self.order = np.lexsort(self.bkey.T[::-1])
+        self.rank = np.empty(size, dtype=np.int64)
+        self.rank[self.order] = np.arange(size)
+        self.status = np.zeros(size, dtype=np.int8)
+        self.done = np.zeros(size, dtype=bool)
+        self.alive = np.ones(size, dtype=bool)
+        try:
+            self._tag_phase()
+            self._bound_phase()
+        except _Budget:
+            self.optimal, self.algorithm = False, "flash-bound, then greedy"
+            self.note = "node or time budget reached before the search was exhaustive"
+            if self.best is None:
+                return self._greedy()
+        if self.best is None:
+            return None, None, None
+        _, node, ev, values = self.best
+        return node, ev, values
+
+    def _budget(self) -> None:
+        if self.max_nodes is not None and self.checked >= self.max_nodes:
+            raise _Budget
+        if self.time_limit is not None and time.perf_counter() - self.started > self.time_limit:
+            raise _Budget
+
+    def _evaluate(self, idx: int) -> _Eval:
+        """Check a node fully, tag the lattice with the monotonic outcome, and score it."""
+        self._budget()
+        node = self.nodes[idx]
+        ev = self.checker.check(node)
+        self.checked += 1
+        self.done[idx] = True
+        if ev.mono_ok:
+            self.status[(self.nodes >= node).all(axis=1) & (self.status == 0)] = 1
+        else:
+            self.status[(self.nodes <= node).all(axis=1)] = -1
+        if ev.ok:
+            self._offer(idx, ev)
+        return ev
+
+    def _offer(self, idx: int, ev: _Eval) -> None:
+        values = self._values(self.nodes[idx], ev)
+        key = self.scorer.key(values[None, :])[0]
+        if self.best is None or tuple(key) < tuple(self.best[0]):
+            self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values)
+            self.alive &= _lex_less(self.bkey, key)
+
+    def _values(self, node, ev: _Eval) -> np.ndarray:
+        if isinstance(self.scorer, DiscernibilityMetric):
+            return self.scorer.from_classes(ev.sizes, ev.out_classes)
+        out_rows = ev.out_classes[ev.inv] if ev.out_classes.any() else None
+        return self.scorer.actual(node, out_rows)
+
+    def _tag_phase(self) -> None:
+        """Settle the monotonic models on every node that could still beat the best."""
+        while True:
+            cand = (self.status == 0) & self.alive
+            if not cand.any():
+                return
+            idx = np.flatnonzero(cand)
+            sums = self.nodes[idx].sum(axis=1)
+            start = idx[np.lexsort((self.rank[idx], sums))[0]]
+            path = self._path(start, cand)
+            lo, hi = 0, len(path) - 1
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                if self.status[path[mid]] == 0:
+                    self._evaluate(path[mid])
+                if self.status[path[mid]] == 1:
+                    hi = mid - 1
+                else:
+                    lo = mid + 1
+
+    def _path(self, start: int, cand: np.ndarray) -> list[int]:
+        path = [int(start)]
+        heights = self.table.heights
+        while True:
+            node = self.nodes[path[-1]]
+            ups = [path[-1] + self.strides[i] for i in range(len(node)) if node[i] < heights[i] - 1]
+            ups = [u for u in ups if cand[u]]
+            if not ups:
+                return path
+            path.append(int(min(ups, key=lambda u: self.rank[u])))
+
+    def _bound_phase(self) -> None:
+        """Score the nodes passing the monotonic models, cheapest bound first."""
+        exact = self.checker.only_mono and self.checker.max_out == 0
+        for idx in self.order:
+            if not self.alive[idx]:
+                return  # bounds only grow along the order: nothing later can win
+            if self.status[idx] != 1 or self.done[idx]:
+                continue
+            if exact and not isinstance(self.scorer, DiscernibilityMetric):
+                # nothing is suppressed, so the bound is the loss; grouping only for the report
+                ev = self.checker.check(self.nodes[idx])
+                self.checked += 1
+                self.done[idx] = True
+                self._offer(int(idx), ev)
+                return
+            self._evaluate(int(idx))
+
+    def _greedy(self):
+        """From the top node, step down while some predecessor still satisfies the models."""
+        heights = self.table.heights
+        node = np.array(heights - 1)
+        ev = self.checker.check(node)
+        self.checked += 1
+        if not ev.ok:
+            return None, None, None
+        values = self._values(node, ev)
+        while True:
+            best = None
+            for i in range(len(node)):
+                if node[i] == 0:
+                    continue
+                cand = node.copy()
+                cand[i] -= 1
+                cev = self.checker.check(cand)
+                self.checked += 1
+                if cev.ok:
+                    cval = self._values(cand, cev)
+                    ckey = tuple(self.scorer.key(cval[None, :])[0])
+                    if best is None or ckey < best[0]:
+                        best = (ckey, cand, cev, cval)
+            if best is None:
+                return tuple(int(x) for x in node), ev, values
+            _, node, ev, values = best
+
+
+class _Budget(Exception):
+    pass
