@@ -1,0 +1,106 @@
+"""Create a demo team, one user per role and a demo dataset. Safe to run again: it reuses
+what exists and never changes an existing user's password."""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from anonweb.accounts.models import Membership, Role, Team
+from anonweb.audit.services import audit_record
+
+DEMO_USERS = [
+    ("officer", Role.PRIVACY_OFFICER, "Olivia", "Officer"),
+    ("steward", Role.DATA_STEWARD, "Sam", "Steward"),
+    ("analyst", Role.ANALYST, "Ana", "Analyst"),
+]
+DEMO_DATASET = "Adult census extract with PII (demo)"
+DEMO_QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+
+
+class Command(BaseCommand):
+    help = "Create demo users (one per role, plus an admin) and load the demo dataset."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-dataset", action="store_true", help="only create the team and users")
+
+    def handle(self, *args, **options):
+        team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
+        creds = []
+        for username, role, first, last in DEMO_USERS:
+            creds.append(self._user(team, username, role, first, last))
+        creds.append(self._admin())
+        self._save_credentials([c for c in creds if c[1]])
+        self.stdout.write("Demo accounts (log in at http://127.0.0.1:8000/):")
+        for username, password, label in creds:
+            shown = password or "(unchanged; see var/demo-credentials.txt or set it again with changepassword)"
+            self.stdout.write(f"  {label:<16} {username:<9} {shown}")
+        if not options["no_dataset"]:
+            self._dataset(team)
+
+    def _password(self, username: str) -> str:
+        return os.environ.get(f"ANONWEB_DEMO_PASSWORD_{username.upper()}") or secrets.token_urlsafe(9)
+
+    def _user(self, team, username, role, first, last):
+        User = get_user_model()
+        user = User.objects.filter(username=username).first()
+        password = None
+        if user is None:
+            password = self._password(username)
+            user = User.objects.create_user(username=username, password=password, first_name=first, last_name=last)
+        with transaction.atomic():
+            _, created = Membership.objects.get_or_create(team=team, user=user, role=role)
+            if created:
+                audit_record(actor=None, team=team, action="membership.created", target=user,
+                             details={"username": username, "role": role})
+        return (username, password, Role(role).label)
+
+    def _admin(self):
+        User = get_user_model()
+        if User.objects.filter(username="admin").exists():
+            return ("admin", None, "Administrator")
+        password = self._password("admin")
+        User.objects.create_superuser(username="admin", password=password, email="")
+        return ("admin", password, "Administrator")
+
+    def _save_credentials(self, creds):
+        path = Path(settings.VAR_DIR) / "demo-credentials.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existing = path.read_text() if path.exists() else ""
+        lines = [f"{u} {p}" for u, p, _ in creds if f"{u} " not in existing]
+        if lines:
+            with open(path, "a") as fh:
+                fh.write("\n".join(lines) + "\n")
+            os.chmod(path, 0o600)
+
+    def _dataset(self, team):
+        from anonweb.datasets.models import Dataset
+        from anonweb.datasets.services import dataset_create, dataset_set_tags
+
+        if Dataset.objects.filter(team=team, name=DEMO_DATASET).exists():
+            self.stdout.write(f"Demo dataset already loaded: {DEMO_DATASET}")
+            return
+        import pandas as pd
+
+        from anonweb.demo.pii import add_synthetic_pii
+
+        src = Path(__file__).resolve().parents[3] / "demo" / "adult_subset.csv"
+        df = add_synthetic_pii(pd.read_csv(src, sep=";"))
+        buf = io.StringIO()
+        df.to_csv(buf, index=False)
+        officer = get_user_model().objects.get(username="officer")
+        upload = SimpleUploadedFile("adult_with_pii.csv", buf.getvalue().encode(), content_type="text/csv")
+        dataset = dataset_create(user=officer, team=team, upload=upload, name=DEMO_DATASET,
+                                 description="Adult census rows with synthetic names, SSNs, birth dates and ZIP codes.")
+        tags = {"name": "identifier", "ssn": "identifier", "birth_date": "quasi_identifier", "zip": "quasi_identifier",
+                "occupation": "sensitive", **{c: "quasi_identifier" for c in DEMO_QIS}}
+        dataset_set_tags(user=officer, dataset=dataset, tags=tags)
+        self.stdout.write(f"Loaded demo dataset: {DEMO_DATASET} ({dataset.rows} rows)")

@@ -1,0 +1,40 @@
+"""Teams and per-team roles. Users are Django's own; a user may belong to several teams."""
+
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    PRIVACY_OFFICER = "privacy_officer", "Privacy officer"
+    DATA_STEWARD = "data_steward", "Data steward"
+    ANALYST = "analyst", "Analyst"
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=120, unique=True)
+    slug = models.SlugField(max_length=120, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=32, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user", "role"], name="unique_team_user_role")
+        ]
+        ordering = ["team__name", "user__username", "role"]
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.get_role_display()} in {self.team}"

@@ -1,0 +1,37 @@
+"""Reads about who may do what. Every other selector scopes its queries through these."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+
+from anonweb.accounts.models import Membership, Role, Team
+
+
+def teams_for_user(*, user: AbstractBaseUser) -> QuerySet[Team]:
+    return Team.objects.filter(memberships__user=user).distinct()
+
+
+def roles_for_user(*, user: AbstractBaseUser, team: Team) -> set[str]:
+    return set(Membership.objects.filter(user=user, team=team).values_list("role", flat=True))
+
+
+def teams_where(*, user: AbstractBaseUser, role: str) -> QuerySet[Team]:
+    return Team.objects.filter(memberships__user=user, memberships__role=role).distinct()
+
+
+def user_has_role(*, user: AbstractBaseUser, team: Team, role: str) -> bool:
+    return Membership.objects.filter(user=user, team=team, role=role).exists()
+
+
+def require_role(*, user: AbstractBaseUser, team: Team, role: str) -> None:
+    """Raise PermissionDenied (403) with a message saying which role is needed."""
+    if not user_has_role(user=user, team=team, role=role):
+        raise PermissionDenied(f"This needs the {Role(role).label.lower()} role in team {team.name}.")
+
+
+def all_roles(*, user: AbstractBaseUser) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    return set(Membership.objects.filter(user=user).values_list("role", flat=True))

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.db import connection
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+
+from anonweb.accounts.models import Membership
+from anonweb.datasets.selectors import datasets_for_user
+from anonweb.jobs.selectors import jobs_for_user
+
+
+def home(request):
+    memberships = Membership.objects.filter(user=request.user).select_related("team")
+    context = {
+        "memberships": memberships,
+        "datasets": datasets_for_user(user=request.user)[:5],
+        "jobs": jobs_for_user(user=request.user)[:5],
+    }
+    try:
+        from anonweb.releases.selectors import releases_for_user
+
+        context["releases"] = releases_for_user(user=request.user)[:5]
+    except ImportError:
+        context["releases"] = []
+    return render(request, "home.html", context)
+
+
+def _check_database() -> dict:
+    start = time.perf_counter()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:
+        return {"ok": False, "engine": connection.vendor, "error": type(exc).__name__}
+    return {"ok": True, "engine": connection.vendor, "ms": round((time.perf_counter() - start) * 1000, 1)}
+
+
+def _check_broker() -> dict:
+    from anonweb.celery import app
+
+    url = settings.CELERY_BROKER_URL
+    transport = url.split("://", 1)[0]
+    start = time.perf_counter()
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:
+        return {"ok": False, "transport": transport, "error": type(exc).__name__}
+    return {"ok": True, "transport": transport, "ms": round((time.perf_counter() - start) * 1000, 1)}
+
+
+@login_not_required
+@never_cache
+def healthz(request):
+    """Liveness and dependencies. 200 when the database and the broker answer, 503 otherwise."""
+    state = {"database": _check_database(), "broker": _check_broker()}
+    ok = all(part["ok"] for part in state.values())
+    return JsonResponse({"status": "ok" if ok else "degraded", **state}, status=200 if ok else 503)

@@ -1,0 +1,75 @@
+"""Risk results (plain dicts from ``RiskProfile.to_dict()``) -> plotly figures as JSON data.
+
+Pure: plotly's figure objects only, no web framework. Each chart is a dict with an ``id``,
+a ``data_id`` for the embedded JSON and the ``figure`` (data + layout).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.utils import PlotlyJSONEncoder
+
+_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "height": 340, "template": "plotly_white"}
+
+
+def _as_data(fig: go.Figure) -> dict:
+    return json.loads(json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder))
+
+
+def _class_size_chart(risk: Mapping[str, Any]) -> go.Figure | None:
+    sizes = risk.get("class_sizes")
+    if not sizes:
+        return None
+    if isinstance(sizes, Mapping):
+        pairs = sorted(((int(k), int(v)) for k, v in sizes.items()), key=lambda p: p[0])
+    else:
+        pairs = sorted((int(d["size"]), int(d["classes"])) for d in sizes)
+    x = [str(s) for s, _ in pairs]
+    records = [s * c for s, c in pairs]
+    fig = go.Figure(go.Bar(x=x, y=records, name="records", hovertemplate="class size %{x}: %{y} records<extra></extra>"))
+    fig.update_layout(title="Records by equivalence-class size (size 1 = unique)", xaxis_title="class size",
+                      yaxis_title="records", xaxis_type="category", **_LAYOUT)
+    return fig
+
+
+def _records_at_risk_chart(risk: Mapping[str, Any]) -> go.Figure | None:
+    at_risk = risk.get("records_at_risk")
+    if not at_risk:
+        return None
+    items = sorted(at_risk.items(), key=lambda kv: -float(kv[0]))
+    x = [f"> {float(k):.0%}" for k, _ in items]
+    y = [float(v["share"]) if isinstance(v, Mapping) else float(v) for _, v in items]
+    fig = go.Figure(go.Bar(x=x, y=y, marker_color="#b3261e", hovertemplate="%{y:.1%} of records<extra></extra>"))
+    fig.update_layout(title="Records whose re-identification risk exceeds a threshold", yaxis_tickformat=".0%",
+                      xaxis_title="prosecutor risk", yaxis_title="share of records", **_LAYOUT)
+    return fig
+
+
+def _homogeneity_chart(risk: Mapping[str, Any]) -> go.Figure | None:
+    sensitive = risk.get("sensitive") or {}
+    if not sensitive:
+        return None
+    names = list(sensitive)
+    fig = go.Figure()
+    fig.add_bar(x=names, y=[sensitive[n].get("l_distinct") for n in names], name="distinct l")
+    fig.add_bar(x=names, y=[sensitive[n].get("l_entropy") for n in names], name="entropy l")
+    fig.add_bar(x=names, y=[sensitive[n].get("t_closeness") for n in names], name="t (closeness)", yaxis="y2")
+    fig.update_layout(title="Homogeneity: l-diversity and t-closeness per sensitive column", barmode="group",
+                      yaxis={"title": "l"}, yaxis2={"title": "t", "overlaying": "y", "side": "right", "range": [0, 1]},
+                      **_LAYOUT)
+    return fig
+
+
+def risk_charts(risk: Mapping[str, Any]) -> list[dict]:
+    builders = [("class-sizes", _class_size_chart), ("records-at-risk", _records_at_risk_chart),
+                ("homogeneity", _homogeneity_chart)]
+    charts = []
+    for name, build in builders:
+        fig = build(risk)
+        if fig is not None:
+            charts.append({"id": f"chart-{name}", "data_id": f"chart-{name}-data", "figure": _as_data(fig)})
+    return charts

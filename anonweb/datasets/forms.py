@@ -1,0 +1,41 @@
+from django import forms
+
+from anonweb.accounts.models import Team
+from anonweb.datasets.models import ColumnRole
+
+
+class UploadForm(forms.Form):
+    team = forms.ModelChoiceField(queryset=Team.objects.none())
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    file = forms.FileField(help_text="CSV, TSV, Excel (.xlsx) or Parquet")
+    separator = forms.ChoiceField(
+        required=False,
+        choices=[("", "Detect"), (",", "Comma ,"), (";", "Semicolon ;"), ("\t", "Tab"), ("|", "Pipe |")],
+    )
+
+    def __init__(self, *args, teams, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams
+        if teams.count() == 1:
+            self.fields["team"].initial = teams.first()
+
+
+class TagForm(forms.Form):
+    """One role selector per column."""
+
+    def __init__(self, *args, dataset, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.dataset = dataset
+        for i, col in enumerate(dataset.columns):
+            self.fields[f"col_{i}"] = forms.ChoiceField(
+                label=col["name"], choices=ColumnRole.choices,
+                initial=dataset.tags.get(col["name"], ColumnRole.OTHER),
+            )
+
+    def tags(self) -> dict[str, str]:
+        return {col["name"]: self.cleaned_data[f"col_{i}"] for i, col in enumerate(self.dataset.columns)}
+
+    def rows(self):
+        for i, col in enumerate(self.dataset.columns):
+            yield col, self[f"col_{i}"]

@@ -1,0 +1,60 @@
+"""Uploaded source tables and their column tags. Raw data lives on disk under MEDIA_ROOT,
+never under a public URL; only privacy officers can read it through the app."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class ColumnRole(models.TextChoices):
+    IDENTIFIER = "identifier", "Identifier"
+    QUASI_IDENTIFIER = "quasi_identifier", "Quasi-identifier"
+    SENSITIVE = "sensitive", "Sensitive"
+    OTHER = "other", "Other"
+
+
+class Dataset(models.Model):
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    storage_key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    original_name = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=16)
+    size_bytes = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    rows = models.BigIntegerField()
+    columns = models.JSONField(default=list)  # [{"name", "dtype", "missing", "distinct"}]
+    tags = models.JSONField(default=dict)  # {column: ColumnRole}
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="unique_dataset_name_per_team")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c["name"] for c in self.columns]
+
+    def columns_with(self, role: str) -> list[str]:
+        return [c for c in self.column_names if self.tags.get(c) == role]
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        return self.columns_with(ColumnRole.QUASI_IDENTIFIER)
+
+    @property
+    def sensitive(self) -> list[str]:
+        return self.columns_with(ColumnRole.SENSITIVE)
+
+    @property
+    def identifiers(self) -> list[str]:
+        return self.columns_with(ColumnRole.IDENTIFIER)

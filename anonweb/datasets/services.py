@@ -1,0 +1,142 @@
+"""Dataset use cases: upload, tag columns, profile. Each write is one transaction with its
+audit event; files are written before the row and removed again if the row is not."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from django.conf import settings
+from django.db import transaction
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import require_role
+from anonweb.audit.services import audit_record
+from anonweb.core.errors import DataError
+from anonweb.core.frame import EXCEL_SUFFIXES, PARQUET_SUFFIXES, TEXT_SUFFIXES, read_table
+from anonweb.datasets.models import ColumnRole, Dataset
+from anonweb.datasets.storage import dataset_dir, load_frame, parquet_path, write_parquet_atomic
+
+ALLOWED_SUFFIXES = (TEXT_SUFFIXES - {""}) | EXCEL_SUFFIXES | PARQUET_SUFFIXES
+# Column names that almost always hold direct identifiers; only a first guess for the officer.
+_IDENTIFIER_NAME = re.compile(
+    r"(^|[_\s-])(name|full.?name|first.?name|last.?name|surname|ssn|social.?security|e-?mail|"
+    r"phone|telephone|mobile|address|street|passport|licen[cs]e|iban|account|patient.?id|mrn)($|[_\s-])",
+    re.IGNORECASE,
+)
+
+
+def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Make every column storable in Parquet: numbers stay numbers, anything mixed becomes text."""
+    out = {}
+    for col in df.columns:
+        s = df[col]
+        if s.dtype == object:
+            numeric = pd.to_numeric(s, errors="coerce")
+            if numeric.notna().sum() == s.notna().sum() and s.notna().any():
+                s = numeric
+            else:
+                s = s.map(lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+        out[col] = s
+    return pd.DataFrame(out)
+
+
+def guess_tags(columns: list[str]) -> dict[str, str]:
+    return {
+        c: ColumnRole.IDENTIFIER if _IDENTIFIER_NAME.search(c) else ColumnRole.OTHER for c in columns
+    }
+
+
+def describe_columns(df: pd.DataFrame) -> list[dict]:
+    return [
+        {
+            "name": str(c),
+            "dtype": "numeric" if pd.api.types.is_numeric_dtype(df[c]) else "text",
+            "missing": int(df[c].isna().sum()),
+            "distinct": int(df[c].nunique(dropna=True)),
+        }
+        for c in df.columns
+    ]
+
+
+def dataset_create(*, user, team, upload, name: str, description: str = "", sep: str | None = None) -> Dataset:
+    require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
+    original_name = Path(upload.name or "upload").name
+    suffix = Path(original_name).suffix.lower()
+    if suffix not in ALLOWED_SUFFIXES:
+        raise DataError(
+            f"{original_name}: unsupported file type {suffix or '(none)'}; "
+            "upload CSV, TSV, Excel (.xlsx) or Parquet"
+        )
+    limit = settings.ANONWEB_MAX_UPLOAD_BYTES
+    if upload.size > limit:
+        raise DataError(f"{original_name}: {upload.size:,} bytes is over the upload limit of {limit:,} bytes")
+    if Dataset.objects.filter(team=team, name=name).exists():
+        raise DataError(f"team {team.name} already has a dataset named {name!r}")
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    upload.seek(0)
+    df = normalize_frame(read_table(upload, sep=sep, name=original_name))
+    dataset = Dataset(
+        team=team, name=name, description=description, uploaded_by=user, original_name=original_name,
+        file_format=suffix.lstrip("."), size_bytes=upload.size, sha256=digest.hexdigest(),
+        rows=len(df), columns=describe_columns(df), tags=guess_tags([str(c) for c in df.columns]),
+    )
+    folder = dataset_dir(dataset.storage_key)
+    try:
+        folder.mkdir(parents=True, exist_ok=False)
+        upload.seek(0)
+        with open(folder / f"original{suffix}", "wb") as fh:
+            for chunk in upload.chunks():
+                fh.write(chunk)
+        write_parquet_atomic(df, parquet_path(dataset.storage_key))
+        with transaction.atomic():
+            dataset.save()
+            audit_record(
+                actor=user, team=team, action="dataset.uploaded", target=dataset,
+                details={"name": name, "file": original_name, "rows": dataset.rows,
+                         "columns": dataset.column_names, "sha256": dataset.sha256, "bytes": upload.size},
+            )
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return dataset
+
+
+def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset:
+    require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    unknown = sorted(set(tags) - set(dataset.column_names))
+    if unknown:
+        raise DataError(f"unknown column(s): {', '.join(unknown)}")
+    bad = sorted({r for r in tags.values() if r not in ColumnRole.values})
+    if bad:
+        raise DataError(f"unknown role(s): {', '.join(bad)}; use {', '.join(ColumnRole.values)}")
+    new_tags = {c: tags.get(c, dataset.tags.get(c, ColumnRole.OTHER)) for c in dataset.column_names}
+    changed = {c: r for c, r in new_tags.items() if dataset.tags.get(c) != r}
+    with transaction.atomic():
+        Dataset.objects.filter(pk=dataset.pk).update(tags=new_tags)
+        audit_record(actor=user, team=dataset.team, action="dataset.tagged", target=dataset, details={"changed": changed})
+    dataset.tags = new_tags
+    return dataset
+
+
+def dataset_profile(*, dataset: Dataset, progress) -> dict:
+    """Column profile plus, when quasi-identifiers are tagged, the full risk profile."""
+    progress(5, "loading the table")
+    df = load_frame(dataset.storage_key)
+    progress(25, "profiling columns")
+    result: dict = {"rows": int(len(df)), "columns": describe_columns(df),
+                    "quasi_identifiers": dataset.quasi_identifiers, "sensitive": dataset.sensitive}
+    if dataset.quasi_identifiers:
+        from anonweb.core.profile import assess_risk
+
+        progress(50, "measuring re-identification and homogeneity risk")
+        profile = assess_risk(df, quasi_identifiers=dataset.quasi_identifiers, sensitive=dataset.sensitive)
+        result["risk"] = profile.to_dict()
+    progress(95, "saving the profile")
+    return result

@@ -1,0 +1,36 @@
+"""Where dataset files live: ``MEDIA_ROOT/datasets/<storage_key>/``, written atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from django.conf import settings
+
+
+def dataset_dir(storage_key) -> Path:
+    return Path(settings.MEDIA_ROOT) / "datasets" / str(storage_key)
+
+
+def parquet_path(storage_key) -> Path:
+    return dataset_dir(storage_key) / "data.parquet"
+
+
+def write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
+    """Write to a temporary file in the same directory, then rename: a reader never sees half
+    a file, and a crash leaves only a temporary file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
+    os.close(fd)
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_frame(storage_key) -> pd.DataFrame:
+    return pd.read_parquet(parquet_path(storage_key))

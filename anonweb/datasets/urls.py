@@ -1,0 +1,11 @@
+from django.urls import path
+
+from anonweb.datasets import views
+
+app_name = "datasets"
+urlpatterns = [
+    path("", views.dataset_list, name="list"),
+    path("upload/", views.dataset_upload, name="upload"),
+    path("<int:dataset_id>/", views.dataset_detail, name="detail"),
+    path("<int:dataset_id>/assess/", views.dataset_assess, name="assess"),
+]

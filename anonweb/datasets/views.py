@@ -1,0 +1,81 @@
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import teams_where, user_has_role
+from anonweb.core.errors import CoreError
+from anonweb.datasets.forms import TagForm, UploadForm
+from anonweb.datasets.selectors import can_see_raw, dataset_get_for_user, datasets_for_user
+from anonweb.datasets.services import dataset_create, dataset_set_tags
+from anonweb.datasets.storage import load_frame
+from anonweb.jobs.models import JobKind
+from anonweb.jobs.selectors import latest_profile
+from anonweb.jobs.services import job_create
+
+PREVIEW_ROWS = 20
+
+
+def dataset_list(request):
+    return render(request, "datasets/list.html", {"datasets": datasets_for_user(user=request.user)})
+
+
+def dataset_upload(request):
+    teams = teams_where(user=request.user, role=Role.PRIVACY_OFFICER)
+    if not teams.exists():
+        messages.error(request, "Uploading needs the privacy officer role in a team.")
+        return redirect("datasets:list")
+    form = UploadForm(request.POST or None, request.FILES or None, teams=teams)
+    if request.method == "POST" and form.is_valid():
+        try:
+            dataset = dataset_create(
+                user=request.user, team=form.cleaned_data["team"], upload=form.cleaned_data["file"],
+                name=form.cleaned_data["name"], description=form.cleaned_data["description"],
+                sep=form.cleaned_data["separator"] or None,
+            )
+        except CoreError as exc:
+            form.add_error("file", str(exc))
+        else:
+            messages.success(request, f"Uploaded {dataset.rows:,} rows. Tag the columns next.")
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+    return render(request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def dataset_detail(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    is_officer = user_has_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    form = TagForm(request.POST or None, dataset=dataset)
+    if request.method == "POST":
+        if not is_officer:
+            messages.error(request, "Tagging columns needs the privacy officer role.")
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+        if form.is_valid():
+            try:
+                dataset_set_tags(user=request.user, dataset=dataset, tags=form.tags())
+            except CoreError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, "Column tags saved. Run a risk assessment to see their effect.")
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+    preview = None
+    if can_see_raw(user=request.user, dataset=dataset):
+        frame = load_frame(dataset.storage_key).head(PREVIEW_ROWS)
+        preview = {"columns": list(frame.columns), "rows": frame.astype(object).where(frame.notna(), "").values.tolist()}
+    profile_job = latest_profile(dataset=dataset)
+    charts = None
+    if profile_job and profile_job.result.get("risk"):
+        from anonweb.core.charts import risk_charts
+
+        charts = risk_charts(profile_job.result["risk"])
+    return render(request, "datasets/detail.html", {
+        "dataset": dataset, "form": form, "is_officer": is_officer, "preview": preview,
+        "profile_job": profile_job, "charts": charts,
+        "jobs": dataset.jobs.all()[:10],
+    })
+
+
+@require_POST
+def dataset_assess(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    job = job_create(user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
+    return redirect("jobs:detail", job_id=job.pk)

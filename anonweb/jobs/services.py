@@ -1,0 +1,174 @@
+"""Job life cycle: create, enqueue, claim, report progress, finish, cancel.
+
+Every state change is a conditional update (``filter(status=...).update(...)``) so a redelivered
+task or a second worker cannot run a job twice, and a cancelled job never turns back into a
+running one.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import require_role
+from anonweb.audit.services import audit_record
+from anonweb.core.errors import CoreError
+from anonweb.jobs.models import TERMINAL, Job, JobStatus
+
+log = logging.getLogger(__name__)
+
+# A running job whose worker has not reported for this long is presumed dead (killed worker,
+# lost machine); a redelivered task may then take it over.
+STALE_AFTER = timedelta(seconds=getattr(settings, "ANONWEB_JOB_STALE_SECONDS", 120))
+MAX_ATTEMPTS = 2
+
+
+class JobCancelled(Exception):
+    pass
+
+
+def job_create(*, user, team, kind: str, dataset=None, params: dict | None = None) -> Job:
+    """Create a queued job and enqueue it once the transaction commits."""
+    require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
+    with transaction.atomic():
+        job = Job.objects.create(
+            team=team, created_by=user, dataset=dataset, kind=kind, params=params or {},
+            message="waiting for a worker",
+        )
+        audit_record(
+            actor=user, team=team, action="job.created", target=job,
+            details={"kind": kind, "dataset_id": getattr(dataset, "pk", None), "params": _public_params(params or {})},
+        )
+        transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
+    return job
+
+
+def _public_params(params: dict) -> dict:
+    """Parameters as recorded: secrets are referred to by name only, never by value."""
+    return {k: v for k, v in params.items() if k not in ("secrets", "seed")}
+
+
+def job_enqueue(*, job_id: int) -> None:
+    """Send the task; a broker that is down fails the job visibly instead of hanging."""
+    from anonweb.jobs.tasks import run_job
+
+    try:
+        run_job.apply_async(args=[job_id], retry=False)
+    except Exception as exc:  # kombu raises OperationalError, OSError, TimeoutError...
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.warning("job %s: could not reach the broker: %s", job_id, reason)
+        _set_terminal(
+            job_id=job_id, status=JobStatus.FAILED, from_statuses=(JobStatus.QUEUED,),
+            error=f"The job queue is unreachable, so the job was not started ({reason}). "
+            "Check that the broker (CELERY_BROKER_URL) and a worker are running, then launch it again.",
+        )
+
+
+def job_claim(*, job_id: int, worker: str) -> bool:
+    now = timezone.now()
+    fresh = Q(status=JobStatus.QUEUED)
+    stale = Q(status=JobStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER, attempts__lt=MAX_ATTEMPTS)
+    return bool(
+        Job.objects.filter(fresh | stale, id=job_id, cancel_requested=False).update(
+            status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker[:200],
+            progress=0, message="started", attempts=F("attempts") + 1,
+        )
+    )
+
+
+def job_progress(*, job_id: int, percent: int, message: str = "") -> None:
+    """Record progress; raise JobCancelled if cancellation was requested."""
+    percent = max(0, min(100, int(percent)))
+    updated = Job.objects.filter(id=job_id, status=JobStatus.RUNNING, cancel_requested=False).update(
+        progress=percent, message=message[:300], heartbeat_at=timezone.now()
+    )
+    if not updated:
+        raise JobCancelled()
+
+
+def _set_terminal(*, job_id: int, status: str, from_statuses, error: str = "", result=None, message: str = "") -> bool:
+    with transaction.atomic():
+        fields = {"status": status, "finished_at": timezone.now(), "error": error}
+        if status == JobStatus.SUCCEEDED:
+            fields.update(progress=100, result=result or {}, message=message or "done")
+        else:
+            fields.update(message=message or status)
+        changed = Job.objects.filter(id=job_id, status__in=from_statuses).update(**fields)
+        if changed:
+            job = Job.objects.select_related("team").get(id=job_id)
+            audit_record(
+                actor=None, team=job.team, action=f"job.{status}", target=job,
+                details={"kind": job.kind, "error": error[:500]} if error else {"kind": job.kind},
+            )
+    return bool(changed)
+
+
+def job_cancel(*, user, job: Job) -> Job:
+    require_role(user=user, team=job.team, role=Role.PRIVACY_OFFICER)
+    with transaction.atomic():
+        if Job.objects.filter(id=job.pk, status=JobStatus.QUEUED).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now(), message="cancelled before it started",
+            cancel_requested=True,
+        ):
+            audit_record(actor=user, team=job.team, action="job.cancelled", target=job, details={"kind": job.kind})
+        elif Job.objects.filter(id=job.pk, status=JobStatus.RUNNING).update(
+            cancel_requested=True, message="cancellation requested"
+        ):
+            audit_record(actor=user, team=job.team, action="job.cancel_requested", target=job, details={"kind": job.kind})
+    job.refresh_from_db()
+    return job
+
+
+def job_execute(*, job_id: int, worker: str) -> None:
+    """Claim and run a job. A job someone else claimed, or one already finished, is left alone."""
+    from anonweb.jobs.runners import RUNNERS
+
+    if not job_claim(job_id=job_id, worker=worker):
+        log.info("job %s: not claimed (already taken, finished or cancelled)", job_id)
+        return
+    job = Job.objects.select_related("team", "dataset").get(id=job_id)
+    running = (JobStatus.RUNNING,)
+    try:
+        run = RUNNERS[job.kind]
+        result = run(job, lambda pct, msg="": job_progress(job_id=job_id, percent=pct, message=msg))
+    except JobCancelled:
+        _set_terminal(job_id=job_id, status=JobStatus.CANCELLED, from_statuses=running, message="cancelled; nothing was published")
+    except CoreError as exc:
+        _set_terminal(job_id=job_id, status=JobStatus.FAILED, from_statuses=running, error=str(exc))
+    except Exception:
+        ref = uuid.uuid4().hex[:8]
+        log.error("job %s failed (ref %s):\n%s", job_id, ref, traceback.format_exc())
+        _set_terminal(
+            job_id=job_id, status=JobStatus.FAILED, from_statuses=running,
+            error=f"An internal error stopped the job (reference {ref}); nothing was published. "
+            "An administrator can find the details in the worker log under that reference.",
+        )
+    else:
+        if not _set_terminal(job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result):
+            # Cancelled between the last progress report and the end: honour it.
+            _set_terminal(job_id=job_id, status=JobStatus.CANCELLED, from_statuses=running)
+
+
+def jobs_reap_stale() -> int:
+    """Fail running jobs whose worker stopped reporting and that may not be retried."""
+    cutoff = timezone.now() - STALE_AFTER
+    ids = list(
+        Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff, attempts__gte=MAX_ATTEMPTS).values_list("id", flat=True)
+    )
+    for job_id in ids:
+        _set_terminal(
+            job_id=job_id, status=JobStatus.FAILED, from_statuses=(JobStatus.RUNNING,),
+            error="The worker stopped while running this job (it was killed or lost); nothing was published. Launch it again.",
+        )
+    return len(ids)
+
+
+__all__ = ["TERMINAL", "JobCancelled", "job_cancel", "job_claim", "job_create", "job_enqueue", "job_execute", "job_progress", "jobs_reap_stale"]

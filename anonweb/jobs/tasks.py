@@ -1,0 +1,10 @@
+"""Celery tasks: take ids, call one service, nothing else."""
+
+from anonweb.celery import app
+
+
+@app.task(name="anonweb.jobs.run_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_job(job_id: int) -> None:
+    from anonweb.jobs.services import job_execute
+
+    job_execute(job_id=job_id, worker=run_job.request.hostname or "worker")

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from anonweb.jobs import views
+
+app_name = "jobs"
+urlpatterns = [
+    path("", views.job_list, name="list"),
+    path("plan/<int:dataset_id>/", views.job_plan, name="plan"),
+    path("queue-check/", views.job_queue_check, name="queue_check"),
+    path("<int:job_id>/", views.job_detail, name="detail"),
+    path("<int:job_id>/status.json", views.job_status, name="status"),
+    path("<int:job_id>/cancel/", views.job_cancel_view, name="cancel"),
+]

@@ -1,0 +1,57 @@
+from django.contrib import messages
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import teams_where
+from anonweb.jobs.models import JobKind
+from anonweb.jobs.selectors import job_get_for_user, jobs_for_user
+from anonweb.jobs.services import job_cancel, job_create
+
+
+def job_list(request):
+    return render(request, "jobs/list.html", {
+        "jobs": jobs_for_user(user=request.user)[:200],
+        "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
+    })
+
+
+def job_detail(request, job_id: int):
+    job = job_get_for_user(user=request.user, job_id=job_id)
+    return render(request, "jobs/detail.html", {"job": job})
+
+
+def job_status(request, job_id: int):
+    job = job_get_for_user(user=request.user, job_id=job_id)
+    return JsonResponse({
+        "id": job.pk, "status": job.status, "status_label": job.get_status_display(),
+        "progress": job.progress, "message": job.message, "error": job.error,
+        "terminal": job.is_terminal,
+    })
+
+
+@require_POST
+def job_cancel_view(request, job_id: int):
+    job = job_get_for_user(user=request.user, job_id=job_id)
+    job = job_cancel(user=request.user, job=job)
+    messages.info(request, f"Job #{job.pk}: {job.message}.")
+    return redirect("jobs:detail", job_id=job.pk)
+
+
+@require_POST
+def job_queue_check(request):
+    """Launch a short job that only exercises the queue and a worker."""
+    teams = teams_where(user=request.user, role=Role.PRIVACY_OFFICER)
+    team = teams.filter(pk=request.POST.get("team")).first() or teams.first()
+    if team is None:
+        messages.error(request, "Launching jobs needs the privacy officer role.")
+        return redirect("jobs:list")
+    job = job_create(user=request.user, team=team, kind=JobKind.DEMO_SLEEP, params={"steps": 5, "delay": 0.4})
+    return redirect("jobs:detail", job_id=job.pk)
+
+
+def job_plan(request, dataset_id: int):
+    from anonweb.jobs.plan_views import plan_page
+
+    return plan_page(request, dataset_id=dataset_id)

@@ -1,0 +1,82 @@
+"""Release use cases: create from a finished job, approve or reject (never by the requester)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import require_role
+from anonweb.audit.services import audit_record
+from anonweb.releases.models import Release, ReleaseStatus
+from anonweb.releases.storage import remove_release_files, write_release_files
+
+
+class ReviewError(Exception):
+    pass
+
+
+def release_create(*, job, frame, plan: dict, report: dict, title: str) -> Release:
+    """Files first (atomically renamed into place), then the row and its audit event in one
+    transaction; if the row cannot be written the files are removed again."""
+    release = Release(
+        team=job.team, dataset=job.dataset, job=job, title=title, plan=plan, report=report,
+        rows=len(frame), columns=[str(c) for c in frame.columns], requested_by=job.created_by,
+    )
+    release.sha256 = write_release_files(release.storage_key, frame)
+    try:
+        for _attempt in range(3):
+            try:
+                with transaction.atomic():
+                    last = Release.objects.filter(dataset=job.dataset).aggregate(v=Max("version"))["v"]
+                    release.version = (last or 0) + 1
+                    release.save()
+                    audit_record(
+                        actor=job.created_by, team=job.team, action="release.created", target=release,
+                        details={"dataset_id": job.dataset_id, "version": release.version, "job_id": job.pk,
+                                 "rows": release.rows, "sha256": release.sha256, "plan": plan},
+                    )
+                break
+            except IntegrityError:
+                release.pk = None
+                continue
+        else:
+            raise IntegrityError("could not allocate a release version")
+    except BaseException:
+        remove_release_files(release.storage_key)
+        raise
+    return release
+
+
+def _review(*, user, release: Release, status: str, note: str) -> Release:
+    require_role(user=user, team=release.team, role=Role.DATA_STEWARD)
+    if release.requested_by_id == user.pk:
+        raise PermissionDenied("A release is reviewed by a data steward other than the person who asked for it.")
+    with transaction.atomic():
+        changed = Release.objects.filter(pk=release.pk, status=ReleaseStatus.PENDING).update(
+            status=status, reviewed_by=user, reviewed_at=timezone.now(), review_note=note[:2000]
+        )
+        if not changed:
+            raise ReviewError("This release has already been reviewed.")
+        audit_record(
+            actor=user, team=release.team, action=f"release.{status}", target=release,
+            details={"version": release.version, "dataset_id": release.dataset_id, "note": note[:500]},
+        )
+    release.refresh_from_db()
+    return release
+
+
+def release_approve(*, user, release: Release, note: str = "") -> Release:
+    return _review(user=user, release=release, status=ReleaseStatus.APPROVED, note=note)
+
+
+def release_reject(*, user, release: Release, note: str = "") -> Release:
+    return _review(user=user, release=release, status=ReleaseStatus.REJECTED, note=note)
+
+
+def release_record_download(*, user, release: Release) -> None:
+    with transaction.atomic():
+        audit_record(actor=user, team=release.team, action="release.downloaded", target=release,
+                     details={"version": release.version, "sha256": release.sha256})

@@ -1,0 +1,61 @@
+"""Release files: written to a hidden temporary folder and renamed into place, so nothing
+half-written is ever visible as a release."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from django.conf import settings
+
+# A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def release_dir(storage_key) -> Path:
+    return Path(settings.MEDIA_ROOT) / "releases" / str(storage_key)
+
+
+def neutralise_cell(value):
+    """Prefix text that a spreadsheet would evaluate with a quote (OWASP's advice)."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def safe_csv_bytes(df: pd.DataFrame) -> bytes:
+    """CSV for download: text cells neutralised; numbers are left as numbers."""
+    out = df.copy()
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = out[col].map(neutralise_cell)
+    out.columns = [neutralise_cell(str(c)) for c in out.columns]
+    buf = io.StringIO()
+    out.to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    return buf.getvalue().encode("utf-8")
+
+
+def write_release_files(storage_key, df: pd.DataFrame) -> str:
+    """Write data.parquet and data.csv atomically; return the CSV's SHA-256."""
+    final = release_dir(storage_key)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
+    try:
+        df.to_parquet(tmp / "data.parquet", index=False)
+        data = safe_csv_bytes(df)
+        (tmp / "data.csv").write_bytes(data)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return hashlib.sha256(data).hexdigest()
+
+
+def remove_release_files(storage_key) -> None:
+    shutil.rmtree(release_dir(storage_key), ignore_errors=True)

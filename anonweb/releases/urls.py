@@ -1,0 +1,11 @@
+from django.urls import path
+
+from anonweb.releases import views
+
+app_name = "releases"
+urlpatterns = [
+    path("", views.release_list, name="list"),
+    path("<int:release_id>/", views.release_detail, name="detail"),
+    path("<int:release_id>/review/", views.release_review, name="review"),
+    path("<int:release_id>/download/", views.release_download, name="download"),
+]

@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from anonweb.common import views as common_views
+
+urlpatterns = [
+    path("", common_views.home, name="home"),
+    path("healthz", common_views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("datasets/", include("anonweb.datasets.urls")),
+    path("jobs/", include("anonweb.jobs.urls")),
+    path("releases/", include("anonweb.releases.urls")),
+    path("audit/", include("anonweb.audit.urls")),
+    path("admin/", admin.site.urls),
+]
