@@ -1,0 +1,199 @@
+"""Privacy accounting for OpenDP measurements: calibration, cost, accuracy, unit of privacy.
+
+Every number here comes from the measurement that will run: the scale is chosen by asking the
+measurement's own privacy map, and the cost reported is ``measurement.map(d_in)``, so the ledger,
+the preview and the mechanism cannot disagree. Nothing here reads data, except
+:func:`bound_contributions`, which is the one data-dependent step of the unit of privacy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import ParameterError
+
+CONFIDENCE = 0.95
+
+
+def opendp():
+    """OpenDP's prelude with contrib features on (imported late: it loads a native library)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+def check_epsilon(value: Any, *, name: str = "epsilon") -> float:
+    """A finite positive float, or a :class:`ParameterError` a privacy officer can read."""
+    try:
+        eps = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, not {value!r}") from None
+    if not math.isfinite(eps) or eps <= 0:
+        raise ParameterError(f"{name} must be a positive number, not {value!r}")
+    return eps
+
+
+def check_delta(value: Any) -> float:
+    try:
+        delta = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"delta must be a number, not {value!r}") from None
+    if not 0 < delta < 1:
+        raise ParameterError(f"delta must be strictly between 0 and 1, not {value!r}")
+    return delta
+
+
+def check_bounds(value: Any, *, what: str) -> tuple[float, float]:
+    """Declared clamping bounds ``(lo, hi)``; they must be public, never read off the data."""
+    if value is None:
+        raise ParameterError(
+            f"{what} needs declared bounds LO,HI (they must not come from the data)"
+        )
+    if isinstance(value, str):
+        value = value.split(",")
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"bounds for {what} must be two numbers LO,HI, not {value!r}"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+        raise ParameterError(f"bounds for {what} must be finite with LO < HI, not {lo:g},{hi:g}")
+    return lo, hi
+
+
+def epsilon_of(measurement, d_in: int) -> tuple[float, float]:
+    """(ε, δ) of a measurement at ``d_in``; δ is 0 for pure-DP measures."""
+    value = measurement.map(d_in)
+    if isinstance(value, tuple):
+        return float(value[0]), float(value[1])
+    return float(value), 0.0
+
+
+def calibrate(
+    build: Callable[[float], Any], *, sensitivity: float, d_in: int, epsilon: float
+) -> tuple[Any, float]:
+    """The measurement with the smallest noise scale whose privacy map gives at most ``epsilon``.
+
+    ``sensitivity / epsilon`` is exact for integer queries; float queries carry a rounding slack
+    in their map, so OpenDP's own binary search settles the last digits.
+    """
+    scale = sensitivity / epsilon
+    meas = build(scale)
+    if epsilon_of(meas, d_in)[0] <= epsilon:
+        return meas, scale
+    dp = opendp()
+    scale = dp.binary_search_param(
+        lambda s: _pure(build(s)), d_in=d_in, d_out=epsilon, bounds=(scale, scale * 2 + 1e-9)
+    )
+    return build(scale), scale
+
+
+class _pure:
+    """Expose only ε of an approximate-DP measurement to ``binary_search_param``."""
+
+    def __init__(self, meas):
+        self.meas = meas
+
+    def map(self, d_in):
+        return epsilon_of(self.meas, d_in)[0]
+
+    def check(self, d_in, d_out):
+        return self.map(d_in) <= d_out
+
+
+def laplace_ci95(scale: float, *, integer: bool) -> float:
+    """Half-width of the 95% interval of Laplace noise (discrete for integer counts)."""
+    dp = opendp()
+    alpha = 1 - CONFIDENCE
+    if integer:
+        return float(dp.discrete_laplacian_scale_to_accuracy(scale=scale, alpha=alpha))
+    return float(dp.laplacian_scale_to_accuracy(scale=scale, alpha=alpha))
+
+
+def check_contributions(identifier: Any, max_contributions: Any) -> tuple[str | None, int]:
+    try:
+        c = int(max_contributions)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"max_contributions must be a whole number, not {max_contributions!r}"
+        ) from None
+    if c < 1 or c != float(max_contributions):
+        raise ParameterError(
+            f"max_contributions must be a whole number ≥ 1, not {max_contributions!r}"
+        )
+    if identifier is None and c != 1:
+        raise ParameterError(
+            "max_contributions needs an identifier column (who the rows belong to)"
+        )
+    return (str(identifier) if identifier else None), c
+
+
+def bound_contributions(
+    df: pd.DataFrame, *, identifier: str | None, max_contributions: int, rng: np.random.Generator
+) -> pd.DataFrame:
+    """Keep at most ``max_contributions`` rows per person, chosen at random.
+
+    Without an identifier every row is a person and nothing is dropped. Rows whose identifier is
+    missing are treated as one person: counting them as many could let one person exceed the bound.
+    """
+    if identifier is None:
+        return df
+    order = rng.permutation(len(df))
+    shuffled = df[identifier].iloc[order]
+    rank = shuffled.groupby(shuffled, dropna=False, sort=False).cumcount().to_numpy()
+    keep = np.zeros(len(df), dtype=bool)
+    keep[order[rank < max_contributions]] = True
+    return df.loc[keep]
+
+
+def unit_of_privacy(identifier: str | None, max_contributions: int) -> dict[str, Any]:
+    return {
+        "neighbouring": "unbounded: add or remove one person (symmetric distance)",
+        "identifier": identifier,
+        "max_rows_per_person": max_contributions,
+        "d_in": max_contributions,
+    }
+
+
+def check_categories(raw: Any, columns: tuple[str, ...]) -> dict[str, tuple[str, ...]] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ParameterError("categories must map each histogram column to its list of values")
+    missing = [c for c in columns if c not in raw]
+    if missing:
+        raise ParameterError(f"no declared categories for column(s): {', '.join(missing)}")
+    out = {}
+    for col in columns:
+        values = [str(v) for v in raw[col]]
+        if not values or len(set(values)) != len(values):
+            raise ParameterError(f"declared categories for {col!r} must be non-empty and distinct")
+        out[col] = tuple(values)
+    return out
+
+
+def check_alphas(raw: Any) -> tuple[float, ...]:
+    try:
+        alphas = tuple(float(a) for a in ([raw] if isinstance(raw, (int, float)) else raw))
+    except (TypeError, ValueError):
+        raise ParameterError(f"quantile levels must be numbers in [0, 1], not {raw!r}") from None
+    if not alphas or any(not 0 <= a <= 1 for a in alphas):
+        raise ParameterError(f"quantile levels must be numbers in [0, 1], not {raw!r}")
+    return alphas
+
+
+def check_bins(raw: Any) -> int:
+    try:
+        bins = int(raw)
+    except (TypeError, ValueError):
+        raise ParameterError(f"bins must be a whole number, not {raw!r}") from None
+    if not 2 <= bins <= 100_000:
+        raise ParameterError(f"bins must be between 2 and 100000, not {raw!r}")
+    return bins

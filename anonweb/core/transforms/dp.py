@@ -1,0 +1,426 @@
+"""Differentially private aggregate releases on OpenDP's measurement API.
+
+A :class:`DPQuery` describes one release (count, histogram/contingency table, sum, mean,
+quantiles, range counts). :func:`prepare` turns it into the OpenDP measurement that will run,
+with its exact cost and a 95% accuracy preview, without reading any data; :func:`release` runs
+that same measurement. Noise always comes from OpenDP's samplers (exact, CSPRNG-backed, immune
+to floating-point attacks); the injected ``rng`` only chooses which rows a person keeps.
+
+Unit of privacy: a person, one row by default; neighbouring tables add or remove one person
+(unbounded DP, symmetric distance). With an identifier column each person keeps at most
+``max_contributions`` rows, and every map is taken at ``d_in = max_contributions``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core import dp_accounting as acc
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.frame import require_columns
+
+KINDS = ("count", "histogram", "sum", "mean", "quantile", "range")
+MISSING = "(missing)"
+COUNT_COLUMN = "noisy_count"
+KEY_SEP = "\x1f"
+TREE_BRANCHING = 2
+
+
+@dataclass(frozen=True)
+class DPQuery:
+    """One DP release; every field is public (it is shown in the plan and the report)."""
+
+    kind: str
+    epsilon: float
+    columns: tuple[str, ...] = ()
+    categories: Mapping[str, tuple[str, ...]] | None = None
+    delta: float | None = None
+    bounds: tuple[float, float] | None = None
+    alphas: tuple[float, ...] = (0.5,)
+    bins: int = 32
+    identifier: str | None = None
+    max_contributions: int = 1
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> DPQuery:
+        """Validate plan parameters; raises :class:`ParameterError` before any data is read."""
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(params) - known
+        if unknown:
+            raise ParameterError(f"unknown DP parameter(s): {', '.join(sorted(unknown))}")
+        kind = params.get("kind")
+        if kind not in KINDS:
+            raise ParameterError(f"DP release kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        columns = params.get("columns") or ()
+        columns = (columns,) if isinstance(columns, str) else tuple(str(c) for c in columns)
+        need = {"count": 0, "histogram": None, "sum": 1, "mean": 1, "quantile": 1, "range": 1}[kind]
+        if need is None and not columns:
+            raise ParameterError("a histogram needs at least one column")
+        if need is not None and len(columns) != need:
+            raise ParameterError(f"a DP {kind} takes {'no column' if need == 0 else 'one column'}")
+        identifier, c = acc.check_contributions(
+            params.get("identifier"), params.get("max_contributions", 1)
+        )
+        query = cls(
+            kind=kind,
+            epsilon=acc.check_epsilon(params.get("epsilon")),
+            columns=columns,
+            categories=acc.check_categories(params.get("categories"), columns)
+            if kind == "histogram"
+            else None,
+            delta=None if params.get("delta") is None else acc.check_delta(params["delta"]),
+            bounds=acc.check_bounds(params.get("bounds"), what=f"a DP {kind}")
+            if need == 1
+            else None,
+            alphas=acc.check_alphas(params.get("alphas", (0.5,))),
+            bins=acc.check_bins(params.get("bins", 32)),
+            identifier=identifier,
+            max_contributions=c,
+        )
+        if kind == "histogram" and query.categories is None and query.delta is None:
+            raise ParameterError(
+                "a histogram needs declared categories, or a delta for selecting them privately"
+            )
+        return query
+
+    def to_params(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["columns"] = list(self.columns)
+        if self.categories is not None:
+            out["categories"] = {k: list(v) for k, v in self.categories.items()}
+        out["bounds"] = list(self.bounds) if self.bounds else None
+        out["alphas"] = list(self.alphas)
+        return out
+
+
+def cell_labels(values: pd.Series) -> pd.Series:
+    """Values as category labels: integral floats without ``.0``, missing as ``(missing)``."""
+
+    def label(v: Any) -> str:
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v).strip()
+
+    return values.map(label, na_action="ignore").fillna(MISSING).astype(str)
+
+
+def categories_from_frame(frame: pd.DataFrame, columns: list[str]) -> dict[str, tuple[str, ...]]:
+    """Declared categories from a table: each column's distinct non-empty values, in file order."""
+    require_columns(frame, columns, role="categories column")
+    out = {}
+    for col in columns:
+        labels = cell_labels(frame[col].dropna())
+        out[col] = tuple(dict.fromkeys(labels))
+    return out
+
+
+@dataclass
+class Prepared:
+    """The measurement to run, with its cost and accuracy; built without data."""
+
+    query: DPQuery
+    measurement: Any
+    scale: float
+    epsilon: float
+    delta: float
+    ci95: dict[str, float]
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def cost(self) -> dict[str, float]:
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+    def preview(self) -> dict[str, Any]:
+        q = self.query
+        first = next(iter(self.ci95.values()), None)
+        return {
+            "kind": q.kind,
+            "columns": list(q.columns),
+            "epsilon_requested": q.epsilon,
+            "epsilon_spent": self.epsilon,
+            "delta_spent": self.delta,
+            "ci95_halfwidth": first if len(self.ci95) == 1 else dict(self.ci95),
+            "noise": {"mechanism": self.detail.get("mechanism", "laplace"), "scale": self.scale},
+            "unit_of_privacy": acc.unit_of_privacy(q.identifier, q.max_contributions),
+            **{k: v for k, v in self.detail.items() if k != "mechanism"},
+        }
+
+
+def prepare(query: DPQuery) -> Prepared:
+    """Build the OpenDP measurement for ``query`` and compute its exact cost from its map."""
+    builder = {"count": _count, "histogram": _histogram, "sum": _sum, "mean": _mean}
+    return builder.get(query.kind, _tree)(query)
+
+
+def preview(query: DPQuery | Mapping[str, Any]) -> dict[str, Any]:
+    """Cost and 95% accuracy, before spending anything (no data needed)."""
+    q = query if isinstance(query, DPQuery) else DPQuery.from_params(query)
+    return prepare(q).preview()
+
+
+@dataclass(frozen=True)
+class DPRelease:
+    table: pd.DataFrame
+    report: dict[str, Any]
+
+
+def release(df: pd.DataFrame, query: DPQuery, *, rng: np.random.Generator) -> DPRelease:
+    """Run the prepared measurement on ``df`` (never mutated) and report what it cost."""
+    columns = list(query.columns) + ([query.identifier] if query.identifier else [])
+    require_columns(df, columns)
+    prepared = prepare(query)
+    data = acc.bound_contributions(
+        df, identifier=query.identifier, max_contributions=query.max_contributions, rng=rng
+    )
+    table, extra = _run(prepared, data)
+    report = prepared.preview() | extra | {"rows_out": len(table)}
+    return DPRelease(table=table, report=report)
+
+
+def histogram_keys(df: pd.DataFrame, query: DPQuery) -> list[str]:
+    """One key per row (columns joined); refuses values outside the declared categories."""
+    labels = [cell_labels(df[c]) for c in query.columns]
+    if query.categories is not None:
+        for col, lab in zip(query.columns, labels):
+            allowed = set(query.categories[col]) | {MISSING}
+            outside = sorted(set(lab.unique()) - allowed)
+            if outside:
+                shown = ", ".join(repr(v) for v in outside[:5])
+                raise DataError(
+                    f"column {col!r} has {len(outside)} value(s) outside the declared categories "
+                    f"(e.g. {shown})"
+                )
+    if len(labels) == 1:
+        return labels[0].tolist()
+    return [KEY_SEP.join(parts) for parts in zip(*labels)]
+
+
+def histogram_cells(query: DPQuery) -> list[str]:
+    """Every declared cell, missing included: the set is public, so its size leaks nothing."""
+    assert query.categories is not None
+    per_column = [list(query.categories[c]) + [MISSING] for c in query.columns]
+    return [KEY_SEP.join(parts) for parts in itertools.product(*per_column)]
+
+
+def split_keys(keys: list[str], columns: tuple[str, ...]) -> pd.DataFrame:
+    parts = [k.split(KEY_SEP) for k in keys]
+    return (
+        pd.DataFrame(parts, columns=list(columns)) if parts else pd.DataFrame(columns=list(columns))
+    )
+
+
+def numeric_values(df: pd.DataFrame, column: str) -> list[float]:
+    """The column as floats; missing rows drop out (a row filter leaves the sensitivity as is)."""
+    values = pd.to_numeric(df[column], errors="coerce")
+    if values.isna().sum() > df[column].isna().sum():
+        raise DataError(f"column {column!r} is not numeric")
+    out = values.dropna().astype(float).tolist()
+    return [v for v in out if math.isfinite(v)]
+
+
+# -- measurements (built without data) -------------------------------------------------------
+
+
+def _space(atom: type):
+    dp = acc.opendp()
+    domain = dp.atom_domain(T=float, nan=False) if atom is float else dp.atom_domain(T=atom)
+    return dp.vector_domain(domain), dp.symmetric_distance()
+
+
+def _noisy(q: DPQuery, pre, *, integer: bool, stats: list[str], detail=None) -> Prepared:
+    """``pre`` followed by Laplace noise calibrated so that the whole chain spends ``q.epsilon``."""
+    dp = acc.opendp()
+    d_in = q.max_contributions
+    meas, scale = acc.calibrate(
+        lambda s: pre >> dp.m.then_laplace(scale=s),
+        sensitivity=float(pre.map(d_in)),
+        d_in=d_in,
+        epsilon=q.epsilon,
+    )
+    eps, delta = acc.epsilon_of(meas, d_in)
+    halfwidth = acc.laplace_ci95(scale, integer=integer)
+    return Prepared(q, meas, scale, eps, delta, {s: halfwidth for s in stats}, dict(detail or {}))
+
+
+def _count(q: DPQuery) -> Prepared:
+    dp = acc.opendp()
+    return _noisy(q, _space(str) >> dp.t.then_count(), integer=True, stats=["count"])
+
+
+def _histogram(q: DPQuery) -> Prepared:
+    dp = acc.opendp()
+    if q.categories is None:
+        return _selected_histogram(q)
+    cells = histogram_cells(q)
+    pre = _space(str) >> dp.t.then_count_by_categories(categories=cells, null_category=False)
+    detail = {"categories": "declared", "cells": len(cells)}
+    return _noisy(q, pre, integer=True, stats=["count per cell"], detail=detail)
+
+
+def _selected_histogram(q: DPQuery) -> Prepared:
+    """Unknown categories: only keys whose noisy count clears a threshold are released (δ)."""
+    dp = acc.opendp()
+    d_in, target = q.max_contributions, float(q.delta or 0.0)
+    pre = _space(str) >> dp.t.then_count_by()
+
+    def build(scale: float, threshold: int = 2**30):
+        return pre >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
+
+    meas, scale = acc.calibrate(build, sensitivity=float(d_in), d_in=d_in, epsilon=q.epsilon)
+    lo, hi = 1, 2
+    while acc.epsilon_of(build(scale, hi), d_in)[1] > target:
+        lo, hi = hi, hi * 2
+        if hi > 2**30:
+            raise ParameterError(f"delta {target:g} is too small for key selection")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (
+            (lo, mid) if acc.epsilon_of(build(scale, mid), d_in)[1] <= target else (mid + 1, hi)
+        )
+    meas = build(scale, hi)
+    eps, delta = acc.epsilon_of(meas, d_in)
+    detail = {
+        "mechanism": "laplace with threshold",
+        "categories": "selected privately",
+        "threshold": hi,
+    }
+    halfwidth = acc.laplace_ci95(scale, integer=True)
+    return Prepared(q, meas, scale, eps, delta, {"count per cell": halfwidth}, detail)
+
+
+def _sum(q: DPQuery) -> Prepared:
+    dp = acc.opendp()
+    pre = _space(float) >> dp.t.then_clamp(q.bounds) >> dp.t.then_sum()
+    return _noisy(q, pre, integer=False, stats=["sum"], detail={"bounds": list(q.bounds or ())})
+
+
+def _mean(q: DPQuery) -> Prepared:
+    """Noisy sum over noisy count, ε split evenly: the size stays private (unbounded DP)."""
+    dp = acc.opendp()
+    half = replace(q, epsilon=q.epsilon / 2)
+    total = _sum(half)
+    count = _noisy(half, _space(float) >> dp.t.then_count(), integer=True, stats=["count"])
+    meas = dp.c.make_composition([total.measurement, count.measurement])
+    eps, delta = acc.epsilon_of(meas, q.max_contributions)
+    ci95 = {"sum": total.ci95["sum"], "count": count.ci95["count"]}
+    detail = {"bounds": list(q.bounds or ()), "count_scale": count.scale}
+    return Prepared(q, meas, total.scale, eps, delta, ci95, detail)
+
+
+def _tree(q: DPQuery) -> Prepared:
+    """Binned counts of an ordered column in a b-ary tree, each node with Laplace noise."""
+    dp = acc.opendp()
+    lo, hi = q.bounds or (0.0, 1.0)
+    edges = np.linspace(lo, hi, q.bins + 1).tolist()
+    b = TREE_BRANCHING  # the binary tree: any range is a union of at most 2 nodes per level
+    pre = (
+        _space(float)
+        >> dp.t.then_clamp((lo, hi))
+        >> dp.t.then_find_bin(edges=edges[1:-1])
+        >> dp.t.then_count_by_categories(categories=list(range(q.bins)), null_category=False)
+        >> dp.t.then_b_ary_tree(leaf_count=q.bins, branching_factor=b)
+    )
+    depth = int(pre.map(1))
+    detail = {"bins": q.bins, "bounds": [lo, hi], "branching_factor": b, "tree_depth": depth}
+    if q.kind == "quantile":
+        detail["alphas"] = list(q.alphas)
+    prepared = _noisy(q, pre, integer=True, stats=["count per tree node"], detail=detail)
+    # A range is the sum of at most 2(b-1) nodes per level; normal approximation of their noise.
+    nodes = 2 * (b - 1) * depth
+    prepared.detail["range_ci95_halfwidth_approx"] = 1.96 * math.sqrt(nodes * 2) * prepared.scale
+    prepared.detail["edges"] = edges
+    return prepared
+
+
+def _run(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    q, meas = prepared.query, prepared.measurement
+    if q.kind == "count":
+        return pd.DataFrame({COUNT_COLUMN: [int(meas([""] * len(data)))]}), {}
+    if q.kind == "histogram":
+        keys = histogram_keys(data, q)
+        if q.categories is not None:
+            cells = histogram_cells(q)
+            table = split_keys(cells, q.columns).assign(**{COUNT_COLUMN: meas(keys)})
+        else:
+            released = dict(sorted(meas(keys).items()))
+            table = split_keys(list(released), q.columns).assign(
+                **{COUNT_COLUMN: list(released.values())}
+            )
+        return table, {}
+    values = numeric_values(data, q.columns[0])
+    if q.kind == "sum":
+        return pd.DataFrame({"column": [q.columns[0]], "noisy_sum": [float(meas(values))]}), {}
+    if q.kind == "mean":
+        return _finish_mean(prepared, meas(values))
+    return _finish_tree(prepared, meas(values))
+
+
+def _finish_mean(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[str, Any]]:
+    lo, hi = prepared.query.bounds or (0.0, 0.0)
+    total, count = float(noisy[0]), int(noisy[1])
+    mean = min(max(total / max(count, 1), lo), hi)  # post-processing: clamp into the bounds
+    table = pd.DataFrame(
+        {
+            "column": [prepared.query.columns[0]],
+            "noisy_mean": [mean],
+            "noisy_sum": [total],
+            "noisy_count": [count],
+        }
+    )
+    approx = (prepared.ci95["sum"] + abs(mean) * prepared.ci95["count"]) / max(count, 1)
+    return table, {"mean_ci95_halfwidth_approx": approx}
+
+
+def _finish_tree(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[str, Any]]:
+    dp = acc.opendp()
+    q, edges = prepared.query, prepared.detail["edges"]
+    b = prepared.detail["branching_factor"]
+    leaves = dp.t.make_consistent_b_ary_tree(branching_factor=b)(noisy)[: q.bins]
+    leaves = [max(float(v), 0.0) for v in leaves]  # post-processing: counts are not negative
+    if q.kind == "quantile":
+        fn = dp.t.make_quantiles_from_counts(
+            edges, alphas=list(q.alphas), interpolation="linear", TA=float
+        )
+        values = fn(leaves) if sum(leaves) > 0 else [float("nan")] * len(q.alphas)
+        return pd.DataFrame({"alpha": list(q.alphas), "quantile": [float(v) for v in values]}), {}
+    table = pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], COUNT_COLUMN: leaves})
+    table["noisy_cumulative"] = np.cumsum(leaves)
+    return table, {}
+
+
+# -- plan steps ------------------------------------------------------------------------------
+
+
+def _register() -> None:
+    try:
+        from anonweb.core.plan import StepOutcome, register_step
+    except ImportError:  # the plan module is optional for the functions above
+        return
+
+    def validate(params: Mapping[str, Any]) -> None:
+        prepare(DPQuery.from_params(params))
+
+    def cost(params: Mapping[str, Any]) -> dict[str, float]:
+        return prepare(DPQuery.from_params(params)).cost()
+
+    def columns(params: Mapping[str, Any]) -> list[str]:
+        q = DPQuery.from_params(params)
+        return list(q.columns) + ([q.identifier] if q.identifier else [])
+
+    @register_step("dp_release", validate=validate, privacy_cost=cost, columns=columns)
+    def dp_release_step(df, params, ctx):
+        result = release(df, DPQuery.from_params(params), rng=ctx.rng)
+        return StepOutcome(frame=result.table, report=result.report)
+
+    from anonweb.core.transforms import dp_synthetic
+
+    dp_synthetic.register()
+
+
+_register()
