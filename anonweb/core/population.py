@@ -30,7 +30,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
 
 from anonweb.core.errors import ParameterError
 
@@ -55,6 +54,8 @@ def _valid(value: float, population: float) -> bool:
 
 def pitman_uniques(sizes: np.ndarray, population: float) -> float:
     """Population uniques by Pitman's model (Hoshino 2001); NaN when the solver fails."""
+    from scipy import optimize, special  # scipy costs ~0.8 s to import: only when needed
+
     j, fj = _histogram(sizes)
     n, u = float((j * fj).sum()), float(fj.sum())
     c1 = float(fj[j == 1].sum())
@@ -93,6 +94,8 @@ def pitman_uniques(sizes: np.ndarray, population: float) -> float:
 
 def zayatz_uniques(sizes: np.ndarray, population: float) -> float:
     """Population uniques by Zayatz's model (1991), as ARX computes it."""
+    from scipy import stats
+
     j, fj = _histogram(sizes)
     n, u = int((j * fj).sum()), float(fj.sum())
     c1 = float(fj[j == 1].sum())
@@ -120,6 +123,8 @@ def shlosser_classes(sizes: np.ndarray, fraction: float) -> float:
 
 def snb_uniques(sizes: np.ndarray, population: float) -> float:
     """Population uniques by the SNB model (Chen & Keller-McNulty 1998); NaN if unsolved."""
+    from scipy import optimize
+
     j, fj = _histogram(sizes)
     n = float((j * fj).sum())
     f = n / population
