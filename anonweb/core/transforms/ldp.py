@@ -1,0 +1,222 @@
+"""Local differential privacy: each record is randomized on its own, before any aggregation.
+
+* Categorical columns: k-ary randomized response. The true value is kept with probability
+  p = e^ε / (e^ε + K − 1), otherwise one of the other K − 1 categories is reported uniformly
+  (each with q = 1 / (e^ε + K − 1)), so p / q = e^ε for every pair of inputs.
+* Bounded numeric columns: clamp to the declared range, then add Laplace((hi − lo) / ε).
+
+Both use OpenDP's measurements (``make_randomized_response``, ``make_laplace``), whose samplers
+draw from a CSPRNG and are exact; the ε reported is the measurement's own map. OpenDP cannot be
+seeded, so an LDP release is not reproducible from the plan, by design.
+
+The analyst recovers the category counts with :func:`debias_counts` (n̂_v = (c_v − n·q)/(p − q)),
+an unbiased estimate whose variance grows quickly as ε shrinks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core import dp_accounting as acc
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.frame import require_columns
+
+MISSING = "(missing)"
+
+
+def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
+    """(p, q): probability of reporting the true category, and each other category."""
+    if k < 2:
+        raise ParameterError("randomized response needs at least two categories")
+    denominator = math.exp(epsilon) + k - 1
+    return math.exp(epsilon) / denominator, 1.0 / denominator
+
+
+def debias_counts(
+    observed: Mapping[str, float], *, epsilon: float, categories: Sequence[str]
+) -> dict[str, float]:
+    """Unbiased estimate of the true counts from randomized-response counts (any category
+    missing from ``observed`` counts as 0)."""
+    eps = acc.check_epsilon(epsilon)
+    unknown = set(observed) - set(categories)
+    if unknown:
+        raise DataError(
+            f"observed values outside the categories: {', '.join(sorted(map(str, unknown)))}"
+        )
+    p, q = rr_probabilities(eps, len(categories))
+    n = float(sum(observed.values()))
+    return {c: (float(observed.get(c, 0)) - n * q) / (p - q) for c in categories}
+
+
+def _labels(values: pd.Series) -> pd.Series:
+    def label(v: Any) -> str:
+        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
+
+    return values.map(label, na_action="ignore").fillna(MISSING).astype(str)
+
+
+@dataclass(frozen=True)
+class LDPResult:
+    frame: pd.DataFrame
+    report: dict[str, Any]
+
+
+def randomized_response_measurement(categories: Sequence[str], epsilon: float):
+    """OpenDP's k-ary randomized response at ``epsilon``, and its exact ε (d_in = 1 record)."""
+    dp = acc.opendp()
+    p, _ = rr_probabilities(epsilon, len(categories))
+    meas = dp.m.make_randomized_response(categories=list(categories), prob=p, T=str)
+    return meas, float(meas.map(1))
+
+
+def randomize_categories(
+    df: pd.DataFrame, *, column: str, epsilon: Any, categories: Sequence[str] | None = None
+) -> LDPResult:
+    """Randomize ``column`` record by record; the report holds the debiased category counts.
+
+    Without declared ``categories`` the set observed in the column is used (missing values form
+    their own category); that set is then assumed public, which the report says.
+    """
+    eps = acc.check_epsilon(epsilon)
+    require_columns(df, [column])
+    labels = _labels(df[column])
+    declared = categories is not None
+    cats = [str(c) for c in categories] if declared else sorted(labels.unique())
+    if MISSING in set(labels) and MISSING not in cats:
+        cats.append(MISSING)
+    outside = sorted(set(labels) - set(cats))
+    if outside:
+        raise DataError(
+            f"column {column!r} has values outside the declared categories: {', '.join(outside[:5])}"
+        )
+    if len(set(cats)) != len(cats):
+        raise ParameterError(f"declared categories for {column!r} are not distinct")
+    meas, eps_spent = randomized_response_measurement(cats, eps)
+    # One call per record: each draw must be independent, and OpenDP's sampler is the one that
+    # resists floating-point and timing attacks, so we keep it despite the per-call overhead.
+    randomized = pd.Series([meas(v) for v in labels], index=df.index, dtype=object)
+    originals = dict(zip(labels, df[column]))
+    out = df.copy()
+    out[column] = randomized.map(lambda v: originals.get(v, v) if v != MISSING else None)
+    observed = randomized.value_counts().to_dict()
+    p, q = rr_probabilities(eps, len(cats))
+    report = {
+        "kind": "ldp_randomized_response",
+        "column": column,
+        "epsilon_spent": eps_spent,
+        "model": "local (each record randomized on its own)",
+        "categories": cats,
+        "categories_source": "declared" if declared else "observed in the data (assumed public)",
+        "p_keep": p,
+        "q_other": q,
+        "observed_counts": {c: int(observed.get(c, 0)) for c in cats},
+        "estimated_counts": debias_counts(observed, epsilon=eps, categories=cats),
+        "estimate_sd": _debias_sd(len(df), p, q),
+    }
+    return LDPResult(out, report)
+
+
+def _debias_sd(n: int, p: float, q: float) -> float:
+    """Worst-case standard deviation of one debiased count (observed share near 1/2)."""
+    return math.sqrt(n * 0.25) / (p - q)
+
+
+def laplace_measurement(bounds: tuple[float, float], epsilon: float):
+    """Laplace((hi − lo)/ε) on each value; ε from the map at d_in = hi − lo (one record's
+    value moving across the whole range)."""
+    dp = acc.opendp()
+    lo, hi = bounds
+    space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float))
+    meas, scale = acc.calibrate(
+        lambda s: dp.m.make_laplace(*space, scale=s),
+        sensitivity=hi - lo,
+        d_in=hi - lo,
+        epsilon=epsilon,
+    )
+    return meas, scale, acc.epsilon_of(meas, hi - lo)[0]
+
+
+def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: Any) -> LDPResult:
+    """Clamp ``column`` to the declared bounds and add Laplace noise to each value.
+
+    Missing values stay missing (they carry no value to protect; whether they are missing is
+    not randomized, which the report says).
+    """
+    eps = acc.check_epsilon(epsilon)
+    lo, hi = acc.check_bounds(bounds, what=f"local noise on {column!r}")
+    require_columns(df, [column])
+    values = pd.to_numeric(df[column], errors="coerce")
+    if values.isna().sum() > df[column].isna().sum():
+        raise DataError(f"column {column!r} is not numeric")
+    present = values.notna().to_numpy()
+    meas, scale, eps_spent = laplace_measurement((lo, hi), eps)
+    clamped = np.clip(values.to_numpy(dtype=float)[present], lo, hi).tolist()
+    noisy = np.full(len(df), np.nan)
+    noisy[present] = meas(clamped) if clamped else []
+    out = df.copy()
+    out[column] = noisy
+    report = {
+        "kind": "ldp_laplace",
+        "column": column,
+        "epsilon_spent": eps_spent,
+        "model": "local (each record randomized on its own)",
+        "bounds": [lo, hi],
+        "noise": {"mechanism": "laplace", "scale": scale},
+        "ci95_halfwidth": acc.laplace_ci95(scale, integer=False),
+        "missing_kept": int((~present).sum()) > 0,
+    }
+    return LDPResult(out, report)
+
+
+def _register() -> None:
+    try:
+        from anonweb.core.plan import StepOutcome, register_step
+    except ImportError:
+        return
+
+    def check_rr(params: Mapping[str, Any]) -> None:
+        acc.check_epsilon(params.get("epsilon"))
+        if not params.get("column"):
+            raise ParameterError("randomized response needs a column")
+
+    def check_laplace(params: Mapping[str, Any]) -> None:
+        check_rr(params)
+        acc.check_bounds(params.get("bounds"), what="local Laplace noise")
+
+    def cost(params: Mapping[str, Any]) -> dict[str, float]:
+        # Local ε protects each record against everyone, the collector included; it is not
+        # added to the central budget, hence its own key.
+        return {"local_epsilon": acc.check_epsilon(params.get("epsilon"))}
+
+    @register_step(
+        "ldp_randomized_response",
+        validate=check_rr,
+        privacy_cost=cost,
+        columns=lambda p: [p["column"]],
+    )
+    def rr_step(df, params, ctx):
+        result = randomize_categories(
+            df,
+            column=params["column"],
+            epsilon=params["epsilon"],
+            categories=params.get("categories"),
+        )
+        return StepOutcome(frame=result.frame, report=result.report)
+
+    @register_step(
+        "ldp_laplace", validate=check_laplace, privacy_cost=cost, columns=lambda p: [p["column"]]
+    )
+    def laplace_step(df, params, ctx):
+        result = randomize_numeric(
+            df, column=params["column"], epsilon=params["epsilon"], bounds=params["bounds"]
+        )
+        return StepOutcome(frame=result.frame, report=result.report)
+
+
+_register()
