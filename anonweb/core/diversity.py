@@ -11,7 +11,8 @@ A missing sensitive value is a value of its own (an attacker learns "not recorde
   descending order. For a given c the largest l every class satisfies is reported.
 * δ-disclosure (Brickell & Shmatikov 2008): |log(p(s|class) / p(s))| < δ for every class and
   every value s of the table; the reported figure is the bound (the infimum of such δ), infinite
-  when some class lacks a value of the table.
+  (``None`` in JSON) when some class lacks a value of the table. ``delta_disclosure_present``
+  takes the maximum over the values each class contains only, as pycanon does.
 """
 
 from __future__ import annotations
@@ -121,13 +122,18 @@ def entropy(sc: SensitiveCounts) -> np.ndarray:
     return -np.bincount(sc.cls, weights=p * np.log(p), minlength=sc.classes.count)
 
 
-def delta_per_class(sc: SensitiveCounts) -> np.ndarray:
-    """Smallest δ bound per class: max |log(p(s|class)/p(s))|, inf if a value is absent."""
+def delta_per_class(sc: SensitiveCounts, *, present_only: bool = False) -> np.ndarray:
+    """Smallest δ bound per class: max |log(p(s|class)/p(s))|, inf if a value is absent.
+
+    ``present_only`` skips the values a class lacks (pycanon's reading): a weaker figure, since
+    learning that a target does *not* have a value is a disclosure too.
+    """
     p_table = sc.value_counts[sc.val] / sc.classes.rows
     ratio = np.abs(np.log(sc.share / p_table))
     out = np.zeros(sc.classes.count)
     np.maximum.at(out, sc.cls, ratio)
-    out[sc.distinct < len(sc.values)] = np.inf
+    if not present_only:
+        out[sc.distinct < len(sc.values)] = np.inf
     return out
 
 
@@ -141,6 +147,7 @@ class LDiversity:
     recursive_c: float
     l_recursive: int
     delta_disclosure: float
+    delta_disclosure_present: float
     homogeneous_classes: int
     homogeneous_records: int
     counts: SensitiveCounts = field(repr=False, compare=False)
@@ -184,6 +191,7 @@ class LDiversity:
             "recursive_c": self.recursive_c,
             "l_recursive": self.l_recursive,
             "delta_disclosure": None if np.isinf(self.delta_disclosure) else self.delta_disclosure,
+            "delta_disclosure_present": self.delta_disclosure_present,
             "homogeneous_classes": self.homogeneous_classes,
             "homogeneous_records": self.homogeneous_records,
             "distinct_values": len(self.counts.values),
@@ -200,6 +208,7 @@ def l_diversity_of(sc: SensitiveCounts, *, recursive_c: float = DEFAULT_C) -> LD
         recursive_c=float(recursive_c),
         l_recursive=int(recursive_l(sc, recursive_c).min()),
         delta_disclosure=float(delta_per_class(sc).max()),
+        delta_disclosure_present=float(delta_per_class(sc, present_only=True).max()),
         homogeneous_classes=int(homogeneous.sum()),
         homogeneous_records=int(sc.sizes[homogeneous].sum()),
         counts=sc,
