@@ -1,0 +1,110 @@
+"""Properties of the risk measures on generated tables (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonweb.core.classes import group_codes
+from anonweb.core.profile import assess_risk
+
+QIS = ["q1", "q2"]
+
+values = st.one_of(st.none(), st.sampled_from(["a", "b", "c"]))
+
+
+@st.composite
+def tables(draw, min_rows=1, max_rows=40):
+    n = draw(st.integers(min_rows, max_rows))
+    return pd.DataFrame(
+        {
+            "q1": draw(st.lists(values, min_size=n, max_size=n)),
+            "q2": draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
+            "cat": draw(st.lists(st.one_of(st.none(), st.sampled_from("xyzw")), min_size=n, max_size=n)),
+            "num": draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)),
+        }
+    )
+
+
+def profile(df, qis=QIS):
+    return assess_risk(df, quasi_identifiers=qis, sensitive=["cat", "num"])
+
+
+def summary(df, qis=QIS):
+    d = profile(df, qis).to_dict()
+    return d
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables())
+def test_codes_match_pandas_groupby(df):
+    expected = df.groupby(QIS, dropna=False, sort=False).ngroup().to_numpy()
+    assert (group_codes(df, QIS) == expected).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables())
+def test_merging_classes_never_lowers_k_or_l(df):
+    fine, coarse = profile(df, QIS), profile(df, ["q1"])
+    assert coarse.k >= fine.k
+    for sa in ("cat", "num"):
+        f, c = fine.to_dict()["sensitive"][sa], coarse.to_dict()["sensitive"][sa]
+        assert c["l_distinct"] >= f["l_distinct"]
+        assert c["l_entropy"] >= f["l_entropy"] - 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables())
+def test_bounds(df):
+    d = summary(df)
+    for sa in ("cat", "num"):
+        s = d["sensitive"][sa]
+        assert 1 <= s["l_distinct"] <= d["k"]
+        assert 1 - 1e-9 <= s["l_entropy"] <= s["l_distinct"] + 1e-9
+        assert 0.0 <= s["t_closeness"] <= 1.0
+        assert s["l_recursive"] <= s["l_distinct"]
+    assert 0 < d["prosecutor_risk"]["mean"] <= d["prosecutor_risk"]["max"] <= 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables(), st.randoms(use_true_random=False))
+def test_row_order_and_index_do_not_matter(df, rnd):
+    order = list(range(len(df)))
+    rnd.shuffle(order)
+    shuffled = df.iloc[order]
+    shuffled.index = [f"r{rnd.randint(0, 10**6)}-{i}" for i in range(len(df))]
+    a, b = summary(df), summary(shuffled)
+    for key in ("rows", "classes", "k", "uniques", "class_sizes", "records_at_risk"):
+        assert a[key] == b[key]
+    for sa in ("cat", "num"):
+        for key, val in a["sensitive"][sa].items():
+            other = b["sensitive"][sa][key]
+            if isinstance(val, float):
+                assert np.isclose(val, other)
+            else:
+                assert val == other
+
+
+@settings(max_examples=40, deadline=None)
+@given(tables())
+def test_input_frame_is_unchanged(df):
+    before = df.copy(deep=True)
+    profile(df).to_dict(per_class=True)
+    pd.testing.assert_frame_equal(df, before)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tables())
+def test_per_class_lists_agree_with_the_summary(df):
+    d = profile(df).to_dict(per_class=True)
+    sizes = d["per_class"]["size"]
+    assert sum(sizes) == d["rows"] and len(sizes) == d["classes"]
+    for sa in ("cat", "num"):
+        s = d["sensitive"][sa]
+        pc = s["per_class"]
+        assert min(pc["l_distinct"]) == s["l_distinct"]
+        assert max(pc["t"]) == s["t_closeness"]
+        assert sum(1 for n in pc["l_distinct"] if n == 1) == s["homogeneous_classes"]
+        assert all(0 < share <= 1 for share in pc["top_share"])
