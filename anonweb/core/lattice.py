@@ -96,32 +96,52 @@ class EncodedTable:
         self.weights = weights.astype(np.int64)
         self.m = len(self.weights)
         d = len(self.qis)
-        self.codes = [
-            [lc[base[:, i]] for lc in q.level_codes] for i, q in enumerate(self.qis)
-        ]
+        # hierarchy codes (for metrics) and the same codes compacted to the values present,
+        # which keeps the mixed-radix key space, and so the grouping, small
+        self.full_codes = [[lc[base[:, i]] for lc in q.level_codes] for i, q in enumerate(self.qis)]
+        self.codes, self.cards = [], []
+        for levels in self.full_codes:
+            pairs = [np.unique(c, return_inverse=True) for c in levels]
+            self.codes.append([inv.astype(np.int64).ravel() for _, inv in pairs])
+            self.cards.append([len(u) for u, _ in pairs])
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
-        self.cards = [q.cards() for q in self.qis]
 
-    def group(self, levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Class id per distinct row, and the class sizes (in records), for a node."""
-        key = np.zeros(self.m, dtype=np.int64)
+    def group(self, levels: Sequence[int], rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
+        key = None
         space = 1
         for i, lv in enumerate(levels):
             card = self.cards[i][lv]
-            key *= card
-            key += self.codes[i][lv]
+            codes = self.codes[i][lv] if rows is None else self.codes[i][lv][rows]
+            key = codes.copy() if key is None else key * card + codes
             space *= card
-        if space <= max(8 * self.m, 1 << 16):
+        if space <= max(4 * len(key), 1 << 15):
             occupied = np.bincount(key, minlength=space) > 0
             ids = np.cumsum(occupied) - 1
-            inv = ids[key]
-            n_classes = int(ids[-1]) + 1
-        else:
-            inv, uniq = pd.factorize(key)
-            n_classes = len(uniq)
-        sizes = np.bincount(inv, weights=self.weights, minlength=n_classes).astype(np.int64)
-        return inv, sizes
+            return ids[key], int(ids[-1]) + 1
+        inv, uniq = pd.factorize(key)
+        return inv, len(uniq)
+
+    def classes(self, levels: Sequence[int], parent: ClassTable | None, sa: Sequence[int]) -> ClassTable:
+        """The classes of a node, rolled up from a finer node's classes when one is given.
+
+        Rolling up is exact because every class of a finer node lies inside one class of a
+        coarser node; it touches one row per parent class instead of one per distinct row.
+        """
+        if parent is None:
+            inv, n_classes = self.group(levels)
+            sizes = np.bincount(inv, weights=self.weights, minlength=n_classes)
+            hists = {j: self.sa_histogram(j, inv, n_classes) for j in sa}
+            rep = _first_index(inv, n_classes)
+            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists)
+        inv, n_classes = self.group(levels, parent.rep)
+        sizes = np.bincount(inv, weights=parent.sizes, minlength=n_classes).astype(np.int64)
+        order = np.argsort(inv, kind="stable")
+        starts = np.flatnonzero(np.r_[True, inv[order][1:] != inv[order][:-1]])
+        hists = {j: np.add.reduceat(parent.hists[j][order], starts, axis=0) for j in sa}
+        rep = parent.rep[order[starts]]
+        return ClassTable(tuple(levels), rep, sizes, hists)
 
     def sa_histogram(self, sa_index: int, inv: np.ndarray, n_classes: int) -> np.ndarray:
         """Matrix (classes x sensitive values) of record counts."""
@@ -133,6 +153,29 @@ class EncodedTable:
     def sa_global(self, sa_index: int) -> np.ndarray:
         nsa = len(self.sa_values[sa_index])
         return np.bincount(self.sa_codes[sa_index], weights=self.weights, minlength=nsa)
+
+
+@dataclass
+class ClassTable:
+    """Equivalence classes of a node: a representative distinct row, size and SA counts each.
+
+    Classes are ordered by their smallest class id, consistently for a given grouping.
+    """
+
+    levels: tuple[int, ...]
+    rep: np.ndarray
+    sizes: np.ndarray
+    hists: dict[int, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+
+def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:
+    # any row of a class represents it: all its rows share the node's codes
+    rep = np.empty(n_classes, dtype=np.int64)
+    rep[inv] = np.arange(len(inv))
+    return rep
 
 
 def _distinct_rows(cols: list[np.ndarray], radices: list[int]):

@@ -47,14 +47,17 @@ class Metric:
         raw = np.column_stack([self.level_sums[i][nodes[:, i]] for i in range(nodes.shape[1])])
         return self.normalize(raw)
 
-    def actual(self, levels, out_rows: np.ndarray | None) -> np.ndarray:
-        """Per-QI loss of a node; ``out_rows`` marks suppressed distinct rows."""
-        w = self.table.weights
+    def actual(self, levels, rep_out: np.ndarray, sizes_out: np.ndarray) -> np.ndarray:
+        """Per-QI loss of a node whose suppressed classes have representatives ``rep_out``.
+
+        The extra cost of suppressing a record depends only on its generalized value, so one
+        representative row per suppressed class is enough.
+        """
         raw = np.array([self.level_sums[i][lv] for i, lv in enumerate(levels)], dtype=float)
-        if out_rows is not None and out_rows.any():
-            wo = w[out_rows]
+        if len(rep_out):
+            w = sizes_out.astype(float)
             for i, lv in enumerate(levels):
-                raw[i] += wo @ (self.out_cost[i][out_rows] - self.cost[i][lv][out_rows])
+                raw[i] += w @ (self.out_cost[i][rep_out] - self.cost[i][lv][rep_out])
         return self.normalize(raw[None, :])[0]
 
     def normalize(self, raw: np.ndarray) -> np.ndarray:
@@ -87,7 +90,7 @@ class LossMetric(Metric):
         self.lo = np.array([n / len(q.hierarchy.rows) for q in table.qis])
         self.hi = float(n)
         for i, q in enumerate(table.qis):
-            self.cost.append([q.shares[lv][table.codes[i][lv]] for lv in range(q.height)])
+            self.cost.append([q.shares[lv][table.full_codes[i][lv]] for lv in range(q.height)])
             self.out_cost.append(np.ones(table.m))
         self._finish()
 

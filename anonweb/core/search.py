@@ -33,7 +33,7 @@ import pandas as pd
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.hierarchy import Hierarchy
-from anonweb.core.lattice import EncodedTable
+from anonweb.core.lattice import ClassTable, EncodedTable
 from anonweb.core.metrics import DiscernibilityMetric, Metric, make_metric
 from anonweb.core.privacy_models import AverageRisk, KAnonymity, TCloseness
 
@@ -88,8 +88,7 @@ class SearchResult:
 class _Eval:
     mono_ok: bool
     ok: bool
-    inv: np.ndarray | None = None
-    sizes: np.ndarray | None = None
+    ct: ClassTable | None = None
     out_classes: np.ndarray | None = None
 
 
@@ -102,40 +101,61 @@ class _Checker:
         ks = [m.k for m in models if isinstance(m, KAnonymity)]
         self.k = max(ks) if ks else 1
         self.sa_models = [m for m in models if getattr(m, "sensitive", None) is not None]
+        self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
         self.risk = [m for m in models if isinstance(m, AverageRisk)]
         self.q = {s: table.sa_global(i) for i, s in enumerate(table.sensitive)}
         self.only_mono = all(m.monotonic for m in models)
 
-    def check(self, levels: Sequence[int]) -> _Eval:
-        inv, sizes = self.table.group(levels)
+    def check(self, levels: Sequence[int], parent: ClassTable | None = None) -> _Eval:
+        ct = self.table.classes(levels, parent, list(self.sa_index.values()))
+        sizes = ct.sizes
         fail = sizes < self.k
-        hists: dict[str, np.ndarray] = {}
         for m in self.sa_models:
             if m.monotonic:
-                fail |= ~m.passes(self._hist(m.sensitive, inv, len(sizes), hists), self.q[m.sensitive])
+                fail |= ~m.passes(ct.hists[self.sa_index[m.sensitive]], self.q[m.sensitive])
         if sizes[fail].sum() > self.max_out:
-            return _Eval(False, False)
+            return _Eval(False, False, ct)
         for m in self.sa_models:
             if not m.monotonic:
-                hist = self._hist(m.sensitive, inv, len(sizes), hists)
-                fail = fail | ~self._passes(m, hist)
+                fail = fail | ~self._passes(m, ct.hists[self.sa_index[m.sensitive]])
         ok = bool(sizes[fail].sum() <= self.max_out)
         kept = sizes[~fail]
         for r in self.risk:
             ok = ok and (len(kept) == 0 or len(kept) / kept.sum() <= r.threshold + 1e-12)
-        return _Eval(True, ok, inv, sizes, fail)
+        return _Eval(True, ok, ct, fail)
 
     def _passes(self, model, hist):
         q = self.q[model.sensitive]
         if isinstance(model, TCloseness):
-            values = self.table.sa_values[self.table.sensitive.index(model.sensitive)]
+            values = self.table.sa_values[self.sa_index[model.sensitive]]
             return model.passes(hist, q, values)
         return model.passes(hist, q)
 
-    def _hist(self, sa, inv, n_classes, cache):
-        if sa not in cache:
-            cache[sa] = self.table.sa_histogram(self.table.sensitive.index(sa), inv, n_classes)
-        return cache[sa]
+
+class _Cache:
+    """Class tables of checked nodes, to roll coarser nodes up from (bounded in memory)."""
+
+    def __init__(self, d: int, capacity: int = 512, max_classes: int = 8192) -> None:
+        self.max_classes = max_classes
+        self.levels = np.zeros((capacity, d), dtype=np.int16)
+        self.sizes = np.full(capacity, np.iinfo(np.int64).max, dtype=np.int64)
+        self.tables: list[ClassTable | None] = [None] * capacity
+        self.next = 0
+
+    def add(self, node: np.ndarray, ct: ClassTable) -> None:
+        if len(ct) > self.max_classes:
+            return  # rolling up from a table this large saves little and costs memory
+        slot = self.next % len(self.tables)
+        self.next += 1
+        self.levels[slot], self.sizes[slot], self.tables[slot] = node, len(ct), ct
+
+    def parent(self, node: np.ndarray) -> ClassTable | None:
+        """The cached specialization of ``node`` with the fewest classes."""
+        below = (self.levels <= node).all(axis=1)
+        below[min(self.next, len(self.tables)) :] = False  # empty slots
+        if not below.any():
+            return None
+        return self.tables[int(np.argmin(np.where(below, self.sizes, np.iinfo(np.int64).max)))]
 
 
 def _lex_less(keys: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -202,8 +222,11 @@ def optimal_generalization(
 
 def _result(df, table, checker, scorer, models, node, ev, values, run, started) -> SearchResult:
     qis = tuple(q.name for q in table.qis)
-    out_rows = ev.out_classes[ev.inv][table.row_to_base]
-    kept = ev.sizes[~ev.out_classes]
+    # regroup from the distinct rows once, to map suppression back to every record
+    inv, _ = table.group(node)
+    final = checker.check(node)
+    out_rows = final.out_classes[inv][table.row_to_base]
+    kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {
         "nodes_total": int(run.nodes.shape[0]) if run.nodes is not None else None,
@@ -257,6 +280,7 @@ class _Search:
         self.status = np.zeros(size, dtype=np.int8)
         self.done = np.zeros(size, dtype=bool)
         self.alive = np.ones(size, dtype=bool)
+        self.cache = _Cache(len(heights))
         try:
             self._tag_phase()
             self._bound_phase()
@@ -280,7 +304,8 @@ class _Search:
         """Check a node fully, tag the lattice with the monotonic outcome, and score it."""
         self._budget()
         node = self.nodes[idx]
-        ev = self.checker.check(node)
+        ev = self.checker.check(node, self.cache.parent(node))
+        self.cache.add(node, ev.ct)
         self.checked += 1
         self.done[idx] = True
         if ev.mono_ok:
@@ -300,9 +325,9 @@ class _Search:
 
     def _values(self, node, ev: _Eval) -> np.ndarray:
         if isinstance(self.scorer, DiscernibilityMetric):
-            return self.scorer.from_classes(ev.sizes, ev.out_classes)
-        out_rows = ev.out_classes[ev.inv] if ev.out_classes.any() else None
-        return self.scorer.actual(node, out_rows)
+            return self.scorer.from_classes(ev.ct.sizes, ev.out_classes)
+        out = ev.out_classes
+        return self.scorer.actual(node, ev.ct.rep[out], ev.ct.sizes[out])
 
     def _tag_phase(self) -> None:
         """Settle the monotonic models on every node that could still beat the best."""
@@ -345,7 +370,7 @@ class _Search:
                 continue
             if exact and not isinstance(self.scorer, DiscernibilityMetric):
                 # nothing is suppressed, so the bound is the loss; grouping only for the report
-                ev = self.checker.check(self.nodes[idx])
+                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.nodes[idx]))
                 self.checked += 1
                 self.done[idx] = True
                 self._offer(int(idx), ev)
