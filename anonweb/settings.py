@@ -158,12 +158,17 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Fail fast when Redis is down: a launch must fail visibly, never hang the request.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 10, "max_retries": 1}
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memory://")):
     raise ImproperlyConfigured(
         f"CELERY_BROKER_URL={CELERY_BROKER_URL!r} is not supported: use redis://host:6379/0 "
         "or leave it unset for the embedded file-system broker"
     )
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_DEFAULT_QUEUE = env_str("ANONWEB_QUEUE", "anonweb")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_PUBLISH_RETRY = False
 

@@ -17,3 +17,6 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# Serve static files straight from the finders: no collectstatic before a test run.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

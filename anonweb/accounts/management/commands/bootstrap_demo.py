@@ -72,14 +72,13 @@ class Command(BaseCommand):
         return ("admin", password, "Administrator")
 
     def _save_credentials(self, creds):
+        """Keep the newest password of each demo user in var/ (mode 600) for the next run."""
         path = Path(settings.VAR_DIR) / "demo-credentials.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        existing = path.read_text() if path.exists() else ""
-        lines = [f"{u} {p}" for u, p, _ in creds if f"{u} " not in existing]
-        if lines:
-            with open(path, "a") as fh:
-                fh.write("\n".join(lines) + "\n")
-            os.chmod(path, 0o600)
+        known = dict(line.split(" ", 1) for line in path.read_text().splitlines() if " " in line) if path.exists() else {}
+        known.update({u: p for u, p, _ in creds})
+        path.write_text("".join(f"{u} {p}\n" for u, p in known.items()))
+        os.chmod(path, 0o600)
 
     def _dataset(self, team):
         from anonweb.datasets.models import Dataset

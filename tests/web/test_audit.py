@@ -1,0 +1,93 @@
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+from django.urls import reverse
+
+from anonweb.audit.models import AuditEvent
+from anonweb.audit.selectors import audit_verify_chain
+from anonweb.audit.services import AuditDetailError, audit_record, compute_hash
+
+pytestmark = pytest.mark.django_db
+
+
+def _events(team, n=4):
+    return [audit_record(actor=None, team=team, action="test.event", details={"i": i}) for i in range(n)]
+
+
+def test_chain_links_each_event_to_the_previous(team):
+    events = _events(team)
+    assert events[0].prev_hash == "0" * 64
+    for before, after in zip(events, events[1:]):
+        assert after.prev_hash == before.hash
+        assert after.seq == before.seq + 1
+    assert all(compute_hash(e) == e.hash for e in AuditEvent.objects.all())
+    report = audit_verify_chain()
+    assert report.ok and report.checked == 4
+
+
+def test_verify_command_catches_an_edit_made_directly_in_the_database(team, capsys):
+    events = _events(team)
+    call_command("audit_verify")
+    assert "4 events verified" in capsys.readouterr().out
+    table = AuditEvent._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET action = %s WHERE id = %s", ["test.forged", events[2].pk])
+    with pytest.raises(CommandError) as exc:
+        call_command("audit_verify")
+    assert f"event #{events[2].pk}" in str(exc.value)
+    assert "edited" in str(exc.value)
+
+
+def test_verify_catches_a_deleted_event(team):
+    events = _events(team)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE id = %s", [events[1].pk])
+    report = audit_verify_chain()
+    assert not report.ok and report.broken_id == events[2].pk
+
+
+def test_verify_catches_a_removed_tail(team):
+    events = _events(team)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE id = %s", [events[-1].pk])
+    report = audit_verify_chain()
+    assert not report.ok and "removed" in report.reason
+
+
+def test_events_are_append_only_through_the_orm(team):
+    event = _events(team, 1)[0]
+    with pytest.raises(RuntimeError):
+        event.save()
+    with pytest.raises(RuntimeError):
+        event.delete()
+
+
+@pytest.mark.parametrize("details", [{"hmac_key": "abc"}, {"params": {"seed": 4}}, {"steps": [{"password": "x"}]}])
+def test_secrets_are_refused(team, details):
+    with pytest.raises(AuditDetailError):
+        audit_record(actor=None, team=team, action="x", details=details)
+    assert not AuditEvent.objects.exists()
+
+
+def test_an_event_rolls_back_with_its_change(team):
+    from django.db import transaction
+
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        audit_record(actor=None, team=team, action="x")
+        1 / 0
+    assert not AuditEvent.objects.exists()
+    assert audit_verify_chain().ok
+
+
+def test_audit_page_works_filters_and_hides_other_teams(client, officer, team, other_team):
+    audit_record(actor=officer, team=team, action="mine.one")
+    audit_record(actor=None, team=other_team, action="theirs.one")
+    client.force_login(officer)
+    page = client.get(reverse("audit:list"))
+    assert page.status_code == 200
+    assert b"mine.one" in page.content and b"theirs.one" not in page.content
+    filtered = client.get(reverse("audit:list"), {"action": "nothing"})
+    assert b"No events." in filtered.content
+    only_mine = client.get(reverse("audit:list"), {"actor": "olivia"})
+    assert b"<td>mine.one</td>" in only_mine.content

@@ -1,0 +1,166 @@
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from anonweb.audit.models import AuditEvent
+from anonweb.jobs import services
+from anonweb.jobs.models import Job, JobKind, JobStatus
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def job(officer, team):
+    return Job.objects.create(team=team, created_by=officer, kind=JobKind.DEMO_SLEEP, params={"steps": 2, "delay": 0})
+
+
+def test_job_page_works(client, officer, job):
+    client.force_login(officer)
+    page = client.get(reverse("jobs:detail", args=[job.pk]))
+    assert page.status_code == 200
+    assert b'data-testid="progress"' in page.content
+    status = client.get(reverse("jobs:status", args=[job.pk])).json()
+    assert status["status"] == "queued" and status["progress"] == 0 and status["terminal"] is False
+
+
+def test_job_pages_hide_other_teams(client, outsider, job):
+    client.force_login(outsider)
+    assert client.get(reverse("jobs:detail", args=[job.pk])).status_code == 404
+    assert client.get(reverse("jobs:status", args=[job.pk])).status_code == 404
+    assert client.post(reverse("jobs:cancel", args=[job.pk])).status_code == 404
+
+
+def test_analysts_see_no_jobs(client, analyst, job):
+    client.force_login(analyst)
+    assert client.get(reverse("jobs:detail", args=[job.pk])).status_code == 404
+
+
+def test_execute_runs_and_records(job):
+    services.job_execute(job_id=job.pk, worker="w1")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.progress == 100
+    assert job.result == {"steps": 2}
+    assert job.started_at and job.finished_at and job.worker == "w1"
+    assert AuditEvent.objects.filter(action="job.succeeded", target_id=str(job.pk)).exists()
+
+
+def test_a_second_claim_does_nothing(job):
+    assert services.job_claim(job_id=job.pk, worker="w1") is True
+    assert services.job_claim(job_id=job.pk, worker="w2") is False
+    services.job_execute(job_id=job.pk, worker="w2")  # redelivered task
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and job.worker == "w1" and job.attempts == 1
+
+
+def test_a_finished_job_is_never_run_again(job):
+    services.job_execute(job_id=job.pk, worker="w1")
+    finished = Job.objects.get(pk=job.pk).finished_at
+    services.job_execute(job_id=job.pk, worker="w2")
+    job.refresh_from_db()
+    assert job.worker == "w1" and job.finished_at == finished
+    assert AuditEvent.objects.filter(action="job.succeeded").count() == 1
+
+
+def test_a_stale_running_job_may_be_taken_over_once(job):
+    assert services.job_claim(job_id=job.pk, worker="dead")
+    Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
+    assert services.job_claim(job_id=job.pk, worker="w2")
+    Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
+    assert not services.job_claim(job_id=job.pk, worker="w3")  # attempts exhausted
+    assert services.jobs_reap_stale() == 1
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "worker stopped" in job.error
+
+
+def test_cancel_a_queued_job(client, officer, job):
+    client.force_login(officer)
+    client.post(reverse("jobs:cancel", args=[job.pk]))
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    services.job_execute(job_id=job.pk, worker="w1")
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED and job.started_at is None
+
+
+def test_cancel_a_running_job_is_honoured_at_the_next_progress_report(officer, job):
+    from anonweb.jobs import runners
+
+    def runner(j, progress):
+        services.job_cancel(user=officer, job=j)
+        progress(50, "half")
+        raise AssertionError("progress must raise after a cancel")
+
+    runners.RUNNERS["test_cancel"] = runner
+    try:
+        Job.objects.filter(pk=job.pk).update(kind="test_cancel")
+        services.job_execute(job_id=job.pk, worker="w1")
+    finally:
+        del runners.RUNNERS["test_cancel"]
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    assert "nothing was published" in job.message
+
+
+def test_cancel_needs_the_officer_role(client, steward, job):
+    client.force_login(steward)
+    assert client.post(reverse("jobs:cancel", args=[job.pk])).status_code == 403
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+
+def test_bad_input_fails_the_job_with_the_core_message(job):
+    from anonweb.core.errors import DataError
+    from anonweb.jobs import runners
+
+    def runner(j, progress):
+        raise DataError("unknown column: zipcode")
+
+    runners.RUNNERS["test_bad"] = runner
+    try:
+        Job.objects.filter(pk=job.pk).update(kind="test_bad")
+        services.job_execute(job_id=job.pk, worker="w1")
+    finally:
+        del runners.RUNNERS["test_bad"]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.error == "unknown column: zipcode"
+
+
+def test_an_internal_error_gives_a_reference_not_a_traceback(job, caplog):
+    from anonweb.jobs import runners
+
+    def runner(j, progress):
+        raise KeyError("secret-internal-detail")
+
+    runners.RUNNERS["test_crash"] = runner
+    try:
+        Job.objects.filter(pk=job.pk).update(kind="test_crash")
+        services.job_execute(job_id=job.pk, worker="w1")
+    finally:
+        del runners.RUNNERS["test_crash"]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "reference" in job.error and "secret-internal-detail" not in job.error
+
+
+def test_a_broker_that_is_down_fails_the_launch_visibly(officer, team, settings, monkeypatch):
+    from anonweb.jobs import tasks
+
+    def down(*args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(tasks.run_job, "apply_async", down)
+    job = Job.objects.create(team=team, created_by=officer, kind=JobKind.DEMO_SLEEP)
+    services.job_enqueue(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "queue is unreachable" in job.error
+
+
+def test_queue_check_launch(client, officer, django_capture_on_commit_callbacks):
+    client.force_login(officer)
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(reverse("jobs:queue_check"))
+    job = Job.objects.get()
+    assert response.url == reverse("jobs:detail", args=[job.pk])
+    assert job.kind == JobKind.DEMO_SLEEP

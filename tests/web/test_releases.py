@@ -1,0 +1,111 @@
+import pandas as pd
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.urls import reverse
+
+from anonweb.audit.models import AuditEvent
+from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.releases.models import Release, ReleaseStatus
+from anonweb.releases.services import ReviewError, release_approve, release_create, release_reject
+from anonweb.releases.storage import neutralise_cell, release_dir, safe_csv_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def release(dataset, officer):
+    job = Job.objects.create(team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE,
+                             status=JobStatus.RUNNING)
+    frame = pd.DataFrame({"zip": ["476**", "479**"], "note": ["=HYPERLINK(\"x\")", "ok"], "n": [-3, 4]})
+    return release_create(job=job, frame=frame, plan={"steps": []}, report={}, title="generalized")
+
+
+def test_release_is_versioned_and_audited(release, dataset, officer):
+    assert release.version == 1 and release.status == ReleaseStatus.PENDING
+    assert (release_dir(release.storage_key) / "data.csv").exists()
+    job2 = Job.objects.create(team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE)
+    second = release_create(job=job2, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="again")
+    assert second.version == 2
+    assert AuditEvent.objects.filter(action="release.created").count() == 2
+
+
+def test_a_release_whose_row_cannot_be_written_leaves_no_files(dataset, officer, settings, monkeypatch):
+    from anonweb.releases import services
+
+    job = Job.objects.create(team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE)
+
+    def boom(**kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(services, "audit_record", boom)
+    with pytest.raises(RuntimeError):
+        release_create(job=job, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="x")
+    assert not Release.objects.exists()
+    root = settings.MEDIA_ROOT / "releases"
+    assert not root.exists() or not any(root.iterdir())
+
+
+def test_the_requester_cannot_approve_their_own_release(release, officer, team):
+    from anonweb.accounts.models import Membership, Role
+
+    Membership.objects.create(team=team, user=officer, role=Role.DATA_STEWARD)
+    with pytest.raises(PermissionDenied):
+        release_approve(user=officer, release=release)
+    release.refresh_from_db()
+    assert release.status == ReleaseStatus.PENDING
+
+
+def test_only_stewards_approve(release, analyst):
+    with pytest.raises(PermissionDenied):
+        release_approve(user=analyst, release=release)
+
+
+def test_approve_once(release, steward):
+    release_approve(user=steward, release=release, note="fine")
+    with pytest.raises(ReviewError):
+        release_reject(user=steward, release=release)
+    release.refresh_from_db()
+    assert release.status == ReleaseStatus.APPROVED and release.reviewed_by == steward
+    assert AuditEvent.objects.filter(action="release.approved").count() == 1
+
+
+def test_analysts_see_approved_releases_only(client, release, analyst, steward):
+    client.force_login(analyst)
+    assert client.get(reverse("releases:detail", args=[release.pk])).status_code == 404
+    assert client.get(reverse("releases:download", args=[release.pk])).status_code == 404
+    release_approve(user=steward, release=release)
+    assert client.get(reverse("releases:detail", args=[release.pk])).status_code == 200
+    response = client.get(reverse("releases:download", args=[release.pk]))
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content).decode()
+    assert "'=HYPERLINK" in body  # formula neutralised
+    assert "\n476**," in body and ",-3\n" in body  # numbers untouched
+    assert AuditEvent.objects.filter(action="release.downloaded").count() == 1
+
+
+def test_review_through_the_page(client, release, steward):
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[release.pk]))
+    assert b"Approve" in page.content
+    client.post(reverse("releases:review", args=[release.pk]), {"decision": "approve", "note": "ok"})
+    release.refresh_from_db()
+    assert release.status == ReleaseStatus.APPROVED
+
+
+def test_release_pages_hide_other_teams(client, release, outsider):
+    client.force_login(outsider)
+    assert client.get(reverse("releases:detail", args=[release.pk])).status_code == 404
+    assert client.get(reverse("releases:download", args=[release.pk])).status_code == 404
+    assert b"generalized" not in client.get(reverse("releases:list")).content
+
+
+@pytest.mark.parametrize("cell,expected", [
+    ("=1+1", "'=1+1"), ("+SUM(A1)", "'+SUM(A1)"), ("-2+3", "'-2+3"), ("@cmd", "'@cmd"),
+    ("\tx", "'\tx"), ("plain", "plain"), (5, 5), (None, None),
+])
+def test_neutralise_cell(cell, expected):
+    assert neutralise_cell(cell) == expected
+
+
+def test_header_cells_are_neutralised_too():
+    assert safe_csv_bytes(pd.DataFrame({"=cmd": [1]})).startswith(b"'=cmd")
