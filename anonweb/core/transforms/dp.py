@@ -47,6 +47,7 @@ class DPQuery:
     bins: int = 32
     identifier: str | None = None
     max_contributions: int = 1
+    count_missing: bool = True
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> DPQuery:
@@ -83,6 +84,7 @@ class DPQuery:
             bins=acc.check_bins(params.get("bins", 32)),
             identifier=identifier,
             max_contributions=c,
+            count_missing=bool(params.get("count_missing", True)),
         )
         if kind == "histogram" and query.categories is None and query.delta is None:
             raise ParameterError(
@@ -188,7 +190,7 @@ def histogram_keys(df: pd.DataFrame, query: DPQuery) -> list[str]:
     labels = [cell_labels(df[c]) for c in query.columns]
     if query.categories is not None:
         for col, lab in zip(query.columns, labels):
-            allowed = set(query.categories[col]) | {MISSING}
+            allowed = set(query.categories[col]) | ({MISSING} if query.count_missing else set())
             outside = sorted(set(lab.unique()) - allowed)
             if outside:
                 shown = ", ".join(repr(v) for v in outside[:5])
@@ -204,7 +206,8 @@ def histogram_keys(df: pd.DataFrame, query: DPQuery) -> list[str]:
 def histogram_cells(query: DPQuery) -> list[str]:
     """Every declared cell, missing included: the set is public, so its size leaks nothing."""
     assert query.categories is not None
-    per_column = [list(query.categories[c]) + [MISSING] for c in query.columns]
+    extra = [MISSING] if query.count_missing else []
+    per_column = [list(query.categories[c]) + extra for c in query.columns]
     return [KEY_SEP.join(parts) for parts in itertools.product(*per_column)]
 
 
