@@ -1,18 +1,230 @@
-"""Builders for generalization hierarchies, and resolving the hierarchy specs of a plan."""
+"""Builders for generalization hierarchies, and resolving the hierarchy specs of a plan.
+
+Every builder returns a :class:`~anonweb.core.hierarchy.Hierarchy` whose level 0 lists the
+column's distinct values exactly as ``str(value)`` (so it covers the column by construction) and
+whose last level is the root ``*``:
+
+* :func:`interval_hierarchy` — numbers into intervals ``[lo, hi[`` of a fixed width or between
+  custom breaks, with bottom and top coding (``<18``, ``>=90``), wider at each level by ``fanout``;
+* :func:`grouping_hierarchy` — ordered values into consecutive groups (``a-c``), ``fanout`` groups
+  per group above;
+* :func:`mask_hierarchy` — characters masked from the right, one per level (ZIP codes);
+* :func:`date_hierarchy` — day -> month -> year -> decade.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from anonweb.core.errors import HierarchyError
+from anonweb.core.errors import HierarchyError, ParameterError
 from anonweb.core.hierarchy import Hierarchy, read_hierarchy
 
+ROOT = "*"
 
-def resolve_hierarchies(specs: Mapping[str, Any], df: pd.DataFrame) -> dict[str, Hierarchy]:
-    """Turn a plan's ``hierarchies`` object into :class:`Hierarchy` objects by column."""
+
+def _distinct(values: Sequence[Any] | pd.Series) -> list[Any]:
+    s = pd.Series(values)
+    return list(pd.unique(s[s.notna()]))
+
+
+def _number(value: Any, attribute: str | None) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        name = f" in {attribute!r}" if attribute else ""
+        raise HierarchyError(f"interval hierarchy: {value!r}{name} is not a number") from None
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def interval_hierarchy(
+    values: Sequence[Any] | pd.Series,
+    *,
+    width: float | None = None,
+    breaks: Sequence[float] | None = None,
+    start: float | None = None,
+    bottom: float | None = None,
+    top: float | None = None,
+    fanout: int = 2,
+    levels: int | None = None,
+    attribute: str | None = None,
+) -> Hierarchy:
+    """Intervals of ``width`` (anchored at ``start`` or below the minimum) or between ``breaks``.
+
+    Values below ``bottom`` become ``<bottom`` and values from ``top`` up ``>=top`` at every
+    interval level. Each higher level merges ``fanout`` neighbouring intervals; ``levels`` caps
+    the number of interval levels (default: until one interval is left).
+    """
+    if (width is None) == (breaks is None):
+        raise ParameterError("an interval hierarchy needs either a width or a list of breaks")
+    if width is not None and width <= 0:
+        raise ParameterError(f"the interval width must be positive, got {width}")
+    if fanout < 2:
+        raise ParameterError(f"fanout must be at least 2, got {fanout}")
+    distinct = _distinct(values)
+    nums = np.array([_number(v, attribute) for v in distinct], dtype=float)
+    if len(nums) == 0:
+        raise HierarchyError("interval hierarchy: the column has no values")
+    lo_all = bottom if bottom is not None else float(nums.min())
+    hi_all = top if top is not None else float(nums.max())
+    if breaks is not None:
+        cuts = sorted(float(b) for b in breaks)
+    else:
+        first = start if start is not None else math.floor(lo_all / width) * width
+        count = max(1, math.floor((hi_all - first) / width) + 1)
+        cuts = [first + i * width for i in range(count + 1)]
+    cuts = [c for c in cuts if (bottom is None or c >= bottom) and (top is None or c <= top)]
+    if bottom is not None and (not cuts or cuts[0] > bottom):
+        cuts.insert(0, bottom)
+    if top is not None and cuts[-1] < top:
+        cuts.append(top)
+    if len(cuts) < 2:
+        raise ParameterError("the breaks must define at least one interval")
+    rows = [[_fmt_value(v)] + _interval_path(x, cuts, fanout, levels, bottom, top) + [ROOT]
+            for v, x in zip(distinct, nums)]
+    return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
+
+
+def _fmt_value(v: Any) -> str:
+    return str(v)
+
+
+def _interval_path(x, cuts, fanout, levels, bottom, top) -> list[str]:
+    n_int = len(cuts) - 1
+    n_levels = max(1, math.ceil(math.log(n_int, fanout)) if n_int > 1 else 1)
+    if levels is not None:
+        n_levels = min(n_levels, levels)
+    if bottom is not None and x < bottom:
+        return [f"<{_fmt(bottom)}"] * n_levels
+    if top is not None and x >= top:
+        return [f">={_fmt(top)}"] * n_levels
+    i = int(np.searchsorted(cuts, x, side="right") - 1)
+    i = min(max(i, 0), n_int - 1)
+    path = []
+    for level in range(n_levels):
+        span = fanout**level
+        a = (i // span) * span
+        b = min(a + span, n_int)
+        path.append(f"[{_fmt(cuts[a])}, {_fmt(cuts[b])}[")
+    return path
+
+
+def grouping_hierarchy(
+    values: Sequence[Any] | pd.Series,
+    *,
+    group_size: int,
+    order: Sequence[Any] | None = None,
+    fanout: int = 2,
+    attribute: str | None = None,
+) -> Hierarchy:
+    """Ordered values in consecutive groups of ``group_size``, labelled ``first-last``."""
+    if group_size < 1 or fanout < 2:
+        raise ParameterError("group_size must be >= 1 and fanout >= 2")
+    distinct = [str(v) for v in _distinct(values)]
+    if order is not None:
+        order = [str(v) for v in order]
+        missing = sorted(set(distinct) - set(order))
+        if missing:
+            raise HierarchyError(f"the order for {attribute or 'the column'!r} misses: {', '.join(missing)}")
+        ordered = [v for v in order if v in set(distinct)]
+    else:
+        ordered = sorted(distinct, key=_natural_key)
+    rows: list[list[str]] = [[v] for v in ordered]
+    span = group_size
+    while span < len(ordered):
+        for i, row in enumerate(rows):
+            a = (i // span) * span
+            b = min(a + span, len(ordered)) - 1
+            row.append(ordered[a] if a == b else f"{ordered[a]}-{ordered[b]}")
+        span *= fanout
+    for row in rows:
+        row.append(ROOT)
+    return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
+
+
+def _natural_key(v: str):
+    try:
+        return (0, float(v), v)
+    except ValueError:
+        return (1, 0.0, v)
+
+
+def mask_hierarchy(
+    values: Sequence[Any] | pd.Series, *, char: str = "*", attribute: str | None = None
+) -> Hierarchy:
+    """Mask one more character from the right per level (``53715`` -> ``5371*`` -> ...)."""
+    distinct = [str(v) for v in _distinct(values)]
+    length = max((len(v) for v in distinct), default=1)
+    rows = []
+    for v in distinct:
+        padded = v.rjust(length)
+        row = [v] + [(padded[: length - j] + char * j).strip() for j in range(1, length)]
+        rows.append(row + [ROOT])
+    return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
+
+
+DATE_LEVELS = ("month", "year", "decade")
+
+
+def date_hierarchy(
+    values: Sequence[Any] | pd.Series,
+    *,
+    levels: Sequence[str] = DATE_LEVELS,
+    fmt: str | None = None,
+    attribute: str | None = None,
+) -> Hierarchy:
+    """Dates generalized to month (``2021-03``), year (``2021``), decade (``2020s``), then ``*``."""
+    unknown = [lv for lv in levels if lv not in ("week", *DATE_LEVELS)]
+    if unknown:
+        raise ParameterError(f"unknown date level(s): {', '.join(unknown)} (month, year, decade)")
+    distinct = _distinct(values)
+    parsed = pd.to_datetime(pd.Series([str(v) for v in distinct]), format=fmt, errors="coerce")
+    bad = [str(v) for v, p in zip(distinct, parsed) if pd.isna(p)]
+    if bad:
+        raise HierarchyError(f"date hierarchy: not dates: {', '.join(bad[:10])}")
+    label = {
+        "week": lambda d: f"{d.isocalendar().year}-W{d.isocalendar().week:02d}",
+        "month": lambda d: f"{d.year:04d}-{d.month:02d}",
+        "year": lambda d: f"{d.year:04d}",
+        "decade": lambda d: f"{d.year // 10 * 10}s",
+    }
+    rows = [[str(v)] + [label[lv](d) for lv in levels] + [ROOT] for v, d in zip(distinct, parsed)]
+    return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
+
+
+BUILDERS = {
+    "interval": interval_hierarchy,
+    "grouping": grouping_hierarchy,
+    "mask": mask_hierarchy,
+    "date": date_hierarchy,
+}
+
+
+def build_hierarchy(spec: Mapping[str, Any], series: pd.Series) -> Hierarchy:
+    """A hierarchy from a builder spec such as ``{"builder": "interval", "width": 10}``."""
+    params = dict(spec)
+    name = params.pop("builder")
+    if name not in BUILDERS:
+        raise ParameterError(f"unknown hierarchy builder {name!r} (one of {', '.join(BUILDERS)})")
+    try:
+        return BUILDERS[name](series, attribute=str(series.name), **params)
+    except TypeError as exc:
+        raise ParameterError(f"hierarchy builder {name!r} for {series.name!r}: {exc}") from None
+
+
+def resolve_hierarchies(specs: Mapping[str, Any], df: pd.DataFrame | None = None) -> dict[str, Hierarchy]:
+    """Turn a plan's ``hierarchies`` object into :class:`Hierarchy` objects by column.
+
+    A spec is a file path, ``{"path": ..., "sep": ...}``, ``{"rows": [[...], ...]}`` or a
+    builder spec (which needs the data, ``df``).
+    """
     out: dict[str, Hierarchy] = {}
     for column, spec in specs.items():
         if isinstance(spec, Hierarchy):
@@ -23,6 +235,15 @@ def resolve_hierarchies(specs: Mapping[str, Any], df: pd.DataFrame) -> dict[str,
             out[column] = read_hierarchy(spec["path"], sep=spec.get("sep"), attribute=column)
         elif isinstance(spec, Mapping) and "rows" in spec:
             out[column] = Hierarchy(rows=tuple(tuple(r) for r in spec["rows"]), attribute=column)
+        elif isinstance(spec, Mapping) and "builder" in spec:
+            if df is None or column not in df.columns:
+                raise HierarchyError(f"hierarchy for {column!r}: the column is not in the table")
+            out[column] = build_hierarchy(spec, df[column])
         else:
             raise HierarchyError(f"hierarchy for {column!r}: expected a path, rows or a builder")
     return out
+
+
+def validate_hierarchy(hierarchy: Hierarchy, series: pd.Series) -> None:
+    """Raise :class:`HierarchyError` listing the values of ``series`` the hierarchy misses."""
+    hierarchy.validate_covers(series)

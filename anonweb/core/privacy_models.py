@@ -197,3 +197,41 @@ def _hierarchical_emd(diff: np.ndarray, values, hierarchy: Hierarchy) -> np.ndar
         extra = extra @ c2p
         prev = cur
     return total
+
+
+MODEL_KINDS = {
+    "k_anonymity": (KAnonymity, ("k",)),
+    "distinct_l": (DistinctL, ("sensitive", "l")),
+    "entropy_l": (EntropyL, ("sensitive", "l")),
+    "recursive_cl": (RecursiveCL, ("sensitive", "c", "l")),
+    "t_closeness": (TCloseness, ("sensitive", "t", "distance")),
+    "delta_disclosure": (DeltaDisclosure, ("sensitive", "delta")),
+    "average_risk": (AverageRisk, ("threshold",)),
+}
+
+
+def model_from_dict(spec, hierarchies=None):
+    """A model from its JSON form, e.g. ``{"model": "t_closeness", "sensitive": "disease",
+    "t": 0.2, "distance": "hierarchical"}`` (the hierarchy is looked up by column)."""
+    if not isinstance(spec, dict) or spec.get("model") not in MODEL_KINDS:
+        known = ", ".join(MODEL_KINDS)
+        got = spec.get("model") if isinstance(spec, dict) else spec
+        raise ParameterError(f"unknown privacy model {got!r} (one of {known})")
+    cls, fields = MODEL_KINDS[spec["model"]]
+    extra = set(spec) - set(fields) - {"model"}
+    if extra:
+        raise ParameterError(f"privacy model {spec['model']!r}: unknown parameter(s) {', '.join(sorted(extra))}")
+    missing = [f for f in fields if f not in spec and f != "distance"]
+    if missing:
+        raise ParameterError(f"privacy model {spec['model']!r} needs {', '.join(missing)}")
+    kwargs = {f: spec[f] for f in fields if f in spec}
+    if cls is TCloseness and kwargs.get("distance") == "hierarchical":
+        kwargs["hierarchy"] = (hierarchies or {}).get(kwargs["sensitive"])
+    return cls(**kwargs)
+
+
+def model_to_dict(model) -> dict:
+    for name, (cls, fields) in MODEL_KINDS.items():
+        if type(model) is cls:
+            return {"model": name, **{f: getattr(model, f) for f in fields}}
+    raise ParameterError(f"not a privacy model: {model!r}")

@@ -1,0 +1,173 @@
+"""Anonymize a table with a release plan, or with the generalization-search shortcut.
+
+    python manage.py anonymize data.csv --plan plan.json --out out.csv --report report.json
+    python manage.py anonymize adult.csv --sep ';' --qi age,sex --hierarchy age=age.csv \\
+        --hierarchy sex=sex.csv --k 5 --suppression 0.02 --out out.csv --report report.json
+
+Bad input exits with status 2 and one line on stderr; no output file is left behind (files are
+written to a temporary name beside the target and renamed only on success). Keys come from files
+(``--secret NAME=PATH``), never from the command line; the seed is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+def _pairs(values, option):
+    out = {}
+    for raw in values or []:
+        name, sep, value = raw.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise CommandError(f"{option} expects NAME=VALUE, got {raw!r}", returncode=2)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _number(text, option, kind=float):
+    try:
+        return kind(text)
+    except ValueError:
+        raise CommandError(f"{option}: {text!r} is not a number", returncode=2) from None
+
+
+class Command(BaseCommand):
+    help = "Anonymize a table with a plan (--plan) or by optimal generalization (--qi ... --k ...)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--plan", help="release plan (JSON)")
+        parser.add_argument("--out", required=True, help="output table (CSV)")
+        parser.add_argument("--report", help="report (JSON)")
+        parser.add_argument("--sep", help="field separator of the input (default: sniffed)")
+        parser.add_argument("--seed", type=int, help="seed for random steps (not recorded)")
+        parser.add_argument("--secret", action="append", help="NAME=FILE: a key read from FILE")
+        parser.add_argument("--qi", help="quasi-identifiers, comma separated")
+        parser.add_argument("--hierarchy", action="append", help="COL=FILE (ARX format)")
+        parser.add_argument("--k", type=int, default=None)
+        parser.add_argument("--suppression", type=float, default=0.0)
+        parser.add_argument("--l-distinct", action="append", help="SA=L")
+        parser.add_argument("--l-entropy", action="append", help="SA=L")
+        parser.add_argument("--l-recursive", action="append", help="SA=C,L")
+        parser.add_argument("--t-equal", action="append", help="SA=T")
+        parser.add_argument("--t-ordered", action="append", help="SA=T")
+        parser.add_argument("--metric", default="loss", choices=["loss", "discernibility", "entropy"])
+        parser.add_argument("--max-nodes", type=int, default=None)
+        parser.add_argument("--time-limit", type=float, default=None)
+
+    def handle(self, *args, **opts):
+        from anonweb.core.errors import CoreError
+
+        try:
+            self._run(opts)
+        except CoreError as exc:
+            raise CommandError(str(exc).splitlines()[0], returncode=2) from None
+
+    def _run(self, opts):
+        import numpy as np
+
+        from anonweb.core.frame import read_table, sniff_separator
+        from anonweb.core.plan import apply_plan, read_plan
+
+        if opts["plan"] and opts["qi"]:
+            raise CommandError("use either --plan or --qi/--k, not both", returncode=2)
+        plan = read_plan(opts["plan"]) if opts["plan"] else self._search_plan(opts)
+        secrets = {name: self._read_secret(path) for name, path in _pairs(opts["secret"], "--secret").items()}
+        df = read_table(opts["path"], sep=opts["sep"])
+        sep = opts["sep"] or sniff_separator(Path(opts["path"]).read_text(errors="replace")[:65536])
+        rng = np.random.default_rng(opts["seed"])
+        out, report = apply_plan(df, plan, rng=rng, secrets=secrets)
+        summary = self._summary(report.to_dict(), plan)
+        pending = [_write_temp(opts["out"], lambda f: out.to_csv(f, sep=sep, index=False))]
+        try:
+            if opts["report"]:
+                pending.append(_write_temp(opts["report"], lambda f: json.dump(summary, f, indent=2)))
+        except BaseException:
+            Path(pending[0][0]).unlink(missing_ok=True)
+            raise
+        for tmp, target in pending:
+            os.replace(tmp, target)
+        self.stdout.write(self._line(summary, len(out)))
+
+    def _search_plan(self, opts):
+        from anonweb.core.frame import parse_column_list
+        from anonweb.core.plan import Plan, Step
+
+        qis = parse_column_list(opts["qi"])
+        if not qis:
+            raise CommandError("give --plan, or --qi with --hierarchy and --k", returncode=2)
+        files = _pairs(opts["hierarchy"], "--hierarchy")
+        missing = [q for q in qis if q not in files]
+        if missing:
+            raise CommandError(f"no --hierarchy for quasi-identifier(s): {', '.join(missing)}", returncode=2)
+        models = self._models(opts)
+        params = {"k": opts["k"] or 1, "suppression": opts["suppression"], "metric": opts["metric"], "models": models}
+        for key in ("max_nodes", "time_limit"):
+            if opts[key] is not None:
+                params[key] = opts[key]
+        return Plan(
+            steps=(Step("optimal_generalization", params),),
+            quasi_identifiers=tuple(qis),
+            sensitive=tuple(sorted({m["sensitive"] for m in models})),
+            hierarchies={q: {"path": str(Path(files[q]).resolve())} for q in qis},
+        )
+
+    def _models(self, opts):
+        models = []
+        for sa, v in _pairs(opts["l_distinct"], "--l-distinct").items():
+            models.append({"model": "distinct_l", "sensitive": sa, "l": _number(v, "--l-distinct", int)})
+        for sa, v in _pairs(opts["l_entropy"], "--l-entropy").items():
+            models.append({"model": "entropy_l", "sensitive": sa, "l": _number(v, "--l-entropy")})
+        for sa, v in _pairs(opts["l_recursive"], "--l-recursive").items():
+            c, _, l_ = v.partition(",")
+            models.append({"model": "recursive_cl", "sensitive": sa, "c": _number(c, "--l-recursive"),
+                           "l": _number(l_, "--l-recursive", int)})
+        for option, distance in (("t_equal", "equal"), ("t_ordered", "ordered")):
+            for sa, v in _pairs(opts[option], "--" + option.replace("_", "-")).items():
+                models.append({"model": "t_closeness", "sensitive": sa, "t": _number(v, option), "distance": distance})
+        return models
+
+    @staticmethod
+    def _read_secret(path):
+        try:
+            return Path(path).read_bytes().rstrip(b"\r\n")
+        except OSError as exc:
+            raise CommandError(f"cannot read secret file {path!r}: {exc.strerror}", returncode=2) from None
+
+    @staticmethod
+    def _summary(report, plan):
+        from anonweb.core.plan import plan_to_dict
+
+        summary = {"plan": plan_to_dict(plan), **report}
+        search = next((s for s in report["steps"] if s["kind"] == "optimal_generalization"), None)
+        if search is not None:
+            for key in ("levels", "suppressed", "k", "classes", "information_loss", "search"):
+                summary[key] = search[key]
+        return summary
+
+    @staticmethod
+    def _line(summary, rows):
+        if "levels" in summary:
+            return (f"wrote {rows} rows: levels {summary['levels']}, {summary['suppressed']} suppressed, "
+                    f"smallest class {summary['k']}")
+        return f"wrote {rows} rows"
+
+
+def _write_temp(target, write):
+    """Write to a temporary file beside ``target``; the caller renames it on success."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        raise CommandError(f"output directory {str(target.parent)!r} does not exist", returncode=2)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            write(f)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp, target

@@ -1,0 +1,106 @@
+"""Generalization steps: fixed levels, the optimal lattice search, and Mondrian local recoding.
+
+Step kinds:
+
+* ``generalize`` — ``{"levels": {"age": 2, "zip": 3}}``: each column to a hierarchy level.
+* ``optimal_generalization`` — ``{"k": 5, "suppression": 0.02, "metric": "loss",
+  "models": [{"model": "distinct_l", "sensitive": "disease", "l": 2}], "max_nodes": 10000,
+  "time_limit": 60}``: the least-loss full-domain generalization of the plan's
+  quasi-identifiers; suppressed records get ``*`` in every QI.
+* ``mondrian`` — ``{"k": 5, "columns": [...]}``: strict multidimensional partitioning of
+  numeric quasi-identifiers (default: the plan's), each value replaced by its partition's range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from anonweb.core.errors import HierarchyError, ParameterError
+from anonweb.core.metrics import METRICS
+from anonweb.core.plan import StepContext, StepOutcome, register_step
+from anonweb.core.privacy_models import model_from_dict
+
+
+def _check_levels(params: Mapping[str, Any]) -> None:
+    levels = params.get("levels")
+    if not isinstance(levels, Mapping) or not levels:
+        raise ParameterError("'levels' must map columns to hierarchy levels")
+    for col, lv in levels.items():
+        if not isinstance(lv, int) or lv < 0:
+            raise ParameterError(f"level for {col!r} must be a non-negative integer, got {lv!r}")
+
+
+def _hierarchy(ctx: StepContext, column: str):
+    try:
+        return ctx.hierarchies[column]
+    except KeyError:
+        raise HierarchyError(f"no hierarchy given for {column!r}") from None
+
+
+@register_step("generalize", validate=_check_levels, columns=lambda p: list(p["levels"]))
+def generalize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    out = df.copy()
+    for col, level in params["levels"].items():
+        out[col] = _hierarchy(ctx, col).generalize(df[col], level)
+    return StepOutcome(out, {"levels": dict(params["levels"])})
+
+
+def _check_search(params: Mapping[str, Any]) -> None:
+    k = params.get("k", 1)
+    if not isinstance(k, int) or k < 1:
+        raise ParameterError(f"k must be a positive integer, got {k!r}")
+    s = params.get("suppression", 0.0)
+    if not isinstance(s, int | float) or not 0 <= s < 1:
+        raise ParameterError(f"suppression is a fraction of rows in [0, 1), got {s!r}")
+    if params.get("metric", "loss") not in METRICS:
+        raise ParameterError(f"unknown metric {params.get('metric')!r} (one of {', '.join(METRICS)})")
+    for spec in params.get("models", []):
+        if isinstance(spec, dict) and spec.get("distance") == "hierarchical":
+            continue  # needs the plan's hierarchies; checked when the step runs
+        model_from_dict(spec)
+
+
+def _search_columns(params: Mapping[str, Any]) -> list[str]:
+    return [m["sensitive"] for m in params.get("models", []) if isinstance(m, dict) and "sensitive" in m]
+
+
+@register_step("optimal_generalization", validate=_check_search, columns=_search_columns)
+def optimal_generalization_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    from anonweb.core.search import optimal_generalization
+
+    if not ctx.quasi_identifiers:
+        raise ParameterError("the plan declares no quasi-identifiers to generalize")
+    models = [model_from_dict(m, ctx.hierarchies) for m in params.get("models", [])]
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=list(ctx.quasi_identifiers),
+        hierarchies=ctx.hierarchies,
+        models=models,
+        k=params.get("k", 1),
+        suppression=float(params.get("suppression", 0.0)),
+        metric=params.get("metric", "loss"),
+        max_nodes=params.get("max_nodes"),
+        time_limit=params.get("time_limit"),
+    )
+    ctx.state["search"] = result
+    return StepOutcome(result.apply(df), result.to_dict())
+
+
+def _check_mondrian(params: Mapping[str, Any]) -> None:
+    k = params.get("k")
+    if not isinstance(k, int) or k < 1:
+        raise ParameterError(f"k must be a positive integer, got {k!r}")
+
+
+@register_step("mondrian", validate=_check_mondrian, columns=lambda p: list(p.get("columns", [])))
+def mondrian_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    from anonweb.core.mondrian import mondrian
+
+    columns = list(params.get("columns") or ctx.quasi_identifiers)
+    if not columns:
+        raise ParameterError("mondrian needs columns (or the plan's quasi-identifiers)")
+    result = mondrian(df, quasi_identifiers=columns, k=params["k"])
+    return StepOutcome(result.apply(df), result.to_dict())
