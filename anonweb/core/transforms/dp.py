@@ -421,9 +421,8 @@ def _register() -> None:
         result = release(df, DPQuery.from_params(params), rng=ctx.rng)
         return StepOutcome(frame=result.table, report=result.report)
 
-    from anonweb.core.transforms import dp_synthetic
-
-    dp_synthetic.register()
+    # The synthetic-data step registers itself on import (the package only imports dp and ldp).
+    from anonweb.core.transforms import dp_synthetic  # noqa: F401
 
 
 _register()
