@@ -115,7 +115,8 @@ def shlosser_classes(sizes: np.ndarray, fraction: float) -> float:
     j, fj = _histogram(sizes)
     u, c1, q = float(fj.sum()), float(fj[j == 1].sum()), fraction
     a = (j * q * q * (1 - q * q) ** (j - 1) * fj).sum()
-    b = ((1 - q) ** j * ((1 + q) ** j - 1) * fj).sum()
+    # (1-q)^j ((1+q)^j - 1) written without (1+q)^j, which overflows for large classes.
+    b = (((1 - q * q) ** j - (1 - q) ** j) * fj).sum()
     c = ((1 - q) ** j * fj).sum()
     d = (j * q * (1 - q) ** (j - 1) * fj).sum()
     return float(u + c1 * (a / b) * (c / d) ** 2)

@@ -1,0 +1,115 @@
+"""``manage.py assess`` as users run it: a subprocess, its exit status, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "tests" / "fixtures"
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DEBUG": "1"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "assess", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_text_report():
+    p = run(str(FIX / "test2.csv"), "--qi", "ZIPCode,Age", "--sensitive", "Salary,Disease")
+    assert p.returncode == 0, p.stderr
+    assert "k = 1" in p.stdout
+    assert "sensitive Salary" in p.stdout and "ordered distance" in p.stdout
+    assert "records at risk" in p.stdout
+
+
+def test_json_report_with_hierarchy_population_and_aux(tmp_path):
+    aux = tmp_path / "aux.csv"
+    aux.write_text("ZIPCode,name\n47677,Ann\n47602,Bob\n11111,Cy\n")
+    p = run(
+        str(FIX / "test2.csv"), "--qi", "ZIPCode", "--sensitive", "Disease",
+        "--hierarchy", f"Disease={FIX / 'test2_hierarchy_Disease.csv'}",
+        "--population", "1000", "--aux", str(aux), "--aux-keys", "ZIPCode", "--format", "json",
+    )
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    for key in ("rows", "classes", "k", "uniques", "prosecutor_risk", "records_at_risk",
+                "class_sizes", "sensitive", "population", "linkage"):
+        assert key in d
+    assert d["records_at_risk"]["0.2"] == {"count": 9, "share": 1.0}
+    assert d["sensitive"]["Disease"]["t_distance"] == "hierarchical"
+    assert d["linkage"]["singled_out"] == 2 and d["linkage"]["unmatched"] == 1
+
+
+def test_separator_is_sniffed_and_can_be_given(tmp_path):
+    f = tmp_path / "t.tsv"
+    f.write_text("a\tb\n1\tx\n1\ty\n2\tx\n")
+    sniffed = json.loads(run(str(f), "--qi", "a", "--format", "json").stdout)
+    given = json.loads(run(str(f), "--qi", "a", "--sep", "\\t", "--format", "json").stdout)
+    assert sniffed["k"] == given["k"] == 1 and sniffed["classes"] == 2
+    wrong = run(str(f), "--qi", "a", "--sep", ";")
+    assert wrong.returncode == 2 and "unknown quasi-identifier" in wrong.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["{t2}", "--qi", "Nope"], "unknown quasi-identifier: Nope"),
+        (["{t2}"], "no quasi-identifier given"),
+        (["{missing}", "--qi", "a"], "no such file"),
+        (["{empty}", "--qi", "a"], "empty"),
+        (["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={bad}"],
+         "single column"),
+        (["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={agehier}"],
+         "does not cover 6 value"),
+        (["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={missing}"],
+         "cannot read hierarchy file"),
+        (["{binary}", "--qi", "a"], "cannot be read"),
+        (["{t2}", "--qi", "Age", "--population", "3"], "smaller than the table"),
+    ],
+    ids=["unknown-column", "no-qi", "no-file", "empty-file", "malformed-hierarchy",
+         "hierarchy-missing-values", "unreadable-hierarchy", "unreadable-file", "population"],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("only-one-column\nanother\n")
+    binary = tmp_path / "bin.parquet"
+    binary.write_bytes(b"\x00\x01garbage\xff" * 10)
+    paths = {
+        "t2": FIX / "test2.csv", "missing": tmp_path / "nope.csv", "empty": empty, "bad": bad,
+        "agehier": FIX / "test2_hierarchy_Age.csv", "binary": binary,
+    }
+    p = run(*[a.format(**paths) for a in args])
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert message in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_command_does_not_import_celery_or_plotly():
+    code = (
+        "import os, sys; os.environ['DEBUG']='1'; os.environ.setdefault('DJANGO_SETTINGS_MODULE',"
+        "'anonweb.settings'); sys.argv=['manage.py','assess',{!r},'--qi','Age'];"
+        "from django.core.management import execute_from_command_line;"
+        "execute_from_command_line(sys.argv);"
+        "bad=[m for m in sys.modules if m.split('.')[0] in ('celery','plotly','opendp')];"
+        "print('LEAKED', bad) if bad else None".format(str(FIX / "test2.csv"))
+    )
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "DEBUG": "1"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "LEAKED" not in p.stdout

@@ -1,0 +1,87 @@
+"""Population-uniqueness estimates (Pitman, Zayatz, SNB; Dankar et al.'s choice)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from anonweb.core.population import (
+    pitman_uniques,
+    population_uniqueness,
+    shlosser_classes,
+    snb_uniques,
+    zayatz_uniques,
+)
+from anonweb.core.profile import assess_risk
+
+
+def sample_sizes(population_classes: int, sample: int, seed: int) -> np.ndarray:
+    """Class sizes of a random sample from a skewed population (Zipf-like class sizes)."""
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, population_classes + 1) ** 1.1
+    pop = rng.multinomial(population_classes * 20, weights / weights.sum())
+    people = np.repeat(np.arange(population_classes), pop)
+    drawn = rng.choice(people, size=sample, replace=False)
+    return np.bincount(drawn)[np.bincount(drawn) > 0], len(people), int((pop == 1).sum())
+
+
+def test_no_sample_uniques_means_no_population_uniques():
+    est = population_uniqueness(np.array([2, 3, 5]), 1000)
+    assert est.chosen_uniques == 0.0 and est.sample_uniques == 0
+
+
+def test_census_is_its_own_population():
+    est = population_uniqueness(np.array([1, 1, 2]), 4)
+    assert est.chosen_uniques == 2.0 and est.chosen_model == "sample"
+
+
+def test_small_sampling_fraction_uses_pitman():
+    sizes, n_pop, _ = sample_sizes(20000, 8000, seed=1)
+    est = population_uniqueness(sizes, n_pop)
+    assert sizes.sum() / n_pop <= 0.1
+    assert est.chosen_model == "pitman"
+    d = est.to_dict()
+    assert "Hoshino 2001" in d["estimates"]["pitman"]["reference"]
+    # Never more population uniques than people, never fewer than zero.
+    for v in d["estimates"].values():
+        assert v["uniques"] is None or 0 <= v["uniques"] <= n_pop
+
+
+def test_large_sampling_fraction_uses_the_smaller_of_zayatz_and_snb():
+    sizes, n_pop, _ = sample_sizes(3000, 40000, seed=2)
+    est = population_uniqueness(sizes, n_pop)
+    values = dict(est.estimates)
+    assert est.chosen_model in ("zayatz", "snb")
+    candidates = [v for k, v in values.items() if k in ("zayatz", "snb") and v is not None]
+    assert est.chosen_uniques == min(candidates)
+
+
+def test_models_are_in_a_plausible_range():
+    # Sample uniques that are population uniques cannot exceed the population's uniques by much,
+    # and the estimates should be within an order of magnitude of the truth.
+    sizes, n_pop, true_uniques = sample_sizes(20000, 60000, seed=3)
+    for fn in (pitman_uniques, zayatz_uniques, snb_uniques):
+        value = fn(sizes, n_pop)
+        if np.isnan(value):
+            continue
+        assert true_uniques / 10 <= value <= true_uniques * 10, fn.__name__
+
+
+def test_shlosser_counts_at_least_the_observed_classes():
+    sizes = np.array([1, 1, 1, 2, 3, 5, 8])
+    assert shlosser_classes(sizes, 0.1) >= len(sizes)
+
+
+def test_profile_reports_the_population_section():
+    df = pd.DataFrame({"q": list(range(50)) + [1, 2, 3] * 10})
+    d = assess_risk(df, quasi_identifiers=["q"], population_size=5000).to_dict()
+    pop = d["population"]
+    assert pop["sample_uniques"] == 47 and pop["population_size"] == 5000
+    assert pop["model"] in ("pitman", "zayatz", "snb")
+    assert 0 <= pop["population_uniqueness"] <= 1
+
+
+def test_population_smaller_than_the_sample_is_refused():
+    with pytest.raises(ValueError, match="smaller than the table"):
+        population_uniqueness(np.array([1, 2]), 2)
