@@ -26,8 +26,7 @@ import pandas as pd
 from anonweb.core import dp_accounting as acc
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.frame import require_columns
-
-MISSING = "(missing)"
+from anonweb.core.transforms.dp import MISSING, cell_labels
 
 
 def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
@@ -54,13 +53,6 @@ def debias_counts(
     return {c: (float(observed.get(c, 0)) - n * q) / (p - q) for c in categories}
 
 
-def _labels(values: pd.Series) -> pd.Series:
-    def label(v: Any) -> str:
-        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
-
-    return values.map(label, na_action="ignore").fillna(MISSING).astype(str)
-
-
 @dataclass(frozen=True)
 class LDPResult:
     frame: pd.DataFrame
@@ -85,7 +77,7 @@ def randomize_categories(
     """
     eps = acc.check_epsilon(epsilon)
     require_columns(df, [column])
-    labels = _labels(df[column])
+    labels = cell_labels(df[column])
     declared = categories is not None
     cats = [str(c) for c in categories] if declared else sorted(labels.unique())
     if MISSING in set(labels) and MISSING not in cats:
