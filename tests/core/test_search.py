@@ -1,0 +1,241 @@
+"""Optimal full-domain generalization: ARX's reference optima, brute force, and properties."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from anonweb.core.errors import CoreError, HierarchyError, ParameterError
+from anonweb.core.frame import read_table
+from anonweb.core.hierarchy import Hierarchy, read_hierarchy
+from anonweb.core.hierarchy_builders import interval_hierarchy, mask_hierarchy
+from anonweb.core.lattice import EncodedTable
+from anonweb.core.privacy_models import (
+    DeltaDisclosure,
+    DistinctL,
+    EntropyL,
+    RecursiveCL,
+    TCloseness,
+    emd,
+)
+from anonweb.core.search import optimal_generalization
+
+QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex", "workclass"]
+
+# run: (k, suppression, extra models, levels, suppressed, smallest class, classes, ARX output file)
+ARX_RUNS = {
+    "k2_s0": (2, 0.0, [], (4, 3, 1, 2, 1, 0, 0, 0), 0, 2, 52, "adult_k2_s0.csv"),
+    "k5_s0": (5, 0.0, [], (4, 3, 2, 2, 1, 0, 0, 0), 0, 5, 26, "adult_k5_s0.csv"),
+    "k5_s2": (5, 0.02, [], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222, "adult_k5_s2.csv"),
+    "k10_s2": (10, 0.02, [], (4, 2, 1, 1, 0, 0, 0, 1), 592, 10, 124, "adult_k10_s2.csv"),
+    "k5_s2_l2": (5, 0.02, [DistinctL("occupation", 2)], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222,
+                 "adult_k5_s2.csv"),
+    "k5_s2_t02eq": (5, 0.02, [TCloseness("occupation", 0.2)], (4, 3, 1, 1, 1, 1, 1, 2), 235, 233, 6,
+                    "adult_k5_s2_t02eq.csv"),
+}
+
+
+@pytest.fixture(scope="module")
+def adult(datasets_dir):
+    arx = datasets_dir / "arx"
+    df = read_table(arx / "adult.csv", sep=";")
+    hierarchies = {q: read_hierarchy(arx / f"adult_hierarchy_{q}.csv", attribute=q) for q in QI8}
+    return df, hierarchies
+
+
+def _classes(out: pd.DataFrame, qis) -> pd.core.groupby.DataFrameGroupBy:
+    kept = out[~(out[qis] == "*").all(axis=1)]
+    return kept.groupby(qis, dropna=False, observed=True, sort=False)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("run", list(ARX_RUNS))
+def test_optimum_equals_arx(adult, datasets_dir, run):
+    df, hierarchies = adult
+    k, s, models, levels, suppressed, min_class, classes, arx_file = ARX_RUNS[run]
+    result = optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k,
+                                    suppression=s, models=models)
+    assert tuple(result.levels[q] for q in QI8) == levels
+    assert (result.suppressed, result.k, result.classes) == (suppressed, min_class, classes)
+    assert result.search["optimal"] is True
+
+    out = result.apply(df)
+    sizes = _classes(out, QI8).size()
+    assert sizes.min() >= k and len(sizes) == classes
+    for model in models:
+        hist = _classes(out, QI8)[model.sensitive].value_counts().unstack(fill_value=0)
+        q = df[model.sensitive].value_counts().reindex(hist.columns).to_numpy()
+        assert model.passes(hist.to_numpy(), q).all()
+    expected = pd.read_csv(datasets_dir / "arx-outputs" / arx_file, sep=";", dtype=str)
+    pd.testing.assert_frame_equal(out[QI8].astype(str).reset_index(drop=True), expected[QI8])
+
+
+@pytest.mark.shared_data
+def test_input_frame_untouched(adult):
+    df, hierarchies = adult
+    before = df.copy()
+    optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=5, suppression=0.02)
+    pd.testing.assert_frame_equal(df, before)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("metric", ["entropy", "discernibility"])
+def test_other_metrics_meet_k(adult, metric):
+    df, hierarchies = adult
+    result = optimal_generalization(df, quasi_identifiers=QI8[:5], hierarchies=hierarchies, k=5,
+                                    suppression=0.02, metric=metric)
+    assert result.k >= 5 and result.suppressed <= 603
+
+
+# --- small generated data: brute force over the whole lattice --------------------------------
+
+def _toy(seed: int, n: int = 120) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "age": rng.integers(18, 80, n),
+        "zip": rng.choice(["47677", "47602", "47678", "47905", "47909", "47906"], n),
+        "sex": rng.choice(["F", "M"], n),
+        "disease": rng.choice(["flu", "ulcer", "cancer", "gastritis"], n, p=[0.4, 0.3, 0.2, 0.1]),
+    })
+    hierarchies = {
+        "age": interval_hierarchy(df["age"], width=5, fanout=2, attribute="age"),
+        "zip": mask_hierarchy(df["zip"], attribute="zip"),
+        "sex": Hierarchy(rows=(("F", "*"), ("M", "*")), attribute="sex"),
+    }
+    return df, hierarchies
+
+
+def _brute_force(df, hierarchies, qis, k, suppression, models):
+    """Every node checked with pandas; the least-loss anonymous node by ARX's rank order."""
+    from anonweb.core.metrics import LossMetric
+
+    table = EncodedTable(df, qis, hierarchies, sorted({m.sensitive for m in models}))
+    metric = LossMetric(table)
+    best = None
+    limit = int(np.floor(suppression * len(df) + 1e-9))
+    for node in itertools.product(*[range(hierarchies[q].height) for q in qis]):
+        gen = pd.DataFrame({q: hierarchies[q].generalize(df[q], lv) for q, lv in zip(qis, node)})
+        for m in models:
+            gen[m.sensitive] = df[m.sensitive]
+        groups = gen.groupby(qis, sort=False)
+        size = groups[qis[0]].transform("size")
+        bad = size < k
+        for m in models:
+            hist = groups[m.sensitive].value_counts().unstack(fill_value=0)
+            q = df[m.sensitive].value_counts().reindex(hist.columns).to_numpy()
+            ok = pd.Series(m.passes(hist.to_numpy(), q), index=hist.index)
+            bad |= ~pd.MultiIndex.from_frame(gen[qis]).map(ok.to_dict()).astype(bool)
+        if bad.sum() > limit:
+            continue
+        raw = []
+        for i, lv in enumerate(node):
+            codes = table.qis[i].level_codes[lv][table.qis[i].row_index]
+            share = table.qis[i].shares[lv][codes]
+            raw.append(np.where(bad.to_numpy(), 1.0, share).sum())
+        values = metric.normalize(np.array([raw]))[0]
+        key = tuple(metric.key(values[None, :])[0])
+        if best is None or key < best[0]:
+            best = (key, node)
+    return best
+
+
+@pytest.mark.parametrize("seed,k,suppression", [(1, 3, 0.0), (2, 5, 0.05), (3, 2, 0.1), (4, 8, 0.02)])
+def test_search_matches_brute_force(seed, k, suppression):
+    df, hierarchies = _toy(seed)
+    qis = ["age", "zip", "sex"]
+    models = [DistinctL("disease", 2)] if seed % 2 else [TCloseness("disease", 0.3)]
+    expected = _brute_force(df, hierarchies, qis, k, suppression, models)
+    result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k,
+                                    suppression=suppression, models=models)
+    assert tuple(result.levels[q] for q in qis) == expected[1]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), k=st.integers(1, 12), s=st.sampled_from([0.0, 0.03, 0.1]))
+def test_every_kept_class_has_k_rows(seed, k, s):
+    df, hierarchies = _toy(seed, n=90)
+    qis = ["age", "zip", "sex"]
+    try:
+        result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k, suppression=s)
+    except ParameterError:
+        return  # no node qualifies: nothing to check
+    out = result.apply(df)
+    sizes = _classes(out, qis).size()
+    assert sizes.min() >= k
+    assert result.suppressed == int((out[qis] == "*").all(axis=1).sum())
+    assert result.suppressed <= int(np.floor(s * len(df) + 1e-9))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), level=st.integers(0, 3))
+def test_coarser_level_never_splits_a_class(seed, level):
+    df, hierarchies = _toy(seed, n=60)
+    h = hierarchies["age"]
+    level = min(level, h.height - 2)
+    fine = h.generalize(df["age"], level).astype(str)
+    coarse = h.generalize(df["age"], level + 1).astype(str)
+    # every fine class maps into exactly one coarse class
+    assert (pd.DataFrame({"f": fine, "c": coarse}).groupby("f")["c"].nunique() == 1).all()
+
+
+def test_bad_inputs_are_reported():
+    df, hierarchies = _toy(0)
+    with pytest.raises(ParameterError, match="larger than the table"):
+        optimal_generalization(df, quasi_identifiers=["age"], hierarchies=hierarchies, k=1000)
+    partial = Hierarchy(rows=(("F", "*"),), attribute="sex")
+    with pytest.raises(HierarchyError, match="'M'"):
+        optimal_generalization(df, quasi_identifiers=["sex"], hierarchies={"sex": partial}, k=2)
+    with pytest.raises(ParameterError, match="no generalization satisfies"):
+        optimal_generalization(df, quasi_identifiers=["sex"], hierarchies=hierarchies, k=2,
+                               models=[DistinctL("disease", 5)])
+    with pytest.raises(CoreError, match="unknown"):
+        optimal_generalization(df, quasi_identifiers=["nope"], hierarchies=hierarchies, k=2)
+
+
+def test_budget_falls_back_to_a_heuristic_and_says_so():
+    df, hierarchies = _toy(5)
+    result = optimal_generalization(df, quasi_identifiers=["age", "zip", "sex"], hierarchies=hierarchies,
+                                    k=4, max_nodes=1)
+    assert result.search["optimal"] is False and "budget" in result.search["note"]
+    assert result.k >= 4
+
+
+# --- t-closeness known answers (Li, Li & Venkatasubramanian, ICDE 2007, Tables 4 and 5) ------
+
+@pytest.fixture(scope="module")
+def test2(fixtures_dir):
+    df = read_table(fixtures_dir / "test2.csv", sep=";")
+    hs = {c: read_hierarchy(fixtures_dir / f"test2_hierarchy_{c}.csv", attribute=c)
+          for c in ("ZIPCode", "Age", "Disease")}
+    return df, hs
+
+
+@pytest.mark.parametrize("zip_level,age_level,column,distance,expected", [
+    (2, 1, "Salary", "ordered", 0.375),
+    (2, 1, "Disease", "equal", 0.4444),
+    (1, 2, "Salary", "ordered", 0.1667),
+    (1, 2, "Disease", "equal", 0.5556),
+    (1, 2, "Disease", "hierarchical", 0.2963),
+])
+def test_t_closeness_known_answers(test2, zip_level, age_level, column, distance, expected):
+    df, hs = test2
+    table = EncodedTable(df, ["ZIPCode", "Age"], hs, [column])
+    ct = table.classes((zip_level, age_level), None, [0])
+    t = emd(ct.hists[0], table.sa_global(0), distance, table.sa_values[0], hs.get("Disease"))
+    assert t.max() == pytest.approx(expected, abs=1e-4)
+
+
+def test_diversity_models_per_class():
+    hist = np.array([[5, 0, 0], [2, 2, 1], [3, 1, 1]], dtype=float)
+    q = hist.sum(axis=0)
+    assert DistinctL("s", 2).passes(hist, q).tolist() == [False, True, True]
+    assert EntropyL("s", 2).passes(hist, q).tolist() == [False, True, True]
+    assert RecursiveCL("s", 1.0, 2).passes(hist, q).tolist() == [False, True, False]
+    assert DeltaDisclosure("s", 10.0).passes(hist, q).tolist() == [True, True, True]
+    with pytest.raises(ParameterError):
+        TCloseness("s", 1.5)
