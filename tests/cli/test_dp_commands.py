@@ -279,3 +279,20 @@ def test_exit_status_two_and_one_line_from_the_shell(people, tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_an_unwritable_output_leaves_neither_file(people, tmp_path):
+    out, report = tmp_path / "missing-dir" / "out.csv", tmp_path / "report.json"
+    message = refused(
+        "dp-release",
+        str(people),
+        "--count",
+        "--epsilon",
+        "1",
+        "--out",
+        str(out),
+        "--report",
+        str(report),
+    )
+    assert str(out) in message
+    assert not report.exists() and not list(tmp_path.glob(".dp-*"))

@@ -337,6 +337,9 @@ def _tree(q: DPQuery) -> Prepared:
     # A range is the sum of at most 2(b-1) nodes per level; normal approximation of their noise.
     nodes = 2 * (b - 1) * depth
     prepared.detail["range_ci95_halfwidth_approx"] = 1.96 * math.sqrt(nodes * 2) * prepared.scale
+    # A quantile is read off the noisy cumulative counts: its rank is off by about a range's
+    # error, and its value by up to a bin width on top of that.
+    prepared.detail["bin_width"] = (hi - lo) / q.bins
     prepared.detail["edges"] = edges
     return prepared
 

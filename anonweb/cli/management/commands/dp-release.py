@@ -125,12 +125,13 @@ def _clean(value):
 
 def write_outputs(table, report: dict, *, out: str, report_path: str) -> None:
     """Both files or neither: write to temporaries beside the targets, then rename."""
-    pending = []
+    pending, current = [], out
     try:
         for target, writer in (
             (out, lambda f: table.to_csv(f, index=False)),
             (report_path, lambda f: f.write(json.dumps(_clean(report), indent=2, allow_nan=False))),
         ):
+            current = target
             folder = Path(target).resolve().parent
             fd, tmp = tempfile.mkstemp(prefix=".dp-", suffix=".tmp", dir=folder)
             pending.append((tmp, target))
@@ -139,9 +140,7 @@ def write_outputs(table, report: dict, *, out: str, report_path: str) -> None:
         for tmp, target in pending:
             os.replace(tmp, target)
     except OSError as exc:
-        raise CommandError(
-            f"cannot write {exc.filename or 'the output'}: {exc.strerror}", returncode=2
-        ) from None
+        raise CommandError(f"cannot write {current}: {exc.strerror}", returncode=2) from None
     finally:
         for tmp, _ in pending:
             if os.path.exists(tmp):

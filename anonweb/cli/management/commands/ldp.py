@@ -81,12 +81,13 @@ class Command(BaseCommand):
 
 def _write_both(table, report: dict, *, out: str, report_path: str) -> None:
     """Both files or neither: temporaries beside the targets, renamed at the end."""
-    pending = []
+    pending, current = [], out
     try:
         for target, writer in (
             (out, lambda f: table.to_csv(f, index=False)),
             (report_path, lambda f: f.write(json.dumps(report, indent=2, allow_nan=False))),
         ):
+            current = target
             fd, tmp = tempfile.mkstemp(
                 prefix=".ldp-", suffix=".tmp", dir=Path(target).resolve().parent
             )
@@ -96,9 +97,7 @@ def _write_both(table, report: dict, *, out: str, report_path: str) -> None:
         for tmp, target in pending:
             os.replace(tmp, target)
     except OSError as exc:
-        raise CommandError(
-            f"cannot write {exc.filename or 'the output'}: {exc.strerror}", returncode=2
-        ) from None
+        raise CommandError(f"cannot write {current}: {exc.strerror}", returncode=2) from None
     finally:
         for tmp, _ in pending:
             if os.path.exists(tmp):
