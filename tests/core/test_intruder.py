@@ -54,7 +54,7 @@ def test_additive_noise_at_one_percent_is_not_deniable(metric):
     result = intruder_check(
         x, additive_noise(x, 5), columns=COLS, rng=np.random.default_rng(6), metric=metric
     )
-    assert result.not_deniable_share > 0.25
+    assert result.not_deniable_share > 0.15  # three times the 5% expected by chance
     assert result.correct_link_share > 0.5
 
 
