@@ -1,0 +1,207 @@
+"""Masking steps: drop, suppress, keyed tokens, codebook substitution, regex masks, date shifts.
+
+Step kinds and parameters:
+
+* ``drop`` — ``{"columns": ["name"]}``.
+* ``suppress`` — ``{"columns": [...], "values": [...]}`` replaces those values by ``*``;
+  ``{"rare": 5}`` replaces values seen fewer than 5 times; neither: the whole column.
+* ``tokenize`` — ``{"columns": ["ssn"], "key": "release-key", "length": 16}``: HMAC-SHA256 under the
+  secret named ``key`` (its bytes are passed to ``apply_plan``), hex-truncated. The same value gives
+  the same token within a release (same key) and an unrelated one under another key.
+* ``substitute`` — ``{"columns": ["city"], "codebook": {"Paris": "C1"}, "unmatched": "keep"}``
+  (``"suppress"`` turns values missing from the codebook into ``*``).
+* ``regex_mask`` — ``{"columns": [...], "pattern": "...", "replacement": "..."}``, or a preset:
+  ``{"preset": "keep_last_digits", "n": 4}`` (``123-45-6789`` -> ``***-**-6789``) or
+  ``{"preset": "first_word"}`` (``Ada Lovelace`` -> ``Ada``).
+* ``date_shift`` — ``{"columns": ["admitted"], "person": "patient_id", "max_days": 30}``: each
+  person's dates move by the same random number of days in ``[-max_days, max_days]``, so
+  intervals within a person survive; offsets come from the plan's rng and are not reported.
+
+Missing values stay missing in every step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from anonweb.core.errors import ParameterError
+from anonweb.core.plan import StepContext, StepOutcome, register_step
+
+MASK = "*"
+
+
+def _columns(params: Mapping[str, Any]) -> list[str]:
+    cols = params.get("columns")
+    if not isinstance(cols, list) or not cols or not all(isinstance(c, str) for c in cols):
+        raise ParameterError("'columns' must be a non-empty list of column names")
+    return cols
+
+
+def _cols_of(params: Mapping[str, Any]) -> list[str]:
+    cols = list(params.get("columns") or [])
+    return cols + ([params["person"]] if isinstance(params.get("person"), str) else [])
+
+
+def _map_distinct(series: pd.Series, func) -> pd.Series:
+    """Apply ``func`` once per distinct non-missing value (fast on repetitive columns)."""
+    values = pd.unique(series.dropna())
+    mapping = {v: func(v) for v in values}
+    return series.map(mapping).where(series.notna(), series).astype(object)
+
+
+@register_step("drop", validate=_columns, columns=_cols_of)
+def drop(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    return StepOutcome(df.drop(columns=params["columns"]), {"dropped": list(params["columns"])})
+
+
+def _check_suppress(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    if "values" in params and not isinstance(params["values"], list):
+        raise ParameterError("'values' must be a list")
+    rare = params.get("rare")
+    if rare is not None and (not isinstance(rare, int) or rare < 1):
+        raise ParameterError(f"'rare' must be a positive integer, got {rare!r}")
+
+
+@register_step("suppress", validate=_check_suppress, columns=_cols_of)
+def suppress(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    out = df.copy()
+    counts = {}
+    for col in params["columns"]:
+        s = df[col]
+        if "values" in params:
+            hit = s.astype(str).isin({str(v) for v in params["values"]}) & s.notna()
+        elif params.get("rare") is not None:
+            freq = s.map(s.value_counts(dropna=True))
+            hit = s.notna() & (freq < params["rare"])
+        else:
+            hit = s.notna()
+        out[col] = s.astype(object).where(~hit, MASK)
+        counts[col] = int(hit.sum())
+    return StepOutcome(out, {"suppressed_cells": counts})
+
+
+def _check_tokenize(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    if not isinstance(params.get("key"), str):
+        raise ParameterError("'key' must name a secret supplied with the plan (not the key itself)")
+    length = params.get("length", 16)
+    if not isinstance(length, int) or not 8 <= length <= 64:
+        raise ParameterError(f"'length' must be an integer between 8 and 64, got {length!r}")
+
+
+@register_step("tokenize", validate=_check_tokenize, columns=_cols_of)
+def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    key = ctx.secret(params["key"])
+    length = params.get("length", 16)
+
+    def token(value: Any) -> str:
+        return hmac.new(key, str(value).encode("utf-8"), hashlib.sha256).hexdigest()[:length]
+
+    out = df.copy()
+    for col in params["columns"]:
+        out[col] = _map_distinct(df[col], token)
+    # the report names the secret, never its bytes
+    return StepOutcome(out, {"columns": list(params["columns"]), "key_name": params["key"], "length": length})
+
+
+def _check_substitute(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    if not isinstance(params.get("codebook"), Mapping):
+        raise ParameterError("'codebook' must map original values to replacements")
+    if params.get("unmatched", "keep") not in ("keep", "suppress"):
+        raise ParameterError("'unmatched' must be 'keep' or 'suppress'")
+
+
+@register_step("substitute", validate=_check_substitute, columns=_cols_of)
+def substitute(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    book = {str(k): v for k, v in params["codebook"].items()}
+    keep = params.get("unmatched", "keep") == "keep"
+    out = df.copy()
+    replaced = {}
+    for col in params["columns"]:
+        s = df[col]
+        out[col] = _map_distinct(s, lambda v: book.get(str(v), v if keep else MASK))
+        replaced[col] = int(s.astype(str).isin(book.keys()).sum())
+    return StepOutcome(out, {"replaced_cells": replaced, "codebook_entries": len(book)})
+
+
+PRESETS = ("keep_last_digits", "first_word")
+
+
+def _check_regex(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    preset = params.get("preset")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ParameterError(f"unknown preset {preset!r} (one of {', '.join(PRESETS)})")
+        return
+    if not isinstance(params.get("pattern"), str) or not isinstance(params.get("replacement"), str):
+        raise ParameterError("regex_mask needs 'pattern' and 'replacement' (or a 'preset')")
+    try:
+        re.compile(params["pattern"])
+    except re.error as exc:
+        raise ParameterError(f"invalid regular expression: {exc}") from None
+
+
+def _keep_last_digits(text: str, n: int, char: str) -> str:
+    digits = sum(c.isdigit() for c in text)
+    seen, out = 0, []
+    for c in text:
+        if c.isdigit():
+            seen += 1
+            out.append(c if seen > digits - n else char)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+@register_step("regex_mask", validate=_check_regex, columns=_cols_of)
+def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    preset = params.get("preset")
+    if preset == "keep_last_digits":
+        n, char = int(params.get("n", 4)), params.get("char", MASK)
+        func = lambda v: _keep_last_digits(str(v), n, char)  # noqa: E731
+    elif preset == "first_word":
+        func = lambda v: (str(v).split() or [""])[0]  # noqa: E731
+    else:
+        rx, repl = re.compile(params["pattern"]), params["replacement"]
+        func = lambda v: rx.sub(repl, str(v))  # noqa: E731
+    out = df.copy()
+    for col in params["columns"]:
+        out[col] = _map_distinct(df[col], func)
+    return StepOutcome(out, {"columns": list(params["columns"]), "preset": preset})
+
+
+def _check_shift(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    if not isinstance(params.get("person"), str):
+        raise ParameterError("'person' must name the column identifying a person")
+    days = params.get("max_days")
+    if not isinstance(days, int) or days < 1:
+        raise ParameterError(f"'max_days' must be a positive integer, got {days!r}")
+
+
+@register_step("date_shift", validate=_check_shift, columns=_cols_of)
+def date_shift(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    days = params["max_days"]
+    person = df[params["person"]]
+    codes, uniques = pd.factorize(person, use_na_sentinel=False)
+    offsets = ctx.rng.integers(-days, days + 1, size=len(uniques))
+    delta = pd.to_timedelta(offsets[codes], unit="D")
+    out = df.copy()
+    for col in params["columns"]:
+        parsed = pd.to_datetime(df[col], format=params.get("format"), errors="coerce")
+        bad = parsed.isna() & df[col].notna()
+        if bad.any():
+            raise ParameterError(f"column {col!r}: {int(bad.sum())} value(s) are not dates")
+        shifted = parsed + delta
+        fmt = params.get("format") or "%Y-%m-%d"
+        out[col] = shifted.dt.strftime(fmt).where(parsed.notna(), df[col])
+    return StepOutcome(out, {"columns": list(params["columns"]), "persons": len(uniques), "max_days": days})

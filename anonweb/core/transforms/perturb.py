@@ -1,0 +1,234 @@
+"""Perturbation steps. Randomness only from the plan's ``rng``; seeds never reach a report.
+
+Every parameter is reported (Domingo-Ferrer: publish every parameter but the seeds), so users of
+a release can account for the noise.
+
+* ``add_noise`` — ``{"columns": [...], "scale": 0.1}``: Gaussian noise with standard deviation
+  ``scale`` x the column's standard deviation (or ``"sd": 2.5`` in the column's units).
+* ``multiplicative_noise`` — ``{"columns": [...], "scale": 0.05}``: x * (1 + N(0, scale)).
+* ``rank_swap`` — ``{"columns": [...], "p": 5}``: each value swapped with another whose rank is
+  at most p % of the rows away (Moore 1996), column by column.
+* ``microaggregation`` — ``{"columns": [...], "k": 5}``: MDAV groups of at least k records on
+  the standardized columns, each value replaced by its group mean.
+* ``pram`` — ``{"column": "x", "matrix": {"a": {"a": 0.8, "b": 0.2}, "b": {"b": 1.0}}}`` or
+  ``{"column": "x", "p_keep": 0.8}`` (otherwise uniform over the other categories).
+* ``shuffle`` — ``{"columns": [...]}``: the columns' values permuted together across rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.plan import StepContext, StepOutcome, register_step
+from anonweb.core.transforms.mask import _cols_of, _columns
+
+
+def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
+    values = pd.to_numeric(df[col], errors="coerce")
+    bad = values.isna() & df[col].notna()
+    if bad.any():
+        raise DataError(f"column {col!r} is not numeric ({int(bad.sum())} non-numeric value(s))")
+    return values.to_numpy(dtype=float)
+
+
+def _positive(params, name, *, upper=None):
+    value = params.get(name)
+    if not isinstance(value, int | float) or value <= 0 or (upper is not None and value > upper):
+        bound = f" and at most {upper}" if upper is not None else ""
+        raise ParameterError(f"'{name}' must be a positive number{bound}, got {value!r}")
+
+
+def _check_noise(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    if ("scale" in params) == ("sd" in params):
+        raise ParameterError("give either 'scale' (relative to the column's sd) or 'sd'")
+    _positive(params, "scale" if "scale" in params else "sd")
+
+
+@register_step("add_noise", validate=_check_noise, columns=_cols_of)
+def add_noise(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    out, used = df.copy(), {}
+    for col in params["columns"]:
+        x = _numeric(df, col)
+        sd = float(params["sd"]) if "sd" in params else float(params["scale"]) * float(np.nanstd(x))
+        out[col] = x + ctx.rng.normal(0.0, sd, size=len(x)) if sd > 0 else x
+        used[col] = sd
+    return StepOutcome(out, {"noise_sd": used, **_public(params)})
+
+
+def _check_mult(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    _positive(params, "scale")
+
+
+@register_step("multiplicative_noise", validate=_check_mult, columns=_cols_of)
+def multiplicative_noise(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    out = df.copy()
+    for col in params["columns"]:
+        x = _numeric(df, col)
+        out[col] = x * (1.0 + ctx.rng.normal(0.0, float(params["scale"]), size=len(x)))
+    return StepOutcome(out, _public(params))
+
+
+def _check_swap(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    _positive(params, "p", upper=100)
+
+
+def rank_swap_values(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+    """Swap each value with one at most ``p`` % of the rows away in rank (missing values stay)."""
+    idx = np.flatnonzero(~np.isnan(x))
+    order = idx[np.argsort(x[idx], kind="stable")]
+    n = len(order)
+    window = int(np.floor(p / 100.0 * n))
+    values = x[order].copy()
+    swapped = np.zeros(n, dtype=bool)
+    for i in range(n):
+        if swapped[i]:
+            continue
+        hi = min(i + window, n - 1)
+        free = np.flatnonzero(~swapped[i + 1 : hi + 1]) + i + 1
+        if len(free) == 0:
+            continue
+        j = int(free[rng.integers(len(free))])
+        values[i], values[j] = values[j], values[i]
+        swapped[i] = swapped[j] = True
+    out = x.copy()
+    out[order] = values
+    return out
+
+
+@register_step("rank_swap", validate=_check_swap, columns=_cols_of)
+def rank_swap(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    out = df.copy()
+    for col in params["columns"]:
+        out[col] = rank_swap_values(_numeric(df, col), float(params["p"]), ctx.rng)
+    return StepOutcome(out, _public(params))
+
+
+def _check_mdav(params: Mapping[str, Any]) -> None:
+    _columns(params)
+    k = params.get("k")
+    if not isinstance(k, int) or k < 2:
+        raise ParameterError(f"'k' must be an integer >= 2, got {k!r}")
+
+
+def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
+    """Group label per row by MDAV (Domingo-Ferrer & Mateo-Sanz 2002); every group has >= k rows."""
+    n = len(x)
+    if n < k:
+        raise ParameterError(f"microaggregation needs at least k={k} rows, the table has {n}")
+    labels = np.full(n, -1, dtype=np.int64)
+    remaining = np.arange(n)
+    group = 0
+
+    def take(anchor_row: int) -> None:
+        nonlocal remaining, group
+        d = ((x[remaining] - x[anchor_row]) ** 2).sum(axis=1)
+        nearest = np.argpartition(d, k - 1)[:k]
+        labels[remaining[nearest]] = group
+        group += 1
+        remaining = np.delete(remaining, nearest)
+
+    while len(remaining) >= 3 * k:
+        centroid = x[remaining].mean(axis=0)
+        r = remaining[np.argmax(((x[remaining] - centroid) ** 2).sum(axis=1))]
+        take(r)
+        s = remaining[np.argmax(((x[remaining] - x[r]) ** 2).sum(axis=1))]
+        take(s)
+    if len(remaining) >= 2 * k:
+        centroid = x[remaining].mean(axis=0)
+        take(remaining[np.argmax(((x[remaining] - centroid) ** 2).sum(axis=1))])
+    labels[remaining] = group
+    return labels
+
+
+@register_step("microaggregation", validate=_check_mdav, columns=_cols_of)
+def microaggregation(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    cols = params["columns"]
+    raw = np.column_stack([_numeric(df, c) for c in cols])
+    if np.isnan(raw).any():
+        raise DataError("microaggregation needs complete numeric columns (missing values found)")
+    sd = raw.std(axis=0)
+    z = (raw - raw.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    labels = mdav_groups(z, params["k"])
+    means = pd.DataFrame(raw, columns=cols).groupby(labels).transform("mean")
+    out = df.copy()
+    for c in cols:
+        out[c] = means[c].to_numpy()
+    sizes = np.bincount(labels)
+    return StepOutcome(out, {**_public(params), "groups": int(len(sizes)), "smallest_group": int(sizes.min())})
+
+
+def _check_pram(params: Mapping[str, Any]) -> None:
+    if not isinstance(params.get("column"), str):
+        raise ParameterError("'column' must name the column to perturb")
+    if ("matrix" in params) == ("p_keep" in params):
+        raise ParameterError("give either a transition 'matrix' or 'p_keep'")
+    if "p_keep" in params:
+        p = params["p_keep"]
+        if not isinstance(p, int | float) or not 0 <= p <= 1:
+            raise ParameterError(f"'p_keep' must be in [0, 1], got {p!r}")
+        return
+    matrix = params["matrix"]
+    if not isinstance(matrix, Mapping) or not matrix:
+        raise ParameterError("'matrix' must map each category to {category: probability}")
+    for src, row in matrix.items():
+        if not isinstance(row, Mapping) or any(not isinstance(v, int | float) or v < 0 for v in row.values()):
+            raise ParameterError(f"row {src!r} of the PRAM matrix must hold non-negative probabilities")
+        total = float(sum(row.values()))
+        if abs(total - 1.0) > 1e-9:
+            raise ParameterError(f"row {src!r} of the PRAM matrix sums to {total:g}, not 1")
+
+
+def _pram_matrix(params, categories: list[str]) -> dict[str, dict[str, float]]:
+    if "matrix" in params:
+        matrix = {str(k): {str(t): float(p) for t, p in row.items()} for k, row in params["matrix"].items()}
+        missing = [c for c in categories if c not in matrix]
+        if missing:
+            raise ParameterError(f"the PRAM matrix has no row for: {', '.join(missing[:10])}")
+        return matrix
+    p = float(params["p_keep"])
+    others = (1 - p) / (len(categories) - 1) if len(categories) > 1 else 0.0
+    return {c: {t: (p if t == c else others) for t in categories} if len(categories) > 1 else {c: 1.0}
+            for c in categories}
+
+
+@register_step("pram", validate=_check_pram, columns=lambda p: [p["column"]] if "column" in p else [])
+def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    col = params["column"]
+    s = df[col]
+    text = s.astype(str).where(s.notna(), None)
+    categories = sorted(text.dropna().unique())
+    matrix = _pram_matrix(params, categories)
+    out_values = text.to_numpy(dtype=object).copy()
+    changed = 0
+    for src in categories:
+        rows = np.flatnonzero((text == src).to_numpy())
+        targets = list(matrix[src])
+        probs = np.array([matrix[src][t] for t in targets])
+        draws = ctx.rng.choice(len(targets), size=len(rows), p=probs / probs.sum())
+        out_values[rows] = np.array(targets, dtype=object)[draws]
+        changed += int((np.array(targets, dtype=object)[draws] != src).sum())
+    out = df.copy()
+    out[col] = pd.Series(out_values, index=df.index, dtype=object).where(s.notna(), s)
+    return StepOutcome(out, {**_public(params), "changed_cells": changed})
+
+
+@register_step("shuffle", validate=_columns, columns=_cols_of)
+def shuffle(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+    perm = ctx.rng.permutation(len(df))
+    out = df.copy()
+    for col in params["columns"]:
+        out[col] = df[col].to_numpy()[perm]
+    return StepOutcome(out, {"columns": list(params["columns"])})
+
+
+def _public(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The step's parameters as published with the release (there is no seed among them)."""
+    return {k: v for k, v in params.items() if k not in ("seed", "key")}
