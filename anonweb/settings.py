@@ -23,6 +23,7 @@ try:
     ANONWEB_MAX_UPLOAD_BYTES = env_int("ANONWEB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
     CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+    ANONWEB_JOB_STALE_SECONDS = env_int("ANONWEB_JOB_STALE_SECONDS", 60)
 except ImproperlyConfiguredVariable as exc:
     raise ImproperlyConfigured(str(exc)) from None
 

@@ -8,13 +8,14 @@ running one.
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from anonweb.accounts.models import Role
@@ -25,10 +26,11 @@ from anonweb.jobs.models import TERMINAL, Job, JobStatus
 
 log = logging.getLogger(__name__)
 
-# A running job whose worker has not reported for this long is presumed dead (killed worker,
-# lost machine); a redelivered task may then take it over.
-STALE_AFTER = timedelta(seconds=getattr(settings, "ANONWEB_JOB_STALE_SECONDS", 120))
-MAX_ATTEMPTS = 2
+# A running job sends a heartbeat every HEARTBEAT_SECONDS from a side thread, whatever its
+# runner is doing; one silent for STALE_AFTER lost its worker (killed, machine gone) and is
+# failed by the reaper, so it never sits "running" for ever.
+HEARTBEAT_SECONDS = 5.0
+STALE_AFTER = timedelta(seconds=settings.ANONWEB_JOB_STALE_SECONDS)
 
 
 class JobCancelled(Exception):
@@ -74,10 +76,8 @@ def job_enqueue(*, job_id: int) -> None:
 
 def job_claim(*, job_id: int, worker: str) -> bool:
     now = timezone.now()
-    fresh = Q(status=JobStatus.QUEUED)
-    stale = Q(status=JobStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER, attempts__lt=MAX_ATTEMPTS)
     return bool(
-        Job.objects.filter(fresh | stale, id=job_id, cancel_requested=False).update(
+        Job.objects.filter(id=job_id, status=JobStatus.QUEUED, cancel_requested=False).update(
             status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker[:200],
             progress=0, message="started", attempts=F("attempts") + 1,
         )
@@ -136,6 +136,7 @@ def job_execute(*, job_id: int, worker: str) -> None:
         return
     job = Job.objects.select_related("team", "dataset").get(id=job_id)
     running = (JobStatus.RUNNING,)
+    stop_heartbeat = _start_heartbeat(job_id)
     try:
         run = RUNNERS[job.kind]
         result = run(job, lambda pct, msg="": job_progress(job_id=job_id, percent=pct, message=msg))
@@ -155,14 +156,36 @@ def job_execute(*, job_id: int, worker: str) -> None:
         if not _set_terminal(job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result):
             # Cancelled between the last progress report and the end: honour it.
             _set_terminal(job_id=job_id, status=JobStatus.CANCELLED, from_statuses=running)
+    finally:
+        stop_heartbeat()
+
+
+def _start_heartbeat(job_id: int):
+    stop = threading.Event()
+
+    def beat():
+        try:
+            while not stop.wait(HEARTBEAT_SECONDS):
+                Job.objects.filter(id=job_id, status=JobStatus.RUNNING).update(heartbeat_at=timezone.now())
+        except Exception:  # a failed beat must never kill the job; the reaper is the backstop
+            log.warning("job %s: heartbeat failed", job_id, exc_info=True)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"job-{job_id}-heartbeat", daemon=True)
+    thread.start()
+
+    def halt():
+        stop.set()
+        thread.join(timeout=HEARTBEAT_SECONDS + 5)
+
+    return halt
 
 
 def jobs_reap_stale() -> int:
-    """Fail running jobs whose worker stopped reporting and that may not be retried."""
+    """Fail running jobs whose worker stopped sending heartbeats."""
     cutoff = timezone.now() - STALE_AFTER
-    ids = list(
-        Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff, attempts__gte=MAX_ATTEMPTS).values_list("id", flat=True)
-    )
+    ids = list(Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).values_list("id", flat=True))
     for job_id in ids:
         _set_terminal(
             job_id=job_id, status=JobStatus.FAILED, from_statuses=(JobStatus.RUNNING,),

@@ -5,9 +5,9 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_where
-from anonweb.jobs.models import JobKind
+from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.selectors import job_get_for_user, jobs_for_user
-from anonweb.jobs.services import job_cancel, job_create
+from anonweb.jobs.services import job_cancel, job_create, jobs_reap_stale
 
 
 def job_list(request):
@@ -24,6 +24,9 @@ def job_detail(request, job_id: int):
 
 def job_status(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
+    if job.status == JobStatus.RUNNING:
+        jobs_reap_stale()
+        job.refresh_from_db()
     return JsonResponse({
         "id": job.pk, "status": job.status, "status_label": job.get_status_display(),
         "progress": job.progress, "message": job.message, "error": job.error,

@@ -8,7 +8,12 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import user_has_role
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import release_get_for_user, releases_for_user
-from anonweb.releases.services import ReviewError, release_approve, release_record_download, release_reject
+from anonweb.releases.services import (
+    ReviewError,
+    release_approve,
+    release_record_download,
+    release_reject,
+)
 from anonweb.releases.storage import release_dir
 
 

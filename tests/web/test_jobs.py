@@ -62,15 +62,42 @@ def test_a_finished_job_is_never_run_again(job):
     assert AuditEvent.objects.filter(action="job.succeeded").count() == 1
 
 
-def test_a_stale_running_job_may_be_taken_over_once(job):
+def test_a_running_job_whose_worker_went_silent_is_failed_by_the_reaper(client, officer, job):
     assert services.job_claim(job_id=job.pk, worker="dead")
+    assert not services.job_claim(job_id=job.pk, worker="w2")  # running: nobody else takes it
+    assert services.jobs_reap_stale() == 0  # heartbeat still fresh
     Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
-    assert services.job_claim(job_id=job.pk, worker="w2")
-    Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
-    assert not services.job_claim(job_id=job.pk, worker="w3")  # attempts exhausted
-    assert services.jobs_reap_stale() == 1
+    client.force_login(officer)
+    status = client.get(reverse("jobs:status", args=[job.pk])).json()  # viewing it reaps it
+    assert status["status"] == "failed" and "worker stopped" in status["error"]
+    services.job_execute(job_id=job.pk, worker="w3")  # a late redelivery does nothing
     job.refresh_from_db()
-    assert job.status == JobStatus.FAILED and "worker stopped" in job.error
+    assert job.status == JobStatus.FAILED and job.worker == "dead"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_keeps_a_long_quiet_job_alive(job, monkeypatch):
+    # Committed rows: the heartbeat thread has its own database connection.
+    import time
+
+    from anonweb.jobs import runners
+
+    monkeypatch.setattr(services, "HEARTBEAT_SECONDS", 0.05)
+    beats = []
+
+    def quiet(j, progress):
+        first = Job.objects.get(pk=j.pk).heartbeat_at
+        time.sleep(0.5)
+        beats.append(Job.objects.get(pk=j.pk).heartbeat_at > first)
+        return {}
+
+    runners.RUNNERS["test_quiet"] = quiet
+    try:
+        Job.objects.filter(pk=job.pk).update(kind="test_quiet")
+        services.job_execute(job_id=job.pk, worker="w1")
+    finally:
+        del runners.RUNNERS["test_quiet"]
+    assert beats == [True]
 
 
 def test_cancel_a_queued_job(client, officer, job):

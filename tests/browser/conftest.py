@@ -1,0 +1,36 @@
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import REQUIRE_SERVICES, unavailable
+
+# Playwright's sync API runs an event loop in the test thread; the ORM calls the test makes
+# around it are plain synchronous ones.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("ANONWEB_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        unavailable(f"Debian's chromium not found at {CHROMIUM} (apt-get install chromium)", required=REQUIRE_SERVICES)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()
