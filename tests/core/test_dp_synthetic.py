@@ -113,3 +113,13 @@ def test_plan_step_reports_the_same_cost(table):
     assert spec.privacy_cost(PARAMS) == {"epsilon": 2.0, "delta": 0.0}
     outcome = spec.func(table, PARAMS, StepContext(rng=np.random.default_rng(7)))
     assert outcome.report["kind"] == "dp_synthetic"
+
+
+def test_missing_values_need_an_explicit_missing_category(table):
+    holed = table.copy()
+    holed.loc[0, "sex"] = None
+    with pytest.raises(DataError, match="missing values"):
+        dp_synthetic(holed, SyntheticSpec.from_params(PARAMS), rng=np.random.default_rng(8))
+    spec = SyntheticSpec.from_params({**PARAMS, "count_missing": True})
+    assert spec.query().count_missing
+    assert len(dp_synthetic(holed, spec, rng=np.random.default_rng(9)).frame) > 0

@@ -192,6 +192,11 @@ def histogram_keys(df: pd.DataFrame, query: DPQuery) -> list[str]:
         for col, lab in zip(query.columns, labels):
             allowed = set(query.categories[col]) | ({MISSING} if query.count_missing else set())
             outside = sorted(set(lab.unique()) - allowed)
+            if outside == [MISSING]:
+                raise DataError(
+                    f"column {col!r} has missing values: count them as a category "
+                    "(count_missing) or drop those rows first"
+                )
             if outside:
                 shown = ", ".join(repr(v) for v in outside[:5])
                 raise DataError(

@@ -39,6 +39,9 @@ class SyntheticSpec:
     n_rows: int | None = None
     identifier: str | None = None
     max_contributions: int = 1
+    # Off by default: a (missing) cell per column multiplies the cells, and noise clearing the
+    # floor there would put missing values into a synthetic table whose source had none.
+    count_missing: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SyntheticSpec:
@@ -76,6 +79,7 @@ class SyntheticSpec:
             n_rows=None if n_rows is None else int(n_rows),
             identifier=identifier,
             max_contributions=c,
+            count_missing=bool(params.get("count_missing", False)),
         )
         cells = int(np.prod([len(v) + 1 for v in spec.labels().values()], dtype=float))
         if cells > MAX_CELLS:
@@ -110,6 +114,7 @@ class SyntheticSpec:
             categories=self.labels(),
             identifier=self.identifier,
             max_contributions=self.max_contributions,
+            count_missing=self.count_missing,
         )
 
 
