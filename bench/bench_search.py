@@ -1,0 +1,133 @@
+"""Benchmark: optimal generalization on ARX's Adult runs, Mondrian on a million rows, anjana.
+
+    .venv/bin/python bench/bench_search.py [--repeat 5] [--mondrian-rows 1000000] [--anjana]
+
+Reports medians. "search" times start from a loaded table with the hierarchies already encoded;
+"with encoding" times include encoding the quasi-identifiers (what one CLI call pays). anjana is
+optional: it is imported from the environment or from ANJANA_PATH (its pinned pycanon 1.3.5 clashes
+with the project's 1.3.6, so it is best installed apart with ``pip install --no-deps --target``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from anonweb.core.frame import read_table  # noqa: E402
+from anonweb.core.hierarchy import read_hierarchy  # noqa: E402
+from anonweb.core.lattice import EncodedTable  # noqa: E402
+from anonweb.core.mondrian import mondrian  # noqa: E402
+from anonweb.core.privacy_models import DistinctL, TCloseness  # noqa: E402
+from anonweb.core.search import optimal_generalization  # noqa: E402
+
+DATA = Path(os.environ.get("ANONWEB_SHARED_DIR", ROOT.parent / "shared")) / "datasets" / "arx"
+QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex", "workclass"]
+RUNS = {  # k, suppression, models, ARX levels, suppressed, min class, classes, ARX ms
+    "k2_s0": (2, 0.0, [], (4, 3, 1, 2, 1, 0, 0, 0), 0, 2, 52, 85),
+    "k5_s0": (5, 0.0, [], (4, 3, 2, 2, 1, 0, 0, 0), 0, 5, 26, 52),
+    "k5_s2": (5, 0.02, [], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222, 344),
+    "k10_s2": (10, 0.02, [], (4, 2, 1, 1, 0, 0, 0, 1), 592, 10, 124, 328),
+    "k5_s2_l2": (5, 0.02, [DistinctL("occupation", 2)], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222, 539),
+    "k5_s2_t02eq": (5, 0.02, [TCloseness("occupation", 0.2)], (4, 3, 1, 1, 1, 1, 1, 2), 235, 233, 6, 666),
+}
+
+
+def timed(func, repeat):
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = func()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def bench_search(df, hierarchies, repeat):
+    print(f"{'run':<12} {'search ms':>9} {'+encode ms':>10} {'ARX ms':>7} {'nodes':>6}  levels / suppressed / k / classes  = ARX?")
+    for name, (k, s, models, levels, supp, kmin, classes, arx_ms) in RUNS.items():
+        sensitive = sorted({m.sensitive for m in models})
+        table = EncodedTable(df, QI8, hierarchies, sensitive)
+
+        def search(table=table, k=k, s=s, models=models):
+            return optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k,
+                                          suppression=s, models=models, table=table)
+
+        def full(k=k, s=s, models=models):
+            return optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k,
+                                          suppression=s, models=models)
+
+        t_search, r = timed(search, repeat)
+        t_full, _ = timed(full, repeat)
+        got = (tuple(r.levels[q] for q in QI8), r.suppressed, r.k, r.classes)
+        same = got == (levels, supp, kmin, classes)
+        print(f"{name:<12} {t_search * 1000:9.0f} {t_full * 1000:10.0f} {arx_ms:7d} {r.search['nodes_checked']:6d}"
+              f"  {','.join(map(str, got[0]))} / {got[1]} / {got[2]} / {got[3]}  {'yes' if same else 'NO'}")
+
+
+def bench_mondrian(rows, repeat):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({
+        "age": rng.integers(0, 100, rows), "zip": rng.integers(10000, 99999, rows),
+        "income": rng.lognormal(10, 1, rows).round(), "hours": rng.integers(1, 99, rows),
+        "children": rng.poisson(1.5, rows), "height": rng.normal(170, 10, rows).round(1),
+    })
+    t, r = timed(lambda: mondrian(df, quasi_identifiers=list(df.columns), k=5), repeat)
+    print(f"mondrian {rows} rows x 6 numeric QIs, k=5: {t:.1f} s (median of {repeat}); "
+          f"{r.partitions} partitions, smallest {r.smallest}, NCP {r.information_loss:.4f}")
+
+
+def bench_anjana(df, repeat):
+    extra = os.environ.get("ANJANA_PATH")
+    if extra:
+        sys.path.insert(0, extra)
+    try:
+        import anjana
+        from anjana.anonymity import k_anonymity
+    except ImportError:
+        print("anjana: not installed (set ANJANA_PATH to a --target install)")
+        return
+    from importlib.metadata import version
+
+    try:
+        ver = version("anjana")
+    except Exception:
+        ver = getattr(anjana, "__version__", "?")
+    hier = {q: dict(pd.read_csv(DATA / f"adult_hierarchy_{q}.csv", sep=";", header=None, dtype=str)) for q in QI8}
+    data = df.astype(str)
+    for name, supp in (("k5_s0", 0), ("k5_s2", 2)):
+        t, out = timed(lambda supp=supp: k_anonymity(data, [], QI8, 5, supp, hier), repeat)
+        kept = out[~(out[QI8] == "*").all(axis=1)]
+        sizes = kept.groupby(QI8).size()
+        print(f"anjana {ver} {name}: {t * 1000:.0f} ms, k={sizes.min()}, classes={len(sizes)}, "
+              f"rows out={len(out)} (of {len(df)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--mondrian-rows", type=int, default=1_000_000)
+    parser.add_argument("--mondrian-repeat", type=int, default=3)
+    parser.add_argument("--anjana", action="store_true")
+    args = parser.parse_args()
+    df = read_table(DATA / "adult.csv", sep=";")
+    hierarchies = {q: read_hierarchy(DATA / f"adult_hierarchy_{q}.csv", attribute=q) for q in QI8}
+    t_enc, _ = timed(lambda: EncodedTable(df, QI8, hierarchies), args.repeat)
+    print(f"encoding QI8 of adult.csv ({len(df)} rows): {t_enc * 1000:.0f} ms (median)")
+    bench_search(df, hierarchies, args.repeat)
+    if args.mondrian_rows:
+        bench_mondrian(args.mondrian_rows, args.mondrian_repeat)
+    if args.anjana:
+        bench_anjana(df, max(1, args.repeat // 2))
+
+
+if __name__ == "__main__":
+    main()
