@@ -123,9 +123,33 @@ def _read_delimited(source, *, sep, na_values, label) -> pd.DataFrame:
         keep_default_na=False,
         skip_blank_lines=True,
         engine="c",
-        low_memory=False,
+        dtype=str,
     )
-    return df
+    return infer_types(df)
+
+
+_LEADING_ZERO = r"^[+-]?0\d"
+
+
+def infer_types(df: pd.DataFrame) -> pd.DataFrame:
+    """Numbers become numbers, except codes written with a leading zero (ZIP ``02138``, IDs),
+    which stay text so that masking and matching see them as they were written."""
+    out = {}
+    for col in df.columns:
+        s = df[col]
+        if s.dtype == object:
+            # Decide on the distinct values: few for categorical columns, and a failed parse
+            # stops at the first non-number instead of coercing every cell.
+            distinct = pd.Series(pd.unique(s.dropna()), dtype=object)
+            if len(distinct) and not distinct.str.contains(_LEADING_ZERO, regex=True).any():
+                try:
+                    pd.to_numeric(distinct, errors="raise")
+                except (ValueError, TypeError):
+                    pass
+                else:
+                    s = pd.to_numeric(s)
+        out[col] = s
+    return pd.DataFrame(out, index=df.index)
 
 
 def _check_frame(df: pd.DataFrame, label: str) -> pd.DataFrame:

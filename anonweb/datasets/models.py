@@ -29,6 +29,8 @@ class Dataset(models.Model):
     rows = models.BigIntegerField()
     columns = models.JSONField(default=list)  # [{"name", "dtype", "missing", "distinct"}]
     tags = models.JSONField(default=dict)  # {column: ColumnRole}
+    # Generalization hierarchies uploaded by the officer, in ARX's layout: {column: [[v, l1, ..., "*"], ...]}
+    hierarchies = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

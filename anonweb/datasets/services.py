@@ -17,7 +17,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import DataError
-from anonweb.core.frame import EXCEL_SUFFIXES, PARQUET_SUFFIXES, TEXT_SUFFIXES, read_table
+from anonweb.core.frame import EXCEL_SUFFIXES, PARQUET_SUFFIXES, TEXT_SUFFIXES, infer_types, read_table
 from anonweb.datasets.models import ColumnRole, Dataset
 from anonweb.datasets.storage import dataset_dir, load_frame, parquet_path, write_parquet_atomic
 
@@ -31,18 +31,15 @@ _IDENTIFIER_NAME = re.compile(
 
 
 def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """Make every column storable in Parquet: numbers stay numbers, anything mixed becomes text."""
+    """Make every column storable in Parquet: mixed object columns (Excel) become text, then
+    numbers are recognised the same way as in CSV files (codes with leading zeros stay text)."""
     out = {}
     for col in df.columns:
         s = df[col]
         if s.dtype == object:
-            numeric = pd.to_numeric(s, errors="coerce")
-            if numeric.notna().sum() == s.notna().sum() and s.notna().any():
-                s = numeric
-            else:
-                s = s.map(lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
-        out[col] = s
-    return pd.DataFrame(out)
+            s = s.map(lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+        out[str(col)] = s
+    return infer_types(pd.DataFrame(out))
 
 
 def guess_tags(columns: list[str]) -> dict[str, str]:
@@ -140,3 +137,30 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
         result["risk"] = profile.to_dict()
     progress(95, "saving the profile")
     return result
+
+
+def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dataset:
+    """Attach an ARX-format hierarchy (``value;level1;...;*``) to a column after checking that
+    it covers every value of that column."""
+    from anonweb.core.hierarchy import parse_hierarchy
+
+    require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if column not in dataset.column_names:
+        raise DataError(f"unknown column: {column}")
+    raw = upload.read()
+    if len(raw) > 20 * 1024 * 1024:
+        raise DataError("a hierarchy file may be at most 20 MB")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    sep = ";" if ";" in text else ("\t" if "\t" in text else ",")
+    hierarchy = parse_hierarchy(text, sep=sep, attribute=column)
+    hierarchy.validate_covers(load_frame(dataset.storage_key)[column])
+    hierarchies = {**dataset.hierarchies, column: hierarchy.to_rows()}
+    with transaction.atomic():
+        Dataset.objects.filter(pk=dataset.pk).update(hierarchies=hierarchies)
+        audit_record(actor=user, team=dataset.team, action="dataset.hierarchy_set", target=dataset,
+                     details={"column": column, "levels": hierarchy.height, "values": len(hierarchy.rows)})
+    dataset.hierarchies = hierarchies
+    return dataset

@@ -1,5 +1,72 @@
-from django.http import HttpResponse
+"""The release-plan page: a suggested plan from the column tags, editable as JSON, validated
+before anything is launched."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import messages
+from django.shortcuts import redirect, render
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import require_role
+from anonweb.core.errors import CoreError
+from anonweb.datasets.selectors import dataset_get_for_user
+from anonweb.datasets.storage import load_frame
+from anonweb.jobs.models import JobKind
+from anonweb.jobs.planning import check_web_plan, suggest_plan
+from anonweb.jobs.services import job_create
+
+
+class SuggestForm(forms.Form):
+    k = forms.IntegerField(min_value=1, initial=5, label="k (smallest class)")
+    suppression = forms.FloatField(min_value=0, max_value=0.99, initial=0.02, label="Suppression limit (fraction of rows)")
+    l_diversity = forms.IntegerField(min_value=1, required=False, label="Distinct l-diversity for sensitive columns")
+    identifiers = forms.ChoiceField(choices=[("drop", "Drop them"), ("tokenize", "Replace with keyed HMAC tokens")],
+                                    initial="drop", label="Direct identifiers")
+
+
+class PlanForm(forms.Form):
+    title = forms.CharField(max_length=200, initial="k-anonymous extract")
+    plan = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "code"}))
+
+    def __init__(self, *args, columns, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.columns = columns
+
+    def clean_plan(self):
+        from anonweb.core.plan import plan_from_json, plan_to_dict, validate_plan
+
+        text = self.cleaned_data["plan"]
+        try:
+            plan = plan_from_json(text)
+            check_web_plan(json.loads(text))
+            validate_plan(plan, self.columns)
+        except CoreError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return plan_to_dict(plan)
 
 
 def plan_page(request, *, dataset_id: int):
-    return HttpResponse("The release-plan editor is being built.", status=503)
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    suggest = SuggestForm(request.GET or None)
+    options = suggest.cleaned_data if suggest.is_valid() else {}
+    if request.method == "POST":
+        form = PlanForm(request.POST, columns=dataset.column_names)
+        if form.is_valid():
+            job = job_create(user=request.user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset,
+                             params={"plan": form.cleaned_data["plan"], "title": form.cleaned_data["title"]})
+            messages.success(request, "Anonymization launched. The release appears when the job finishes.")
+            return redirect("jobs:detail", job_id=job.pk)
+    else:
+        frame = load_frame(dataset.storage_key)
+        plan = suggest_plan(dataset, frame, k=options.get("k") or 5,
+                            suppression=options.get("suppression") if options.get("suppression") is not None else 0.02,
+                            l_diversity=options.get("l_diversity"), identifiers=options.get("identifiers") or "drop")
+        form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)
+    from anonweb.core.plan import step_kinds
+
+    return render(request, "jobs/plan.html", {"dataset": dataset, "form": form, "suggest": suggest, "kinds": step_kinds()},
+                  status=400 if form.errors else 200)

@@ -35,3 +35,43 @@ def run_profile(job: Job, progress: Progress) -> dict:
     from anonweb.datasets.services import dataset_profile
 
     return dataset_profile(dataset=job.dataset, progress=progress)
+
+
+def _secret_names(plan_dict: dict) -> set[str]:
+    """Secrets a plan refers to by name (``"key": "release-key"``)."""
+    return {
+        step["params"]["key"]
+        for step in plan_dict.get("steps", [])
+        if isinstance(step.get("params", {}).get("key"), str)
+    }
+
+
+@runner(JobKind.ANONYMIZE)
+def run_anonymize(job: Job, progress: Progress) -> dict:
+    """Run a release plan and publish the output as a new release awaiting approval.
+
+    A fresh key per named secret and a fresh seed are drawn for each run and never stored, so
+    tokens are stable within a release and unlinkable across releases, and nobody can replay
+    the noise."""
+    import secrets as pysecrets
+
+    import numpy as np
+
+    from anonweb.core.plan import apply_plan, plan_from_dict
+    from anonweb.datasets.storage import load_frame
+    from anonweb.jobs.planning import check_web_plan, public_plan
+    from anonweb.releases.services import release_create
+
+    plan_dict = job.params["plan"]
+    check_web_plan(plan_dict)
+    plan = plan_from_dict(plan_dict)
+    progress(5, "loading the table")
+    frame = load_frame(job.dataset.storage_key)
+    progress(15, f"running {len(plan.steps)} step(s)")
+    keys = {name: pysecrets.token_bytes(32) for name in _secret_names(plan_dict)}
+    rng = np.random.default_rng(pysecrets.randbits(128))
+    output, report = apply_plan(frame, plan, rng=rng, secrets=keys)
+    progress(85, "writing the release")
+    release = release_create(job=job, frame=output, plan=public_plan(plan_dict), report=report.to_dict(),
+                             title=job.params.get("title") or "release")
+    return {"release_id": release.pk, "version": release.version, "rows": release.rows}

@@ -102,4 +102,11 @@ class Command(BaseCommand):
         tags = {"name": "identifier", "ssn": "identifier", "birth_date": "quasi_identifier", "zip": "quasi_identifier",
                 "occupation": "sensitive", **{c: "quasi_identifier" for c in DEMO_QIS}}
         dataset_set_tags(user=officer, dataset=dataset, tags=tags)
+        from anonweb.datasets.services import dataset_set_hierarchy
+
+        for column in DEMO_QIS:
+            path = src.parent / "hierarchies" / f"{column}.csv"
+            with open(path, "rb") as fh:
+                dataset_set_hierarchy(user=officer, dataset=dataset, column=column,
+                                      upload=SimpleUploadedFile(path.name, fh.read()))
         self.stdout.write(f"Loaded demo dataset: {DEMO_DATASET} ({dataset.rows} rows)")

@@ -1,0 +1,88 @@
+"""Release plans for a dataset: a suggested plan from its column tags, validation of a plan
+submitted from the web, and the public copy of a plan that is stored with a release."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from anonweb.core.errors import ParameterError
+from anonweb.datasets.models import Dataset
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_DIGITS = re.compile(r"^\d+$")
+
+
+def suggest_hierarchy(dataset: Dataset, column: str, sample: pd.Series) -> dict[str, Any]:
+    """An uploaded hierarchy if there is one, else a builder that fits the column's values."""
+    if column in dataset.hierarchies:
+        return {"rows": dataset.hierarchies[column]}
+    values = sample.dropna()
+    if pd.api.types.is_numeric_dtype(sample):
+        span = float(values.max() - values.min()) if len(values) else 0.0
+        width = next((w for w in (1, 2, 5, 10, 20, 50, 100, 1000, 10000) if span / w <= 20), 100000)
+        return {"builder": "interval", "width": width}
+    text = values.astype(str)
+    if len(text) and text.str.match(_ISO_DATE).all():
+        return {"builder": "date"}
+    if len(text) and text.str.match(_DIGITS).all() and text.str.len().nunique() == 1:
+        return {"builder": "mask"}
+    return {"builder": "grouping", "fanout": 4}
+
+
+def suggest_plan(
+    dataset: Dataset,
+    frame: pd.DataFrame,
+    *,
+    k: int = 5,
+    suppression: float = 0.02,
+    l_diversity: int | None = None,
+    identifiers: str = "drop",
+) -> dict[str, Any]:
+    qis = dataset.quasi_identifiers
+    steps: list[dict[str, Any]] = []
+    if dataset.identifiers:
+        if identifiers == "tokenize":
+            steps.append({"kind": "tokenize", "params": {"columns": dataset.identifiers, "key": "release-key"}})
+        else:
+            steps.append({"kind": "drop", "params": {"columns": dataset.identifiers}})
+    models = []
+    if l_diversity and l_diversity > 1:
+        models = [{"model": "distinct_l", "sensitive": sa, "l": l_diversity} for sa in dataset.sensitive]
+    if qis:
+        steps.append({"kind": "optimal_generalization",
+                      "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models}})
+    return {
+        "version": 1,
+        "quasi_identifiers": qis,
+        "sensitive": dataset.sensitive,
+        "hierarchies": {c: suggest_hierarchy(dataset, c, frame[c]) for c in qis},
+        "steps": steps,
+    }
+
+
+def check_web_plan(plan: dict[str, Any]) -> None:
+    """Plans from the web may not read files on the server: hierarchies come as rows or builders."""
+    for column, spec in (plan.get("hierarchies") or {}).items():
+        if isinstance(spec, str) or (isinstance(spec, dict) and "path" in spec):
+            raise ParameterError(
+                f"hierarchy for {column!r}: upload the hierarchy file on the dataset page "
+                "instead of naming a path on the server"
+            )
+
+
+def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan as published with a release: every parameter, but hierarchy tables (which list
+    the source's distinct values) summarised, and secrets only by name."""
+    out = dict(plan)
+    hierarchies = {}
+    for column, spec in (plan.get("hierarchies") or {}).items():
+        if isinstance(spec, dict) and "rows" in spec:
+            rows = spec["rows"]
+            hierarchies[column] = {"uploaded": True, "values": len(rows), "levels": len(rows[0]) if rows else 0}
+        else:
+            hierarchies[column] = spec
+    out["hierarchies"] = hierarchies
+    return out
