@@ -40,12 +40,12 @@ class EncodedQI:
 
 def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     """Encode ``series`` against ``hierarchy``; raises if a value is not covered."""
-    hierarchy.validate_covers(series)
+    # work on the distinct values only: a column has far fewer of them than rows
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    hierarchy.validate_covers(pd.Series(uniques, dtype=object))
     size = len(hierarchy.rows)
-    missing = series.isna().to_numpy()
-    strings = series.astype(str).to_numpy()
-    idx = pd.Index(hierarchy.values).get_indexer(strings)
-    idx = np.where(missing, size, idx).astype(np.int64)
+    found = pd.Index(hierarchy.values).get_indexer([str(v) for v in uniques])
+    idx = np.where(codes < 0, size, np.append(found, size)[codes]).astype(np.int64)
     level_codes, labels, shares = [], [], []
     for level in range(hierarchy.height):
         col = [row[level] for row in hierarchy.rows]
@@ -138,7 +138,8 @@ class EncodedTable:
         inv, n_classes = self.group(levels, parent.rep)
         sizes = np.bincount(inv, weights=parent.sizes, minlength=n_classes).astype(np.int64)
         order = np.argsort(inv, kind="stable")
-        starts = np.flatnonzero(np.r_[True, inv[order][1:] != inv[order][:-1]])
+        sorted_inv = inv[order]
+        starts = np.flatnonzero(np.concatenate(([True], sorted_inv[1:] != sorted_inv[:-1])))
         hists = {j: np.add.reduceat(parent.hists[j][order], starts, axis=0) for j in sa}
         rep = parent.rep[order[starts]]
         return ClassTable(tuple(levels), rep, sizes, hists)

@@ -40,8 +40,9 @@ class Metric:
         self.level_sums: list[np.ndarray] = []  # per QI: bound (sum of costs) per level
 
     def _finish(self) -> None:
-        w = self.table.weights
-        self.level_sums = [np.array([float(w @ c) for c in levels]) for levels in self.cost]
+        # plain multiply-and-sum: a BLAS dot product may spin threads on a busy machine
+        w = self.table.weights.astype(float)
+        self.level_sums = [np.array([float((w * c).sum()) for c in levels]) for levels in self.cost]
 
     def bounds(self, nodes: np.ndarray) -> np.ndarray:
         raw = np.column_stack([self.level_sums[i][nodes[:, i]] for i in range(nodes.shape[1])])
@@ -57,7 +58,7 @@ class Metric:
         if len(rep_out):
             w = sizes_out.astype(float)
             for i, lv in enumerate(levels):
-                raw[i] += w @ (self.out_cost[i][rep_out] - self.cost[i][lv][rep_out])
+                raw[i] += (w * (self.out_cost[i][rep_out] - self.cost[i][lv][rep_out])).sum()
         return self.normalize(raw[None, :])[0]
 
     def normalize(self, raw: np.ndarray) -> np.ndarray:

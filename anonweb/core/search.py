@@ -38,6 +38,7 @@ from anonweb.core.metrics import DiscernibilityMetric, Metric, make_metric
 from anonweb.core.privacy_models import AverageRisk, KAnonymity, TCloseness
 
 MAX_LATTICE = 2_000_000
+_BIG = np.iinfo(np.int64).max
 SUPPRESSED = "*"
 
 
@@ -138,7 +139,7 @@ class _Cache:
     def __init__(self, d: int, capacity: int = 512, max_classes: int = 8192) -> None:
         self.max_classes = max_classes
         self.levels = np.zeros((capacity, d), dtype=np.int16)
-        self.sizes = np.full(capacity, np.iinfo(np.int64).max, dtype=np.int64)
+        self.sizes = np.full(capacity, _BIG, dtype=np.int64)
         self.tables: list[ClassTable | None] = [None] * capacity
         self.next = 0
 
@@ -155,7 +156,7 @@ class _Cache:
         below[min(self.next, len(self.tables)) :] = False  # empty slots
         if not below.any():
             return None
-        return self.tables[int(np.argmin(np.where(below, self.sizes, np.iinfo(np.int64).max)))]
+        return self.tables[int(np.argmin(np.where(below, self.sizes, _BIG)))]
 
 
 def _lex_less(keys: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -281,6 +282,8 @@ class _Search:
         self.done = np.zeros(size, dtype=bool)
         self.alive = np.ones(size, dtype=bool)
         self.cache = _Cache(len(heights))
+        # paths start from the lowest unsettled node, cheapest bound first among equals
+        self.start_order = np.lexsort((self.rank, self.nodes.sum(axis=1)))
         try:
             self._tag_phase()
             self._bound_phase()
@@ -335,9 +338,7 @@ class _Search:
             cand = (self.status == 0) & self.alive
             if not cand.any():
                 return
-            idx = np.flatnonzero(cand)
-            sums = self.nodes[idx].sum(axis=1)
-            start = idx[np.lexsort((self.rank[idx], sums))[0]]
+            start = self.start_order[np.argmax(cand[self.start_order])]
             path = self._path(start, cand)
             lo, hi = 0, len(path) - 1
             while lo <= hi:
@@ -351,14 +352,13 @@ class _Search:
 
     def _path(self, start: int, cand: np.ndarray) -> list[int]:
         path = [int(start)]
-        heights = self.table.heights
+        top = self.table.heights - 1
         while True:
-            node = self.nodes[path[-1]]
-            ups = [path[-1] + self.strides[i] for i in range(len(node)) if node[i] < heights[i] - 1]
-            ups = [u for u in ups if cand[u]]
-            if not ups:
+            ups = path[-1] + self.strides[self.nodes[path[-1]] < top]
+            ups = ups[cand[ups]]
+            if not len(ups):
                 return path
-            path.append(int(min(ups, key=lambda u: self.rank[u])))
+            path.append(int(ups[np.argmin(self.rank[ups])]))
 
     def _bound_phase(self) -> None:
         """Score the nodes passing the monotonic models, cheapest bound first."""
