@@ -34,12 +34,17 @@ class SensitiveProfile:
 
     diversity: LDiversity
     closeness: TCloseness
+    disclosing: tuple[dict, ...] = ()  # the largest classes that share one value, QI values shown
 
     def per_class(self) -> dict[str, list]:
         return {**self.diversity.per_class(), **self.closeness.per_class()}
 
     def to_dict(self) -> dict:
-        return {**self.diversity.to_dict(), **self.closeness.to_dict()}
+        return {
+            **self.diversity.to_dict(),
+            **self.closeness.to_dict(),
+            "disclosing_classes": list(self.disclosing),
+        }
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ def assess_risk(
     t_distance: str | Mapping[str, str] | None = None,
     population: pd.DataFrame | None = None,
     recursive_c: float = DEFAULT_C,
+    disclosing_limit: int = 20,
 ) -> RiskProfile:
     """Measure the disclosure risk of ``df`` (never modified).
 
@@ -104,7 +110,8 @@ def assess_risk(
     by default it is hierarchical with a hierarchy, ordered for numeric columns, else equal.
     ``population`` (a table of the population, same QI columns) gives exact journalist and
     marketer risk; ``population_size`` gives population-uniqueness estimates (Pitman, Zayatz,
-    SNB and Dankar et al.'s choice among them).
+    SNB and Dankar et al.'s choice among them). ``disclosing_limit`` caps the list of classes
+    that disclose their sensitive value outright (largest first; all are counted).
     """
     ec = equivalence_classes(df, quasi_identifiers=quasi_identifiers)
     qis = list(ec.quasi_identifiers)
@@ -117,9 +124,11 @@ def assess_risk(
     for name in sens:  # a handful of sensitive columns, each vectorized over all classes
         sc = sensitive_counts(ec, df[name])
         dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
+        div = l_diversity_of(sc, recursive_c=recursive_c)
         profiles[name] = SensitiveProfile(
-            l_diversity_of(sc, recursive_c=recursive_c),
+            div,
             t_closeness_of(sc, df[name], distance=dist, hierarchy=hierarchies.get(name)),
+            tuple(div.homogeneous(df, limit=disclosing_limit)),
         )
     return RiskProfile(
         quasi_identifiers=tuple(qis),

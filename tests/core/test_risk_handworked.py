@@ -198,6 +198,11 @@ def test_figure7_leaks_low_iq_for_the_50s_with_three_limbs(fixtures_dir):
     assert ld.homogeneous(df) == [
         {"quasi_identifiers": {"Age": 50, "Limbs": 3}, "size": 3, "value": "Low"}
     ]
+    # Ordered t for Mobility over 23 < 34 < 41 < 46 < 52 (table share 1/5 each). Class (40,4)
+    # holds 23 and 46: cumulative differences .3 .1 -.1 .2 0 -> 0.7 / (5 - 1) = 0.175.
+    p = assess_risk(df, quasi_identifiers=["Age", "Limbs"], sensitive=["IQ", "Mobility"])
+    assert p.to_dict()["sensitive"]["Mobility"]["t_closeness"] == pytest.approx(0.175)
+    assert p.to_dict()["sensitive"]["IQ"]["disclosing_classes"] == ld.homogeneous(df)
     assert k_anonymity(df, quasi_identifiers=["Age", "Limbs"]).to_dict()["class_sizes"] == [
         {"size": 2, "classes": 1, "records": 2},
         {"size": 3, "classes": 1, "records": 3},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 from hypothesis import given, settings
@@ -82,6 +84,9 @@ def test_row_order_and_index_do_not_matter(df, rnd):
     for key in ("rows", "classes", "k", "uniques", "class_sizes", "records_at_risk"):
         assert a[key] == b[key]
     for sa in ("cat", "num"):
+        # Which tied classes make the capped list depends on order; the count does not.
+        a["sensitive"][sa].pop("disclosing_classes")
+        b["sensitive"][sa].pop("disclosing_classes")
         for key, val in a["sensitive"][sa].items():
             other = b["sensitive"][sa][key]
             if isinstance(val, float):
@@ -102,6 +107,7 @@ def test_input_frame_is_unchanged(df):
 @given(tables())
 def test_per_class_lists_agree_with_the_summary(df):
     d = profile(df).to_dict(per_class=True)
+    json.dumps(d, allow_nan=False)  # JSON-safe: no NaN, no NumPy scalars
     sizes = d["per_class"]["size"]
     assert sum(sizes) == d["rows"] and len(sizes) == d["classes"]
     for sa in ("cat", "num"):

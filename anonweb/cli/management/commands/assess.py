@@ -119,6 +119,9 @@ def render_text(r: dict) -> str:
             f"{s['homogeneous_classes']} classes ({s['homogeneous_records']} records) "
             "disclose their value outright",
         ]
+        for c in s["disclosing_classes"][:5]:
+            qi = ", ".join(f"{k}={v}" for k, v in c["quasi_identifiers"].items())
+            lines.append(f"      {qi} ({c['size']} records): {name} = {c['value']}")
     link = r.get("linkage")
     if link:
         lines.append(
