@@ -17,7 +17,13 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import DataError
-from anonweb.core.frame import EXCEL_SUFFIXES, PARQUET_SUFFIXES, TEXT_SUFFIXES, infer_types, read_table
+from anonweb.core.frame import (
+    EXCEL_SUFFIXES,
+    PARQUET_SUFFIXES,
+    TEXT_SUFFIXES,
+    infer_types,
+    read_table,
+)
 from anonweb.datasets.models import ColumnRole, Dataset
 from anonweb.datasets.storage import dataset_dir, load_frame, parquet_path, write_parquet_atomic
 

@@ -8,4 +8,5 @@ urlpatterns = [
     path("upload/", views.dataset_upload, name="upload"),
     path("<int:dataset_id>/", views.dataset_detail, name="detail"),
     path("<int:dataset_id>/assess/", views.dataset_assess, name="assess"),
+    path("<int:dataset_id>/hierarchy/", views.dataset_hierarchy, name="hierarchy"),
 ]

@@ -79,3 +79,22 @@ def dataset_assess(request, dataset_id: int):
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     job = job_create(user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
     return redirect("jobs:detail", job_id=job.pk)
+
+
+@require_POST
+def dataset_hierarchy(request, dataset_id: int):
+    from anonweb.datasets.services import dataset_set_hierarchy
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    column = request.POST.get("column", "")
+    upload = request.FILES.get("file")
+    if upload is None:
+        messages.error(request, "Choose a hierarchy file (ARX format: value;level1;...;*).")
+    else:
+        try:
+            dataset_set_hierarchy(user=request.user, dataset=dataset, column=column, upload=upload)
+        except CoreError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Hierarchy for {column} saved.")
+    return redirect("datasets:detail", dataset_id=dataset.pk)

@@ -13,6 +13,7 @@ from anonweb.datasets.models import Dataset
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _DIGITS = re.compile(r"^\d+$")
+_CODE_NAME = re.compile(r"zip|post(al)?.?code|plz|postcode", re.IGNORECASE)
 
 
 def suggest_hierarchy(dataset: Dataset, column: str, sample: pd.Series) -> dict[str, Any]:
@@ -20,6 +21,8 @@ def suggest_hierarchy(dataset: Dataset, column: str, sample: pd.Series) -> dict[
     if column in dataset.hierarchies:
         return {"rows": dataset.hierarchies[column]}
     values = sample.dropna()
+    if _CODE_NAME.search(column) and len(values) and values.astype(str).str.len().nunique() == 1:
+        return {"builder": "mask"}  # postal codes: mask digits from the right, not intervals
     if pd.api.types.is_numeric_dtype(sample):
         span = float(values.max() - values.min()) if len(values) else 0.0
         width = next((w for w in (1, 2, 5, 10, 20, 50, 100, 1000, 10000) if span / w <= 20), 100000)

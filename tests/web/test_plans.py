@@ -1,0 +1,132 @@
+"""Release plans from the web: suggestion, validation before launch, the anonymize job and
+what its release keeps (never keys or seeds)."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from anonweb.audit.models import AuditEvent
+from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.jobs.services import job_execute
+from anonweb.releases.models import Release
+from anonweb.releases.storage import release_dir
+
+pytestmark = pytest.mark.django_db
+
+AGE_HIERARCHY = "\n".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*" for a in range(0, 100)).encode()
+
+
+def _plan(k=2, identifiers="tokenize"):
+    steps = [{"kind": "optimal_generalization", "params": {"k": k, "suppression": 0.0}}]
+    if identifiers == "tokenize":
+        steps.insert(0, {"kind": "tokenize", "params": {"columns": ["name"], "key": "release-key"}})
+    return {
+        "version": 1, "quasi_identifiers": ["age", "sex"], "sensitive": ["disease"],
+        "hierarchies": {"age": {"builder": "interval", "width": 10}, "sex": {"rows": [["F", "*"], ["M", "*"]]}},
+        "steps": steps,
+    }
+
+
+def test_plan_page_suggests_a_plan_from_the_tags(client, officer, dataset):
+    client.force_login(officer)
+    page = client.get(reverse("jobs:plan", args=[dataset.pk]), {"k": 3, "suppression": 0.1, "identifiers": "drop"})
+    assert page.status_code == 200
+    plan = json.loads(page.context["form"].initial["plan"])
+    assert plan["quasi_identifiers"] == ["zip", "age", "sex"]
+    assert plan["steps"][0] == {"kind": "drop", "params": {"columns": ["name"]}}
+    assert plan["steps"][1]["params"]["k"] == 3
+    assert plan["hierarchies"]["zip"] == {"builder": "mask"}
+    assert plan["hierarchies"]["age"]["builder"] == "interval"
+
+
+def test_plan_page_is_for_officers_of_the_team(client, steward, outsider, dataset):
+    client.force_login(steward)
+    assert client.get(reverse("jobs:plan", args=[dataset.pk])).status_code == 403
+    client.force_login(outsider)
+    assert client.get(reverse("jobs:plan", args=[dataset.pk])).status_code == 404
+
+
+@pytest.mark.parametrize("plan_text,message", [
+    ("{not json", "not valid JSON"),
+    (json.dumps({"steps": [{"kind": "teleport"}]}), "unknown step kind"),
+    (json.dumps({"steps": [{"kind": "drop", "params": {"columns": ["nope"]}}]}), "unknown column"),
+    (json.dumps({"hierarchies": {"age": {"path": "/etc/passwd"}}, "steps": []}), "upload the hierarchy file"),
+    (json.dumps({"quasi_identifiers": ["age"], "steps": [{"kind": "optimal_generalization", "params": {"k": 0}}]}), "k must be a positive integer"),
+])
+def test_a_bad_plan_is_refused_before_anything_runs(client, officer, dataset, plan_text, message):
+    client.force_login(officer)
+    response = client.post(reverse("jobs:plan", args=[dataset.pk]), {"title": "x", "plan": plan_text})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
+
+
+def test_launch_then_run_publishes_a_release_awaiting_approval(client, officer, dataset, django_capture_on_commit_callbacks):
+    client.force_login(officer)
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(reverse("jobs:plan", args=[dataset.pk]), {"title": "k2", "plan": json.dumps(_plan())})
+    job = Job.objects.get(kind=JobKind.ANONYMIZE)
+    assert response.url == reverse("jobs:detail", args=[job.pk])
+    job_execute(job_id=job.pk, worker="test")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get()
+    assert job.result["release_id"] == release.pk and release.status == "pending"
+    assert release.report["risk_before"]["k"] == 1
+    assert release.report["risk_after"]["k"] >= 2
+    # The published plan names the secret; no key bytes or seed anywhere.
+    assert release.plan["steps"][0]["params"]["key"] == "release-key"
+    assert release.plan["hierarchies"]["sex"] == {"uploaded": True, "values": 2, "levels": 2}
+    stored = json.dumps([release.plan, release.report, job.params, job.result,
+                         list(AuditEvent.objects.values_list("details", flat=True))])
+    assert "seed" not in stored and "secret" not in stored.replace("the secret", "")
+    csv = (release_dir(release.storage_key) / "data.csv").read_text()
+    assert "Ann Lee" not in csv
+    assert len(csv.splitlines()) == 7
+
+
+def test_tokens_differ_between_releases_of_the_same_source(officer, dataset):
+    from anonweb.jobs.services import job_create
+
+    tokens = []
+    for _ in range(2):
+        job = job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset,
+                         params={"plan": _plan(), "title": "t"})
+        job_execute(job_id=job.pk, worker="test")
+        release = Job.objects.get(pk=job.pk).release
+        tokens.append((release_dir(release.storage_key) / "data.csv").read_text().splitlines()[1].split(",")[0])
+    assert tokens[0] != tokens[1] and len(tokens[0]) == 16
+
+
+def test_an_impossible_plan_fails_the_job_and_publishes_nothing(officer, dataset):
+    from anonweb.jobs.services import job_create
+
+    job = job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset,
+                     params={"plan": _plan(k=50, identifiers="drop"), "title": "t"})
+    job_execute(job_id=job.pk, worker="test")
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.error
+    assert not Release.objects.exists()
+
+
+def test_hierarchy_upload_checks_coverage(client, officer, dataset):
+    client.force_login(officer)
+    bad = SimpleUploadedFile("sex.csv", b"F;*\n")
+    response = client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "sex", "file": bad}, follow=True)
+    assert "does not cover 1 value(s): &#x27;M&#x27;" in response.content.decode()
+    dataset.refresh_from_db()
+    assert "sex" not in dataset.hierarchies
+    good = SimpleUploadedFile("age.csv", AGE_HIERARCHY)
+    client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "age", "file": good})
+    dataset.refresh_from_db()
+    assert dataset.hierarchies["age"][29] == ["29", "20-29", "*"]
+    assert AuditEvent.objects.filter(action="dataset.hierarchy_set").count() == 1
+
+
+def test_hierarchy_upload_needs_the_officer_role(client, steward, dataset):
+    client.force_login(steward)
+    client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "age", "file": SimpleUploadedFile("a.csv", AGE_HIERARCHY)})
+    dataset.refresh_from_db()
+    assert dataset.hierarchies == {}
