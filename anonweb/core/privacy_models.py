@@ -130,8 +130,8 @@ class DeltaDisclosure:
         p = hist / np.maximum(hist.sum(axis=1, keepdims=True), 1)
         qn = q / q.sum()
         with np.errstate(divide="ignore"):
-            ratio = np.abs(np.log(np.where(p > 0, p, 1.0) / qn))
-        # values absent from a class are not disclosed by it (ARX's reading of the model)
+            ratio = np.abs(np.log2(np.where(p > 0, p, 1.0) / qn))
+        # log base 2 and only the values present in a class, as ARX checks the model
         return np.where(p > 0, ratio, 0.0).max(axis=1) < self.delta
 
 

@@ -128,7 +128,11 @@ def _brute_force(df, hierarchies, qis, k, suppression, models):
         for m in models:
             hist = groups[m.sensitive].value_counts().unstack(fill_value=0)
             q = df[m.sensitive].value_counts().reindex(hist.columns).to_numpy()
-            ok = pd.Series(m.passes(hist.to_numpy(), q), index=hist.index)
+            if isinstance(m, TCloseness):
+                passed = m.passes(hist.to_numpy(), q, hist.columns.to_numpy())
+            else:
+                passed = m.passes(hist.to_numpy(), q)
+            ok = pd.Series(passed, index=hist.index)
             bad |= ~pd.MultiIndex.from_frame(gen[qis]).map(ok.to_dict()).astype(bool)
         if bad.sum() > limit:
             continue
@@ -144,11 +148,26 @@ def _brute_force(df, hierarchies, qis, k, suppression, models):
     return best
 
 
-@pytest.mark.parametrize("seed,k,suppression", [(1, 3, 0.0), (2, 5, 0.05), (3, 2, 0.1), (4, 8, 0.02)])
+DISEASE = Hierarchy(rows=(("flu", "respiratory", "*"), ("ulcer", "digestive", "*"),
+                           ("cancer", "digestive", "*"), ("gastritis", "digestive", "*")), attribute="disease")
+MODELS = [
+    [DistinctL("disease", 2)],
+    [TCloseness("disease", 0.3)],
+    [EntropyL("disease", 2)],
+    [RecursiveCL("disease", 3, 2)],
+    [TCloseness("disease", 0.15, "hierarchical", DISEASE)],
+    [TCloseness("disease", 0.2, "ordered")],
+    [DeltaDisclosure("disease", 1.5)],
+    [DistinctL("disease", 2), TCloseness("disease", 0.25)],
+]
+
+
+@pytest.mark.parametrize("seed,k,suppression", [(1, 3, 0.0), (2, 5, 0.05), (3, 2, 0.1), (4, 8, 0.02),
+                                                (5, 2, 0.05), (6, 4, 0.1), (7, 3, 0.03), (8, 2, 0.08)])
 def test_search_matches_brute_force(seed, k, suppression):
     df, hierarchies = _toy(seed)
     qis = ["age", "zip", "sex"]
-    models = [DistinctL("disease", 2)] if seed % 2 else [TCloseness("disease", 0.3)]
+    models = MODELS[seed - 1]
     expected = _brute_force(df, hierarchies, qis, k, suppression, models)
     result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k,
                                     suppression=suppression, models=models)
@@ -195,6 +214,17 @@ def test_bad_inputs_are_reported():
                                models=[DistinctL("disease", 5)])
     with pytest.raises(CoreError, match="unknown"):
         optimal_generalization(df, quasi_identifiers=["nope"], hierarchies=hierarchies, k=2)
+
+
+def test_average_risk_ceiling():
+    from anonweb.core.privacy_models import AverageRisk
+
+    df, hierarchies = _toy(9, n=300)
+    qis = ["age", "zip", "sex"]
+    result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=2,
+                                    suppression=0.05, models=[AverageRisk(0.05)])
+    assert result.classes / (len(df) - result.suppressed) <= 0.05
+    assert _classes(result.apply(df), qis).size().min() >= 2
 
 
 def test_budget_falls_back_to_a_heuristic_and_says_so():
