@@ -52,8 +52,8 @@ def _valid(value: float, population: float) -> bool:
     return math.isfinite(value) and 0.0 < value <= population
 
 
-def pitman_uniques(sizes: np.ndarray, population: float) -> float:
-    """Population uniques by Pitman's model (Hoshino 2001); NaN when the solver fails."""
+def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
+    """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None."""
     from scipy import optimize, special  # scipy costs ~0.8 s to import: only when needed
 
     j, fj = _histogram(sizes)
@@ -67,18 +67,15 @@ def pitman_uniques(sizes: np.ndarray, population: float) -> float:
     big = j > 1
 
     def score(x: np.ndarray) -> np.ndarray:
+        # d logL / d theta and d logL / d alpha in closed form (digamma sums, as in ARX).
         t, a = x
         if a <= 0 or a >= 1 or t <= -a:
             return np.array([1e6, 1e6])
         ta = t / a
-        d_theta = (special.digamma(ta + u) - special.digamma(ta + 1)) / a - (
-            special.digamma(t + n) - special.digamma(t + 1)
-        )
-        s1 = (special.digamma(ta + u) - special.digamma(ta + 1)) / a
-        d_alpha = (u - 1) / a - ta * s1 - float(
-            (fj[big] * (special.digamma(j[big] - a) - special.digamma(1 - a))).sum()
-        )
-        return np.array([d_theta, d_alpha])
+        s1 = (special.digamma(ta + u) - special.digamma(ta + 1)) / a  # sum 1/(t + i a), i < u
+        d_theta = s1 - (special.digamma(t + n) - special.digamma(t + 1))
+        tail = (fj[big] * (special.digamma(j[big] - a) - special.digamma(1 - a))).sum()
+        return np.array([d_theta, (u - 1) / a - ta * s1 - float(tail)])
 
     start = np.array([max(theta0, 1e-3), min(max(alpha0, 1e-3), 0.999)])
     with warnings.catch_warnings():
@@ -86,8 +83,18 @@ def pitman_uniques(sizes: np.ndarray, population: float) -> float:
         sol = optimize.root(score, start, method="hybr")
     # The score terms are sums over u classes: judge the residual relative to that scale.
     if not sol.success or np.abs(sol.fun).max() > 1e-9 * max(u, n):
+        return None
+    return float(sol.x[0]), float(sol.x[1])
+
+
+def pitman_uniques(sizes: np.ndarray, population: float) -> float:
+    """Population uniques by Pitman's model (Hoshino 2001); NaN when the solver fails."""
+    from scipy import special
+
+    fit = pitman_fit(sizes)
+    if fit is None:
         return math.nan
-    t, a = sol.x
+    t, a = fit
     value = math.exp(special.gammaln(t + 1) - special.gammaln(t + a) + a * math.log(population))
     return value if _valid(value, population) else math.nan
 
@@ -122,13 +129,24 @@ def shlosser_classes(sizes: np.ndarray, fraction: float) -> float:
     return float(u + c1 * (a / b) * (c / d) ** 2)
 
 
-def snb_uniques(sizes: np.ndarray, population: float) -> float:
-    """Population uniques by the SNB model (Chen & Keller-McNulty 1998); NaN if unsolved."""
+def snb_moments(k: float, a: float, b: float, f: float) -> tuple[float, float]:
+    """Expected sample classes of size 1 and 2 under SNB(alpha=a, beta=b), sampling fraction f.
+
+    Population class sizes F with F - 1 negative binomial(a, b); Bernoulli sampling at f. Summing
+    the series gives closed forms in q = (1 - f)(1 - b).
+    """
+    q = (1 - f) * (1 - b)
+    e1 = k * f * (b / (1 - q)) ** a * (a * q / (1 - q) + 1)
+    e2 = k * a * b**a * f * f * (1 - b) / 2 / (1 - q) ** (a + 2) * (2 - (1 - a) * q)
+    return e1, e2
+
+
+def snb_fit(sizes: np.ndarray, population: float) -> tuple[float, float, float] | None:
+    """(K, alpha, beta) of the SNB model by the method of moments on c1 and c2, or None."""
     from scipy import optimize
 
     j, fj = _histogram(sizes)
-    n = float((j * fj).sum())
-    f = n / population
+    f = float((j * fj).sum()) / population
     c1, c2 = float(fj[j == 1].sum()), float(fj[j == 2].sum())
     k = shlosser_classes(sizes, f)
 
@@ -136,17 +154,23 @@ def snb_uniques(sizes: np.ndarray, population: float) -> float:
         a, b = x
         if a <= 0 or not 0 < b < 1:
             return np.array([1e6, 1e6])
-        q = (1 - f) * (1 - b)
-        e1 = k * f * (b / (1 - q)) ** a * (a * q / (1 - q) + 1)
-        e2 = k * a * b**a * f * f * (1 - b) / 2 / (1 - q) ** (a + 2) * (2 - (1 - a) * q)
+        e1, e2 = snb_moments(k, a, b, f)
         return np.array([e1 / c1 - 1, (e2 - c2) / max(c2, 1.0)])
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         sol = optimize.root(moments, np.array([1.0, 0.5]), method="hybr")
     if not sol.success or np.abs(sol.fun).max() > 1e-6:
+        return None
+    return k, float(sol.x[0]), float(sol.x[1])
+
+
+def snb_uniques(sizes: np.ndarray, population: float) -> float:
+    """Population uniques by the SNB model (Chen & Keller-McNulty 1998); NaN if unsolved."""
+    fit = snb_fit(sizes, population)
+    if fit is None:
         return math.nan
-    a, b = sol.x
+    k, a, b = fit
     value = float(k * b**a)
     return value if _valid(value, population) else math.nan
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import special
 
 from anonweb.core.population import (
+    pitman_fit,
     pitman_uniques,
     population_uniqueness,
     shlosser_classes,
+    snb_moments,
     snb_uniques,
     zayatz_uniques,
 )
@@ -85,3 +88,28 @@ def test_profile_reports_the_population_section():
 def test_population_smaller_than_the_sample_is_refused():
     with pytest.raises(ValueError, match="smaller than the table"):
         population_uniqueness(np.array([1, 2]), 2)
+
+
+def test_pitman_fit_solves_the_likelihood_equations_term_by_term():
+    # ARX checks its closed-form solution against the plain sums; so do we.
+    sizes, _, _ = sample_sizes(20000, 8000, seed=4)
+    theta, alpha = pitman_fit(sizes)
+    counts = np.bincount(sizes)
+    n, u = sizes.sum(), len(sizes)
+    i = np.arange(1, u)
+    d_theta = (1 / (theta + i * alpha)).sum() - (1 / (theta + np.arange(1, n))).sum()
+    tail = sum(counts[j] * (1 / (np.arange(1, j) - alpha)).sum() for j in range(2, counts.size))
+    d_alpha = (i / (theta + i * alpha)).sum() - tail
+    assert abs(d_theta) < 1e-6 and abs(d_alpha) < 1e-4
+
+
+def test_snb_closed_forms_match_the_series():
+    # E[c1], E[c2] as explicit sums over population class sizes F = 1, 2, ... (truncated).
+    k, a, b, f = 1000.0, 0.7, 0.3, 0.2
+    big_f = np.arange(1, 400)
+    m = big_f - 1
+    p_f = np.exp(special.gammaln(m + a) - special.gammaln(a) - special.gammaln(m + 1)
+                 + a * np.log(b) + m * np.log(1 - b))
+    e1 = k * (p_f * big_f * f * (1 - f) ** (big_f - 1)).sum()
+    e2 = k * (p_f * big_f * (big_f - 1) / 2 * f * f * (1 - f) ** (big_f - 2)).sum()
+    assert snb_moments(k, a, b, f) == pytest.approx((e1, e2), rel=1e-9)
