@@ -134,26 +134,41 @@ class _Checker:
 
 
 class _Cache:
-    """Class tables of checked nodes, to roll coarser nodes up from (bounded in memory)."""
+    """Class tables of checked nodes, to roll coarser nodes up from.
 
-    def __init__(self, d: int, capacity: int = 512, max_classes: int = 8192) -> None:
-        self.max_classes = max_classes
+    Bounded by slots and by total classes kept; when full, the table with the most classes goes
+    first, since small tables are the cheap ones to roll up from.
+    """
+
+    def __init__(self, d: int, capacity: int = 2048, max_total: int = 1_000_000) -> None:
         self.levels = np.zeros((capacity, d), dtype=np.int16)
         self.sizes = np.full(capacity, _BIG, dtype=np.int64)
+        self.used = np.zeros(capacity, dtype=bool)
         self.tables: list[ClassTable | None] = [None] * capacity
-        self.next = 0
+        self.max_total = max_total
+        self.total = 0
 
     def add(self, node: np.ndarray, ct: ClassTable) -> None:
-        if len(ct) > self.max_classes:
+        n = len(ct)
+        if n > self.max_total // 8:
             return  # rolling up from a table this large saves little and costs memory
-        slot = self.next % len(self.tables)
-        self.next += 1
-        self.levels[slot], self.sizes[slot], self.tables[slot] = node, len(ct), ct
+        while self.used.all() or self.total + n > self.max_total:
+            worst = int(np.argmax(np.where(self.used, self.sizes, -1)))
+            if self.sizes[worst] <= n:
+                return
+            self._drop(worst)
+        slot = int(np.argmin(self.used))
+        self.levels[slot], self.sizes[slot], self.tables[slot] = node, n, ct
+        self.used[slot] = True
+        self.total += n
+
+    def _drop(self, slot: int) -> None:
+        self.total -= int(self.sizes[slot])
+        self.used[slot], self.sizes[slot], self.tables[slot] = False, _BIG, None
 
     def parent(self, node: np.ndarray) -> ClassTable | None:
         """The cached specialization of ``node`` with the fewest classes."""
-        below = (self.levels <= node).all(axis=1)
-        below[min(self.next, len(self.tables)) :] = False  # empty slots
+        below = self.used & (self.levels <= node).all(axis=1)
         if not below.any():
             return None
         return self.tables[int(np.argmin(np.where(below, self.sizes, _BIG)))]
