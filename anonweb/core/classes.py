@@ -32,12 +32,12 @@ def check_columns(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> list[st
         raise DataError(f"expected a table (pandas DataFrame), got {type(df).__name__}")
     if isinstance(quasi_identifiers, str):
         quasi_identifiers = [quasi_identifiers]
-    qis = [str(q) for q in quasi_identifiers]
+    qis = list(quasi_identifiers)
     if not qis:
         raise ParameterError("no quasi-identifier given: name at least one column")
     dupes = sorted({q for q in qis if qis.count(q) > 1})
     if dupes:
-        raise ParameterError(f"quasi-identifier listed twice: {', '.join(dupes)}")
+        raise ParameterError(f"quasi-identifier listed twice: {', '.join(map(str, dupes))}")
     require_columns(df, qis, role="quasi-identifier")
     if len(df) == 0:
         raise DataError("the table has no rows")

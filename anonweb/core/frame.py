@@ -173,7 +173,7 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], *, role: str = "co
     if missing:
         known = ", ".join(map(str, df.columns))
         raise DataError(
-            f"unknown {role}{'s' if len(missing) > 1 else ''}: {', '.join(missing)} "
+            f"unknown {role}{'s' if len(missing) > 1 else ''}: {', '.join(map(str, missing))} "
             f"(the table has: {known})"
         )
 

@@ -68,16 +68,17 @@ class RiskProfile:
         out.update(self.anonymity.to_dict())
         out.update(self.risk.to_dict())
         out["population"] = None if self.population is None else self.population.to_dict()
-        out["sensitive"] = {name: sp.to_dict() for name, sp in self.sensitive.items()}
+        # JSON object keys are text: a column named 3 is reported as "3".
+        out["sensitive"] = {str(name): sp.to_dict() for name, sp in self.sensitive.items()}
         if per_class:
             out["per_class"] = {"size": self.classes.sizes.tolist()}
             for name, sp in self.sensitive.items():
-                out["sensitive"][name]["per_class"] = sp.per_class()
+                out["sensitive"][str(name)]["per_class"] = sp.per_class()
         return out
 
 
 def _check_inputs(df, qis, sensitive, hierarchies, t_distance) -> tuple[list[str], dict]:
-    sens = [sensitive] if isinstance(sensitive, str) else [str(s) for s in sensitive]
+    sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     require_columns(df, sens, role="sensitive attribute")
     both = sorted(set(sens) & set(qis))
     if both:

@@ -247,3 +247,11 @@ def test_bad_parameters_are_named(small, kwargs, error, match):
 def test_empty_table_is_rejected():
     with pytest.raises(DataError, match="no rows"):
         equivalence_classes(pd.DataFrame({"A": []}), quasi_identifiers=["A"])
+
+
+def test_columns_that_are_not_text():
+    df = pd.DataFrame({0: [1, 1, 2], 1: ["a", "b", "a"]})
+    d = assess_risk(df, quasi_identifiers=[0], sensitive=[1]).to_dict()
+    assert d["k"] == 1 and d["sensitive"]["1"]["l_distinct"] == 1
+    with pytest.raises(DataError, match="unknown quasi-identifier: 5"):
+        assess_risk(df, quasi_identifiers=[0, 5])
