@@ -52,6 +52,7 @@ def test_json_report_with_hierarchy_population_and_aux(tmp_path):
     assert d["linkage"]["singled_out"] == 2 and d["linkage"]["unmatched"] == 1
 
 
+@pytest.mark.slow
 def test_separator_is_sniffed_and_can_be_given(tmp_path):
     f = tmp_path / "t.tsv"
     f.write_text("a\tb\n1\tx\n1\ty\n2\tx\n")
