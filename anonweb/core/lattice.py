@@ -19,6 +19,7 @@ from anonweb.core.frame import require_columns
 from anonweb.core.hierarchy import Hierarchy
 
 MISSING_LABEL = None  # a missing value stays missing below the root
+_BIG = np.iinfo(np.int64).max
 
 
 @dataclass
@@ -177,6 +178,47 @@ def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:
     rep = np.empty(n_classes, dtype=np.int64)
     rep[inv] = np.arange(len(inv))
     return rep
+
+
+class ClassTableCache:
+    """Class tables of checked nodes, to roll coarser nodes up from.
+
+    Bounded by slots and by total classes kept; when full, the table with the most classes goes
+    first, since small tables are the cheap ones to roll up from.
+    """
+
+    def __init__(self, d: int, capacity: int = 2048, max_total: int = 1_000_000) -> None:
+        self.levels = np.zeros((capacity, d), dtype=np.int16)
+        self.sizes = np.full(capacity, _BIG, dtype=np.int64)
+        self.used = np.zeros(capacity, dtype=bool)
+        self.tables: list[ClassTable | None] = [None] * capacity
+        self.max_total = max_total
+        self.total = 0
+
+    def add(self, node: np.ndarray, ct: ClassTable) -> None:
+        n = len(ct)
+        if n > self.max_total // 8:
+            return  # rolling up from a table this large saves little and costs memory
+        while self.used.all() or self.total + n > self.max_total:
+            worst = int(np.argmax(np.where(self.used, self.sizes, -1)))
+            if self.sizes[worst] <= n:
+                return
+            self._drop(worst)
+        slot = int(np.argmin(self.used))
+        self.levels[slot], self.sizes[slot], self.tables[slot] = node, n, ct
+        self.used[slot] = True
+        self.total += n
+
+    def _drop(self, slot: int) -> None:
+        self.total -= int(self.sizes[slot])
+        self.used[slot], self.sizes[slot], self.tables[slot] = False, _BIG, None
+
+    def parent(self, node: np.ndarray) -> ClassTable | None:
+        """The cached specialization of ``node`` with the fewest classes."""
+        below = self.used & (self.levels <= node).all(axis=1)
+        if not below.any():
+            return None
+        return self.tables[int(np.argmin(np.where(below, self.sizes, _BIG)))]
 
 
 def _distinct_rows(cols: list[np.ndarray], radices: list[int]):

@@ -33,12 +33,11 @@ import pandas as pd
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.hierarchy import Hierarchy
-from anonweb.core.lattice import ClassTable, EncodedTable
+from anonweb.core.lattice import ClassTable, ClassTableCache, EncodedTable
 from anonweb.core.metrics import DiscernibilityMetric, Metric, make_metric
 from anonweb.core.privacy_models import AverageRisk, KAnonymity, TCloseness
 
 MAX_LATTICE = 2_000_000
-_BIG = np.iinfo(np.int64).max
 SUPPRESSED = "*"
 
 
@@ -131,47 +130,6 @@ class _Checker:
             values = self.table.sa_values[self.sa_index[model.sensitive]]
             return model.passes(hist, q, values)
         return model.passes(hist, q)
-
-
-class _Cache:
-    """Class tables of checked nodes, to roll coarser nodes up from.
-
-    Bounded by slots and by total classes kept; when full, the table with the most classes goes
-    first, since small tables are the cheap ones to roll up from.
-    """
-
-    def __init__(self, d: int, capacity: int = 2048, max_total: int = 1_000_000) -> None:
-        self.levels = np.zeros((capacity, d), dtype=np.int16)
-        self.sizes = np.full(capacity, _BIG, dtype=np.int64)
-        self.used = np.zeros(capacity, dtype=bool)
-        self.tables: list[ClassTable | None] = [None] * capacity
-        self.max_total = max_total
-        self.total = 0
-
-    def add(self, node: np.ndarray, ct: ClassTable) -> None:
-        n = len(ct)
-        if n > self.max_total // 8:
-            return  # rolling up from a table this large saves little and costs memory
-        while self.used.all() or self.total + n > self.max_total:
-            worst = int(np.argmax(np.where(self.used, self.sizes, -1)))
-            if self.sizes[worst] <= n:
-                return
-            self._drop(worst)
-        slot = int(np.argmin(self.used))
-        self.levels[slot], self.sizes[slot], self.tables[slot] = node, n, ct
-        self.used[slot] = True
-        self.total += n
-
-    def _drop(self, slot: int) -> None:
-        self.total -= int(self.sizes[slot])
-        self.used[slot], self.sizes[slot], self.tables[slot] = False, _BIG, None
-
-    def parent(self, node: np.ndarray) -> ClassTable | None:
-        """The cached specialization of ``node`` with the fewest classes."""
-        below = self.used & (self.levels <= node).all(axis=1)
-        if not below.any():
-            return None
-        return self.tables[int(np.argmin(np.where(below, self.sizes, _BIG)))]
 
 
 def _lex_less(keys: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -296,7 +254,7 @@ class _Search:
         self.status = np.zeros(size, dtype=np.int8)
         self.done = np.zeros(size, dtype=bool)
         self.alive = np.ones(size, dtype=bool)
-        self.cache = _Cache(len(heights))
+        self.cache = ClassTableCache(len(heights))
         # paths start from the lowest unsettled node, cheapest bound first among equals
         self.start_order = np.lexsort((self.rank, self.nodes.sum(axis=1)))
         try:
