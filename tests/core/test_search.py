@@ -269,3 +269,19 @@ def test_diversity_models_per_class():
     assert DeltaDisclosure("s", 10.0).passes(hist, q).tolist() == [True, True, True]
     with pytest.raises(ParameterError):
         TCloseness("s", 1.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_rolling_up_a_finer_node_gives_the_coarser_classes(seed, data):
+    df, hierarchies = _toy(seed, n=80)
+    qis = ["age", "zip", "sex"]
+    table = EncodedTable(df, qis, hierarchies, ["disease"])
+    fine = [data.draw(st.integers(0, h - 1)) for h in table.heights]
+    coarse = [data.draw(st.integers(f, h - 1)) for f, h in zip(fine, table.heights)]
+    parent = table.classes(fine, None, [0])
+    rolled = table.classes(coarse, parent, [0])
+    direct = table.classes(coarse, None, [0])
+    assert len(rolled) <= len(parent)  # generalizing never splits a class
+    key = lambda ct: sorted(zip(ct.sizes.tolist(), map(tuple, ct.hists[0].tolist())))  # noqa: E731
+    assert key(rolled) == key(direct)
