@@ -102,9 +102,9 @@ class EncodedTable:
         self.full_codes = [[lc[base[:, i]] for lc in q.level_codes] for i, q in enumerate(self.qis)]
         self.codes, self.cards = [], []
         for levels in self.full_codes:
-            pairs = [np.unique(c, return_inverse=True) for c in levels]
-            self.codes.append([inv.astype(np.int64).ravel() for _, inv in pairs])
-            self.cards.append([len(u) for u, _ in pairs])
+            present = [np.bincount(c) > 0 for c in levels]
+            self.codes.append([(np.cumsum(p) - 1)[c] for p, c in zip(present, levels)])
+            self.cards.append([int(p.sum()) for p in present])
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
 
