@@ -49,18 +49,33 @@ def _records_at_risk_chart(risk: Mapping[str, Any]) -> go.Figure | None:
     return fig
 
 
+SHARE_BINS = (("under 50%", 0.0, 0.5), ("50-80%", 0.5, 0.8), ("80-99%", 0.8, 1.0), ("100%: disclosed", 1.0, 1.01))
+
+
+def homogeneity_histogram(top_share, sizes) -> dict[str, int]:
+    """Records by the share of their class that holds the class's most frequent sensitive
+    value: 100% means the class discloses the value to anyone who can place a person in it."""
+    import numpy as np
+
+    share = np.asarray(top_share, dtype=float)
+    size = np.asarray(sizes, dtype=np.int64)
+    out = {}
+    for label, lo, hi in SHARE_BINS:
+        mask = (share >= lo) & (share < hi) if hi <= 1.0 else share >= lo - 1e-12
+        out[label] = int(size[mask].sum())
+    return out
+
+
 def _homogeneity_chart(risk: Mapping[str, Any]) -> go.Figure | None:
-    sensitive = risk.get("sensitive") or {}
-    if not sensitive:
+    hist = risk.get("homogeneity") or {}
+    if not hist:
         return None
-    names = list(sensitive)
     fig = go.Figure()
-    fig.add_bar(x=names, y=[sensitive[n].get("l_distinct") for n in names], name="distinct l")
-    fig.add_bar(x=names, y=[sensitive[n].get("l_entropy") for n in names], name="entropy l")
-    fig.add_bar(x=names, y=[sensitive[n].get("t_closeness") for n in names], name="t (closeness)", yaxis="y2")
-    fig.update_layout(title="Homogeneity: l-diversity and t-closeness per sensitive column", barmode="group",
-                      yaxis={"title": "l"}, yaxis2={"title": "t", "overlaying": "y", "side": "right", "range": [0, 1]},
-                      **_LAYOUT)
+    colors = ["#2e7d32", "#f9a825", "#ef6c00", "#b3261e"]
+    for (label, _, _), color in zip(SHARE_BINS, colors, strict=True):
+        fig.add_bar(name=label, x=list(hist), y=[hist[sa].get(label, 0) for sa in hist], marker_color=color)
+    fig.update_layout(title="Homogeneity: records by the share of their class holding its most common sensitive value",
+                      barmode="stack", xaxis_title="sensitive column", yaxis_title="records", **_LAYOUT)
     return fig
 
 

@@ -139,8 +139,14 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
         from anonweb.core.profile import assess_risk
 
         progress(50, "measuring re-identification and homogeneity risk")
+        from anonweb.core.charts import homogeneity_histogram
+
         profile = assess_risk(df, quasi_identifiers=dataset.quasi_identifiers, sensitive=dataset.sensitive)
         result["risk"] = profile.to_dict()
+        result["risk"]["homogeneity"] = {
+            name: homogeneity_histogram(pc["top_share"], pc["size"])
+            for name, pc in ((str(n), sp.diversity.per_class()) for n, sp in profile.sensitive.items())
+        }
     progress(95, "saving the profile")
     return result
 
