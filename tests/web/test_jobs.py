@@ -14,6 +14,24 @@ def job(officer, team):
     return Job.objects.create(team=team, created_by=officer, kind=JobKind.DEMO_SLEEP, params={"steps": 2, "delay": 0})
 
 
+@pytest.fixture
+def run_with(job):
+    """Run ``job`` with a stand-in runner (registered under a kind of its own for the test)."""
+    from anonweb.jobs import runners
+
+    def run(func):
+        runners.RUNNERS["test_kind"] = func
+        try:
+            Job.objects.filter(pk=job.pk).update(kind="test_kind")
+            services.job_execute(job_id=job.pk, worker="w1")
+        finally:
+            del runners.RUNNERS["test_kind"]
+        job.refresh_from_db()
+        return job
+
+    return run
+
+
 def test_job_page_works(client, officer, job):
     client.force_login(officer)
     page = client.get(reverse("jobs:detail", args=[job.pk]))
@@ -76,11 +94,9 @@ def test_a_running_job_whose_worker_went_silent_is_failed_by_the_reaper(client, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_heartbeat_keeps_a_long_quiet_job_alive(job, monkeypatch):
+def test_the_heartbeat_keeps_a_long_quiet_job_alive(job, monkeypatch, run_with):
     # Committed rows: the heartbeat thread has its own database connection.
     import time
-
-    from anonweb.jobs import runners
 
     monkeypatch.setattr(services, "HEARTBEAT_SECONDS", 0.05)
     beats = []
@@ -91,12 +107,7 @@ def test_the_heartbeat_keeps_a_long_quiet_job_alive(job, monkeypatch):
         beats.append(Job.objects.get(pk=j.pk).heartbeat_at > first)
         return {}
 
-    runners.RUNNERS["test_quiet"] = quiet
-    try:
-        Job.objects.filter(pk=job.pk).update(kind="test_quiet")
-        services.job_execute(job_id=job.pk, worker="w1")
-    finally:
-        del runners.RUNNERS["test_quiet"]
+    run_with(quiet)
     assert beats == [True]
 
 
@@ -110,21 +121,14 @@ def test_cancel_a_queued_job(client, officer, job):
     assert job.status == JobStatus.CANCELLED and job.started_at is None
 
 
-def test_cancel_a_running_job_is_honoured_at_the_next_progress_report(officer, job):
-    from anonweb.jobs import runners
+def test_cancel_a_running_job_is_honoured_at_the_next_progress_report(officer, job, run_with):
 
     def runner(j, progress):
         services.job_cancel(user=officer, job=j)
         progress(50, "half")
         raise AssertionError("progress must raise after a cancel")
 
-    runners.RUNNERS["test_cancel"] = runner
-    try:
-        Job.objects.filter(pk=job.pk).update(kind="test_cancel")
-        services.job_execute(job_id=job.pk, worker="w1")
-    finally:
-        del runners.RUNNERS["test_cancel"]
-    job.refresh_from_db()
+    run_with(runner)
     assert job.status == JobStatus.CANCELLED
     assert "nothing was published" in job.message
 
@@ -136,36 +140,22 @@ def test_cancel_needs_the_officer_role(client, steward, job):
     assert job.status == JobStatus.QUEUED
 
 
-def test_bad_input_fails_the_job_with_the_core_message(job):
+def test_bad_input_fails_the_job_with_the_core_message(job, run_with):
     from anonweb.core.errors import DataError
-    from anonweb.jobs import runners
 
     def runner(j, progress):
         raise DataError("unknown column: zipcode")
 
-    runners.RUNNERS["test_bad"] = runner
-    try:
-        Job.objects.filter(pk=job.pk).update(kind="test_bad")
-        services.job_execute(job_id=job.pk, worker="w1")
-    finally:
-        del runners.RUNNERS["test_bad"]
-    job.refresh_from_db()
+    run_with(runner)
     assert job.status == JobStatus.FAILED and job.error == "unknown column: zipcode"
 
 
-def test_an_internal_error_gives_a_reference_not_a_traceback(job, caplog):
-    from anonweb.jobs import runners
+def test_an_internal_error_gives_a_reference_not_a_traceback(job, run_with):
 
     def runner(j, progress):
         raise KeyError("secret-internal-detail")
 
-    runners.RUNNERS["test_crash"] = runner
-    try:
-        Job.objects.filter(pk=job.pk).update(kind="test_crash")
-        services.job_execute(job_id=job.pk, worker="w1")
-    finally:
-        del runners.RUNNERS["test_crash"]
-    job.refresh_from_db()
+    run_with(runner)
     assert job.status == JobStatus.FAILED
     assert "reference" in job.error and "secret-internal-detail" not in job.error
 
