@@ -105,19 +105,29 @@ class EncodedTable:
             present = [np.bincount(c) > 0 for c in levels]
             self.codes.append([(np.cumsum(p) - 1)[c] for p, c in zip(present, levels)])
             self.cards.append([int(p.sum()) for p in present])
+        # all level codes side by side, so a node's codes are one fancy-indexing operation
+        self.offsets = np.cumsum([0] + [len(c) for c in self.codes[:-1]])
+        self.all_codes = np.column_stack([c for levels in self.codes for c in levels])
+        self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
 
     def group(self, levels: Sequence[int], rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
-        key = None
-        space = 1
-        for i, lv in enumerate(levels):
-            card = self.cards[i][lv]
-            codes = self.codes[i][lv] if rows is None else self.codes[i][lv][rows]
-            key = codes.copy() if key is None else key * card + codes
-            space *= card
-        if space <= max(4 * len(key), 1 << 15):
+        cols = self.offsets + np.asarray(levels)
+        cards = self.all_cards[cols]
+        sub = self.all_codes[:, cols] if rows is None else self.all_codes[rows[:, None], cols]
+        space = float(np.prod(cards.astype(float)))
+        if space < 2.0**62:
+            strides = np.concatenate((np.cumprod(cards[::-1])[::-1][1:], [1]))
+            key = sub @ strides
+            space = int(np.prod(cards))
+        else:  # too many combinations for one int64: combine column by column, renumbering
+            key = sub[:, 0].copy()
+            for j in range(1, sub.shape[1]):
+                key = pd.factorize(key * cards[j] + sub[:, j])[0].astype(np.int64)
+            space = int(key.max()) + 1 if len(key) else 0
+        if space <= max(4 * len(key), 1 << 12):
             occupied = np.bincount(key, minlength=space) > 0
             ids = np.cumsum(occupied) - 1
             return ids[key], int(ids[-1]) + 1
@@ -180,6 +190,29 @@ def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:
     return rep
 
 
+_HIGH = np.uint64(0x8080808080808080)
+
+
+def pack_levels(levels: np.ndarray) -> np.ndarray:
+    """Pack rows of small levels (< 128) into uint64 words, one byte per level.
+
+    With levels packed, "every level of a <= the same level of b" for a whole array of nodes is
+    one subtraction per word: in each byte ``(b | 0x80) - a`` keeps its high bit exactly when
+    b >= a, and never borrows from the next byte.
+    """
+    levels = np.atleast_2d(np.asarray(levels, dtype=np.uint64))
+    n, d = levels.shape
+    words = np.zeros((n, (d + 7) // 8), dtype=np.uint64)
+    for i in range(d):
+        words[:, i // 8] |= levels[:, i] << np.uint64(8 * (i % 8))
+    return words
+
+
+def packed_leq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise: all levels of ``a`` <= those of ``b`` (one side may be a single packed row)."""
+    return (((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=1)
+
+
 class ClassTableCache:
     """Class tables of checked nodes, to roll coarser nodes up from.
 
@@ -188,14 +221,15 @@ class ClassTableCache:
     """
 
     def __init__(self, d: int, capacity: int = 2048, max_total: int = 1_000_000) -> None:
-        self.levels = np.zeros((capacity, d), dtype=np.int16)
+        self.packed = np.zeros((capacity, (d + 7) // 8), dtype=np.uint64)
         self.sizes = np.full(capacity, _BIG, dtype=np.int64)
         self.used = np.zeros(capacity, dtype=bool)
         self.tables: list[ClassTable | None] = [None] * capacity
         self.max_total = max_total
         self.total = 0
+        self.high = 0  # slots beyond this were never used
 
-    def add(self, node: np.ndarray, ct: ClassTable) -> None:
+    def add(self, packed_node: np.ndarray, ct: ClassTable) -> None:
         n = len(ct)
         if n > self.max_total // 8:
             return  # rolling up from a table this large saves little and costs memory
@@ -205,20 +239,24 @@ class ClassTableCache:
                 return
             self._drop(worst)
         slot = int(np.argmin(self.used))
-        self.levels[slot], self.sizes[slot], self.tables[slot] = node, n, ct
+        self.packed[slot], self.sizes[slot], self.tables[slot] = packed_node, n, ct
         self.used[slot] = True
         self.total += n
+        self.high = max(self.high, slot + 1)
 
     def _drop(self, slot: int) -> None:
         self.total -= int(self.sizes[slot])
         self.used[slot], self.sizes[slot], self.tables[slot] = False, _BIG, None
 
-    def parent(self, node: np.ndarray) -> ClassTable | None:
-        """The cached specialization of ``node`` with the fewest classes."""
-        below = self.used & (self.levels <= node).all(axis=1)
+    def parent(self, packed_node: np.ndarray) -> ClassTable | None:
+        """The cached specialization of the node with the fewest classes."""
+        h = self.high
+        if h == 0:
+            return None
+        below = self.used[:h] & packed_leq(self.packed[:h], packed_node)
         if not below.any():
             return None
-        return self.tables[int(np.argmin(np.where(below, self.sizes, _BIG)))]
+        return self.tables[int(np.argmin(np.where(below, self.sizes[:h], _BIG)))]
 
 
 def _distinct_rows(cols: list[np.ndarray], radices: list[int]):

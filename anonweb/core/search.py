@@ -33,7 +33,7 @@ import pandas as pd
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.hierarchy import Hierarchy
-from anonweb.core.lattice import ClassTable, ClassTableCache, EncodedTable
+from anonweb.core.lattice import ClassTable, ClassTableCache, EncodedTable, pack_levels, packed_leq
 from anonweb.core.metrics import DiscernibilityMetric, Metric, make_metric
 from anonweb.core.privacy_models import AverageRisk, KAnonymity, TCloseness
 
@@ -245,7 +245,10 @@ class _Search:
             self.optimal, self.algorithm = False, "greedy"
             self.note = f"the lattice has {size} nodes, more than {MAX_LATTICE}: greedy descent"
             return self._greedy()
+        if heights.max() > 127:
+            raise ParameterError("a hierarchy has more than 127 levels; the search supports up to 127")
         self.nodes = np.indices(tuple(heights)).reshape(len(heights), -1).T.astype(np.int16)
+        self.packed = pack_levels(self.nodes)
         self.strides = np.array([int(np.prod(heights[i + 1 :])) for i in range(len(heights))])
         self.bkey = self.scorer.key(self.scorer.bounds(self.nodes))
         self.order = np.lexsort(self.bkey.T[::-1])
@@ -280,14 +283,14 @@ class _Search:
         """Check a node fully, tag the lattice with the monotonic outcome, and score it."""
         self._budget()
         node = self.nodes[idx]
-        ev = self.checker.check(node, self.cache.parent(node))
-        self.cache.add(node, ev.ct)
+        ev = self.checker.check(node, self.cache.parent(self.packed[idx]))
+        self.cache.add(self.packed[idx], ev.ct)
         self.checked += 1
         self.done[idx] = True
         if ev.mono_ok:
-            self.status[(self.nodes >= node).all(axis=1) & (self.status == 0)] = 1
+            self.status[packed_leq(self.packed[idx], self.packed) & (self.status == 0)] = 1
         else:
-            self.status[(self.nodes <= node).all(axis=1)] = -1
+            self.status[packed_leq(self.packed, self.packed[idx])] = -1
         if ev.ok:
             self._offer(idx, ev)
         return ev
@@ -343,7 +346,7 @@ class _Search:
                 continue
             if exact and not isinstance(self.scorer, DiscernibilityMetric):
                 # nothing is suppressed, so the bound is the loss; grouping only for the report
-                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.nodes[idx]))
+                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
                 self.checked += 1
                 self.done[idx] = True
                 self._offer(int(idx), ev)
