@@ -140,16 +140,30 @@ def infer_types(df: pd.DataFrame) -> pd.DataFrame:
         if s.dtype == object:
             # Decide on the distinct values: few for categorical columns, and a failed parse
             # stops at the first non-number instead of coercing every cell.
-            distinct = pd.Series(pd.unique(s.dropna()), dtype=object)
+            codes, uniques = pd.factorize(s)
+            distinct = pd.Series(uniques, dtype=object)
             if len(distinct) and not distinct.str.contains(_LEADING_ZERO, regex=True).any():
                 try:
-                    pd.to_numeric(distinct, errors="raise")
+                    numbers = pd.to_numeric(distinct, errors="raise")
                 except (ValueError, TypeError):
                     pass
                 else:
-                    s = pd.to_numeric(s)
+                    s = _spread(numbers, codes, s)
         out[col] = s
     return pd.DataFrame(out, index=df.index)
+
+
+def _spread(numbers: pd.Series, codes, s: pd.Series) -> pd.Series:
+    """The column's values from its parsed distinct values: parsing each distinct value once
+    instead of every cell makes reading a 26,000-row file several times faster."""
+    if numbers.dtype.kind not in "if":  # unusual results (uint64, object): parse every cell
+        return pd.to_numeric(s)
+    missing = codes < 0
+    values = numbers.to_numpy()[codes]
+    if missing.any():
+        values = values.astype(float)
+        values[missing] = float("nan")
+    return pd.Series(values, index=s.index, name=s.name)
 
 
 def _check_frame(df: pd.DataFrame, label: str) -> pd.DataFrame:
