@@ -39,6 +39,24 @@ Adding a step kind (e.g. in ``anonweb/core/transforms/dp.py``)::
         noise = ctx.rng.laplace(...)
         return StepOutcome(frame=new_df, report={"columns": [...]})
 
+Built-in step kinds (parameters documented in each module):
+
+* :mod:`~anonweb.core.transforms.mask` — ``drop``, ``suppress``, ``tokenize``, ``substitute``,
+  ``regex_mask``, ``date_shift``;
+* :mod:`~anonweb.core.transforms.generalize` — ``generalize``, ``optimal_generalization``,
+  ``mondrian``;
+* :mod:`~anonweb.core.transforms.perturb` — ``add_noise``, ``multiplicative_noise``,
+  ``rank_swap``, ``microaggregation``, ``pram``, ``shuffle``;
+* differential privacy steps register from ``transforms/dp.py`` and ``transforms/ldp.py``.
+
+Hierarchy specs (``hierarchies``): a file path, ``{"path": ..., "sep": ...}``, inline
+``{"rows": [[value, level1, ..., "*"], ...]}`` or a builder from
+:mod:`anonweb.core.hierarchy_builders` (``interval``, ``grouping``, ``mask``, ``date``).
+
+The report of :func:`apply_plan` lists, per step, what it did (levels chosen, rows suppressed,
+information loss, search statistics, ...), the summed privacy cost, and the risk profile of
+:func:`anonweb.core.profile.assess_risk` before and after, for the plan's quasi-identifiers.
+
 A step function never mutates ``df``; it returns a new frame and a JSON-serialisable report
 (no raw cell values, no keys, no seeds). Modules in :mod:`anonweb.core.transforms` register their
 steps on import; :func:`get_step` imports them on first use.

@@ -285,3 +285,15 @@ def test_rolling_up_a_finer_node_gives_the_coarser_classes(seed, data):
     assert len(rolled) <= len(parent)  # generalizing never splits a class
     key = lambda ct: sorted(zip(ct.sizes.tolist(), map(tuple, ct.hists[0].tolist())))  # noqa: E731
     assert key(rolled) == key(direct)
+
+
+def test_grouping_when_the_key_space_exceeds_int64():
+    rng = np.random.default_rng(3)
+    n, d = 400, 10
+    df = pd.DataFrame({f"q{i}": rng.integers(0, 300, n).astype(str) for i in range(d)})
+    hs = {c: Hierarchy(rows=tuple((str(v), "*") for v in range(300)), attribute=c) for c in df.columns}
+    table = EncodedTable(df, list(df.columns), hs)
+    inv, n_classes = table.group([0] * d)
+    expected = df.groupby(list(df.columns)).ngroups
+    assert n_classes == expected
+    assert np.bincount(inv, weights=table.weights).sum() == n
