@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +118,26 @@ def test_per_class_lists_agree_with_the_summary(df):
         assert max(pc["t"]) == s["t_closeness"]
         assert sum(1 for n in pc["l_distinct"] if n == 1) == s["homogeneous_classes"]
         assert all(0 < share <= 1 for share in pc["top_share"])
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    pairs = set(zip(a.tolist(), b.tolist(), strict=True))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+@pytest.mark.parametrize(
+    ("cards", "rows"),
+    [
+        ((3, 4, 5), 1000),  # small key space: dense slot table
+        ((997, 991, 983), 2000),  # key space far above the rows: hashing
+        ((10**5,) * 5, 3000),  # product beyond int64: the key is compacted on the way
+    ],
+    ids=["dense", "hashed", "compacted"],
+)
+def test_every_coding_path_gives_the_groupby_partition(cards, rows):
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({f"c{i}": rng.integers(0, c, rows) for i, c in enumerate(cards)})
+    df.iloc[::7, 0] = np.nan  # missing values are a value of their own on every path
+    cols = list(df.columns)
+    expected = df.groupby(cols, dropna=False, sort=False).ngroup().to_numpy()
+    assert _same_partition(group_codes(df, cols), expected)

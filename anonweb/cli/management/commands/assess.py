@@ -54,6 +54,8 @@ class Command(BaseCommand):
         qis = parse_column_list(options["qi"])
         if not qis:
             raise ParameterError("no quasi-identifier given: use --qi COL,COL")
+        if options["aux_keys"] and not options["aux"]:
+            raise ParameterError("--aux-keys needs --aux (the auxiliary table to join)")
         sensitive = parse_column_list(options["sensitive"])
         hierarchies = {}
         for spec in options["hierarchy"]:
