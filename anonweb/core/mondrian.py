@@ -73,7 +73,7 @@ def _ranks(df: pd.DataFrame, cols: Sequence[str]) -> tuple[np.ndarray, list[np.n
         if not pd.api.types.is_numeric_dtype(s):
             arr = s.astype(str).to_numpy()
         uniq, inv = np.unique(arr, return_inverse=True)
-        ranks.append(inv.astype(np.int64).ravel())
+        ranks.append(inv.astype(np.int32).ravel())
         values.append(uniq)
     return np.column_stack(ranks), values
 
@@ -89,11 +89,29 @@ def mondrian(df: pd.DataFrame, *, quasi_identifiers: Sequence[str], k: int) -> M
         raise ParameterError(f"k={k} is larger than the table ({len(df)} rows)")
     ranks, values = _ranks(df, cols)
     scale = _scales(values)
-    pid = np.zeros(len(df), dtype=np.int64)
-    n_parts, open_parts = 1, np.array([0])
-    while len(open_parts):
-        pid, n_parts, open_parts = _round(ranks, values, scale, pid, n_parts, open_parts, k)
-    return _finish(df, cols, ranks, values, scale, pid, n_parts, k, started)
+    seg = _Segments(np.arange(len(df)), np.array([0]), np.array([len(df)]))
+    open_ids = np.array([0])
+    while len(open_ids):
+        open_ids = _round(ranks, values, scale, seg, open_ids, k)
+    return _finish(df, cols, ranks, values, scale, seg, k, started)
+
+
+@dataclass
+class _Segments:
+    """Rows ordered so that every partition is a contiguous run: ``perm[start:start + size]``.
+
+    Keeping this order across rounds (splits reorder within a run) spares a sort per round.
+    """
+
+    perm: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + n)`` for each pair, without a Python loop."""
+    offsets = np.cumsum(sizes) - sizes
+    return np.arange(int(sizes.sum())) + np.repeat(starts - offsets, sizes)
 
 
 def _scales(values: list[np.ndarray]) -> np.ndarray:
@@ -115,39 +133,48 @@ def _widths(values, scale, lo_rank, hi_rank) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def _round(ranks, values, scale, pid, n_parts, open_parts, k):
+def _round(ranks, values, scale, seg: _Segments, open_ids, k):
     """Split every open partition once if possible; returns the partitions still open."""
-    local = np.full(n_parts, -1, dtype=np.int64)
-    local[open_parts] = np.arange(len(open_parts))
-    rows = np.flatnonzero(local[pid] >= 0)
-    lid = local[pid[rows]]
-    order = np.argsort(lid, kind="stable")
-    rows, lid = rows[order], lid[order]
-    sizes = np.bincount(lid, minlength=len(open_parts))
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    sizes, starts = seg.size[open_ids], seg.start[open_ids]
+    pos = _ranges(starts, sizes)
+    rows = seg.perm[pos]
+    lid = np.repeat(np.arange(len(open_ids)), sizes)
+    offs = np.cumsum(sizes) - sizes
     sub = ranks[rows]
-    lo, hi = np.minimum.reduceat(sub, starts, axis=0), np.maximum.reduceat(sub, starts, axis=0)
+    lo, hi = np.minimum.reduceat(sub, offs, axis=0), np.maximum.reduceat(sub, offs, axis=0)
     widths = _widths(values, scale, lo, hi)
     dims = np.argsort(-widths, axis=1, kind="stable")
     unresolved = sizes >= 2 * k
-    split = np.zeros(len(open_parts), dtype=bool)
+    split = np.zeros(len(open_ids), dtype=bool)
     goes_right = np.zeros(len(rows), dtype=bool)
     for attempt in range(ranks.shape[1]):
         dim = dims[:, attempt]
-        unresolved &= widths[np.arange(len(open_parts)), dim] > 0
+        unresolved &= widths[np.arange(len(open_ids)), dim] > 0
         if not unresolved.any():
             break
         ok, right = _try_split(sub, lid, sizes, dim, unresolved, k)
         goes_right |= right & ok[lid]
         split |= ok
         unresolved &= ~ok
-    new_ids = np.full(len(open_parts), -1, dtype=np.int64)
-    new_ids[split] = n_parts + np.arange(int(split.sum()))
-    moved = rows[goes_right]
-    pid = pid.copy()
-    pid[moved] = new_ids[lid[goes_right]]
-    still_open = np.concatenate((open_parts[split], new_ids[split]))
-    return pid, n_parts + int(split.sum()), still_open
+    n_left = _regroup(seg, rows, lid, offs, starts, goes_right)
+    new_ids = len(seg.size) + np.arange(int(split.sum()))
+    seg.start = np.concatenate((seg.start, starts[split] + n_left[split]))
+    seg.size = np.concatenate((seg.size, sizes[split] - n_left[split]))
+    seg.size[open_ids[split]] = n_left[split]
+    return np.concatenate((open_ids[split], new_ids))
+
+
+def _regroup(seg: _Segments, rows, lid, offs, starts, goes_right) -> np.ndarray:
+    """Reorder each run so its left half comes first (stably); returns the left sizes."""
+    left = ~goes_right
+    n_left = np.bincount(lid, weights=left, minlength=len(offs)).astype(np.int64)
+    cum_left = np.cumsum(left)
+    cum_right = np.cumsum(goes_right)
+    rank_left = cum_left - (cum_left[offs] - left[offs])[lid] - 1
+    rank_right = cum_right - (cum_right[offs] - goes_right[offs])[lid] - 1
+    local = np.where(left, rank_left, n_left[lid] + rank_right)
+    seg.perm[starts[lid] + local] = rows
+    return n_left
 
 
 def _try_split(sub, lid, sizes, dim, candidates, k):
@@ -156,12 +183,12 @@ def _try_split(sub, lid, sizes, dim, candidates, k):
     r = sub[np.arange(len(lid)), dim[lid]]
     span = int(sub.max()) + 2
     active = candidates[lid]
-    keys = np.sort(lid[active] * span + r[active])
+    keys = np.sort(lid[active] * span + r[active].astype(np.int64))
     cand_sizes = np.where(candidates, sizes, 0)
     starts = np.concatenate(([0], np.cumsum(cand_sizes)[:-1]))
     med_pos = starts + (np.maximum(cand_sizes, 1) - 1) // 2
     med = np.full(len(sizes), -1, dtype=np.int64)
-    med[candidates] = keys[med_pos[candidates]] % span
+    med[candidates] = keys[med_pos[candidates]] % span  # ranks fit in int32
     left = active & (r <= med[lid])
     n_left = np.bincount(lid[left], minlength=len(sizes))
     # all records from the median up are equal: put the median's ties on the right instead
@@ -172,19 +199,23 @@ def _try_split(sub, lid, sizes, dim, candidates, k):
     return ok, active & ~left
 
 
-def _finish(df, cols, ranks, values, scale, pid, n_parts, k, started) -> MondrianResult:
-    order = np.argsort(pid, kind="stable")
-    sizes = np.bincount(pid, minlength=n_parts)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    sub = ranks[order]
-    lo, hi = np.minimum.reduceat(sub, starts, axis=0), np.maximum.reduceat(sub, starts, axis=0)
+def _finish(df, cols, ranks, values, scale, seg: _Segments, k, started) -> MondrianResult:
+    ids = np.argsort(seg.start, kind="stable")  # partitions in row-order position
+    sizes = seg.size[ids]
+    offs = seg.start[ids]
+    sub = ranks[seg.perm]
+    lo = np.empty((len(ids), len(cols)), dtype=ranks.dtype)
+    hi = np.empty_like(lo)
+    lo[ids], hi[ids] = np.minimum.reduceat(sub, offs, axis=0), np.maximum.reduceat(sub, offs, axis=0)
+    pid = np.empty(len(df), dtype=np.int64)
+    pid[seg.perm] = np.repeat(ids, sizes)
     widths = _widths(values, scale, lo, hi)
     ncp = float((widths[pid]).mean()) if len(pid) else 0.0
     return MondrianResult(
         quasi_identifiers=tuple(cols),
         k=int(k),
-        partitions=int(n_parts),
-        smallest=int(sizes.min()),
+        partitions=int(len(ids)),
+        smallest=int(seg.size.min()),
         information_loss=round(ncp, 10),
         seconds=round(time.perf_counter() - started, 4),
         partition=pid,
