@@ -78,12 +78,13 @@ def test_separator_is_sniffed_and_can_be_given(tmp_path):
          "cannot read hierarchy file"),
         (["{binary}", "--qi", "a"], "cannot be read"),
         (["{t2}", "--qi", "Age", "--population", "3"], "smaller than the table"),
+        (["{t2}", "--qi", "Age", "--population", "many"], "expects a whole number"),
         (["{t2}", "--qi", "Age", "--aux-keys", "Age"], "--aux-keys needs --aux"),
         (["{t2}", "--qi", "Age", "--aux", "{t2}", "--aux-keys", "Nope"], "unknown join column"),
     ],
     ids=["unknown-column", "no-qi", "no-file", "empty-file", "malformed-hierarchy",
          "hierarchy-missing-values", "unreadable-hierarchy", "unreadable-file", "population",
-         "aux-keys-alone", "aux-unknown-key"],
+         "population-not-a-number", "aux-keys-alone", "aux-unknown-key"],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     empty = tmp_path / "empty.csv"

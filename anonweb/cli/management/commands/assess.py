@@ -28,7 +28,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--aux", default=None, help="auxiliary table for a linkage attack")
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
-        parser.add_argument("--population", type=int, default=None, help="population size N")
+        parser.add_argument("--population", default=None, help="population size N")
         parser.add_argument("--format", choices=("text", "json"), default="text")
 
     def handle(self, *args, **options) -> None:
@@ -70,16 +70,13 @@ class Command(BaseCommand):
         for col, h in hierarchies.items():
             if col in df.columns:
                 h.validate_covers(df[col])
-        if options["population"] is not None and options["population"] < len(df):
-            raise ParameterError(
-                f"--population {options['population']} is smaller than the table ({len(df)} rows)"
-            )
+        population = _population(options["population"], len(df))
         profile = assess_risk(
             df,
             quasi_identifiers=qis,
             sensitive=sensitive,
             hierarchies=hierarchies,
-            population_size=options["population"],
+            population_size=population,
         )
         result = profile.to_dict()
         result["file"] = str(options["path"])
@@ -88,6 +85,20 @@ class Command(BaseCommand):
             keys = parse_column_list(options["aux_keys"]) or None
             result["linkage"] = linkage_histogram(df, aux=aux, on=keys).to_dict()
         return result
+
+
+def _population(raw: str | None, rows: int) -> int | None:
+    from anonweb.core.errors import ParameterError
+
+    if raw is None:
+        return None
+    try:
+        value = int(raw.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise ParameterError(f"--population expects a whole number of people, got {raw!r}") from None
+    if value < rows:
+        raise ParameterError(f"--population {value} is smaller than the table ({rows} rows)")
+    return value
 
 
 def _pct(x: float) -> str:
