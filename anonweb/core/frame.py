@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 from collections.abc import Iterable, Sequence
@@ -27,10 +28,8 @@ def sniff_separator(sample: str) -> str:
     lines = [line for line in sample.splitlines() if line.strip()]
     if not lines:
         raise DataError("the file is empty")
-    try:
+    with contextlib.suppress(csv.Error):
         return csv.Sniffer().sniff("\n".join(lines[:50]), delimiters=SNIFF_DELIMITERS).delimiter
-    except csv.Error:
-        pass
     header = lines[0]
     best, best_count = ",", 0
     for cand in SNIFF_DELIMITERS:
@@ -129,6 +128,16 @@ def _read_delimited(source, *, sep, na_values, label) -> pd.DataFrame:
 
 
 _LEADING_ZERO = r"^[+-]?0\d"
+
+
+def _all_numbers(distinct: pd.Series) -> bool:
+    if not len(distinct) or distinct.str.contains(_LEADING_ZERO, regex=True).any():
+        return False
+    try:
+        pd.to_numeric(distinct, errors="raise")
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def infer_types(df: pd.DataFrame) -> pd.DataFrame:
