@@ -130,14 +130,14 @@ def _read_delimited(source, *, sep, na_values, label) -> pd.DataFrame:
 _LEADING_ZERO = r"^[+-]?0\d"
 
 
-def _all_numbers(distinct: pd.Series) -> bool:
+def _as_numbers(distinct: pd.Series) -> pd.Series | None:
+    """The distinct values as numbers, or None if any is not a number or has a leading zero."""
     if not len(distinct) or distinct.str.contains(_LEADING_ZERO, regex=True).any():
-        return False
+        return None
     try:
-        pd.to_numeric(distinct, errors="raise")
+        return pd.to_numeric(distinct, errors="raise")
     except (ValueError, TypeError):
-        return False
-    return True
+        return None
 
 
 def infer_types(df: pd.DataFrame) -> pd.DataFrame:
@@ -151,13 +151,9 @@ def infer_types(df: pd.DataFrame) -> pd.DataFrame:
             # stops at the first non-number instead of coercing every cell.
             codes, uniques = pd.factorize(s)
             distinct = pd.Series(uniques, dtype=object)
-            if len(distinct) and not distinct.str.contains(_LEADING_ZERO, regex=True).any():
-                try:
-                    numbers = pd.to_numeric(distinct, errors="raise")
-                except (ValueError, TypeError):
-                    pass
-                else:
-                    s = _spread(numbers, codes, s)
+            numbers = _as_numbers(distinct)
+            if numbers is not None:
+                s = _spread(numbers, codes, s)
         out[col] = s
     return pd.DataFrame(out, index=df.index)
 
