@@ -31,6 +31,9 @@ class Dataset(models.Model):
     tags = models.JSONField(default=dict)  # {column: ColumnRole}
     # Generalization hierarchies uploaded by the officer, in ARX's layout: {column: [[v, l1, ..., "*"], ...]}
     hierarchies = models.JSONField(default=dict, blank=True)
+    # Total central-DP epsilon a data steward allows for all releases of this source (None: no
+    # DP release may run until a steward sets one).
+    epsilon_budget = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -176,3 +176,16 @@ def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dat
                      details={"column": column, "levels": hierarchy.height, "values": len(hierarchy.rows)})
     dataset.hierarchies = hierarchies
     return dataset
+
+
+def dataset_set_budget(*, user, dataset: Dataset, epsilon: float | None) -> Dataset:
+    """A data steward sets the total central-DP epsilon allowed for releases of this source."""
+    require_role(user=user, team=dataset.team, role=Role.DATA_STEWARD)
+    if epsilon is not None and (not np.isfinite(epsilon) or epsilon <= 0):
+        raise DataError("the privacy budget is a positive, finite epsilon (or empty for none)")
+    with transaction.atomic():
+        Dataset.objects.filter(pk=dataset.pk).update(epsilon_budget=epsilon)
+        audit_record(actor=user, team=dataset.team, action="dataset.budget_set", target=dataset,
+                     details={"epsilon_budget": epsilon, "previous": dataset.epsilon_budget})
+    dataset.epsilon_budget = epsilon
+    return dataset

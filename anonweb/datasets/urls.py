@@ -9,4 +9,5 @@ urlpatterns = [
     path("<int:dataset_id>/", views.dataset_detail, name="detail"),
     path("<int:dataset_id>/assess/", views.dataset_assess, name="assess"),
     path("<int:dataset_id>/hierarchy/", views.dataset_hierarchy, name="hierarchy"),
+    path("<int:dataset_id>/budget/", views.dataset_budget, name="budget"),
 ]

@@ -67,8 +67,12 @@ def dataset_detail(request, dataset_id: int):
         from anonweb.core.charts import risk_charts
 
         charts = risk_charts(profile_job.result["risk"])
+    from anonweb.releases.budget import ledger_for
+
     return render(request, "datasets/detail.html", {
         "dataset": dataset, "form": form, "is_officer": is_officer, "preview": preview,
+        "ledger": ledger_for(dataset), "releases": dataset.releases.all()[:20],
+        "is_steward": user_has_role(user=request.user, team=dataset.team, role=Role.DATA_STEWARD),
         "profile_job": profile_job, "charts": charts,
         "jobs": dataset.jobs.all()[:10],
     })
@@ -97,4 +101,20 @@ def dataset_hierarchy(request, dataset_id: int):
             messages.error(request, str(exc))
         else:
             messages.success(request, f"Hierarchy for {column} saved.")
+    return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+@require_POST
+def dataset_budget(request, dataset_id: int):
+    from anonweb.datasets.services import dataset_set_budget
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    raw = request.POST.get("epsilon", "").strip()
+    try:
+        epsilon = float(raw) if raw else None
+        dataset_set_budget(user=request.user, dataset=dataset, epsilon=epsilon)
+    except ValueError as exc:  # float() and DataError alike
+        messages.error(request, str(exc) if isinstance(exc, CoreError) else f"{raw!r} is not a number")
+    else:
+        messages.success(request, f"Privacy budget set to ε = {epsilon:g}." if epsilon else "Privacy budget removed.")
     return redirect("datasets:detail", dataset_id=dataset.pk)

@@ -14,9 +14,8 @@ from anonweb.accounts.selectors import require_role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_frame
-from anonweb.jobs.models import JobKind
-from anonweb.jobs.planning import check_web_plan, suggest_plan
-from anonweb.jobs.services import job_create
+from anonweb.jobs.planning import check_web_plan, plan_privacy, suggest_plan
+from anonweb.jobs.services import anonymize_launch
 
 
 class SuggestForm(forms.Form):
@@ -53,13 +52,20 @@ def plan_page(request, *, dataset_id: int):
     require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     suggest = SuggestForm(request.GET or None)
     options = suggest.cleaned_data if suggest.is_valid() else {}
+    privacy = None
     if request.method == "POST":
         form = PlanForm(request.POST, columns=dataset.column_names)
         if form.is_valid():
-            job = job_create(user=request.user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset,
-                             params={"plan": form.cleaned_data["plan"], "title": form.cleaned_data["title"]})
-            messages.success(request, "Anonymization launched. The release appears when the job finishes.")
-            return redirect("jobs:detail", job_id=job.pk)
+            plan = form.cleaned_data["plan"]
+            privacy = plan_privacy(plan)
+            if "preview" not in request.POST:
+                try:
+                    job = anonymize_launch(user=request.user, dataset=dataset, plan=plan, title=form.cleaned_data["title"])
+                except CoreError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    messages.success(request, "Anonymization launched. The release appears when the job finishes.")
+                    return redirect("jobs:detail", job_id=job.pk)
     else:
         frame = load_frame(dataset.storage_key)
         plan = suggest_plan(dataset, frame, k=options.get("k") or 5,
@@ -68,5 +74,8 @@ def plan_page(request, *, dataset_id: int):
         form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)
     from anonweb.core.plan import step_kinds
 
-    return render(request, "jobs/plan.html", {"dataset": dataset, "form": form, "suggest": suggest, "kinds": step_kinds()},
+    from anonweb.releases.budget import ledger_for
+
+    return render(request, "jobs/plan.html", {"dataset": dataset, "form": form, "suggest": suggest, "kinds": step_kinds(),
+                                              "privacy": privacy, "ledger": ledger_for(dataset)},
                   status=400 if form.errors else 200)

@@ -32,7 +32,12 @@ def suggest_hierarchy(dataset: Dataset, column: str, sample: pd.Series) -> dict[
         return {"builder": "date"}
     if len(text) and text.str.match(_DIGITS).all() and text.str.len().nunique() == 1:
         return {"builder": "mask"}
-    return {"builder": "grouping", "fanout": 4}
+    distinct = sorted(text.unique())
+    if len(distinct) <= 5:
+        # Few categories: the only sensible coarsening is to suppress the value.
+        return {"rows": [[v, "*"] for v in distinct]}
+    # Ordered groups are only a starting point: an officer should upload a semantic hierarchy.
+    return {"builder": "grouping", "group_size": max(2, len(distinct) // 8), "fanout": 2}
 
 
 def suggest_plan(
@@ -89,3 +94,27 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
             hierarchies[column] = spec
     out["hierarchies"] = hierarchies
     return out
+
+
+def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan's privacy cost and accuracy preview, computed from the steps' own measurements
+    without reading any data: ``{"total": {"epsilon", "delta", "local_epsilon"}, "steps": [...]}``."""
+    from anonweb.core.plan import plan_from_dict, validate_plan
+
+    parsed = plan_from_dict(plan)
+    specs = validate_plan(parsed)
+    total = {"epsilon": 0.0, "delta": 0.0, "local_epsilon": 0.0}
+    steps = []
+    for i, (step, spec) in enumerate(zip(parsed.steps, specs, strict=True), 1):
+        if spec.privacy_cost is None:
+            continue
+        cost = {k: float(v) for k, v in (spec.privacy_cost(step.params) or {}).items()}
+        for name, value in cost.items():
+            total[name] = total.get(name, 0.0) + value
+        entry: dict[str, Any] = {"step": i, "kind": step.kind, "cost": cost}
+        if step.kind == "dp_release":
+            from anonweb.core.transforms.dp import preview
+
+            entry["preview"] = preview(step.params)
+        steps.append(entry)
+    return {"total": total, "steps": steps}

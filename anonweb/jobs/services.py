@@ -53,6 +53,26 @@ def job_create(*, user, team, kind: str, dataset=None, params: dict | None = Non
     return job
 
 
+def anonymize_launch(*, user, dataset, plan: dict, title: str) -> Job:
+    """Queue a release plan after charging its privacy cost to the dataset's budget.
+
+    The dataset row is locked while the ledger is read and the job written, so two launches
+    cannot both fit into the same remaining budget."""
+    from anonweb.datasets.models import Dataset
+    from anonweb.jobs.models import JobKind
+    from anonweb.jobs.planning import plan_privacy
+    from anonweb.releases.budget import check_budget
+
+    cost = plan_privacy(plan)["total"]
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        check_budget(locked, cost)
+        params = {"plan": plan, "title": title}
+        if cost["epsilon"] or cost.get("local_epsilon"):
+            params["privacy_cost"] = cost
+        return job_create(user=user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=locked, params=params)
+
+
 def _public_params(params: dict) -> dict:
     """Parameters as recorded: secrets are referred to by name only, never by value."""
     return {k: v for k, v in params.items() if k not in ("secrets", "seed")}
