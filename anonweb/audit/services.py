@@ -44,7 +44,7 @@ def canonical_payload(event: AuditEvent) -> bytes:
     """The bytes that are hashed: sorted keys, no whitespace, UTC timestamp in microseconds."""
     payload = {
         "seq": event.seq,
-        "created_at": event.created_at.astimezone(dt.timezone.utc).isoformat(timespec="microseconds"),
+        "created_at": event.created_at.astimezone(dt.UTC).isoformat(timespec="microseconds"),
         "actor_id": event.actor_id,
         "actor_name": event.actor_name,
         "team_id": event.team_id,

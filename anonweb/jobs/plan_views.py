@@ -73,7 +73,6 @@ def plan_page(request, *, dataset_id: int):
                             l_diversity=options.get("l_diversity"), identifiers=options.get("identifiers") or "drop")
         form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)
     from anonweb.core.plan import step_kinds
-
     from anonweb.releases.budget import ledger_for
 
     return render(request, "jobs/plan.html", {"dataset": dataset, "form": form, "suggest": suggest, "kinds": step_kinds(),
