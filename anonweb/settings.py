@@ -151,13 +151,15 @@ _broker_dir = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # kombu keeps exchange bindings here; its default is a "control" folder in the cwd.
+        "control_folder": str(_broker_dir / "control"),
     }
 elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # Fail fast when Redis is down: a launch must fail visibly, never hang the request.
