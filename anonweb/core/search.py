@@ -174,7 +174,11 @@ def optimal_generalization(
     """Find the full-domain generalization of least loss meeting every model.
 
     ``models`` are instances from :mod:`anonweb.core.privacy_models`; ``k`` is a shortcut for
-    ``KAnonymity(k)``. Raises :class:`ParameterError` when no node satisfies the models.
+    ``KAnonymity(k)``. ``aggregate`` compares per-QI losses (ARX's default: ``rank``).
+    ``max_nodes`` / ``time_limit`` bound the exhaustive search (then a heuristic, reported in
+    ``search``). ``table`` reuses an :class:`EncodedTable` of ``df`` built with the same QIs and
+    sensitive columns (to search several settings without re-encoding).
+    Raises :class:`ParameterError` when no node satisfies the models.
     """
     started = time.perf_counter()
     models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
@@ -182,6 +186,8 @@ def optimal_generalization(
     sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
     if table is None:
         table = EncodedTable(df, quasi_identifiers, hierarchies, sensitive)
+    elif [q.name for q in table.qis] != list(quasi_identifiers) or not set(sensitive) <= set(table.sensitive):
+        raise ParameterError("the encoded table was built for other quasi-identifiers or sensitive columns")
     checker = _Checker(table, models, suppression)
     scorer = make_metric(metric, table, aggregate)
     run = _Search(table, checker, scorer, max_nodes, time_limit, started)
