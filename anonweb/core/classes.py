@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -44,10 +45,33 @@ def check_columns(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> list[st
     return qis
 
 
-def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    """Integer codes 0..m-1 for a column (missing values get a code of their own) and m."""
+def dense_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes 0..m-1 in order of first appearance, every code used (missing = own code), and m."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), len(uniques)
+
+
+def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer codes below m for a column (equal values, equal codes; missing = own code), and m.
+
+    Only the partition matters, so some codes may go unused: categoricals keep their category
+    codes and integer columns with a narrow range are shifted to start at 0, both without the
+    hashing that :func:`dense_codes` needs.
+    """
+    dtype = getattr(values, "dtype", None)
+    if isinstance(dtype, pd.CategoricalDtype):
+        codes = np.asarray(values.cat.codes, dtype=np.int64)
+        card = len(dtype.categories)
+        if (codes < 0).any():
+            codes[codes < 0] = card
+            card += 1
+        return codes, max(card, 1)
+    if dtype is not None and dtype.kind in "iu" and len(values):
+        arr = np.asarray(values)
+        lo, hi = int(arr.min()), int(arr.max())
+        if hi - lo <= 2 * arr.size + 1024:
+            return arr.astype(np.int64) - lo, hi - lo + 1
+    return dense_codes(values)
 
 
 def combine_codes(columns: Iterable[tuple[np.ndarray, int]], rows: int) -> np.ndarray:
@@ -63,7 +87,7 @@ def combine_codes(columns: Iterable[tuple[np.ndarray, int]], rows: int) -> np.nd
     for codes, card in it:
         if radix * card >= _KEY_LIMIT:
             # Compact the partial key first: only combinations that occur need a code.
-            key, radix = column_codes(key)
+            key, radix = dense_codes(key)
         key = key * card + codes
         radix *= card
     if radix <= 8 * rows + (1 << 16):
@@ -72,10 +96,10 @@ def combine_codes(columns: Iterable[tuple[np.ndarray, int]], rows: int) -> np.nd
         # follow the key order.
         present = np.zeros(radix, dtype=bool)
         present[key] = True
-        slot_code = np.cumsum(present, dtype=np.int64) - 1
-        return slot_code[key]
-    codes, _ = column_codes(key)
-    return codes
+        small = np.int32 if radix < 2**31 else np.int64  # half the memory traffic
+        slot_code = np.cumsum(present, dtype=small) - 1
+        return slot_code[key].astype(np.int64)
+    return dense_codes(key)[0]
 
 
 def group_codes(df: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -97,7 +121,14 @@ class EquivalenceClasses:
     quasi_identifiers: tuple[str, ...]
     codes: np.ndarray = field(repr=False, compare=False)
     sizes: np.ndarray = field(repr=False, compare=False)
-    first_row: np.ndarray = field(repr=False, compare=False)
+
+    @cached_property
+    def first_row(self) -> np.ndarray:
+        # Computed on demand: only describing classes needs it (a second pass over the rows).
+        # Whichever write lands for a class, it is a member row and carries the QI values.
+        first = np.empty(self.sizes.size, dtype=np.int64)
+        first[self.codes[::-1]] = np.arange(self.codes.size - 1, -1, -1)
+        return first
 
     @property
     def rows(self) -> int:
@@ -142,11 +173,7 @@ def equivalence_classes(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -
     """Partition the rows of ``df`` by their quasi-identifier values (the frame is not modified)."""
     qis = check_columns(df, quasi_identifiers)
     codes = group_codes(df, qis)
-    sizes = np.bincount(codes)
-    # One member row per class: whichever write lands, it carries the class's QI values.
-    first = np.empty(sizes.size, dtype=np.int64)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
-    return EquivalenceClasses(tuple(qis), codes, sizes, first)
+    return EquivalenceClasses(tuple(qis), codes, np.bincount(codes))
 
 
 @dataclass(frozen=True)

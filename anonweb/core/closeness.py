@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import column_codes
+from anonweb.core.classes import dense_codes
 from anonweb.core.diversity import SensitiveCounts, counts_for
 from anonweb.core.errors import HierarchyError, ParameterError
 from anonweb.core.hierarchy import Hierarchy
@@ -123,7 +123,7 @@ def hierarchy_nodes(hierarchy: Hierarchy, values: pd.Index) -> list[np.ndarray]:
             (mapping[t] if not pd.isna(v) else ("\x00missing" if not top else hierarchy.rows[0][-1]))
             for v, t in zip(values, text, strict=True)
         ]
-        levels.append(column_codes(np.asarray(labels, dtype=object))[0])
+        levels.append(dense_codes(np.asarray(labels, dtype=object))[0])
     return levels
 
 

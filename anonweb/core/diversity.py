@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import EquivalenceClasses, column_codes, equivalence_classes, json_value
+from anonweb.core.classes import EquivalenceClasses, equivalence_classes, json_value
 from anonweb.core.errors import ParameterError
 from anonweb.core.frame import require_columns
 
@@ -67,8 +67,8 @@ class SensitiveCounts:
 
 def sensitive_counts(ec: EquivalenceClasses, series: pd.Series) -> SensitiveCounts:
     """Count each sensitive value in each class (sparse: only the pairs that occur)."""
-    vcodes, m = column_codes(series)
-    _, values = pd.factorize(series, use_na_sentinel=False)
+    codes, values = pd.factorize(series, use_na_sentinel=False)
+    vcodes, m = codes.astype(np.int64, copy=False), len(values)
     n_classes = ec.count
     key = ec.codes * m + vcodes
     if n_classes * m <= max(4 * ec.rows, 1 << 20):

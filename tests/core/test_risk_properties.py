@@ -141,3 +141,15 @@ def test_every_coding_path_gives_the_groupby_partition(cards, rows):
     cols = list(df.columns)
     expected = df.groupby(cols, dropna=False, sort=False).ngroup().to_numpy()
     assert _same_partition(group_codes(df, cols), expected)
+
+
+def test_categorical_and_integer_columns_partition_like_groupby():
+    rng = np.random.default_rng(6)
+    n = 500
+    cat = pd.Categorical(rng.choice(["x", "y", None], n), categories=["x", "y", "unused"])
+    df = pd.DataFrame({"cat": cat, "neg": rng.integers(-5, 5, n), "big": rng.integers(0, 10**12, n)})
+    cols = list(df.columns)
+    expected = df.groupby(cols, dropna=False, observed=True, sort=False).ngroup().to_numpy()
+    assert _same_partition(group_codes(df, cols), expected)
+    k = assess_risk(df, quasi_identifiers=["cat"]).to_dict()
+    assert k["classes"] == 3  # x, y and missing; the unused category is no class
