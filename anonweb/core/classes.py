@@ -60,17 +60,17 @@ def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
     """
     dtype = getattr(values, "dtype", None)
     if isinstance(dtype, pd.CategoricalDtype):
-        codes = np.asarray(values.cat.codes, dtype=np.int64)
+        codes = np.asarray(pd.Series(values).cat.codes, dtype=np.int64)
         card = len(dtype.categories)
         if (codes < 0).any():
             codes[codes < 0] = card
             card += 1
         return codes, max(card, 1)
     if dtype is not None and dtype.kind in "iu" and len(values):
-        arr = np.asarray(values)
+        arr = np.asarray(values, dtype=np.int64)
         lo, hi = int(arr.min()), int(arr.max())
         if hi - lo <= 2 * arr.size + 1024:
-            return arr.astype(np.int64) - lo, hi - lo + 1
+            return arr - lo, hi - lo + 1
     return dense_codes(values)
 
 
@@ -97,7 +97,8 @@ def combine_codes(columns: Iterable[tuple[np.ndarray, int]], rows: int) -> np.nd
         present = np.zeros(radix, dtype=bool)
         present[key] = True
         small = np.int32 if radix < 2**31 else np.int64  # half the memory traffic
-        slot_code = np.cumsum(present, dtype=small) - 1
+        slot_code: np.ndarray = np.cumsum(present, dtype=small)
+        slot_code -= 1
         return slot_code[key].astype(np.int64)
     return dense_codes(key)[0]
 

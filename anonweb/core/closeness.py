@@ -189,6 +189,8 @@ def t_closeness_of(
     elif kind == "ordered":
         per = ordered_distance(sc)
     else:
+        if hierarchy is None:  # pick_distance has refused this already; keeps types honest
+            raise ParameterError(f"hierarchical t-closeness for {sc.attribute!r} needs a hierarchy")
         per = hierarchical_distance(sc, hierarchy)
     return TCloseness(sc.attribute, float(per.max()), kind, per)
 

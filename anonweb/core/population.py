@@ -217,6 +217,7 @@ def population_uniqueness(sizes: np.ndarray, population_size: int) -> Population
         )
     pop = int(population_size)
     c1 = int(np.count_nonzero(sizes == 1))
+    est: tuple[tuple[str, float | None], ...]
     if c1 == 0:
         est = tuple((m, 0.0) for m in MODELS)
         return PopulationUniqueness(n, pop, 0, est, None, 0.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -64,7 +65,7 @@ class RiskProfile:
 
     def to_dict(self, *, per_class: bool = False) -> dict:
         """Summary figures; ``per_class=True`` adds per-class lists (one entry per class)."""
-        out = {"quasi_identifiers": list(self.quasi_identifiers)}
+        out: dict[str, Any] = {"quasi_identifiers": list(self.quasi_identifiers)}
         out.update(self.anonymity.to_dict())
         out.update(self.risk.to_dict())
         out["population"] = None if self.population is None else self.population.to_dict()
