@@ -297,3 +297,47 @@ def test_grouping_when_the_key_space_exceeds_int64():
     expected = df.groupby(list(df.columns)).ngroups
     assert n_classes == expected
     assert np.bincount(inv, weights=table.weights).sum() == n
+
+
+def test_lattice_too_large_uses_greedy_descent(monkeypatch):
+    from anonweb.core import search
+
+    monkeypatch.setattr(search, "MAX_LATTICE", 10)
+    df, hierarchies = _toy(11)
+    result = optimal_generalization(df, quasi_identifiers=["age", "zip", "sex"], hierarchies=hierarchies, k=3)
+    assert result.search["optimal"] is False and result.search["algorithm"] == "greedy"
+    assert _classes(result.apply(df), ["age", "zip", "sex"]).size().min() >= 3
+
+
+@pytest.mark.parametrize("metric", ["loss", "entropy", "discernibility"])
+@pytest.mark.parametrize("seed,k,suppression", [(12, 4, 0.05), (13, 2, 0.0), (14, 6, 0.1)])
+def test_every_metric_finds_the_exhaustive_optimum(metric, seed, k, suppression):
+    from anonweb.core.metrics import make_metric
+    from anonweb.core.privacy_models import KAnonymity
+    from anonweb.core.search import _Checker
+
+    df, hierarchies = _toy(seed)
+    qis = ["age", "zip", "sex"]
+    table = EncodedTable(df, qis, hierarchies)
+    checker = _Checker(table, [KAnonymity(k)], suppression)
+    scorer = make_metric(metric, table)
+    best = None
+    for node in itertools.product(*[range(h) for h in table.heights]):
+        ev = checker.check(node)
+        if not ev.ok:
+            continue
+        if metric == "discernibility":
+            values = scorer.from_classes(ev.ct.sizes, ev.out_classes)
+        else:
+            values = scorer.actual(node, ev.ct.rep[ev.out_classes], ev.ct.sizes[ev.out_classes])
+        key = tuple(scorer.key(values[None, :])[0])
+        best = key if best is None or key < best else best
+    result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k,
+                                    suppression=suppression, metric=metric)
+    node = tuple(result.levels[q] for q in qis)
+    ev = checker.check(node)
+    if metric == "discernibility":
+        values = scorer.from_classes(ev.ct.sizes, ev.out_classes)
+    else:
+        values = scorer.actual(node, ev.ct.rep[ev.out_classes], ev.ct.sizes[ev.out_classes])
+    assert tuple(scorer.key(values[None, :])[0]) == pytest.approx(best)
