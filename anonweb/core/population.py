@@ -175,6 +175,32 @@ def snb_uniques(sizes: np.ndarray, population: float) -> float:
     return value if _valid(value, population) else math.nan
 
 
+def individual_risk(sizes: np.ndarray, fraction: float) -> np.ndarray:
+    """Journalist risk E[1/F | f] of a record in a sample class of size f (Benedetti & Franconi
+    1998, the "individual risk" of mu-Argus and sdcMicro), sampling fraction ``fraction``.
+
+    With F - f negative binomial(f, p) the expectation has the closed form
+    (p / f) * 2F1(1, 1; f + 1; 1 - p); for f = 1 it is p ln(1/p) / (1 - p).
+    """
+    from scipy import special
+
+    f = np.asarray(sizes, dtype=float)
+    p = float(fraction)
+    if p >= 1.0:
+        return 1.0 / f
+    with np.errstate(all="ignore"):
+        hyp = special.hyp2f1(1.0, 1.0, f + 1.0, 1.0 - p)
+    bad = ~np.isfinite(hyp)
+    if bad.any():  # scipy gives up for large f, where the series converges fast
+        fb = f[bad]
+        term, total = np.ones_like(fb), np.ones_like(fb)
+        for k in range(400):
+            term *= (k + 1) / (fb + 1 + k) * (1 - p)
+            total += term
+        hyp[bad] = total
+    return np.minimum(p / f * hyp, 1.0)
+
+
 @dataclass(frozen=True)
 class PopulationUniqueness:
     """Estimated population uniques by each model and by Dankar et al.'s rule."""

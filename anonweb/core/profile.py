@@ -135,7 +135,9 @@ def assess_risk(
     return RiskProfile(
         quasi_identifiers=tuple(qis),
         anonymity=k_anonymity_of(ec),
-        risk=risk_of(ec, thresholds=thresholds, population_sizes=pop_sizes),
+        risk=risk_of(
+            ec, thresholds=thresholds, population_sizes=pop_sizes, population_size=population_size
+        ),
         population=uniq,
         sensitive=profiles,
         classes=ec,

@@ -4,8 +4,10 @@
   size; the maximum is 1/k and the mean over *records* is classes/rows. (pycanon's "average
   risk" averages 1/size over classes instead, which over-weights small classes.)
 * Journalist: the attacker does not know whether the target is in the table, so the matching
-  class in the *population* counts: risk 1/F_j. Needs a population table (exact) or falls back
-  to the prosecutor figure, which is an upper bound.
+  class in the *population* counts: risk 1/F_j. Exact with a population table; estimated from
+  the population size alone as E[1/F_j | f_j] (Benedetti & Franconi's individual risk, see
+  :func:`anonweb.core.population.individual_risk`); without either, the prosecutor figure,
+  which is an upper bound.
 * Marketer: the expected share of records re-identified when every record is attacked:
   mean of f_j/F_j over records, which is classes/rows without a population table.
 """
@@ -60,7 +62,7 @@ class ReidentificationRisk:
     marketer: float
     journalist_max: float
     journalist_mean: float
-    journalist_source: str  # "population table" or "sample (upper bound)"
+    journalist_source: str  # "population table", "population size (estimate)", "sample (upper bound)"
     class_sizes: np.ndarray = field(repr=False, compare=False)
 
     def risk_distribution(self) -> list[dict]:
@@ -127,18 +129,26 @@ def risk_of(
     *,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     population_sizes: np.ndarray | None = None,
+    population_size: int | None = None,
 ) -> ReidentificationRisk:
-    """Risks from already computed classes (``population_sizes``: F_j per class, optional)."""
+    """Risks from already computed classes.
+
+    ``population_sizes`` (F_j per class, from a population table) gives exact journalist and
+    marketer risk; otherwise ``population_size`` gives estimates; otherwise the sample's figures.
+    """
     thresholds = check_thresholds(thresholds)
     sizes = ec.sizes
     rows = ec.rows
     marketer = ec.count / rows
-    if population_sizes is None:
-        j_max, j_mean, source = 1.0 / ec.k, marketer, "sample (upper bound)"
-    else:
+    if population_sizes is not None:
         j_max = float(1.0 / population_sizes.min())
         marketer = float((sizes / population_sizes).sum() / rows)
         j_mean, source = marketer, "population table"
+    elif population_size is not None and population_size > rows:
+        j_max, marketer = _estimated_journalist(sizes, rows / population_size)
+        j_mean, source = marketer, "population size (estimate, Benedetti & Franconi 1998)"
+    else:
+        j_max, j_mean, source = 1.0 / ec.k, marketer, "sample (upper bound)"
     return ReidentificationRisk(
         rows=rows,
         classes=ec.count,
@@ -153,17 +163,29 @@ def risk_of(
     )
 
 
+def _estimated_journalist(sizes: np.ndarray, fraction: float) -> tuple[float, float]:
+    """Largest and mean (over records) estimated journalist risk E[1/F | f]."""
+    from anonweb.core.population import individual_risk
+
+    counts = np.bincount(sizes)
+    present = np.flatnonzero(counts)
+    risk = individual_risk(present, fraction)
+    records = present * counts[present]
+    return float(risk.max()), float((risk * records).sum() / records.sum())
+
+
 def reidentification_risk(
     df: pd.DataFrame,
     *,
     quasi_identifiers: Sequence[str],
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     population: pd.DataFrame | None = None,
+    population_size: int | None = None,
 ) -> ReidentificationRisk:
     """Prosecutor, journalist and marketer risk of ``df`` over the quasi-identifiers."""
     ec = equivalence_classes(df, quasi_identifiers=quasi_identifiers)
     pop = None if population is None else population_class_sizes(df, ec, population)
-    return risk_of(ec, thresholds=thresholds, population_sizes=pop)
+    return risk_of(ec, thresholds=thresholds, population_sizes=pop, population_size=population_size)
 
 
 def record_risk(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -> pd.Series:

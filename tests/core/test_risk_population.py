@@ -8,6 +8,7 @@ import pytest
 from scipy import special
 
 from anonweb.core.population import (
+    individual_risk,
     pitman_fit,
     pitman_uniques,
     population_uniqueness,
@@ -113,3 +114,34 @@ def test_snb_closed_forms_match_the_series():
     e1 = k * (p_f * big_f * f * (1 - f) ** (big_f - 1)).sum()
     e2 = k * (p_f * big_f * (big_f - 1) / 2 * f * f * (1 - f) ** (big_f - 2)).sum()
     assert snb_moments(k, a, b, f) == pytest.approx((e1, e2), rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [0.001, 0.05, 0.5, 0.99])
+def test_individual_risk_is_the_expected_inverse_population_class_size(p):
+    f = np.array([1, 2, 3, 10, 400])
+    ours = individual_risk(f, p)
+    # E[1/F | f] with F - f negative binomial(f, p), summed term by term.
+    h = np.arange(0, 200_000)[:, None]
+    log_pmf = (special.gammaln(f + h) - special.gammaln(f) - special.gammaln(h + 1)
+               + f * np.log(p) + h * np.log1p(-p))
+    series = (np.exp(log_pmf) / (f + h)).sum(axis=0)
+    summable = f * (1 - p) / p < 20_000  # the negative binomial's mean is within the sum
+    assert ours[summable] == pytest.approx(series[summable], rel=1e-6)
+    # Beyond it, the known large-class approximation p / (f - (1 - p)).
+    approx_large = p / (f - (1 - p))
+    assert ours[~summable] == pytest.approx(approx_large[~summable], rel=1e-3)
+    assert ours[0] == pytest.approx(p * np.log(1 / p) / (1 - p))  # the f = 1 closed form
+    assert (np.diff(ours) < 0).all()
+
+
+def test_individual_risk_of_a_census_is_one_over_the_class_size():
+    assert individual_risk(np.array([1, 2, 4]), 1.0).tolist() == [1.0, 0.5, 0.25]
+
+
+def test_journalist_risk_estimated_from_the_population_size():
+    df = pd.DataFrame({"q": list(range(50)) + [1, 2, 3] * 10})
+    d = assess_risk(df, quasi_identifiers=["q"], population_size=5000).to_dict()
+    j = d["journalist_risk"]
+    assert "estimate" in j["source"]
+    assert j["max"] == pytest.approx(individual_risk(np.array([1]), 80 / 5000)[0])
+    assert j["mean"] < d["prosecutor_risk"]["mean"]

@@ -112,6 +112,8 @@ def render_text(r: dict) -> str:
         f"  equivalence classes: {r['classes']}   k = {r['k']}   uniques: {r['uniques']}",
         f"  prosecutor risk: max {_pct(r['prosecutor_risk']['max'])}, "
         f"mean {_pct(r['prosecutor_risk']['mean'])}   marketer risk: {_pct(r['marketer_risk'])}",
+        f"  journalist risk: max {_pct(r['journalist_risk']['max'])}, "
+        f"mean {_pct(r['journalist_risk']['mean'])} ({r['journalist_risk']['source']})",
         "  records at risk:",
     ]
     for t, v in r["records_at_risk"].items():
