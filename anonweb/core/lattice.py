@@ -107,7 +107,8 @@ class EncodedTable:
             self.cards.append([int(p.sum()) for p in present])
         # all level codes side by side, so a node's codes are one fancy-indexing operation
         self.offsets = np.cumsum([0] + [len(c) for c in self.codes[:-1]])
-        self.all_codes = np.column_stack([c for levels in self.codes for c in levels])
+        # one row per (QI, level): a node's codes are a few contiguous rows, gathered by column
+        self.all_codes = np.vstack([c for levels in self.codes for c in levels])
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
@@ -116,18 +117,21 @@ class EncodedTable:
         """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
         cols = self.offsets + np.asarray(levels)
         cards = self.all_cards[cols]
-        sub = self.all_codes[:, cols] if rows is None else self.all_codes[rows[:, None], cols]
+        if rows is None:
+            sub = self.all_codes[cols]
+        else:  # one flat gather; selecting the rows first would copy every distinct row
+            sub = self.all_codes.ravel().take(cols[:, None] * self.m + rows[None, :])
         space = float(np.prod(cards.astype(float)))
         if space < 2.0**62:
             strides = np.concatenate((np.cumprod(cards[::-1])[::-1][1:], [1]))
-            key = sub @ strides
+            key = np.einsum("i,ij->j", strides, sub)
             space = int(np.prod(cards))
         else:  # too many combinations for one int64: combine column by column, renumbering
-            key = sub[:, 0].copy()
-            for j in range(1, sub.shape[1]):
-                key = pd.factorize(key * cards[j] + sub[:, j])[0].astype(np.int64)
+            key = sub[0].copy()
+            for j in range(1, sub.shape[0]):
+                key = pd.factorize(key * cards[j] + sub[j])[0].astype(np.int64)
             space = int(key.max()) + 1 if len(key) else 0
-        if space <= max(4 * len(key), 1 << 12):
+        if space <= max(4 * len(key), 1 << 15):
             occupied = np.bincount(key, minlength=space) > 0
             ids = np.cumsum(occupied) - 1
             return ids[key], int(ids[-1]) + 1
@@ -148,11 +152,9 @@ class EncodedTable:
             return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists)
         inv, n_classes = self.group(levels, parent.rep)
         sizes = np.bincount(inv, weights=parent.sizes, minlength=n_classes).astype(np.int64)
-        order = np.argsort(inv, kind="stable")
-        sorted_inv = inv[order]
-        starts = np.flatnonzero(np.concatenate(([True], sorted_inv[1:] != sorted_inv[:-1])))
-        hists = {j: np.add.reduceat(parent.hists[j][order], starts, axis=0) for j in sa}
-        rep = parent.rep[order[starts]]
+        hists = {j: _sum_rows(parent.hists[j], inv, n_classes) for j in sa}
+        rep = np.empty(n_classes, dtype=np.int64)
+        rep[inv] = parent.rep  # any parent class inside a class represents it
         return ClassTable(tuple(levels), rep, sizes, hists)
 
     def sa_histogram(self, sa_index: int, inv: np.ndarray, n_classes: int) -> np.ndarray:
@@ -171,7 +173,7 @@ class EncodedTable:
 class ClassTable:
     """Equivalence classes of a node: a representative distinct row, size and SA counts each.
 
-    Classes are ordered by their smallest class id, consistently for a given grouping.
+    Class ids are those :meth:`EncodedTable.group` assigns for the node and the parent used.
     """
 
     levels: tuple[int, ...]
@@ -181,6 +183,13 @@ class ClassTable:
 
     def __len__(self) -> int:
         return len(self.sizes)
+
+
+def _sum_rows(matrix: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sum the rows of ``matrix`` by group, with one bincount over all cells."""
+    width = matrix.shape[1]
+    cells = (groups[:, None] * width + np.arange(width)).ravel()
+    return np.bincount(cells, weights=matrix.ravel(), minlength=n_groups * width).reshape(n_groups, width)
 
 
 def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:
