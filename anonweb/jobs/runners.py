@@ -71,7 +71,28 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     keys = {name: pysecrets.token_bytes(32) for name in _secret_names(plan_dict)}
     rng = np.random.default_rng(pysecrets.randbits(128))
     output, report = apply_plan(frame, plan, rng=rng, secrets=keys)
+    report_dict = report.to_dict()
+    source_rows = None
+    if _row_preserving(plan_dict) and len(output) == len(frame):
+        from anonweb.releases.conflicts import conflicts_with_earlier
+
+        progress(75, "checking for conflicts with earlier releases")
+        report_dict["conflicts"] = conflicts_with_earlier(
+            dataset=job.dataset, source=frame, aligned=output.reset_index(drop=True), plan=plan_dict
+        )
+        # Published rows are shuffled so that two releases cannot be joined by row position;
+        # the mapping back to source rows stays private, for later conflict checks.
+        source_rows = rng.permutation(len(output))
+        output = output.iloc[source_rows].reset_index(drop=True)
     progress(85, "writing the release")
-    release = release_create(job=job, frame=output, plan=public_plan(plan_dict), report=report.to_dict(),
-                             title=job.params.get("title") or "release")
+    release = release_create(job=job, frame=output, plan=public_plan(plan_dict), report=report_dict,
+                             title=job.params.get("title") or "release", source_rows=source_rows)
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
+
+
+# Steps whose output rows are not the source's rows (aggregates, synthetic records).
+ROW_CHANGING_STEPS = {"dp_release", "dp_synthetic"}
+
+
+def _row_preserving(plan_dict: dict) -> bool:
+    return not any(step.get("kind") in ROW_CHANGING_STEPS for step in plan_dict.get("steps", []))

@@ -18,14 +18,14 @@ class ReviewError(Exception):
     pass
 
 
-def release_create(*, job, frame, plan: dict, report: dict, title: str) -> Release:
+def release_create(*, job, frame, plan: dict, report: dict, title: str, source_rows=None) -> Release:
     """Files first (atomically renamed into place), then the row and its audit event in one
     transaction; if the row cannot be written the files are removed again."""
     release = Release(
         team=job.team, dataset=job.dataset, job=job, title=title, plan=plan, report=report,
         rows=len(frame), columns=[str(c) for c in frame.columns], requested_by=job.created_by,
     )
-    release.sha256 = write_release_files(release.storage_key, frame)
+    release.sha256 = write_release_files(release.storage_key, frame, source_rows=source_rows)
     try:
         for _attempt in range(3):
             try:

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from django.conf import settings
 
@@ -41,12 +42,21 @@ def safe_csv_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def write_release_files(storage_key, df: pd.DataFrame) -> str:
-    """Write data.parquet and data.csv atomically; return the CSV's SHA-256."""
+PRIVATE_DIR = "private"  # never served: how published rows map to source rows
+
+
+def write_release_files(storage_key, df: pd.DataFrame, *, source_rows: np.ndarray | None = None) -> str:
+    """Write data.parquet and data.csv atomically; return the CSV's SHA-256.
+
+    ``source_rows[j]`` is the source row of published row ``j``; it is kept privately so that
+    later releases can be checked for conflicts with this one."""
     final = release_dir(storage_key)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
     try:
+        if source_rows is not None:
+            (tmp / PRIVATE_DIR).mkdir()
+            np.save(tmp / PRIVATE_DIR / "source_rows.npy", np.asarray(source_rows, dtype=np.int64))
         df.to_parquet(tmp / "data.parquet", index=False)
         data = safe_csv_bytes(df)
         (tmp / "data.csv").write_bytes(data)
@@ -59,3 +69,15 @@ def write_release_files(storage_key, df: pd.DataFrame) -> str:
 
 def remove_release_files(storage_key) -> None:
     shutil.rmtree(release_dir(storage_key), ignore_errors=True)
+
+
+def load_aligned(storage_key) -> pd.DataFrame | None:
+    """The release's rows in source order, or None if it is not a row-per-source-row release."""
+    folder = release_dir(storage_key)
+    index_path = folder / PRIVATE_DIR / "source_rows.npy"
+    if not index_path.exists():
+        return None
+    source_rows = np.load(index_path)
+    published = pd.read_parquet(folder / "data.parquet")
+    aligned = published.iloc[np.argsort(source_rows, kind="stable")]
+    return aligned.reset_index(drop=True)

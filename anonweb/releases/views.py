@@ -34,7 +34,13 @@ def release_detail(request, release_id: int):
         from anonweb.core.charts import risk_charts
 
         charts = risk_charts(risk_after)
-    return render(request, "releases/detail.html", {"release": release, "can_review": can_review, "charts": charts})
+    from anonweb.releases.selectors import conflicts_for
+
+    conflicts = conflicts_for(release=release)
+    return render(request, "releases/detail.html", {
+        "release": release, "can_review": can_review, "charts": charts, "conflicts": conflicts,
+        "conflicting": [c for c in conflicts if c.get("conflicting")],
+    })
 
 
 @require_POST
