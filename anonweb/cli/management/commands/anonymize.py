@@ -79,7 +79,7 @@ class Command(BaseCommand):
         plan = read_plan(opts["plan"]) if opts["plan"] else self._search_plan(opts)
         secrets = {name: self._read_secret(path) for name, path in _pairs(opts["secret"], "--secret").items()}
         df = read_table(opts["path"], sep=opts["sep"])
-        sep = opts["sep"] or sniff_separator(Path(opts["path"]).read_text(errors="replace")[:65536])
+        sep = _output_separator(opts["path"], opts["sep"], sniff_separator)
         rng = np.random.default_rng(opts["seed"])
         out, report = apply_plan(df, plan, rng=rng, secrets=secrets)
         summary = self._summary(report.to_dict(), plan)
@@ -156,6 +156,19 @@ class Command(BaseCommand):
             return (f"wrote {rows} rows: levels {summary['levels']}, {summary['suppressed']} suppressed, "
                     f"smallest class {summary['k']}")
         return f"wrote {rows} rows"
+
+
+def _output_separator(path, sep, sniff):
+    """The input's separator for a delimited input, a comma otherwise."""
+    from anonweb.core.frame import TEXT_SUFFIXES, _decode_sep
+
+    if sep:
+        return _decode_sep(sep)
+    if Path(path).suffix.lower() not in TEXT_SUFFIXES:
+        return ","
+    with open(path, "rb") as f:
+        head = f.read(65536).decode("utf-8", errors="replace")
+    return sniff(head)
 
 
 def _write_temp(target, write):
