@@ -19,6 +19,12 @@ from anonweb.jobs.services import anonymize_launch
 
 
 class SuggestForm(forms.Form):
+    mode = forms.ChoiceField(choices=[
+        ("k_anonymity", "k-anonymity by optimal generalization"),
+        ("dp_histogram", "Differentially private histograms"),
+        ("ldp", "Local DP (randomized response) on sensitive columns"),
+    ], initial="k_anonymity", required=False, label="Kind of release")
+    epsilon = forms.FloatField(min_value=0.001, max_value=100, initial=1.0, required=False, label="ε (DP only)")
     k = forms.IntegerField(min_value=1, initial=5, label="k (smallest class)")
     suppression = forms.FloatField(min_value=0, max_value=0.99, initial=0.02, label="Suppression limit (fraction of rows)")
     l_diversity = forms.IntegerField(min_value=1, required=False, label="Distinct l-diversity for sensitive columns")
@@ -68,7 +74,8 @@ def plan_page(request, *, dataset_id: int):
                     return redirect("jobs:detail", job_id=job.pk)
     else:
         frame = load_frame(dataset.storage_key)
-        plan = suggest_plan(dataset, frame, k=options.get("k") or 5,
+        plan = suggest_plan(dataset, frame, mode=options.get("mode") or "k_anonymity",
+                            epsilon=options.get("epsilon") or 1.0, k=options.get("k") or 5,
                             suppression=options.get("suppression") if options.get("suppression") is not None else 0.02,
                             l_diversity=options.get("l_diversity"), identifiers=options.get("identifiers") or "drop")
         form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)

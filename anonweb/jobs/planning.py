@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import ParameterError
@@ -40,35 +41,70 @@ def suggest_hierarchy(dataset: Dataset, column: str, sample: pd.Series) -> dict[
     return {"builder": "grouping", "group_size": max(2, len(distinct) // 8), "fanout": 2}
 
 
+def _identifier_steps(dataset: Dataset, identifiers: str) -> list[dict[str, Any]]:
+    if not dataset.identifiers:
+        return []
+    if identifiers == "tokenize":
+        return [{"kind": "tokenize", "params": {"columns": dataset.identifiers, "key": "release-key"}}]
+    return [{"kind": "drop", "params": {"columns": dataset.identifiers}}]
+
+
+def _dp_histogram_steps(dataset: Dataset, epsilon: float) -> list[dict[str, Any]]:
+    """One DP histogram per sensitive column (quasi-identifiers if none), ε split evenly.
+
+    Categories are not read from the data (that would leak which values occur): keys are
+    selected privately with δ = 1e-6 unless the officer declares public categories instead."""
+    columns = dataset.sensitive or dataset.quasi_identifiers
+    share = round(epsilon / max(1, len(columns)), 6)
+    return [{"kind": "dp_release", "params": {"kind": "histogram", "epsilon": share, "columns": [c], "delta": 1e-6}}
+            for c in columns]
+
+
+def _ldp_steps(dataset: Dataset, frame: pd.DataFrame, epsilon: float) -> list[dict[str, Any]]:
+    """Randomized response per sensitive column; numeric ones get Laplace noise within bounds.
+
+    The suggested bounds are the column's range rounded outwards: replace them with public
+    bounds (a codebook's) before release, since the true range is itself data."""
+    steps = []
+    for c in dataset.sensitive:
+        if pd.api.types.is_numeric_dtype(frame[c]):
+            lo, hi = float(frame[c].min()), float(frame[c].max())
+            mag = 10 ** max(0, len(str(int(max(abs(lo), abs(hi), 1)))) - 1)
+            bounds = [float(np.floor(lo / mag) * mag), float(np.ceil(hi / mag) * mag)]
+            steps.append({"kind": "ldp_laplace", "params": {"column": c, "epsilon": epsilon, "bounds": bounds}})
+        else:
+            steps.append({"kind": "ldp_randomized_response", "params": {"column": c, "epsilon": epsilon}})
+    return steps
+
+
 def suggest_plan(
     dataset: Dataset,
     frame: pd.DataFrame,
     *,
+    mode: str = "k_anonymity",
     k: int = 5,
     suppression: float = 0.02,
     l_diversity: int | None = None,
     identifiers: str = "drop",
+    epsilon: float = 1.0,
 ) -> dict[str, Any]:
     qis = dataset.quasi_identifiers
-    steps: list[dict[str, Any]] = []
-    if dataset.identifiers:
-        if identifiers == "tokenize":
-            steps.append({"kind": "tokenize", "params": {"columns": dataset.identifiers, "key": "release-key"}})
-        else:
-            steps.append({"kind": "drop", "params": {"columns": dataset.identifiers}})
+    plan: dict[str, Any] = {"version": 1, "quasi_identifiers": qis, "sensitive": dataset.sensitive,
+                            "hierarchies": {}, "steps": _identifier_steps(dataset, identifiers)}
+    if mode == "dp_histogram":
+        plan["steps"] = _dp_histogram_steps(dataset, epsilon)
+        return plan
+    if mode == "ldp":
+        plan["steps"] += _ldp_steps(dataset, frame, epsilon)
+        return plan
     models = []
     if l_diversity and l_diversity > 1:
         models = [{"model": "distinct_l", "sensitive": sa, "l": l_diversity} for sa in dataset.sensitive]
     if qis:
-        steps.append({"kind": "optimal_generalization",
-                      "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models}})
-    return {
-        "version": 1,
-        "quasi_identifiers": qis,
-        "sensitive": dataset.sensitive,
-        "hierarchies": {c: suggest_hierarchy(dataset, c, frame[c]) for c in qis},
-        "steps": steps,
-    }
+        plan["steps"].append({"kind": "optimal_generalization",
+                              "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models}})
+    plan["hierarchies"] = {c: suggest_hierarchy(dataset, c, frame[c]) for c in qis}
+    return plan
 
 
 def check_web_plan(plan: dict[str, Any]) -> None:

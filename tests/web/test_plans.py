@@ -130,3 +130,27 @@ def test_hierarchy_upload_needs_the_officer_role(client, steward, dataset):
     client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "age", "file": SimpleUploadedFile("a.csv", AGE_HIERARCHY)})
     dataset.refresh_from_db()
     assert dataset.hierarchies == {}
+
+
+def test_dp_suggestions_declare_no_categories_from_the_data(client, officer, dataset):
+    client.force_login(officer)
+    page = client.get(reverse("jobs:plan", args=[dataset.pk]), {"mode": "dp_histogram", "epsilon": 2, "k": 5, "suppression": 0, "identifiers": "drop"})
+    plan = json.loads(page.context["form"].initial["plan"])
+    assert plan["steps"] == [{"kind": "dp_release", "params": {"kind": "histogram", "epsilon": 2.0, "columns": ["disease"], "delta": 1e-6}}]
+    page = client.get(reverse("jobs:plan", args=[dataset.pk]), {"mode": "ldp", "epsilon": 1, "k": 5, "suppression": 0, "identifiers": "drop"})
+    plan = json.loads(page.context["form"].initial["plan"])
+    assert plan["steps"][-1] == {"kind": "ldp_randomized_response", "params": {"column": "disease", "epsilon": 1.0}}
+
+
+def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, dataset):
+    from anonweb.jobs.services import anonymize_launch
+
+    plan = {"version": 1, "sensitive": ["disease"], "steps": [
+        {"kind": "drop", "params": {"columns": ["name"]}},
+        {"kind": "ldp_randomized_response", "params": {"column": "disease", "epsilon": 1.0}}]}
+    job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.params["privacy_cost"]["local_epsilon"] == 1.0
+    assert job.release.report["privacy_cost"] == {"local_epsilon": 1.0}
