@@ -25,16 +25,35 @@ def test_every_page_requires_login(client, name, kwargs):
     assert response.url.startswith(reverse("login"))
 
 
-def test_object_pages_require_login(client, dataset):
+def test_object_pages_require_login(client, dataset, officer):
+    import pandas as pd
+
+    from anonweb.releases.services import release_create
+
     job = Job.objects.create(team=dataset.team, dataset=dataset, kind=JobKind.PROFILE)
-    for url in [
+    release = release_create(job=job, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="r")
+    gets = [
         reverse("datasets:detail", args=[dataset.pk]),
         reverse("jobs:detail", args=[job.pk]),
         reverse("jobs:status", args=[job.pk]),
-    ]:
-        response = client.get(url)
-        assert response.status_code == 302, url
-        assert response.url.startswith(reverse("login"))
+        reverse("jobs:plan", args=[dataset.pk]),
+        reverse("releases:detail", args=[release.pk]),
+        reverse("releases:download", args=[release.pk]),
+    ]
+    posts = [
+        reverse("datasets:assess", args=[dataset.pk]),
+        reverse("datasets:hierarchy", args=[dataset.pk]),
+        reverse("datasets:budget", args=[dataset.pk]),
+        reverse("jobs:cancel", args=[job.pk]),
+        reverse("jobs:queue_check"),
+        reverse("releases:review", args=[release.pk]),
+    ]
+    for method, urls in (("get", gets), ("post", posts)):
+        for url in urls:
+            response = getattr(client, method)(url)
+            assert response.status_code == 302, url
+            assert response.url.startswith(reverse("login")), url
+    assert Job.objects.count() == 1
 
 
 def test_login_and_logout(client, officer):
