@@ -157,3 +157,35 @@ def test_hierarchy_that_misses_values_lists_them():
     hs = resolve_hierarchies({"sex": {"rows": [["F", "*"], ["M", "*"]]}}, df)
     with pytest.raises(HierarchyError, match="does not cover 2 value\\(s\\): 'X', 'Y'"):
         hs["sex"].validate_covers(df["sex"])
+
+
+def test_mondrian_step_through_a_plan():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"age": rng.integers(18, 90, 300), "income": rng.integers(0, 10**5, 300),
+                       "disease": rng.choice(["a", "b"], 300)})
+    plan = plan_from_dict({"quasi_identifiers": ["age", "income"],
+                           "steps": [{"kind": "mondrian", "params": {"k": 7}}]})
+    out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
+    assert out.groupby(["age", "income"]).size().min() >= 7
+    assert report.steps[0]["smallest_partition"] >= 7 and out["disease"].equals(df["disease"])
+
+
+def test_hierarchical_t_closeness_takes_the_plan_hierarchy(fixtures_dir):
+    df = pd.read_csv(fixtures_dir / "test2.csv", sep=";")
+    h = {c: {"path": str(fixtures_dir / f"test2_hierarchy_{c}.csv")} for c in ("ZIPCode", "Age", "Disease")}
+    plan = plan_from_dict({
+        "quasi_identifiers": ["ZIPCode", "Age"], "sensitive": ["Disease"], "hierarchies": h,
+        "steps": [{"kind": "optimal_generalization", "params": {"k": 3, "models": [
+            {"model": "t_closeness", "sensitive": "Disease", "t": 0.3, "distance": "hierarchical"}]}}],
+    })
+    out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
+    assert report.steps[0]["k"] >= 3
+    assert any("hierarchical" in m for m in report.steps[0]["models"])
+
+
+def test_unknown_privacy_model_fails_validation():
+    plan = plan_from_dict({"quasi_identifiers": ["a"], "hierarchies": {"a": {"rows": [["1", "*"]]}},
+                           "steps": [{"kind": "optimal_generalization",
+                                      "params": {"k": 2, "models": [{"model": "magic"}]}}]})
+    with pytest.raises(ParameterError, match="unknown privacy model 'magic'"):
+        apply_plan(pd.DataFrame({"a": ["1", "1"]}), plan, rng=np.random.default_rng(0))
