@@ -149,7 +149,7 @@ class EncodedTable:
             sizes = np.bincount(inv, weights=self.weights, minlength=n_classes)
             hists = {j: self.sa_histogram(j, inv, n_classes) for j in sa}
             rep = _first_index(inv, n_classes)
-            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists)
+            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists, inv)
         inv, n_classes = self.group(levels, parent.rep)
         sizes = np.bincount(inv, weights=parent.sizes, minlength=n_classes).astype(np.int64)
         hists = {j: _sum_rows(parent.hists[j], inv, n_classes) for j in sa}
@@ -180,6 +180,7 @@ class ClassTable:
     rep: np.ndarray
     sizes: np.ndarray
     hists: dict[int, np.ndarray]
+    inv: np.ndarray | None = None  # class of each distinct row, when grouped from them
 
     def __len__(self) -> int:
         return len(self.sizes)

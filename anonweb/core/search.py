@@ -203,9 +203,8 @@ def optimal_generalization(
 def _result(df, table, checker, scorer, models, node, ev, values, run, started) -> SearchResult:
     qis = tuple(q.name for q in table.qis)
     # regroup from the distinct rows once, to map suppression back to every record
-    inv, _ = table.group(node)
     final = checker.check(node)
-    out_rows = final.out_classes[inv][table.row_to_base]
+    out_rows = final.out_classes[final.ct.inv][table.row_to_base]
     kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {
