@@ -28,7 +28,7 @@ class Hierarchy:
 
     rows: tuple[tuple[str, ...], ...]
     attribute: str | None = None
-    _index: dict[str, int] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         rows = tuple(tuple(str(v) for v in row) for row in self.rows)

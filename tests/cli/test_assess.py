@@ -118,3 +118,23 @@ def test_command_does_not_import_celery_or_plotly():
                        env={**os.environ, "DEBUG": "1"}, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "LEAKED" not in p.stdout
+
+
+def test_known_columns_simulate_a_linkage_attack_on_the_table_itself(fixtures_dir):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "DEBUG": "1"}
+    out = subprocess.run(
+        [sys.executable, "manage.py", "assess", str(fixtures_dir / "test2.csv"), "--qi", "ZIPCode",
+         "--known", "Disease", "--format", "json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )
+    link = json.loads(out.stdout)["linkage"]
+    # Diseases: gastritis, bronchitis and stomach cancer twice each; three others once.
+    assert link["mode"] == "known" and link["singled_out"] == 3
+    assert link["histogram"] == [{"candidates": 1, "records": 3}, {"candidates": 2, "records": 6}]

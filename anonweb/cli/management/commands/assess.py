@@ -26,6 +26,7 @@ class Command(BaseCommand):
             "--hierarchy", action="append", default=[], metavar="COL=FILE",
             help="value hierarchy (ARX CSV) for a sensitive column; repeatable",
         )
+        parser.add_argument("--known", default="", help="columns an attacker knows (linkage attack on the table itself)")
         parser.add_argument("--aux", default=None, help="auxiliary table for a linkage attack")
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
         parser.add_argument("--population", default=None, help="population size N")
@@ -56,6 +57,8 @@ class Command(BaseCommand):
             raise ParameterError("no quasi-identifier given: use --qi COL,COL")
         if options["aux_keys"] and not options["aux"]:
             raise ParameterError("--aux-keys needs --aux (the auxiliary table to join)")
+        if options["known"] and options["aux"]:
+            raise ParameterError("give either --known or --aux, not both")
         sensitive = parse_column_list(options["sensitive"])
         hierarchies = {}
         for spec in options["hierarchy"]:
@@ -84,6 +87,9 @@ class Command(BaseCommand):
             aux = read_table(options["aux"], sep=options["sep"])
             keys = parse_column_list(options["aux_keys"]) or None
             result["linkage"] = linkage_histogram(df, aux=aux, on=keys).to_dict()
+        elif options["known"]:
+            known = parse_column_list(options["known"])
+            result["linkage"] = linkage_histogram(df, known=known).to_dict()
         return result
 
 
@@ -141,7 +147,8 @@ def render_text(r: dict) -> str:
     if link:
         lines.append(
             f"  linkage on {', '.join(link['columns'])}: {link['singled_out']} of "
-            f"{link['targets']} auxiliary records singled out, {link['unmatched']} unmatched"
+            f"{link['targets']} {'auxiliary ' if link['mode'] != 'known' else ''}records singled out, "
+            f"{link['unmatched']} unmatched"
         )
         for h in link["histogram"][:10]:
             lines.append(f"    {h['candidates']:>5} candidates: {h['records']} records")
