@@ -119,7 +119,7 @@ def check_web_plan(plan: dict[str, Any]) -> None:
 
 def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
     """The plan as published with a release: every parameter, but hierarchy tables (which list
-    the source's distinct values) summarised, and secrets only by name."""
+    the source's distinct values) and substitution codebooks summarised, and secrets only by name."""
     out = dict(plan)
     hierarchies = {}
     for column, spec in (plan.get("hierarchies") or {}).items():
@@ -129,6 +129,12 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
         else:
             hierarchies[column] = spec
     out["hierarchies"] = hierarchies
+    # A substitution codebook is a key in all but name: publishing it undoes the substitution.
+    out["steps"] = [
+        {**step, "params": {**step.get("params", {}), "codebook": {"entries": len(step["params"]["codebook"])}}}
+        if step.get("kind") == "substitute" and isinstance(step.get("params", {}).get("codebook"), dict) else step
+        for step in plan.get("steps", [])
+    ]
     return out
 
 

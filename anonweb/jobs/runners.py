@@ -71,7 +71,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     keys = {name: pysecrets.token_bytes(32) for name in _secret_names(plan_dict)}
     rng = np.random.default_rng(pysecrets.randbits(128))
     output, report = apply_plan(frame, plan, rng=rng, secrets=keys)
-    report_dict = report.to_dict()
+    report_dict = _without_source_values(report.to_dict())
     source_rows = None
     if _row_preserving(plan_dict) and len(output) == len(frame):
         from anonweb.releases.conflicts import conflicts_with_earlier
@@ -96,3 +96,12 @@ ROW_CHANGING_STEPS = {"dp_release", "dp_synthetic"}
 
 def _row_preserving(plan_dict: dict) -> bool:
     return not any(step.get("kind") in ROW_CHANGING_STEPS for step in plan_dict.get("steps", []))
+
+
+def _without_source_values(report: dict) -> dict:
+    """The release report is read by analysts: the source's disclosing classes (raw quasi-
+    identifier and sensitive values of the unreleased data) are reduced to their count."""
+    before = report.get("risk_before") or {}
+    for sa in (before.get("sensitive") or {}).values():
+        sa.pop("disclosing_classes", None)
+    return report

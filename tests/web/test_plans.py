@@ -84,6 +84,10 @@ def test_launch_then_run_publishes_a_release_awaiting_approval(client, officer, 
     assert "seed" not in stored and "secret" not in stored.replace("the secret", "")
     csv = (release_dir(release.storage_key) / "data.csv").read_text()
     assert "Ann Lee" not in csv
+    # Analysts read the report: no raw source values in it, only counts.
+    before = release.report["risk_before"]["sensitive"]["disease"]
+    assert "disclosing_classes" not in before and before["homogeneous_classes"] == 6
+    assert "47677" not in json.dumps(release.report["risk_before"])
     assert len(csv.splitlines()) == 7
 
 
@@ -154,3 +158,16 @@ def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, dataset)
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert job.params["privacy_cost"]["local_epsilon"] == 1.0
     assert job.release.report["privacy_cost"] == {"local_epsilon": 1.0}
+
+
+def test_the_published_plan_hides_codebooks_and_hierarchy_tables():
+    from anonweb.jobs.planning import public_plan
+
+    plan = {"hierarchies": {"sex": {"rows": [["F", "*"], ["M", "*"]]}, "age": {"builder": "interval", "width": 10}},
+            "steps": [{"kind": "substitute", "params": {"columns": ["name"], "codebook": {"Ann Lee": "A", "Bob Ray": "B"}}},
+                      {"kind": "drop", "params": {"columns": ["zip"]}}]}
+    public = public_plan(plan)
+    assert public["steps"][0]["params"]["codebook"] == {"entries": 2}
+    assert public["steps"][1] == plan["steps"][1]
+    assert public["hierarchies"] == {"sex": {"uploaded": True, "values": 2, "levels": 2}, "age": {"builder": "interval", "width": 10}}
+    assert "Ann Lee" not in json.dumps(public) and "Ann Lee" in json.dumps(plan)  # the input is untouched
