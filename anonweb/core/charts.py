@@ -79,6 +79,26 @@ def _homogeneity_chart(risk: Mapping[str, Any]) -> go.Figure | None:
     return fig
 
 
+def intruder_chart(result: Mapping[str, Any]) -> dict | None:
+    """The two distance distributions of the maximum-knowledge intruder check: each original
+    record's distance to its closest anonymized record, against random records' distances."""
+    match, chance = result.get("match_distances"), result.get("baseline_distances")
+    if not match or not chance:
+        return None
+    fig = go.Figure()
+    for name, dist, color in (("original records", match, "#b3261e"), ("random records (chance)", chance, "#5b6775")):
+        edges, counts = dist["bin_edges"], dist["counts"]
+        total = max(1, sum(counts))
+        fig.add_bar(name=name, x=[(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)],
+                    y=[c / total for c in counts], marker_color=color, opacity=0.7)
+    fig.add_vline(x=result.get("threshold", 0), line_dash="dash",
+                  annotation_text="5th percentile of chance")
+    fig.update_layout(title="Distance to the closest released record: linkage against chance", barmode="overlay",
+                      xaxis_title=f"distance ({result.get('metric', 'rank')})", yaxis_title="share of records",
+                      yaxis_tickformat=".0%", **_LAYOUT)
+    return {"id": "chart-intruder", "data_id": "chart-intruder-data", "figure": _as_data(fig)}
+
+
 def risk_charts(risk: Mapping[str, Any]) -> list[dict]:
     builders = [("class-sizes", _class_size_chart), ("records-at-risk", _records_at_risk_chart),
                 ("homogeneity", _homogeneity_chart)]

@@ -80,6 +80,10 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         report_dict["conflicts"] = conflicts_with_earlier(
             dataset=job.dataset, source=frame, aligned=output.reset_index(drop=True), plan=plan_dict
         )
+        intruder = _intruder(frame, output.reset_index(drop=True), plan_dict, rng)
+        if intruder is not None:
+            progress(80, "verifying the perturbation against a maximum-knowledge intruder")
+            report_dict["intruder"] = intruder
         # Published rows are shuffled so that two releases cannot be joined by row position;
         # the mapping back to source rows stays private, for later conflict checks.
         source_rows = rng.permutation(len(output))
@@ -88,6 +92,30 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     release = release_create(job=job, frame=output, plan=public_plan(plan_dict), report=report_dict,
                              title=job.params.get("title") or "release", source_rows=source_rows)
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
+
+
+# Steps that perturb numeric values; their output is checked by record linkage (seed 003).
+PERTURBING_STEPS = {"add_noise", "multiplicative_noise", "rank_swap", "microaggregation", "shuffle", "ldp_laplace"}
+
+
+def _intruder(source, aligned, plan_dict: dict, rng) -> dict | None:
+    """Maximum-knowledge intruder check on the numeric columns the plan perturbed, if any."""
+    import pandas as pd
+
+    from anonweb.core.intruder import intruder_check
+
+    columns: list[str] = []
+    for step in plan_dict.get("steps", []):
+        if step.get("kind") in PERTURBING_STEPS:
+            params = step.get("params", {})
+            columns += list(params.get("columns") or []) + ([params["column"]] if params.get("column") else [])
+    columns = [
+        c for c in dict.fromkeys(columns)
+        if c in aligned.columns and pd.api.types.is_numeric_dtype(source[c]) and pd.api.types.is_numeric_dtype(aligned[c])
+    ]
+    if not columns or len(source) < 20:
+        return None
+    return intruder_check(source, aligned, columns=columns, rng=rng).to_dict()
 
 
 # Steps whose output rows are not the source's rows (aggregates, synthetic records).

@@ -37,6 +37,12 @@ def release_detail(request, release_id: int):
     from anonweb.releases.selectors import conflicts_for
 
     conflicts = conflicts_for(release=release)
+    intruder = (release.report or {}).get("intruder")
+    if intruder:
+        from anonweb.core.charts import intruder_chart
+
+        chart = intruder_chart(intruder)
+        charts = (charts or []) + ([chart] if chart else [])
     return render(request, "releases/detail.html", {
         "release": release, "can_review": can_review, "charts": charts, "conflicts": conflicts,
         "conflicting": [c for c in conflicts if c.get("conflicting")],

@@ -171,3 +171,31 @@ def test_the_published_plan_hides_codebooks_and_hierarchy_tables():
     assert public["steps"][1] == plan["steps"][1]
     assert public["hierarchies"] == {"sex": {"uploaded": True, "values": 2, "levels": 2}, "age": {"builder": "interval", "width": 10}}
     assert "Ann Lee" not in json.dumps(public) and "Ann Lee" in json.dumps(plan)  # the input is untouched
+
+
+def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(client, officer, steward, team):
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    from anonweb.datasets.services import dataset_create
+    from anonweb.jobs.services import anonymize_launch
+
+    rng = np.random.default_rng(1)
+    xy = rng.multivariate_normal([50, 100], [[25, 20], [20, 25]], 600)
+    buf = io.StringIO()
+    pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(buf, index=False)
+    ds = dataset_create(user=officer, team=team, upload=SimpleUploadedFile("n.csv", buf.getvalue().encode()), name="n")
+    plan = {"version": 1, "steps": [{"kind": "add_noise", "params": {"columns": ["x", "y"], "scale": 0.1}}]}
+    job = anonymize_launch(user=officer, dataset=ds, plan=plan, title="noise")
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    intruder = job.release.report["intruder"]
+    assert intruder["columns"] == ["x", "y"] and intruder["n_records"] == 600
+    # noise variance 1% of each column's (sd x 0.1): links stand out from chance (seed 003)
+    assert intruder["not_deniable_share"] > 0.1
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
+    assert 'data-testid="intruder"' in page and "chart-intruder" in page
