@@ -183,17 +183,18 @@ def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(cli
     from anonweb.jobs.services import anonymize_launch
 
     rng = np.random.default_rng(1)
-    xy = rng.multivariate_normal([50, 100], [[25, 20], [20, 25]], 600)
+    cov = np.full((4, 4), 0.5) + np.eye(4) * 0.5
+    data = rng.multivariate_normal(np.zeros(4), cov, 1500) * [1.0, 10.0, 100.0, 0.1]
     buf = io.StringIO()
-    pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}).to_csv(buf, index=False)
+    pd.DataFrame(data, columns=["x", "y", "z", "w"]).to_csv(buf, index=False)
     ds = dataset_create(user=officer, team=team, upload=SimpleUploadedFile("n.csv", buf.getvalue().encode()), name="n")
-    plan = {"version": 1, "steps": [{"kind": "add_noise", "params": {"columns": ["x", "y"], "scale": 0.1}}]}
+    plan = {"version": 1, "steps": [{"kind": "add_noise", "params": {"columns": ["x", "y", "z", "w"], "scale": 0.1}}]}
     job = anonymize_launch(user=officer, dataset=ds, plan=plan, title="noise")
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
     intruder = job.release.report["intruder"]
-    assert intruder["columns"] == ["x", "y"] and intruder["n_records"] == 600
+    assert intruder["columns"] == ["x", "y", "z", "w"] and intruder["n_records"] == 1500
     # noise variance 1% of each column's (sd x 0.1): links stand out from chance (seed 003)
     assert intruder["not_deniable_share"] > 0.1
     client.force_login(steward)
