@@ -21,7 +21,7 @@ FORBIDDEN_KEY_PARTS = ("secret", "password", "token_key", "hmac_key", "seed", "p
 
 
 class AuditDetailError(ValueError):
-    pass
+    """Audit details that must not be stored (secrets, non-JSON values)."""
 
 
 def _check_details(value: Any, path: str = "details") -> None:

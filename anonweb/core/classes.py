@@ -213,11 +213,9 @@ def json_value(value: object) -> object:
     """A cell value as JSON-safe Python: NaN/None/NaT become None, NumPy scalars plain."""
     if value is None:
         return None
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
+    # pd.isna on a list or array answers per element; only a scalar can be "missing" here.
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return None
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (str, int, float, bool)):

@@ -387,4 +387,4 @@ class _Search:
 
 
 class _Budget(Exception):
-    pass
+    """The node or time budget of the search ran out."""

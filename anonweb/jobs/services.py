@@ -34,7 +34,7 @@ STALE_AFTER = timedelta(seconds=settings.ANONWEB_JOB_STALE_SECONDS)
 
 
 class JobCancelled(Exception):
-    pass
+    """Cancellation was requested while the job ran."""
 
 
 def job_create(*, user, team, kind: str, dataset=None, params: dict | None = None) -> Job:

@@ -15,7 +15,7 @@ from anonweb.releases.storage import remove_release_files, write_release_files
 
 
 class ReviewError(Exception):
-    pass
+    """The release was already reviewed."""
 
 
 def release_create(*, job, frame, plan: dict, report: dict, title: str, source_rows=None) -> Release:

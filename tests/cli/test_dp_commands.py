@@ -145,7 +145,7 @@ def test_dp_release_refuses_bad_input_and_writes_nothing(people, tmp_path, args,
     message = refused("dp-release", str(people), *args, "--out", str(out), "--report", str(report))
     assert fragment in message
     assert not out.exists() and not report.exists()
-    assert not list(tmp_path.glob(".dp-*"))
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_dp_release_refuses_a_category_outside_the_declared_set(people, tmp_path):
@@ -295,4 +295,4 @@ def test_an_unwritable_output_leaves_neither_file(people, tmp_path):
         str(report),
     )
     assert str(out) in message
-    assert not report.exists() and not list(tmp_path.glob(".dp-*"))
+    assert not report.exists() and not list(tmp_path.glob(".*.tmp"))

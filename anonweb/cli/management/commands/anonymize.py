@@ -12,8 +12,6 @@ written to a temporary name beside the target and renamed only on success). Keys
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -83,15 +81,12 @@ class Command(BaseCommand):
         rng = np.random.default_rng(opts["seed"])
         out, report = apply_plan(df, plan, rng=rng, secrets=secrets)
         summary = self._summary(report.to_dict(), plan)
-        pending = [_write_temp(opts["out"], lambda f: out.to_csv(f, sep=sep, index=False))]
-        try:
-            if opts["report"]:
-                pending.append(_write_temp(opts["report"], lambda f: json.dump(summary, f, indent=2)))
-        except BaseException:
-            Path(pending[0][0]).unlink(missing_ok=True)
-            raise
-        for tmp, target in pending:
-            os.replace(tmp, target)
+        from anonweb.cli.output import write_all
+
+        outputs = [(opts["out"], lambda f: out.to_csv(f, sep=sep, index=False))]
+        if opts["report"]:
+            outputs.append((opts["report"], lambda f: json.dump(summary, f, indent=2)))
+        write_all(outputs)
         self.stdout.write(self._line(summary, len(out)))
 
     def _search_plan(self, opts):
@@ -169,18 +164,3 @@ def _output_separator(path, sep, sniff):
     with open(path, "rb") as f:
         head = f.read(65536).decode("utf-8", errors="replace")
     return sniff(head)
-
-
-def _write_temp(target, write):
-    """Write to a temporary file beside ``target``; the caller renames it on success."""
-    target = Path(target)
-    if not target.parent.is_dir():
-        raise CommandError(f"output directory {str(target.parent)!r} does not exist", returncode=2)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            write(f)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp, target

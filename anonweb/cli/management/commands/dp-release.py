@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -124,24 +121,10 @@ def _clean(value):
 
 
 def write_outputs(table, report: dict, *, out: str, report_path: str) -> None:
-    """Both files or neither: write to temporaries beside the targets, then rename."""
-    pending, current = [], out
-    try:
-        for target, writer in (
-            (out, lambda f: table.to_csv(f, index=False)),
-            (report_path, lambda f: f.write(json.dumps(_clean(report), indent=2, allow_nan=False))),
-        ):
-            current = target
-            folder = Path(target).resolve().parent
-            fd, tmp = tempfile.mkstemp(prefix=".dp-", suffix=".tmp", dir=folder)
-            pending.append((tmp, target))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                writer(f)
-        for tmp, target in pending:
-            os.replace(tmp, target)
-    except OSError as exc:
-        raise CommandError(f"cannot write {current}: {exc.strerror}", returncode=2) from None
-    finally:
-        for tmp, _ in pending:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    """Both files or neither."""
+    from anonweb.cli.output import write_all
+
+    write_all([
+        (out, lambda f: table.to_csv(f, index=False)),
+        (report_path, lambda f: f.write(json.dumps(_clean(report), indent=2, allow_nan=False))),
+    ])

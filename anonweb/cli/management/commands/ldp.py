@@ -8,9 +8,6 @@ to temporary files and renamed only when both are complete.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -80,25 +77,10 @@ class Command(BaseCommand):
 
 
 def _write_both(table, report: dict, *, out: str, report_path: str) -> None:
-    """Both files or neither: temporaries beside the targets, renamed at the end."""
-    pending, current = [], out
-    try:
-        for target, writer in (
-            (out, lambda f: table.to_csv(f, index=False)),
-            (report_path, lambda f: f.write(json.dumps(report, indent=2, allow_nan=False))),
-        ):
-            current = target
-            fd, tmp = tempfile.mkstemp(
-                prefix=".ldp-", suffix=".tmp", dir=Path(target).resolve().parent
-            )
-            pending.append((tmp, target))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                writer(f)
-        for tmp, target in pending:
-            os.replace(tmp, target)
-    except OSError as exc:
-        raise CommandError(f"cannot write {current}: {exc.strerror}", returncode=2) from None
-    finally:
-        for tmp, _ in pending:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    """Both files or neither."""
+    from anonweb.cli.output import write_all
+
+    write_all([
+        (out, lambda f: table.to_csv(f, index=False)),
+        (report_path, lambda f: f.write(json.dumps(report, indent=2, allow_nan=False))),
+    ])
