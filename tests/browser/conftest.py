@@ -34,3 +34,14 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+def login(page, base_url: str, username: str) -> None:
+    """Log in through the form, as a person would."""
+    from tests.web.factories import PASSWORD
+
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{base_url}/")

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from anonweb.accounts.models import Role
+from tests.browser.conftest import login
 from tests.services.conftest import broker, start_worker  # noqa: F401  (fixtures)
-from tests.web.factories import PASSWORD, TeamFactory, member
+from tests.web.factories import TeamFactory, member
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SHOTS = Path(os.environ.get("ANONWEB_SCREENSHOTS", "var/test/screenshots"))
@@ -26,14 +27,6 @@ def _table(n=120, seed=7):
         "sex": rng.choice(["F", "M"], n),
         "diagnosis": rng.choice(["flu", "asthma", "diabetes", "=cmd|' /C calc'!A0"], n),
     })
-
-
-def _login(page, url, username):
-    page.goto(f"{url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{url}/")
 
 
 def _wait_job(page):
@@ -54,7 +47,7 @@ def test_upload_tag_assess_anonymize_approve_download(browser, live_server, brok
     _table().to_csv(source, index=False)
 
     officer = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    _login(officer, url, "olivia")
+    login(officer, url, "olivia")
     officer.goto(f"{url}/datasets/upload/")
     officer.fill("#id_name", "registry")
     officer.set_input_files("#id_file", str(source))
@@ -85,11 +78,11 @@ def test_upload_tag_assess_anonymize_approve_download(browser, live_server, brok
     officer.screenshot(path=str(SHOTS / "release.png"), full_page=True)
 
     analyst = browser.new_context().new_page()
-    _login(analyst, url, "ana")
+    login(analyst, url, "ana")
     assert analyst.goto(release_url).status == 404  # not approved yet
 
     steward = browser.new_context().new_page()
-    _login(steward, url, "sam")
+    login(steward, url, "sam")
     steward.goto(release_url)
     steward.fill("#note", "k >= 5, identifiers dropped")
     steward.click("button[value=approve]")

@@ -3,25 +3,18 @@
 import pytest
 
 from anonweb.accounts.models import Role
+from tests.browser.conftest import login
 from tests.services.conftest import broker, start_worker  # noqa: F401  (fixtures)
-from tests.web.factories import PASSWORD, TeamFactory, member
+from tests.web.factories import TeamFactory, member
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def _login(page, live_server, username):
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def test_officer_launches_a_job_and_sees_progress_reach_100(page, live_server, broker, start_worker):  # noqa: F811
     team = TeamFactory(name="Browser team")
     member(team, Role.PRIVACY_OFFICER, username="officer1")
     start_worker(broker("filesystem://"))
-    _login(page, live_server, "officer1")
+    login(page, live_server, "officer1")
     page.goto(f"{live_server.url}/jobs/")
     page.click("[data-testid=queue-check]")
     page.wait_for_url("**/jobs/*/")
@@ -40,7 +33,7 @@ def test_officer_launches_a_job_and_sees_progress_reach_100(page, live_server, b
 def test_analyst_cannot_reach_datasets(page, live_server):
     team = TeamFactory(name="Analysts")
     member(team, Role.ANALYST, username="analyst1")
-    _login(page, live_server, "analyst1")
+    login(page, live_server, "analyst1")
     assert page.locator("nav >> text=Datasets").count() == 0
     response = page.goto(f"{live_server.url}/datasets/upload/")
     assert response.status == 200
