@@ -36,16 +36,26 @@ _IDENTIFIER_NAME = re.compile(
 )
 
 
-def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """Make every column storable in Parquet: mixed object columns (Excel) become text, then
-    numbers are recognised the same way as in CSV files (codes with leading zeros stay text)."""
+def normalize_frame(df: pd.DataFrame, *, typed: bool = False) -> pd.DataFrame:
+    """Make every column storable in Parquet.
+
+    Text files (``typed=False``) carry no types: numbers are recognised as in CSV reading (codes
+    with leading zeros stay text). Excel and Parquet cells are typed: a column is numeric when
+    every value is a number, and text (as written) otherwise, so a ZIP column stored as text
+    stays text.
+    """
     out = {}
     for col in df.columns:
         s = df[col]
         if s.dtype == object:
-            s = s.map(lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+            present = s.dropna()
+            if typed and len(present) and present.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all():
+                s = pd.to_numeric(s)
+            else:
+                s = s.map(lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
         out[str(col)] = s
-    return infer_types(pd.DataFrame(out))
+    frame = pd.DataFrame(out)
+    return frame if typed else infer_types(frame)
 
 
 def guess_tags(columns: list[str]) -> dict[str, str]:
@@ -84,7 +94,8 @@ def dataset_create(*, user, team, upload, name: str, description: str = "", sep:
     for chunk in upload.chunks():
         digest.update(chunk)
     upload.seek(0)
-    df = normalize_frame(read_table(upload, sep=sep, name=original_name))
+    typed = suffix in EXCEL_SUFFIXES | PARQUET_SUFFIXES
+    df = normalize_frame(read_table(upload, sep=sep, name=original_name), typed=typed)
     dataset = Dataset(
         team=team, name=name, description=description, uploaded_by=user, original_name=original_name,
         file_format=suffix.lstrip("."), size_bytes=upload.size, sha256=digest.hexdigest(),

@@ -129,3 +129,30 @@ def test_profile_result_is_rendered_as_charts(dataset):
 
     charts = risk_charts(result["risk"])
     assert {c["id"] for c in charts} >= {"chart-class-sizes", "chart-records-at-risk"}
+
+
+@pytest.mark.parametrize("fmt", ["xlsx", "parquet", "tsv"])
+def test_excel_parquet_and_tsv_uploads(client, officer, team, fmt, tmp_path):
+    import io
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.web.conftest import small_table
+
+    df = small_table()
+    buf = io.BytesIO()
+    if fmt == "xlsx":
+        df.to_excel(buf, index=False)
+    elif fmt == "parquet":
+        df.to_parquet(buf, index=False)
+    else:
+        buf.write(df.to_csv(index=False, sep="\t").encode())
+    client.force_login(officer)
+    upload = SimpleUploadedFile(f"patients.{fmt}", buf.getvalue())
+    response = client.post(reverse("datasets:upload"), {"team": team.pk, "name": fmt, "file": upload})
+    assert response.status_code == 302, response.content.decode()[:500]
+    ds = Dataset.objects.get(name=fmt)
+    assert ds.rows == 6 and ds.column_names == list(df.columns)
+    assert {c["name"]: c["dtype"] for c in ds.columns}["age"] == "numeric"
+    # Typed formats keep a ZIP column written as text; a text file's digits read as numbers.
+    assert {c["name"]: c["dtype"] for c in ds.columns}["zip"] == ("numeric" if fmt == "tsv" else "text")
