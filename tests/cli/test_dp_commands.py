@@ -296,3 +296,26 @@ def test_an_unwritable_output_leaves_neither_file(people, tmp_path):
     )
     assert str(out) in message
     assert not report.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_histogram_without_public_categories_selects_them_privately(people, tmp_path):
+    """The documented form `--histogram COL --epsilon E` works without a categories file: keys
+    are selected with the default δ, which the report states."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    out, report = tmp_path / "h.csv", tmp_path / "h.json"
+    subprocess.run(
+        [sys.executable, "manage.py", "dp-release", str(people), "--histogram", "region",
+         "--epsilon", "1", "--out", str(out), "--report", str(report)],
+        cwd=ROOT, env={**os.environ, "DEBUG": "1"}, check=True, capture_output=True, text=True,
+    )
+    data = json.loads(report.read_text())
+    assert data["epsilon_spent"] == 1.0
+    assert 0 < data["delta_spent"] <= 1e-6
+    assert data["categories"] != "declared"
+
