@@ -72,6 +72,7 @@ def test_upload_tag_assess_anonymize_approve_download(browser, live_server, brok
     _wait_job(officer)
     officer.click("text=See the release")
     assert int(officer.locator("[data-testid=k-after]").inner_text()) >= 5
+    assert officer.locator("[data-testid=homogeneity] >> text=diagnosis").count() == 1
     assert officer.locator("[data-testid=release-status]").inner_text() == "Awaiting approval"
     assert officer.locator("text=Approve").count() == 0  # the requester cannot approve
     release_url = officer.url

@@ -39,7 +39,7 @@ class Command(BaseCommand):
             creds.append(self._user(team, username, role, first, last))
         creds.append(self._admin())
         self._save_credentials([c for c in creds if c[1]])
-        self.stdout.write("Demo accounts (log in at http://127.0.0.1:8000/):")
+        self.stdout.write("Demo accounts (user name, then password):")
         for username, password, label in creds:
             shown = password or "(unchanged; see var/demo-credentials.txt or set it again with changepassword)"
             self.stdout.write(f"  {label:<16} {username:<9} {shown}")
