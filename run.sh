@@ -35,7 +35,7 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A anonweb.celery worker --loglevel=INFO --concurrency="${ANONWEB_WORKER_CONCURRENCY:-2}" --queues "${ANONWEB_QUEUE:-anonweb}" &
+.venv/bin/celery -A anonweb.celery worker --beat --schedule var/celerybeat-schedule --loglevel=INFO --concurrency="${ANONWEB_WORKER_CONCURRENCY:-2}" --queues "${ANONWEB_QUEUE:-anonweb}" &
 pids+=($!)
 .venv/bin/gunicorn anonweb.wsgi:application --bind "$HOST:$PORT" --workers 2 --threads 4 \
   --access-logfile - --graceful-timeout 5 &

@@ -171,6 +171,11 @@ elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memo
     )
 CELERY_TASK_DEFAULT_QUEUE = env_str("ANONWEB_QUEUE", "anonweb")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Data expiration: raw tables past their retention date are purged hourly (worker --beat).
+CELERY_BEAT_SCHEDULE = {
+    "purge-expired-datasets": {"task": "anonweb.datasets.purge_expired", "schedule": 3600.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_PUBLISH_RETRY = False

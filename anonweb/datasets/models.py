@@ -34,6 +34,9 @@ class Dataset(models.Model):
     # Total central-DP epsilon a data steward allows for all releases of this source (None: no
     # DP release may run until a steward sets one).
     epsilon_budget = models.FloatField(null=True, blank=True)
+    # Data expiration: the raw table is deleted once this date has passed (releases stay).
+    retain_until = models.DateField(null=True, blank=True)
+    purged_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -44,6 +47,10 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_purged(self) -> bool:
+        return self.purged_at is not None
 
     @property
     def column_names(self) -> list[str]:

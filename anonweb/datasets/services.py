@@ -200,3 +200,55 @@ def dataset_set_budget(*, user, dataset: Dataset, epsilon: float | None) -> Data
                      details={"epsilon_budget": epsilon, "previous": dataset.epsilon_budget})
     dataset.epsilon_budget = epsilon
     return dataset
+
+
+def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:
+    """Officers and stewards set the date after which the raw table is deleted."""
+    from anonweb.accounts.selectors import user_has_role
+
+    if not any(user_has_role(user=user, team=dataset.team, role=r) for r in (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)):
+        require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    with transaction.atomic():
+        Dataset.objects.filter(pk=dataset.pk).update(retain_until=retain_until)
+        audit_record(actor=user, team=dataset.team, action="dataset.retention_set", target=dataset,
+                     details={"retain_until": retain_until.isoformat() if retain_until else None})
+    dataset.retain_until = retain_until
+    return dataset
+
+
+def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
+    """Delete the raw table (original upload and its Parquet copy) for good. The dataset's
+    metadata, audit trail and releases stay; nothing can be run on it afterwards.
+
+    ``user`` is None when the retention policy purges an expired dataset."""
+    from django.utils import timezone
+
+    if user is not None:
+        require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    with transaction.atomic():
+        changed = Dataset.objects.filter(pk=dataset.pk, purged_at__isnull=True).update(purged_at=timezone.now())
+        if not changed:
+            raise DataError(f"the raw data of {dataset.name} was already purged")
+        audit_record(actor=user, team=dataset.team, action="dataset.purged", target=dataset,
+                     details={"reason": reason[:300], "rows": dataset.rows, "sha256": dataset.sha256})
+        # Files go only once the row says so: a crash in between leaves files of a purged
+        # dataset (removed by the next purge run), never a live dataset without its data.
+        transaction.on_commit(lambda: shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True))
+    dataset.refresh_from_db()
+    return dataset
+
+
+def datasets_purge_expired(*, today=None) -> list[int]:
+    """Purge every dataset whose retention date has passed; returns their ids."""
+    from django.utils import timezone
+
+    today = today or timezone.localdate()
+    purged = []
+    for dataset in Dataset.objects.filter(retain_until__lt=today, purged_at__isnull=True):
+        dataset_purge(user=None, dataset=dataset, reason=f"retention period ended on {dataset.retain_until.isoformat()}")
+        purged.append(dataset.pk)
+    # Leftovers of purges interrupted between the database and the file system.
+    for dataset in Dataset.objects.filter(purged_at__isnull=False):
+        if dataset_dir(dataset.storage_key).exists():
+            shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
+    return purged

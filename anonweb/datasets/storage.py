@@ -33,4 +33,9 @@ def write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
 
 
 def load_frame(storage_key) -> pd.DataFrame:
-    return pd.read_parquet(parquet_path(storage_key))
+    from anonweb.core.errors import DataError
+
+    path = parquet_path(storage_key)
+    if not path.exists():
+        raise DataError("the raw data of this dataset has been purged; its releases remain")
+    return pd.read_parquet(path)

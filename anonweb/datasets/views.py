@@ -58,7 +58,7 @@ def dataset_detail(request, dataset_id: int):
                 messages.success(request, "Column tags saved. Run a risk assessment to see their effect.")
             return redirect("datasets:detail", dataset_id=dataset.pk)
     preview = None
-    if can_see_raw(user=request.user, dataset=dataset):
+    if can_see_raw(user=request.user, dataset=dataset) and not dataset.is_purged:
         frame = load_frame(dataset.storage_key).head(PREVIEW_ROWS)
         preview = {"columns": list(frame.columns), "rows": frame.astype(object).where(frame.notna(), "").values.tolist()}
     profile_job = latest_profile(dataset=dataset)
@@ -81,6 +81,9 @@ def dataset_detail(request, dataset_id: int):
 @require_POST
 def dataset_assess(request, dataset_id: int):
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    if dataset.is_purged:
+        messages.error(request, "The raw data of this dataset has been purged; nothing can be run on it.")
+        return redirect("datasets:detail", dataset_id=dataset.pk)
     job = job_create(user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
     return redirect("jobs:detail", job_id=job.pk)
 
@@ -117,4 +120,39 @@ def dataset_budget(request, dataset_id: int):
         messages.error(request, str(exc) if isinstance(exc, CoreError) else f"{raw!r} is not a number")
     else:
         messages.success(request, f"Privacy budget set to ε = {epsilon:g}." if epsilon else "Privacy budget removed.")
+    return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+@require_POST
+def dataset_retention(request, dataset_id: int):
+    import datetime as dt
+
+    from anonweb.datasets.services import dataset_set_retention
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    raw = request.POST.get("retain_until", "").strip()
+    try:
+        day = dt.date.fromisoformat(raw) if raw else None
+    except ValueError:
+        messages.error(request, f"{raw!r} is not a date (YYYY-MM-DD).")
+    else:
+        dataset_set_retention(user=request.user, dataset=dataset, retain_until=day)
+        messages.success(request, f"Raw data kept until {day.isoformat()}." if day else "No retention date set.")
+    return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+@require_POST
+def dataset_purge_view(request, dataset_id: int):
+    from anonweb.datasets.services import dataset_purge
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    if request.POST.get("confirm", "").strip() != dataset.name:
+        messages.error(request, "Type the dataset's name to confirm that its raw data is to be deleted.")
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    try:
+        dataset_purge(user=request.user, dataset=dataset, reason=request.POST.get("reason", "") or "purged by a privacy officer")
+    except CoreError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "The raw data was deleted. Metadata, the audit trail and releases remain.")
     return redirect("datasets:detail", dataset_id=dataset.pk)

@@ -56,6 +56,9 @@ class PlanForm(forms.Form):
 def plan_page(request, *, dataset_id: int):
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if dataset.is_purged:
+        messages.error(request, "The raw data of this dataset has been purged; nothing can be run on it.")
+        return redirect("datasets:detail", dataset_id=dataset.pk)
     suggest = SuggestForm(request.GET or None)
     options = suggest.cleaned_data if suggest.is_valid() else {}
     privacy = None
