@@ -43,20 +43,33 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     """Encode ``series`` against ``hierarchy``; raises if a value is not covered."""
     # work on the distinct values only: a column has far fewer of them than rows
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    hierarchy.validate_covers(pd.Series(uniques, dtype=object))
-    size = len(hierarchy.rows)
-    found = pd.Index(hierarchy.values).get_indexer([str(v) for v in uniques])
-    idx = np.where(codes < 0, size, np.append(found, size)[codes]).astype(np.int64)
+    index = hierarchy._index  # value -> hierarchy row, built once with the hierarchy
+    found = np.fromiter((index.get(str(v), -1) for v in uniques), dtype=np.int64, count=len(uniques))
+    if (found < 0).any():
+        hierarchy.validate_covers(pd.Series(uniques, dtype=object))  # raises, naming the values
+    rows = hierarchy.rows
+    size = len(rows)
+    idx = np.append(found, size)[codes]  # code -1 (missing) takes the last entry
     level_codes, labels, shares = [], [], []
+    top = hierarchy.height - 1
     for level in range(hierarchy.height):
-        col = [row[level] for row in hierarchy.rows]
+        # a dict numbers the labels in order of first appearance, as factorize would; the
+        # hierarchy has few rows, so this is cheaper than building a Series per level
+        seen: dict[str, int] = {}
+        col = [seen.setdefault(row[level], len(seen)) for row in rows]
+        n_labels = len(seen)
+        lab = list(seen)
         # The root absorbs missing values too, so the top node is a single class.
-        col.append(col[0] if level == hierarchy.height - 1 else MISSING_LABEL)
-        codes, uniques = pd.factorize(pd.Series(col, dtype=object), use_na_sentinel=False)
-        counts = np.bincount(codes[:size], minlength=len(uniques)).astype(float)
+        if level == top:
+            col.append(col[0])
+        else:
+            col.append(n_labels)
+            lab.append(np.nan)  # what factorize kept for the missing pseudo-value
+        level_code = np.array(col, dtype=np.int64)
+        counts = np.bincount(level_code[:size], minlength=len(lab)).astype(float)
         counts[counts == 0] = 1.0  # the missing pseudo-value is its own leaf
-        level_codes.append(codes.astype(np.int64))
-        labels.append(np.asarray(uniques, dtype=object))
+        level_codes.append(level_code)
+        labels.append(np.array(lab, dtype=object))
         shares.append(counts / size)
     return EncodedQI(str(series.name), hierarchy, idx, level_codes, labels, shares)
 
@@ -277,7 +290,10 @@ def _distinct_rows(cols: list[np.ndarray], radices: list[int]):
         key = np.zeros(len(cols[0]), dtype=np.int64)
         for col, r in zip(cols, radices):
             key = key * max(r, 1) + col
-        uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        # hashing, then sorting the few distinct keys: np.unique's order, without sorting every row
+        inverse, uniq = pd.factorize(key, sort=True)
+        inverse = inverse.astype(np.int64, copy=False)
+        counts = np.bincount(inverse, minlength=len(uniq))
         base = np.empty((len(uniq), len(cols)), dtype=np.int64)
         rest = uniq.copy()
         for j in range(len(cols) - 1, -1, -1):
