@@ -124,6 +124,35 @@ class _Checker:
             ok = ok and (len(kept) == 0 or len(kept) / kept.sum() <= r.threshold + 1e-12)
         return _Eval(True, ok, ct, fail)
 
+    def check_many(self, nodes: np.ndarray, parents: Sequence[ClassTable]) -> list[_Eval]:
+        """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
+        batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
+        sizes = batch.sizes
+        fail = sizes < self.k
+        for m in self.sa_models:
+            if m.monotonic:
+                fail |= ~m.passes(batch.hists[self.sa_index[m.sensitive]], self.q[m.sensitive])
+        mono_out = batch.per_node(np.where(fail, sizes, 0))
+        for m in self.sa_models:
+            if not m.monotonic:
+                fail = fail | ~self._passes(m, batch.hists[self.sa_index[m.sensitive]])
+        ok = batch.per_node(np.where(fail, sizes, 0)) <= self.max_out
+        if self.risk:
+            kept_classes = batch.per_node((~fail).astype(float))
+            kept_rows = batch.per_node(np.where(fail, 0, sizes))
+            for r in self.risk:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ok &= (kept_classes == 0) | (kept_classes / kept_rows <= r.threshold + 1e-12)
+        evals = []
+        for b in range(len(parents)):
+            ct = batch.table(b)
+            if mono_out[b] > self.max_out:
+                evals.append(_Eval(False, False, ct))
+            else:
+                lo, hi = batch.starts[b], batch.starts[b + 1]
+                evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
+        return evals
+
     def _passes(self, model, hist):
         q = self.q[model.sensitive]
         if isinstance(model, TCloseness):
@@ -289,6 +318,34 @@ class _Search:
         self._budget()
         node = self.nodes[idx]
         ev = self.checker.check(node, self.cache.parent(self.packed[idx]))
+        self._record(idx, ev)
+        return ev
+
+    def _evaluate_many(self, chunk: list[int]) -> bool:
+        """Check several nodes in one batch, then record them in order as :meth:`_evaluate`
+        would; False once a node is no longer alive (a solution found earlier in the batch
+        beats every later node)."""
+        parents = [self.cache.parent(self.packed[i]) for i in chunk]
+        batched = [
+            j for j, (i, p) in enumerate(zip(chunk, parents))
+            if p is not None and float(np.prod(self.table.all_cards[self.table.offsets + self.nodes[i]],
+                                               dtype=float)) < 2.0**62
+        ]
+        evals: dict[int, _Eval] = {}
+        if len(batched) > 1:
+            got = self.checker.check_many(self.nodes[[chunk[j] for j in batched]], [parents[j] for j in batched])
+            evals = {chunk[j]: ev for j, ev in zip(batched, got)}
+        for pos, idx in enumerate(chunk):
+            if not self.alive[idx]:
+                self.checked += sum(1 for i in chunk[pos:] if i in evals)  # checked, not needed
+                return False
+            ev = evals.get(idx)
+            if ev is None:
+                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
+            self._record(idx, ev)
+        return True
+
+    def _record(self, idx: int, ev: _Eval) -> None:
         self.cache.add(self.packed[idx], ev.ct)
         self.checked += 1
         self.done[idx] = True
@@ -298,7 +355,6 @@ class _Search:
             self.status[packed_leq(self.packed, self.packed[idx])] = -1
         if ev.ok:
             self._offer(idx, ev)
-        return ev
 
     def _offer(self, idx: int, ev: _Eval) -> None:
         values = self._values(self.nodes[idx], ev)
@@ -344,19 +400,37 @@ class _Search:
     def _bound_phase(self) -> None:
         """Score the nodes passing the monotonic models, cheapest bound first."""
         exact = self.checker.only_mono and self.checker.max_out == 0
-        for idx in self.order:
-            if not self.alive[idx]:
-                return  # bounds only grow along the order: nothing later can win
-            if self.status[idx] != 1 or self.done[idx]:
-                continue
-            if exact and not isinstance(self.scorer, DiscernibilityMetric):
+        if exact and not isinstance(self.scorer, DiscernibilityMetric):
+            for idx in self.order:
+                if not self.alive[idx]:
+                    return
+                if self.status[idx] != 1 or self.done[idx]:
+                    continue
                 # nothing is suppressed, so the bound is the loss; grouping only for the report
                 ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
                 self.checked += 1
                 self.done[idx] = True
                 self._offer(int(idx), ev)
                 return
-            self._evaluate(int(idx))
+            return
+        # Nodes are checked in batches that grow while no solution stops the scan; the
+        # results are recorded in order, so the outcome is that of checking one at a time.
+        pos, size = 0, 1
+        while True:
+            self._budget()
+            if self.max_nodes is not None:
+                size = min(size, self.max_nodes - self.checked)
+            chunk: list[int] = []
+            while pos < len(self.order) and len(chunk) < size:
+                idx = int(self.order[pos])
+                if not self.alive[idx]:
+                    break  # bounds only grow along the order: nothing later can win
+                pos += 1
+                if self.status[idx] == 1 and not self.done[idx]:
+                    chunk.append(idx)
+            if not chunk or not self._evaluate_many(chunk):
+                return
+            size = min(2 * size, 64)
 
     def _greedy(self):
         """From the top node, step down while some predecessor still satisfies the models."""

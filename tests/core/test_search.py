@@ -287,6 +287,24 @@ def test_rolling_up_a_finer_node_gives_the_coarser_classes(seed, data):
     assert key(rolled) == key(direct)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_a_batch_of_nodes_gives_the_classes_of_each(seed, data):
+    df, hierarchies = _toy(seed, n=80)
+    table = EncodedTable(df, ["age", "zip", "sex"], hierarchies, ["disease"])
+    nodes, parents = [], []
+    for _ in range(data.draw(st.integers(1, 5))):
+        fine = [data.draw(st.integers(0, h - 1)) for h in table.heights]
+        nodes.append([data.draw(st.integers(f, h - 1)) for f, h in zip(fine, table.heights)])
+        parents.append(table.classes(fine, None, [0]))
+    batch = table.classes_many(np.array(nodes), parents, [0])
+    key = lambda ct: sorted(zip(ct.sizes.tolist(), map(tuple, ct.hists[0].tolist())))  # noqa: E731
+    for b, node in enumerate(nodes):
+        assert batch.table(b).levels == tuple(node)
+        assert key(batch.table(b)) == key(table.classes(node, None, [0]))
+    assert batch.per_node(batch.sizes.astype(float)).tolist() == [len(df)] * len(nodes)
+
+
 def test_grouping_when_the_key_space_exceeds_int64():
     rng = np.random.default_rng(3)
     n, d = 400, 10
