@@ -34,6 +34,9 @@ class Dataset(models.Model):
     # Total central-DP epsilon a data steward allows for all releases of this source (None: no
     # DP release may run until a steward sets one).
     epsilon_budget = models.FloatField(null=True, blank=True)
+    # Size of the population the rows were sampled from (e.g. the census count of the area):
+    # with it, journalist risk and population uniqueness are estimated, not just sample risk.
+    population_size = models.PositiveBigIntegerField(null=True, blank=True)
     # Data expiration: the raw table is deleted once this date has passed (releases stay).
     retain_until = models.DateField(null=True, blank=True)
     purged_at = models.DateTimeField(null=True, blank=True)

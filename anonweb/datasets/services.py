@@ -152,7 +152,8 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
         progress(50, "measuring re-identification and homogeneity risk")
         from anonweb.core.charts import homogeneity_histogram
 
-        profile = assess_risk(df, quasi_identifiers=dataset.quasi_identifiers, sensitive=dataset.sensitive)
+        profile = assess_risk(df, quasi_identifiers=dataset.quasi_identifiers, sensitive=dataset.sensitive,
+                              population_size=dataset.population_size)
         result["risk"] = profile.to_dict()
         result["risk"]["homogeneity"] = {
             name: homogeneity_histogram(pc["top_share"], pc["size"])
@@ -252,3 +253,17 @@ def datasets_purge_expired(*, today=None) -> list[int]:
         if dataset_dir(dataset.storage_key).exists():
             shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
     return purged
+
+
+def dataset_set_population(*, user, dataset: Dataset, population_size: int | None) -> Dataset:
+    """The officer states how many people the table was sampled from (None: the table is the
+    whole population, or the size is unknown)."""
+    require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if population_size is not None and population_size < dataset.rows:
+        raise DataError(f"the population ({population_size:,}) cannot be smaller than the table ({dataset.rows:,} rows)")
+    with transaction.atomic():
+        Dataset.objects.filter(pk=dataset.pk).update(population_size=population_size)
+        audit_record(actor=user, team=dataset.team, action="dataset.population_set", target=dataset,
+                     details={"population_size": population_size})
+    dataset.population_size = population_size
+    return dataset

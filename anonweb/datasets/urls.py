@@ -11,5 +11,6 @@ urlpatterns = [
     path("<int:dataset_id>/hierarchy/", views.dataset_hierarchy, name="hierarchy"),
     path("<int:dataset_id>/budget/", views.dataset_budget, name="budget"),
     path("<int:dataset_id>/retention/", views.dataset_retention, name="retention"),
+    path("<int:dataset_id>/population/", views.dataset_population, name="population"),
     path("<int:dataset_id>/purge/", views.dataset_purge_view, name="purge"),
 ]

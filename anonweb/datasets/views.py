@@ -156,3 +156,25 @@ def dataset_purge_view(request, dataset_id: int):
     else:
         messages.success(request, "The raw data was deleted. Metadata, the audit trail and releases remain.")
     return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+@require_POST
+def dataset_population(request, dataset_id: int):
+    from anonweb.datasets.services import dataset_set_population
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    raw = request.POST.get("population_size", "").replace(",", "").strip()
+    try:
+        size = int(raw) if raw else None
+        if size is not None and size < 1:
+            raise ValueError
+    except ValueError:
+        messages.error(request, f"{raw!r} is not a whole number of people.")
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    try:
+        dataset_set_population(user=request.user, dataset=dataset, population_size=size)
+    except CoreError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Population size saved. Assess the risk again to see journalist risk.")
+    return redirect("datasets:detail", dataset_id=dataset.pk)

@@ -46,6 +46,7 @@ def test_object_pages_require_login(client, dataset, officer):
         reverse("datasets:budget", args=[dataset.pk]),
         reverse("datasets:retention", args=[dataset.pk]),
         reverse("datasets:purge", args=[dataset.pk]),
+        reverse("datasets:population", args=[dataset.pk]),
         reverse("jobs:cancel", args=[job.pk]),
         reverse("jobs:queue_check"),
         reverse("releases:review", args=[release.pk]),

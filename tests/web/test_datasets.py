@@ -156,3 +156,22 @@ def test_excel_parquet_and_tsv_uploads(client, officer, team, fmt, tmp_path):
     assert {c["name"]: c["dtype"] for c in ds.columns}["age"] == "numeric"
     # Typed formats keep a ZIP column written as text; a text file's digits read as numbers.
     assert {c["name"]: c["dtype"] for c in ds.columns}["zip"] == ("numeric" if fmt == "tsv" else "text")
+
+
+def test_population_size_adds_journalist_risk_and_population_uniqueness(client, officer, steward, dataset):
+    from anonweb.datasets.services import dataset_profile
+
+    client.force_login(steward)
+    client.post(reverse("datasets:population", args=[dataset.pk]), {"population_size": "60000"})
+    dataset.refresh_from_db()
+    assert dataset.population_size is None  # officers only
+    client.force_login(officer)
+    response = client.post(reverse("datasets:population", args=[dataset.pk]), {"population_size": "3"}, follow=True)
+    assert "cannot be smaller than the table" in response.content.decode()
+    client.post(reverse("datasets:population", args=[dataset.pk]), {"population_size": "60,000"})
+    dataset.refresh_from_db()
+    assert dataset.population_size == 60000
+    risk = dataset_profile(dataset=dataset, progress=lambda *a: None)["risk"]
+    assert risk["population"]["population_size"] == 60000
+    assert risk["journalist_risk"]["max"] < risk["prosecutor_risk"]["max"]
+    assert risk["population"]["model"] in {"pitman", "zayatz", "snb"}
