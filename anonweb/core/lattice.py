@@ -9,7 +9,7 @@ touches only those rows: one int64 key per row (mixed radix of the level codes) 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -120,9 +120,14 @@ class EncodedTable:
             self.cards.append([int(p.sum()) for p in present])
         # all level codes side by side, so a node's codes are one fancy-indexing operation
         self.offsets = np.cumsum([0] + [len(c) for c in self.codes[:-1]])
-        # one row per (QI, level): a node's codes are a few contiguous rows, gathered by column
+        # one row per (QI, level): a node's codes are a few contiguous rows
         self.all_codes = np.vstack([c for levels in self.codes for c in levels])
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
+        # the same codes one row per distinct row: rolling up gathers a few hundred scattered
+        # rows, and each then costs one or two cache lines instead of one per QI
+        dtype = np.int32 if self.all_cards.max() < 2**31 else np.int64
+        self.row_codes = np.ascontiguousarray(self.all_codes.T, dtype=dtype)
+        self.width = self.row_codes.shape[1]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
 
@@ -133,7 +138,7 @@ class EncodedTable:
         if rows is None:
             sub = self.all_codes[cols]
         else:  # one flat gather; selecting the rows first would copy every distinct row
-            sub = self.all_codes.ravel().take(cols[:, None] * self.m + rows[None, :])
+            sub = self.row_codes.ravel().take(rows[:, None] * self.width + cols[None, :]).T
         space = float(np.prod(cards.astype(float)))
         if space < 2.0**62:
             strides = np.concatenate((np.cumprod(cards[::-1])[::-1][1:], [1]))
@@ -151,24 +156,29 @@ class EncodedTable:
         inv, uniq = pd.factorize(key)
         return inv, len(uniq)
 
-    def classes(self, levels: Sequence[int], parent: ClassTable | None, sa: Sequence[int]) -> ClassTable:
+    def classes(
+        self, levels: Sequence[int], parent: ClassTable | None, sa: Sequence[int], lazy: bool = False
+    ) -> ClassTable:
         """The classes of a node, rolled up from a finer node's classes when one is given.
 
         Rolling up is exact because every class of a finer node lies inside one class of a
         coarser node; it touches one row per parent class instead of one per distinct row.
+        With ``lazy``, the sensitive-value histograms are left to :meth:`ClassTable.hist`,
+        which builds them on first use (a node that fails k-anonymity never needs them).
         """
         if parent is None:
             inv, n_classes = self.group(levels)
             sizes = np.bincount(inv, weights=self.weights, minlength=n_classes)
-            hists = {j: self.sa_histogram(j, inv, n_classes) for j in sa}
+            hists = {} if lazy else {j: self.sa_histogram(j, inv, n_classes) for j in sa}
             rep = _first_index(inv, n_classes)
-            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists, inv)
+            source = (self, None, inv) if lazy else None
+            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists, inv, source)
         inv, n_classes = self.group(levels, parent.rep)
         sizes = np.bincount(inv, weights=parent.sizes, minlength=n_classes).astype(np.int64)
-        hists = {j: _sum_rows(parent.hists[j], inv, n_classes) for j in sa}
+        hists = {} if lazy else {j: _sum_rows(parent.hist(j), inv, n_classes) for j in sa}
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = parent.rep  # any parent class inside a class represents it
-        return ClassTable(tuple(levels), rep, sizes, hists)
+        return ClassTable(tuple(levels), rep, sizes, hists, None, (self, parent, inv) if lazy else None)
 
     def classes_many(self, nodes: np.ndarray, parents: Sequence[ClassTable], sa: Sequence[int]) -> ClassBatch:
         """The classes of several nodes at once, each rolled up from its finer node's classes.
@@ -185,7 +195,7 @@ class EncodedTable:
         lens = np.array([len(p) for p in parents], dtype=np.int64)
         seg = np.repeat(np.arange(len(parents)), lens)
         rows = np.concatenate([p.rep for p in parents])
-        sub = self.all_codes.ravel().take(cols[seg] * self.m + rows[:, None])
+        sub = self.row_codes.ravel().take(rows[:, None] * self.width + cols[seg])
         key = np.einsum("ij,ij->i", sub, strides[seg])
         order = np.lexsort((key, seg))
         skey, sseg = key[order], seg[order]
@@ -201,7 +211,7 @@ class EncodedTable:
         starts = np.concatenate(([0], np.cumsum(counts)))
         sizes = np.bincount(inv, weights=np.concatenate([p.sizes for p in parents]), minlength=n_classes)
         hists = {
-            j: _sum_rows(np.concatenate([p.hists[j] for p in parents]), inv, n_classes) for j in sa
+            j: _sum_rows(np.concatenate([p.hist(j) for p in parents]), inv, n_classes) for j in sa
         }
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = rows
@@ -233,9 +243,26 @@ class ClassTable:
     sizes: np.ndarray
     hists: dict[int, np.ndarray]
     inv: np.ndarray | None = None  # class of each distinct row, when grouped from them
+    # where missing histograms come from: (table, finer node's classes or None for the distinct
+    # rows, class of each of those); dropped once every histogram is built
+    source: tuple | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.sizes)
+
+    def hist(self, j: int) -> np.ndarray:
+        """The (classes x sensitive values) counts of sensitive column ``j``, built if needed."""
+        h = self.hists.get(j)
+        if h is None:
+            table, parent, groups = self.source
+            if parent is None:
+                h = table.sa_histogram(j, groups, len(self))
+            else:
+                h = _sum_rows(parent.hist(j), groups, len(self))
+            self.hists[j] = h
+            if len(self.hists) == len(table.sa_values):
+                self.source = None
+        return h
 
 
 @dataclass

@@ -104,20 +104,21 @@ class _Checker:
         self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
         self.risk = [m for m in models if isinstance(m, AverageRisk)]
         self.q = {s: table.sa_global(i) for i, s in enumerate(table.sensitive)}
+        self.qn = {s: q / q.sum() for s, q in self.q.items()}
         self.only_mono = all(m.monotonic for m in models)
 
     def check(self, levels: Sequence[int], parent: ClassTable | None = None) -> _Eval:
-        ct = self.table.classes(levels, parent, list(self.sa_index.values()))
+        ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
         sizes = ct.sizes
         fail = sizes < self.k
         for m in self.sa_models:
             if m.monotonic:
-                fail |= ~m.passes(ct.hists[self.sa_index[m.sensitive]], self.q[m.sensitive])
+                fail |= ~m.passes(ct.hist(self.sa_index[m.sensitive]), self.q[m.sensitive])
         if sizes[fail].sum() > self.max_out:
             return _Eval(False, False, ct)
         for m in self.sa_models:
             if not m.monotonic:
-                fail = fail | ~self._passes(m, ct.hists[self.sa_index[m.sensitive]])
+                fail = fail | ~self._passes(m, ct.hist(self.sa_index[m.sensitive]), sizes)
         ok = bool(sizes[fail].sum() <= self.max_out)
         kept = sizes[~fail]
         for r in self.risk:
@@ -135,7 +136,7 @@ class _Checker:
         mono_out = batch.per_node(np.where(fail, sizes, 0))
         for m in self.sa_models:
             if not m.monotonic:
-                fail = fail | ~self._passes(m, batch.hists[self.sa_index[m.sensitive]])
+                fail = fail | ~self._passes(m, batch.hists[self.sa_index[m.sensitive]], sizes)
         ok = batch.per_node(np.where(fail, sizes, 0)) <= self.max_out
         if self.risk:
             kept_classes = batch.per_node((~fail).astype(float))
@@ -153,8 +154,12 @@ class _Checker:
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
 
-    def _passes(self, model, hist):
+    def _passes(self, model, hist, sizes):
         q = self.q[model.sensitive]
+        if isinstance(model, TCloseness) and model.distance == "equal":
+            # emd() for the equal distance, with the class sizes already known (the same sums)
+            dist = 0.5 * np.abs(hist / sizes[:, None] - self.qn[model.sensitive]).sum(axis=1)
+            return dist <= model.t + 1e-12
         if isinstance(model, TCloseness):
             values = self.table.sa_values[self.sa_index[model.sensitive]]
             return model.passes(hist, q, values)
