@@ -8,6 +8,7 @@ touches only those rows: one int64 key per row (mixed radix of the level codes) 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -137,22 +138,26 @@ class EncodedTable:
         cards = self.all_cards[cols]
         if rows is None:
             sub = self.all_codes[cols]
-        else:  # one flat gather; selecting the rows first would copy every distinct row
-            sub = self.row_codes.ravel().take(rows[:, None] * self.width + cols[None, :]).T
-        space = float(np.prod(cards.astype(float)))
-        if space < 2.0**62:
-            strides = np.concatenate((np.cumprod(cards[::-1])[::-1][1:], [1]))
-            key = np.einsum("i,ij->j", strides, sub)
-            space = int(np.prod(cards))
+        else:  # the rows' codes (contiguous per row), then the node's columns
+            sub = self.row_codes.take(rows, axis=0).take(cols, axis=1).T
+        cards = cards.tolist()
+        space = math.prod(cards)
+        if space < 2**62:
+            strides = [math.prod(cards[i + 1 :]) for i in range(len(cards))]
+            # int32 arithmetic when every key fits: the codes are int32 already
+            key = np.einsum("i,ij->j", np.array(strides, dtype=np.int32 if space < 2**31 else np.int64), sub)
         else:  # too many combinations for one int64: combine column by column, renumbering
-            key = sub[0].copy()
+            key = sub[0].astype(np.int64)
             for j in range(1, sub.shape[0]):
                 key = pd.factorize(key * cards[j] + sub[j])[0].astype(np.int64)
             space = int(key.max()) + 1 if len(key) else 0
-        if space <= max(4 * len(key), 1 << 15):
+        if space <= 4 * len(key):
             occupied = np.bincount(key, minlength=space) > 0
             ids = np.cumsum(occupied) - 1
             return ids[key], int(ids[-1]) + 1
+        if space <= 1 << 15:  # the same ids (keys ranked), sorting the keys rather than the space
+            uniq, inv = np.unique(key, return_inverse=True)
+            return inv.reshape(-1), len(uniq)
         inv, uniq = pd.factorize(key)
         return inv, len(uniq)
 
@@ -197,16 +202,24 @@ class EncodedTable:
         rows = np.concatenate([p.rep for p in parents])
         sub = self.row_codes.ravel().take(rows[:, None] * self.width + cols[seg])
         key = np.einsum("ij,ij->i", sub, strides[seg])
-        order = np.lexsort((key, seg))
-        skey, sseg = key[order], seg[order]
-        new = np.empty(len(order), dtype=bool)
-        new[:1] = True
-        new[1:] = (skey[1:] != skey[:-1]) | (sseg[1:] != sseg[:-1])
-        ids = np.cumsum(new) - 1
-        inv = np.empty(len(order), dtype=np.int64)
-        inv[order] = ids
-        n_classes = int(ids[-1]) + 1 if len(ids) else 0
-        class_seg = sseg[new]
+        spaces = [math.prod(c) for c in cards.tolist()]
+        if sum(spaces) < 2**62:  # the nodes' key spaces side by side: one sort of one key
+            base = np.cumsum([0] + spaces[:-1])
+            uniq, inv = np.unique(key + base[seg], return_inverse=True)
+            inv = inv.reshape(-1)
+            n_classes = len(uniq)
+            class_seg = np.searchsorted(base, uniq, side="right") - 1
+        else:
+            order = np.lexsort((key, seg))
+            skey, sseg = key[order], seg[order]
+            new = np.empty(len(order), dtype=bool)
+            new[:1] = True
+            new[1:] = (skey[1:] != skey[:-1]) | (sseg[1:] != sseg[:-1])
+            ids = np.cumsum(new) - 1
+            inv = np.empty(len(order), dtype=np.int64)
+            inv[order] = ids
+            n_classes = int(ids[-1]) + 1 if len(ids) else 0
+            class_seg = sseg[new]
         counts = np.bincount(class_seg, minlength=len(parents))
         starts = np.concatenate(([0], np.cumsum(counts)))
         sizes = np.bincount(inv, weights=np.concatenate([p.sizes for p in parents]), minlength=n_classes)
