@@ -137,16 +137,18 @@ class EncodedTable:
         cols = self.offsets + np.asarray(levels)
         cards = self.all_cards[cols]
         if rows is None:
-            sub = self.all_codes[cols]
-        else:  # the rows' codes (contiguous per row), then the node's columns
-            sub = self.row_codes.take(rows, axis=0).take(cols, axis=1).T
+            sub = self.all_codes[cols]  # QIs x rows
+        else:  # the rows' codes (contiguous per row), then the node's columns: rows x QIs
+            sub = self.row_codes.take(rows, axis=0).take(cols, axis=1)
         cards = cards.tolist()
         space = math.prod(cards)
         if space < 2**62:
             strides = [math.prod(cards[i + 1 :]) for i in range(len(cards))]
             # int32 arithmetic when every key fits: the codes are int32 already
-            key = np.einsum("i,ij->j", np.array(strides, dtype=np.int32 if space < 2**31 else np.int64), sub)
+            strides = np.array(strides, dtype=np.int32 if space < 2**31 else np.int64)
+            key = strides @ sub if rows is None else sub @ strides
         else:  # too many combinations for one int64: combine column by column, renumbering
+            sub = sub if rows is None else sub.T
             key = sub[0].astype(np.int64)
             for j in range(1, sub.shape[0]):
                 key = pd.factorize(key * cards[j] + sub[j])[0].astype(np.int64)
