@@ -269,6 +269,8 @@ class ClassTable:
         """The (classes x sensitive values) counts of sensitive column ``j``, built if needed."""
         h = self.hists.get(j)
         if h is None:
+            if self.source is None:
+                raise KeyError(f"no histogram of sensitive column {j} was kept for this node")
             table, parent, groups = self.source
             if parent is None:
                 h = table.sa_histogram(j, groups, len(self))

@@ -289,6 +289,22 @@ def test_rolling_up_a_finer_node_gives_the_coarser_classes(seed, data):
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), data=st.data())
+def test_histograms_built_on_demand_equal_the_eager_ones(seed, data):
+    df, hierarchies = _toy(seed, n=80)
+    table = EncodedTable(df, ["age", "zip", "sex"], hierarchies, ["disease"])
+    fine = [data.draw(st.integers(0, h - 1)) for h in table.heights]
+    mid = [data.draw(st.integers(f, h - 1)) for f, h in zip(fine, table.heights)]
+    coarse = [data.draw(st.integers(m, h - 1)) for m, h in zip(mid, table.heights)]
+    lazy = table.classes(fine, None, [0], lazy=True)
+    lazy = table.classes(mid, lazy, [0], lazy=True)
+    lazy = table.classes(coarse, lazy, [0], lazy=True)
+    assert lazy.hists == {}
+    eager = table.classes(coarse, table.classes(mid, table.classes(fine, None, [0]), [0]), [0])
+    assert np.array_equal(lazy.hist(0), eager.hists[0]) and lazy.source is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data())
 def test_a_batch_of_nodes_gives_the_classes_of_each(seed, data):
     df, hierarchies = _toy(seed, n=80)
     table = EncodedTable(df, ["age", "zip", "sex"], hierarchies, ["disease"])
