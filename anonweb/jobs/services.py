@@ -22,7 +22,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import CoreError
-from anonweb.jobs.models import TERMINAL, Job, JobStatus
+from anonweb.jobs.models import Job, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,15 @@ def anonymize_launch(*, user, dataset, plan: dict, title: str) -> Job:
 
 
 def _public_params(params: dict) -> dict:
-    """Parameters as recorded: secrets are referred to by name only, never by value."""
-    return {k: v for k, v in params.items() if k not in ("secrets", "seed")}
+    """Parameters as recorded in the audit trail, which every team member can read: a plan as
+    it is published with a release (hierarchy tables and codebooks, which hold source values,
+    summarised); secrets and seeds never."""
+    from anonweb.jobs.planning import public_plan
+
+    out = {k: v for k, v in params.items() if k not in ("secrets", "seed")}
+    if isinstance(out.get("plan"), dict):
+        out["plan"] = public_plan(out["plan"])
+    return out
 
 
 def job_enqueue(*, job_id: int) -> None:
@@ -173,9 +180,9 @@ def job_execute(*, job_id: int, worker: str) -> None:
             "An administrator can find the details in the worker log under that reference.",
         )
     else:
-        if not _set_terminal(job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result):
-            # Cancelled between the last progress report and the end: honour it.
-            _set_terminal(job_id=job_id, status=JobStatus.CANCELLED, from_statuses=running)
+        # Past the runner's last progress report the work is done (a release may already be
+        # written), so a late cancellation request no longer applies.
+        _set_terminal(job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result)
     finally:
         stop_heartbeat()
 
@@ -213,5 +220,3 @@ def jobs_reap_stale() -> int:
         )
     return len(ids)
 
-
-__all__ = ["TERMINAL", "JobCancelled", "job_cancel", "job_claim", "job_create", "job_enqueue", "job_execute", "job_progress", "jobs_reap_stale"]

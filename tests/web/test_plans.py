@@ -200,3 +200,14 @@ def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(cli
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
     assert 'data-testid="intruder"' in page and "chart-intruder" in page
+
+
+def test_the_audit_trail_records_the_public_plan_only(officer, dataset):
+    from anonweb.jobs.services import job_create
+
+    plan = _plan()
+    plan["steps"].append({"kind": "substitute", "params": {"columns": ["disease"], "codebook": {"flu": "A"}}})
+    job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset, params={"plan": plan, "title": "t"})
+    recorded = AuditEvent.objects.get(action="job.created").details["params"]["plan"]
+    assert recorded["hierarchies"]["sex"] == {"uploaded": True, "values": 2, "levels": 2}
+    assert recorded["steps"][-1]["params"]["codebook"] == {"entries": 1}
