@@ -39,3 +39,20 @@ def load_frame(storage_key) -> pd.DataFrame:
     if not path.exists():
         raise DataError("the raw data of this dataset has been purged; its releases remain")
     return pd.read_parquet(path)
+
+
+def load_head(storage_key, rows: int) -> pd.DataFrame:
+    """The first ``rows`` rows without reading the whole table (pages show a preview on every
+    view; a large upload must not be loaded for that)."""
+    import pyarrow.parquet as pq
+
+    from anonweb.core.errors import DataError
+
+    path = parquet_path(storage_key)
+    if not path.exists():
+        raise DataError("the raw data of this dataset has been purged; its releases remain")
+    parquet = pq.ParquetFile(path)
+    batch = next(parquet.iter_batches(batch_size=rows), None)
+    if batch is None:
+        return parquet.schema_arrow.empty_table().to_pandas()
+    return batch.to_pandas()

@@ -8,7 +8,7 @@ from anonweb.core.errors import CoreError
 from anonweb.datasets.forms import TagForm, UploadForm
 from anonweb.datasets.selectors import can_see_raw, dataset_get_for_user, datasets_for_user
 from anonweb.datasets.services import dataset_create, dataset_set_tags
-from anonweb.datasets.storage import load_frame
+from anonweb.datasets.storage import load_head
 from anonweb.jobs.models import JobKind
 from anonweb.jobs.selectors import latest_profile
 from anonweb.jobs.services import job_create
@@ -59,7 +59,7 @@ def dataset_detail(request, dataset_id: int):
             return redirect("datasets:detail", dataset_id=dataset.pk)
     preview = None
     if can_see_raw(user=request.user, dataset=dataset) and not dataset.is_purged:
-        frame = load_frame(dataset.storage_key).head(PREVIEW_ROWS)
+        frame = load_head(dataset.storage_key, PREVIEW_ROWS)
         preview = {"columns": list(frame.columns), "rows": frame.astype(object).where(frame.notna(), "").values.tolist()}
     profile_job = latest_profile(dataset=dataset)
     charts = None
