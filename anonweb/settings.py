@@ -127,7 +127,10 @@ STATIC_URL = "static/"
 # plotly.js is served from the installed plotly package: vendored, offline, not committed twice.
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("vendor/plotly", Path(__import__("importlib.util").util.find_spec("plotly").origin).parent / "package_data"),
+    (
+        "vendor/plotly",
+        Path(__import__("importlib.util").util.find_spec("plotly").origin).parent / "package_data",
+    ),
 ]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STORAGES = {
@@ -163,7 +166,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # Fail fast when Redis is down: a launch must fail visibly, never hang the request.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 10, "max_retries": 1}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "socket_connect_timeout": 3,
+        "socket_timeout": 10,
+        "max_retries": 1,
+    }
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "amqp://", "memory://")):
     raise ImproperlyConfigured(
         f"CELERY_BROKER_URL={CELERY_BROKER_URL!r} is not supported: use redis://host:6379/0 "

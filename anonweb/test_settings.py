@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-any-deployment-0123456789")
-os.environ.setdefault("ANONWEB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
+os.environ.setdefault(
+    "ANONWEB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test")
+)
 
 from anonweb.settings import *  # noqa: E402,F403
 

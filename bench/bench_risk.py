@@ -27,8 +27,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DATASETS = Path(os.environ.get("ANONWEB_SHARED_DIR", str(ROOT.parent / "shared"))) / "datasets"
-QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
-       "workclass"]
+QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
 AIRLINE = DATASETS / "pycanon/raw/airline_passenger_sat.csv"
 AIRLINE_QI = ["Gender", "Customer Type", "Age", "Type of Travel", "Class"]
 
@@ -45,7 +53,7 @@ def median_time(fn, repeat: int) -> tuple[float, object]:
 def bench_adult(repeat: int, skip_pycanon: bool) -> None:
     import pandas as pd
 
-    from anonweb.core.profile import assess_risk
+    from anonweb.core.assessment.profile import assess_risk
 
     df = pd.read_csv(DATASETS / "arx/adult.csv", sep=";")
     bare, _ = median_time(lambda: df.groupby(QI8, dropna=False).size(), repeat)
@@ -53,11 +61,15 @@ def bench_adult(repeat: int, skip_pycanon: bool) -> None:
         lambda: assess_risk(df, quasi_identifiers=QI8, sensitive=["occupation"]).to_dict(), repeat
     )
     sa = prof["sensitive"]["occupation"]
-    print(f"[adult QI8] rows={prof['rows']} classes={prof['classes']} k={prof['k']} "
-          f"l={sa['l_distinct']} entropy-l={sa['l_entropy']:.4f} t={sa['t_closeness']:.4f}")
+    print(
+        f"[adult QI8] rows={prof['rows']} classes={prof['classes']} k={prof['k']} "
+        f"l={sa['l_distinct']} entropy-l={sa['l_entropy']:.4f} t={sa['t_closeness']:.4f}"
+    )
     print(f"[adult QI8] bare groupby      {bare * 1000:8.1f} ms (median of {repeat})")
-    print(f"[adult QI8] full profile      {ours_t * 1000:8.1f} ms  ratio {ours_t / bare:.2f}x "
-          "(target <= 3x)")
+    print(
+        f"[adult QI8] full profile      {ours_t * 1000:8.1f} ms  ratio {ours_t / bare:.2f}x "
+        "(target <= 3x)"
+    )
     if skip_pycanon:
         return
     from pycanon import anonymity as pc
@@ -65,14 +77,19 @@ def bench_adult(repeat: int, skip_pycanon: bool) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
-        theirs = (pc.k_anonymity(df, QI8), pc.l_diversity(df, QI8, ["occupation"]),
-                  pc.entropy_l_diversity(df, QI8, ["occupation"]),
-                  pc.t_closeness(df, QI8, ["occupation"]))
+        theirs = (
+            pc.k_anonymity(df, QI8),
+            pc.l_diversity(df, QI8, ["occupation"]),
+            pc.entropy_l_diversity(df, QI8, ["occupation"]),
+            pc.t_closeness(df, QI8, ["occupation"]),
+        )
         pyc = time.perf_counter() - t
     ours = (prof["k"], sa["l_distinct"], int(sa["l_entropy"]), sa["t_closeness"])
     same = ours[:3] == theirs[:3] and abs(ours[3] - theirs[3]) < 1e-9
-    print(f"[adult QI8] pycanon k+l+entropy-l+t {pyc:8.2f} s  values {theirs[:3]}, "
-          f"t={theirs[3]:.4f}  same as ours: {same}")
+    print(
+        f"[adult QI8] pycanon k+l+entropy-l+t {pyc:8.2f} s  values {theirs[:3]}, "
+        f"t={theirs[3]:.4f}  same as ours: {same}"
+    )
     print(f"[adult QI8] speed-up over pycanon {pyc / ours_t:8.0f}x (target >= 100x)")
 
 
@@ -80,8 +97,8 @@ LARGE = r"""
 import resource, sys, time
 import numpy as np, pandas as pd
 sys.path.insert(0, {root!r})
-from anonweb.core.classes import equivalence_classes, k_anonymity_of
-from anonweb.core.risk import risk_of
+from anonweb.core.risk.classes import equivalence_classes, k_anonymity_of
+from anonweb.core.risk.reidentification import risk_of
 rows = {rows}
 rng = np.random.default_rng(0)
 cards = {cards!r}
@@ -105,24 +122,41 @@ def bench_large(repeat: int, rows: int, kind: str = "adult-like") -> None:
     runs = []
     for _ in range(repeat):
         code = LARGE.format(root=str(ROOT), rows=rows, cards=CARDS[kind])
-        out = subprocess.run([sys.executable, "-c", code],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
         runs.append(out)
     secs = statistics.median(float(r[0]) for r in runs)
     rss_gb = statistics.median(int(r[5]) for r in runs) / 1024 / 1024
     r = runs[0]
-    print(f"[{rows:,} rows, 8 QIs, {kind}] k={r[1]} classes={r[2]} "
-          f"prosecutor max={float(r[3]):.3f} mean={float(r[4]):.4f}")
-    print(f"[{rows:,} rows, 8 QIs, {kind}] k+classes+risk {secs:6.2f} s (target <= 10 s), peak RSS "
-          f"{rss_gb:.2f} GB incl. generating the table (target <= 4 GB)")
+    print(
+        f"[{rows:,} rows, 8 QIs, {kind}] k={r[1]} classes={r[2]} "
+        f"prosecutor max={float(r[3]):.3f} mean={float(r[4]):.4f}"
+    )
+    print(
+        f"[{rows:,} rows, 8 QIs, {kind}] k+classes+risk {secs:6.2f} s (target <= 10 s), peak RSS "
+        f"{rss_gb:.2f} GB incl. generating the table (target <= 4 GB)"
+    )
 
 
 def bench_cli(repeat: int) -> None:
     env = {**os.environ, "DEBUG": "1"}
-    bare_code = (f"import pandas; df = pandas.read_csv({str(AIRLINE)!r}); "
-                 f"df.groupby({AIRLINE_QI!r}, dropna=False).size()")
-    cmd = [sys.executable, str(ROOT / "manage.py"), "assess", str(AIRLINE),
-           "--qi", ",".join(AIRLINE_QI), "--sensitive", "satisfaction", "--format", "json"]
+    bare_code = (
+        f"import pandas; df = pandas.read_csv({str(AIRLINE)!r}); "
+        f"df.groupby({AIRLINE_QI!r}, dropna=False).size()"
+    )
+    cmd = [
+        sys.executable,
+        str(ROOT / "manage.py"),
+        "assess",
+        str(AIRLINE),
+        "--qi",
+        ",".join(AIRLINE_QI),
+        "--sensitive",
+        "satisfaction",
+        "--format",
+        "json",
+    ]
 
     def run(args):
         return lambda: subprocess.run(args, env=env, cwd=ROOT, capture_output=True, check=True)
@@ -131,8 +165,10 @@ def bench_cli(repeat: int) -> None:
     ours, proc = median_time(run(cmd), repeat)
     d = json.loads(proc.stdout)
     print(f"[assess CLI] {AIRLINE.name}: rows={d['rows']} k={d['k']} classes={d['classes']}")
-    print(f"[assess CLI] bare pandas process {bare:6.2f} s, manage.py assess {ours:6.2f} s, "
-          f"ratio {ours / bare:.2f}x (target <= 3x)")
+    print(
+        f"[assess CLI] bare pandas process {bare:6.2f} s, manage.py assess {ours:6.2f} s, "
+        f"ratio {ours / bare:.2f}x (target <= 3x)"
+    )
 
 
 def main() -> None:

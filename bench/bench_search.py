@@ -23,22 +23,40 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from anonweb.core.frame import read_table  # noqa: E402
-from anonweb.core.hierarchy import read_hierarchy  # noqa: E402
-from anonweb.core.lattice import EncodedTable  # noqa: E402
-from anonweb.core.mondrian import mondrian  # noqa: E402
-from anonweb.core.privacy_models import DistinctL, TCloseness  # noqa: E402
-from anonweb.core.search import optimal_generalization  # noqa: E402
+from anonweb.core.io.frame import read_table  # noqa: E402
+from anonweb.core.io.hierarchy import read_hierarchy  # noqa: E402
+from anonweb.core.models.criteria import DistinctL, TCloseness  # noqa: E402
+from anonweb.core.search.flash import optimal_generalization  # noqa: E402
+from anonweb.core.search.lattice import EncodedTable  # noqa: E402
+from anonweb.core.search.mondrian import mondrian  # noqa: E402
 
 DATA = Path(os.environ.get("ANONWEB_SHARED_DIR", ROOT.parent / "shared")) / "datasets" / "arx"
-QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex", "workclass"]
+QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
 RUNS = {  # k, suppression, models, ARX levels, suppressed, min class, classes, ARX ms
     "k2_s0": (2, 0.0, [], (4, 3, 1, 2, 1, 0, 0, 0), 0, 2, 52, 85),
     "k5_s0": (5, 0.0, [], (4, 3, 2, 2, 1, 0, 0, 0), 0, 5, 26, 52),
     "k5_s2": (5, 0.02, [], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222, 344),
     "k10_s2": (10, 0.02, [], (4, 2, 1, 1, 0, 0, 0, 1), 592, 10, 124, 328),
     "k5_s2_l2": (5, 0.02, [DistinctL("occupation", 2)], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222, 539),
-    "k5_s2_t02eq": (5, 0.02, [TCloseness("occupation", 0.2)], (4, 3, 1, 1, 1, 1, 1, 2), 235, 233, 6, 666),
+    "k5_s2_t02eq": (
+        5,
+        0.02,
+        [TCloseness("occupation", 0.2)],
+        (4, 3, 1, 1, 1, 1, 1, 2),
+        235,
+        233,
+        6,
+        666,
+    ),
 }
 
 
@@ -57,19 +75,34 @@ def timed(func, repeat):
 
 
 def bench_search(df, hierarchies, repeat):
-    print(f"{'run':<12} {'search ms':>9} {'(cpu)':>6} {'+encode ms':>10} {'(cpu)':>6} {'ARX ms':>7} {'nodes':>6}"
-          "  levels / suppressed / k / classes  = ARX?")
+    print(
+        f"{'run':<12} {'search ms':>9} {'(cpu)':>6} {'+encode ms':>10} {'(cpu)':>6} {'ARX ms':>7} {'nodes':>6}"
+        "  levels / suppressed / k / classes  = ARX?"
+    )
     for name, (k, s, models, levels, supp, kmin, classes, arx_ms) in RUNS.items():
         sensitive = sorted({m.sensitive for m in models})
         table = EncodedTable(df, QI8, hierarchies, sensitive)
 
         def search(table=table, k=k, s=s, models=models):
-            return optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k,
-                                          suppression=s, models=models, table=table)
+            return optimal_generalization(
+                df,
+                quasi_identifiers=QI8,
+                hierarchies=hierarchies,
+                k=k,
+                suppression=s,
+                models=models,
+                table=table,
+            )
 
         def full(k=k, s=s, models=models):
-            return optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k,
-                                          suppression=s, models=models)
+            return optimal_generalization(
+                df,
+                quasi_identifiers=QI8,
+                hierarchies=hierarchies,
+                k=k,
+                suppression=s,
+                models=models,
+            )
 
         t_search, r = timed(search, repeat)
         c_search = CPU[-1]
@@ -77,21 +110,30 @@ def bench_search(df, hierarchies, repeat):
         c_full = CPU[-1]
         got = (tuple(r.levels[q] for q in QI8), r.suppressed, r.k, r.classes)
         same = got == (levels, supp, kmin, classes)
-        print(f"{name:<12} {t_search * 1000:9.0f} {c_search * 1000:6.0f} {t_full * 1000:10.0f} {c_full * 1000:6.0f}"
-              f" {arx_ms:7d} {r.search['nodes_checked']:6d}"
-              f"  {','.join(map(str, got[0]))} / {got[1]} / {got[2]} / {got[3]}  {'yes' if same else 'NO'}")
+        print(
+            f"{name:<12} {t_search * 1000:9.0f} {c_search * 1000:6.0f} {t_full * 1000:10.0f} {c_full * 1000:6.0f}"
+            f" {arx_ms:7d} {r.search['nodes_checked']:6d}"
+            f"  {','.join(map(str, got[0]))} / {got[1]} / {got[2]} / {got[3]}  {'yes' if same else 'NO'}"
+        )
 
 
 def bench_mondrian(rows, repeat):
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({
-        "age": rng.integers(0, 100, rows), "zip": rng.integers(10000, 99999, rows),
-        "income": rng.lognormal(10, 1, rows).round(), "hours": rng.integers(1, 99, rows),
-        "children": rng.poisson(1.5, rows), "height": rng.normal(170, 10, rows).round(1),
-    })
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(0, 100, rows),
+            "zip": rng.integers(10000, 99999, rows),
+            "income": rng.lognormal(10, 1, rows).round(),
+            "hours": rng.integers(1, 99, rows),
+            "children": rng.poisson(1.5, rows),
+            "height": rng.normal(170, 10, rows).round(1),
+        }
+    )
     t, r = timed(lambda: mondrian(df, quasi_identifiers=list(df.columns), k=5), repeat)
-    print(f"mondrian {rows} rows x 6 numeric QIs, k=5: {t:.1f} s (median of {repeat}; cpu {CPU[-1]:.1f} s); "
-          f"{r.partitions} partitions, smallest {r.smallest}, NCP {r.information_loss:.4f}")
+    print(
+        f"mondrian {rows} rows x 6 numeric QIs, k=5: {t:.1f} s (median of {repeat}; cpu {CPU[-1]:.1f} s); "
+        f"{r.partitions} partitions, smallest {r.smallest}, NCP {r.information_loss:.4f}"
+    )
 
 
 def bench_anjana(df, repeat):
@@ -110,14 +152,19 @@ def bench_anjana(df, repeat):
         ver = version("anjana")
     except Exception:
         ver = getattr(anjana, "__version__", "?")
-    hier = {q: dict(pd.read_csv(DATA / f"adult_hierarchy_{q}.csv", sep=";", header=None, dtype=str)) for q in QI8}
+    hier = {
+        q: dict(pd.read_csv(DATA / f"adult_hierarchy_{q}.csv", sep=";", header=None, dtype=str))
+        for q in QI8
+    }
     data = df.astype(str)
     for name, supp in (("k5_s0", 0), ("k5_s2", 2)):
         t, out = timed(lambda supp=supp: k_anonymity(data, [], QI8, 5, supp, hier), repeat)
         kept = out[~(out[QI8] == "*").all(axis=1)]
         sizes = kept.groupby(QI8).size()
-        print(f"anjana {ver} {name}: {t * 1000:.0f} ms, k={sizes.min()}, classes={len(sizes)}, "
-              f"rows out={len(out)} (of {len(df)})")
+        print(
+            f"anjana {ver} {name}: {t * 1000:.0f} ms, k={sizes.min()}, classes={len(sizes)}, "
+            f"rows out={len(out)} (of {len(df)})"
+        )
 
 
 def main() -> None:
@@ -130,7 +177,9 @@ def main() -> None:
     df = read_table(DATA / "adult.csv", sep=";")
     hierarchies = {q: read_hierarchy(DATA / f"adult_hierarchy_{q}.csv", attribute=q) for q in QI8}
     t_enc, _ = timed(lambda: EncodedTable(df, QI8, hierarchies), args.repeat)
-    print(f"encoding QI8 of adult.csv ({len(df)} rows): {t_enc * 1000:.0f} ms (median; cpu {CPU[-1] * 1000:.0f} ms)")
+    print(
+        f"encoding QI8 of adult.csv ({len(df)} rows): {t_enc * 1000:.0f} ms (median; cpu {CPU[-1] * 1000:.0f} ms)"
+    )
     bench_search(df, hierarchies, args.repeat)
     if args.mondrian_rows:
         bench_mondrian(args.mondrian_rows, args.mondrian_repeat)

@@ -28,7 +28,9 @@ def user_has_role(*, user: AbstractBaseUser, team: Team, role: str) -> bool:
 def require_role(*, user: AbstractBaseUser, team: Team, role: str) -> None:
     """Raise PermissionDenied (403) with a message saying which role is needed."""
     if not user_has_role(user=user, team=team, role=role):
-        raise PermissionDenied(f"This needs the {Role(role).label.lower()} role in team {team.name}.")
+        raise PermissionDenied(
+            f"This needs the {Role(role).label.lower()} role in team {team.name}."
+        )
 
 
 def all_roles(*, user: AbstractBaseUser) -> set[str]:

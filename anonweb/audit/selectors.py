@@ -44,15 +44,32 @@ def audit_verify_chain(*, batch: int = 2000) -> ChainReport:
             break
         for event in events:
             if event.seq != checked + 1:
-                return ChainReport(False, checked, event.pk, f"sequence number {event.seq} where {checked + 1} was expected (an event was removed)")
+                return ChainReport(
+                    False,
+                    checked,
+                    event.pk,
+                    f"sequence number {event.seq} where {checked + 1} was expected (an event was removed)",
+                )
             if event.prev_hash != prev:
-                return ChainReport(False, checked, event.pk, "its previous-hash link does not match the event before it (an event was removed or reordered)")
+                return ChainReport(
+                    False,
+                    checked,
+                    event.pk,
+                    "its previous-hash link does not match the event before it (an event was removed or reordered)",
+                )
             if compute_hash(event) != event.hash:
-                return ChainReport(False, checked, event.pk, "its content does not match its hash (it was edited)")
+                return ChainReport(
+                    False, checked, event.pk, "its content does not match its hash (it was edited)"
+                )
             prev = event.hash
             checked += 1
             last_seq = event.seq
     head = AuditHead.objects.filter(id=1).first()
     if head is not None and (head.last_hash != prev or head.count != checked):
-        return ChainReport(False, checked, None, "the chain ends before the recorded head (the latest events were removed)")
+        return ChainReport(
+            False,
+            checked,
+            None,
+            "the chain ends before the recorded head (the latest events were removed)",
+        )
     return ChainReport(True, checked)

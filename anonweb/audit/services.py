@@ -29,7 +29,9 @@ def _check_details(value: Any, path: str = "details") -> None:
         for key, item in value.items():
             lowered = str(key).lower()
             if any(part in lowered for part in FORBIDDEN_KEY_PARTS):
-                raise AuditDetailError(f"{path}.{key}: secrets and seeds never go into the audit trail")
+                raise AuditDetailError(
+                    f"{path}.{key}: secrets and seeds never go into the audit trail"
+                )
             _check_details(item, f"{path}.{key}")
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -83,7 +85,8 @@ def audit_record(
             seq=head.count + 1,
             created_at=timezone.now(),
             actor=actor if getattr(actor, "pk", None) else None,
-            actor_name=getattr(actor, "username", "") or ("system" if actor is None else str(actor)),
+            actor_name=getattr(actor, "username", "")
+            or ("system" if actor is None else str(actor)),
             team=team,
             action=action,
             target_type=type(target).__name__.lower() if target is not None else "",

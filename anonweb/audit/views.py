@@ -11,6 +11,14 @@ def audit_list(request):
     events = audit_events_for_user(user=request.user, action=action, actor=actor, target=target)
     page = Paginator(events, 50).get_page(request.GET.get("page"))
     actions = sorted(set(audit_events_for_user(user=request.user).values_list("action", flat=True)))
-    return render(request, "audit/list.html", {
-        "page": page, "action": action, "actor": actor, "target": target, "actions": actions,
-    })
+    return render(
+        request,
+        "audit/list.html",
+        {
+            "page": page,
+            "action": action,
+            "actor": actor,
+            "target": target,
+            "actions": actions,
+        },
+    )

@@ -25,8 +25,12 @@ def write_all(outputs: Iterable[tuple[str | Path, Writer]]) -> None:
         for target, writer in outputs:
             current = Path(target)
             if not current.resolve().parent.is_dir():
-                raise CommandError(f"cannot write {current}: its directory does not exist", returncode=2)
-            fd, tmp = tempfile.mkstemp(prefix=f".{current.name}.", suffix=".tmp", dir=current.resolve().parent)
+                raise CommandError(
+                    f"cannot write {current}: its directory does not exist", returncode=2
+                )
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{current.name}.", suffix=".tmp", dir=current.resolve().parent
+            )
             pending.append((tmp, current))
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 writer(fh)

@@ -38,7 +38,11 @@ def _check_database() -> dict:
             cursor.fetchone()
     except Exception as exc:
         return {"ok": False, "engine": connection.vendor, "error": type(exc).__name__}
-    return {"ok": True, "engine": connection.vendor, "ms": round((time.perf_counter() - start) * 1000, 1)}
+    return {
+        "ok": True,
+        "engine": connection.vendor,
+        "ms": round((time.perf_counter() - start) * 1000, 1),
+    }
 
 
 def _check_broker() -> dict:
@@ -52,7 +56,11 @@ def _check_broker() -> dict:
             conn.ensure_connection(max_retries=1, timeout=2)
     except Exception as exc:
         return {"ok": False, "transport": transport, "error": type(exc).__name__}
-    return {"ok": True, "transport": transport, "ms": round((time.perf_counter() - start) * 1000, 1)}
+    return {
+        "ok": True,
+        "transport": transport,
+        "ms": round((time.perf_counter() - start) * 1000, 1),
+    }
 
 
 @login_not_required

@@ -11,7 +11,13 @@ class UploadForm(forms.Form):
     file = forms.FileField(help_text="CSV, TSV, Excel (.xlsx) or Parquet")
     separator = forms.ChoiceField(
         required=False,
-        choices=[("", "Detect"), (",", "Comma ,"), (";", "Semicolon ;"), ("\t", "Tab"), ("|", "Pipe |")],
+        choices=[
+            ("", "Detect"),
+            (",", "Comma ,"),
+            (";", "Semicolon ;"),
+            ("\t", "Tab"),
+            ("|", "Pipe |"),
+        ],
     )
 
     def __init__(self, *args, teams, **kwargs):
@@ -29,12 +35,15 @@ class TagForm(forms.Form):
         self.dataset = dataset
         for i, col in enumerate(dataset.columns):
             self.fields[f"col_{i}"] = forms.ChoiceField(
-                label=col["name"], choices=ColumnRole.choices,
+                label=col["name"],
+                choices=ColumnRole.choices,
                 initial=dataset.tags.get(col["name"], ColumnRole.OTHER),
             )
 
     def tags(self) -> dict[str, str]:
-        return {col["name"]: self.cleaned_data[f"col_{i}"] for i, col in enumerate(self.dataset.columns)}
+        return {
+            col["name"]: self.cleaned_data[f"col_{i}"] for i, col in enumerate(self.dataset.columns)
+        }
 
     def rows(self):
         for i, col in enumerate(self.dataset.columns):

@@ -25,4 +25,6 @@ def dataset_get_for_user(*, user, dataset_id: int) -> Dataset:
 
 def can_see_raw(*, user, dataset: Dataset) -> bool:
     """Raw rows are for the team's privacy officers only."""
-    return Membership.objects.filter(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER).exists()
+    return Membership.objects.filter(
+        user=user, team=dataset.team, role=Role.PRIVACY_OFFICER
+    ).exists()

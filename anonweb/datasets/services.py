@@ -17,7 +17,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import DataError
-from anonweb.core.frame import (
+from anonweb.core.io.frame import (
     EXCEL_SUFFIXES,
     PARQUET_SUFFIXES,
     TEXT_SUFFIXES,
@@ -49,10 +49,18 @@ def normalize_frame(df: pd.DataFrame, *, typed: bool = False) -> pd.DataFrame:
         s = df[col]
         if s.dtype == object:
             present = s.dropna()
-            if typed and len(present) and present.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all():
+            if (
+                typed
+                and len(present)
+                and present.map(
+                    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                ).all()
+            ):
                 s = pd.to_numeric(s)
             else:
-                s = s.map(lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+                s = s.map(
+                    lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+                )
         out[str(col)] = s
     frame = pd.DataFrame(out)
     return frame if typed else infer_types(frame)
@@ -60,7 +68,8 @@ def normalize_frame(df: pd.DataFrame, *, typed: bool = False) -> pd.DataFrame:
 
 def guess_tags(columns: list[str]) -> dict[str, str]:
     return {
-        c: ColumnRole.IDENTIFIER if _IDENTIFIER_NAME.search(c) else ColumnRole.OTHER for c in columns
+        c: ColumnRole.IDENTIFIER if _IDENTIFIER_NAME.search(c) else ColumnRole.OTHER
+        for c in columns
     }
 
 
@@ -76,7 +85,9 @@ def describe_columns(df: pd.DataFrame) -> list[dict]:
     ]
 
 
-def dataset_create(*, user, team, upload, name: str, description: str = "", sep: str | None = None) -> Dataset:
+def dataset_create(
+    *, user, team, upload, name: str, description: str = "", sep: str | None = None
+) -> Dataset:
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
     original_name = Path(upload.name or "upload").name
     suffix = Path(original_name).suffix.lower()
@@ -87,7 +98,9 @@ def dataset_create(*, user, team, upload, name: str, description: str = "", sep:
         )
     limit = settings.ANONWEB_MAX_UPLOAD_BYTES
     if upload.size > limit:
-        raise DataError(f"{original_name}: {upload.size:,} bytes is over the upload limit of {limit:,} bytes")
+        raise DataError(
+            f"{original_name}: {upload.size:,} bytes is over the upload limit of {limit:,} bytes"
+        )
     if Dataset.objects.filter(team=team, name=name).exists():
         raise DataError(f"team {team.name} already has a dataset named {name!r}")
     digest = hashlib.sha256()
@@ -97,9 +110,17 @@ def dataset_create(*, user, team, upload, name: str, description: str = "", sep:
     typed = suffix in EXCEL_SUFFIXES | PARQUET_SUFFIXES
     df = normalize_frame(read_table(upload, sep=sep, name=original_name), typed=typed)
     dataset = Dataset(
-        team=team, name=name, description=description, uploaded_by=user, original_name=original_name,
-        file_format=suffix.lstrip("."), size_bytes=upload.size, sha256=digest.hexdigest(),
-        rows=len(df), columns=describe_columns(df), tags=guess_tags([str(c) for c in df.columns]),
+        team=team,
+        name=name,
+        description=description,
+        uploaded_by=user,
+        original_name=original_name,
+        file_format=suffix.lstrip("."),
+        size_bytes=upload.size,
+        sha256=digest.hexdigest(),
+        rows=len(df),
+        columns=describe_columns(df),
+        tags=guess_tags([str(c) for c in df.columns]),
     )
     folder = dataset_dir(dataset.storage_key)
     try:
@@ -112,9 +133,18 @@ def dataset_create(*, user, team, upload, name: str, description: str = "", sep:
         with transaction.atomic():
             dataset.save()
             audit_record(
-                actor=user, team=team, action="dataset.uploaded", target=dataset,
-                details={"name": name, "file": original_name, "rows": dataset.rows,
-                         "columns": dataset.column_names, "sha256": dataset.sha256, "bytes": upload.size},
+                actor=user,
+                team=team,
+                action="dataset.uploaded",
+                target=dataset,
+                details={
+                    "name": name,
+                    "file": original_name,
+                    "rows": dataset.rows,
+                    "columns": dataset.column_names,
+                    "sha256": dataset.sha256,
+                    "bytes": upload.size,
+                },
             )
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -134,7 +164,13 @@ def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset
     changed = {c: r for c, r in new_tags.items() if dataset.tags.get(c) != r}
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(tags=new_tags)
-        audit_record(actor=user, team=dataset.team, action="dataset.tagged", target=dataset, details={"changed": changed})
+        audit_record(
+            actor=user,
+            team=dataset.team,
+            action="dataset.tagged",
+            target=dataset,
+            details={"changed": changed},
+        )
     dataset.tags = new_tags
     return dataset
 
@@ -144,20 +180,30 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
     progress(5, "loading the table")
     df = load_frame(dataset.storage_key)
     progress(25, "profiling columns")
-    result: dict = {"rows": int(len(df)), "columns": describe_columns(df),
-                    "quasi_identifiers": dataset.quasi_identifiers, "sensitive": dataset.sensitive}
+    result: dict = {
+        "rows": int(len(df)),
+        "columns": describe_columns(df),
+        "quasi_identifiers": dataset.quasi_identifiers,
+        "sensitive": dataset.sensitive,
+    }
     if dataset.quasi_identifiers:
-        from anonweb.core.profile import assess_risk
+        from anonweb.core.assessment.profile import assess_risk
 
         progress(50, "measuring re-identification and homogeneity risk")
-        from anonweb.core.charts import homogeneity_histogram
+        from anonweb.core.assessment.charts import homogeneity_histogram
 
-        profile = assess_risk(df, quasi_identifiers=dataset.quasi_identifiers, sensitive=dataset.sensitive,
-                              population_size=dataset.population_size)
+        profile = assess_risk(
+            df,
+            quasi_identifiers=dataset.quasi_identifiers,
+            sensitive=dataset.sensitive,
+            population_size=dataset.population_size,
+        )
         result["risk"] = profile.to_dict()
         result["risk"]["homogeneity"] = {
             name: homogeneity_histogram(pc["top_share"], pc["size"])
-            for name, pc in ((str(n), sp.diversity.per_class()) for n, sp in profile.sensitive.items())
+            for name, pc in (
+                (str(n), sp.diversity.per_class()) for n, sp in profile.sensitive.items()
+            )
         }
     progress(95, "saving the profile")
     return result
@@ -166,7 +212,7 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
 def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dataset:
     """Attach an ARX-format hierarchy (``value;level1;...;*``) to a column after checking that
     it covers every value of that column."""
-    from anonweb.core.hierarchy import parse_hierarchy
+    from anonweb.core.io.hierarchy import parse_hierarchy
 
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     if column not in dataset.column_names:
@@ -184,8 +230,13 @@ def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dat
     hierarchies = {**dataset.hierarchies, column: hierarchy.to_rows()}
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(hierarchies=hierarchies)
-        audit_record(actor=user, team=dataset.team, action="dataset.hierarchy_set", target=dataset,
-                     details={"column": column, "levels": hierarchy.height, "values": len(hierarchy.rows)})
+        audit_record(
+            actor=user,
+            team=dataset.team,
+            action="dataset.hierarchy_set",
+            target=dataset,
+            details={"column": column, "levels": hierarchy.height, "values": len(hierarchy.rows)},
+        )
     dataset.hierarchies = hierarchies
     return dataset
 
@@ -197,8 +248,13 @@ def dataset_set_budget(*, user, dataset: Dataset, epsilon: float | None) -> Data
         raise DataError("the privacy budget is a positive, finite epsilon (or empty for none)")
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(epsilon_budget=epsilon)
-        audit_record(actor=user, team=dataset.team, action="dataset.budget_set", target=dataset,
-                     details={"epsilon_budget": epsilon, "previous": dataset.epsilon_budget})
+        audit_record(
+            actor=user,
+            team=dataset.team,
+            action="dataset.budget_set",
+            target=dataset,
+            details={"epsilon_budget": epsilon, "previous": dataset.epsilon_budget},
+        )
     dataset.epsilon_budget = epsilon
     return dataset
 
@@ -207,12 +263,20 @@ def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:
     """Officers and stewards set the date after which the raw table is deleted."""
     from anonweb.accounts.selectors import user_has_role
 
-    if not any(user_has_role(user=user, team=dataset.team, role=r) for r in (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)):
+    if not any(
+        user_has_role(user=user, team=dataset.team, role=r)
+        for r in (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
+    ):
         require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(retain_until=retain_until)
-        audit_record(actor=user, team=dataset.team, action="dataset.retention_set", target=dataset,
-                     details={"retain_until": retain_until.isoformat() if retain_until else None})
+        audit_record(
+            actor=user,
+            team=dataset.team,
+            action="dataset.retention_set",
+            target=dataset,
+            details={"retain_until": retain_until.isoformat() if retain_until else None},
+        )
     dataset.retain_until = retain_until
     return dataset
 
@@ -227,14 +291,23 @@ def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
     if user is not None:
         require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     with transaction.atomic():
-        changed = Dataset.objects.filter(pk=dataset.pk, purged_at__isnull=True).update(purged_at=timezone.now())
+        changed = Dataset.objects.filter(pk=dataset.pk, purged_at__isnull=True).update(
+            purged_at=timezone.now()
+        )
         if not changed:
             raise DataError(f"the raw data of {dataset.name} was already purged")
-        audit_record(actor=user, team=dataset.team, action="dataset.purged", target=dataset,
-                     details={"reason": reason[:300], "rows": dataset.rows, "sha256": dataset.sha256})
+        audit_record(
+            actor=user,
+            team=dataset.team,
+            action="dataset.purged",
+            target=dataset,
+            details={"reason": reason[:300], "rows": dataset.rows, "sha256": dataset.sha256},
+        )
         # Files go only once the row says so: a crash in between leaves files of a purged
         # dataset (removed by the next purge run), never a live dataset without its data.
-        transaction.on_commit(lambda: shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True))
+        transaction.on_commit(
+            lambda: shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
+        )
     dataset.refresh_from_db()
     return dataset
 
@@ -246,7 +319,11 @@ def datasets_purge_expired(*, today=None) -> list[int]:
     today = today or timezone.localdate()
     purged = []
     for dataset in Dataset.objects.filter(retain_until__lt=today, purged_at__isnull=True):
-        dataset_purge(user=None, dataset=dataset, reason=f"retention period ended on {dataset.retain_until.isoformat()}")
+        dataset_purge(
+            user=None,
+            dataset=dataset,
+            reason=f"retention period ended on {dataset.retain_until.isoformat()}",
+        )
         purged.append(dataset.pk)
     # Leftovers of purges interrupted between the database and the file system.
     for dataset in Dataset.objects.filter(purged_at__isnull=False):
@@ -260,10 +337,17 @@ def dataset_set_population(*, user, dataset: Dataset, population_size: int | Non
     whole population, or the size is unknown)."""
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     if population_size is not None and population_size < dataset.rows:
-        raise DataError(f"the population ({population_size:,}) cannot be smaller than the table ({dataset.rows:,} rows)")
+        raise DataError(
+            f"the population ({population_size:,}) cannot be smaller than the table ({dataset.rows:,} rows)"
+        )
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(population_size=population_size)
-        audit_record(actor=user, team=dataset.team, action="dataset.population_set", target=dataset,
-                     details={"population_size": population_size})
+        audit_record(
+            actor=user,
+            team=dataset.team,
+            action="dataset.population_set",
+            target=dataset,
+            details={"population_size": population_size},
+        )
     dataset.population_size = population_size
     return dataset

@@ -29,8 +29,11 @@ def dataset_upload(request):
     if request.method == "POST" and form.is_valid():
         try:
             dataset = dataset_create(
-                user=request.user, team=form.cleaned_data["team"], upload=form.cleaned_data["file"],
-                name=form.cleaned_data["name"], description=form.cleaned_data["description"],
+                user=request.user,
+                team=form.cleaned_data["team"],
+                upload=form.cleaned_data["file"],
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
                 sep=form.cleaned_data["separator"] or None,
             )
         except CoreError as exc:
@@ -38,7 +41,9 @@ def dataset_upload(request):
         else:
             messages.success(request, f"Uploaded {dataset.rows:,} rows. Tag the columns next.")
             return redirect("datasets:detail", dataset_id=dataset.pk)
-    return render(request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200)
+    return render(
+        request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200
+    )
 
 
 def dataset_detail(request, dataset_id: int):
@@ -55,34 +60,52 @@ def dataset_detail(request, dataset_id: int):
             except CoreError as exc:
                 messages.error(request, str(exc))
             else:
-                messages.success(request, "Column tags saved. Run a risk assessment to see their effect.")
+                messages.success(
+                    request, "Column tags saved. Run a risk assessment to see their effect."
+                )
             return redirect("datasets:detail", dataset_id=dataset.pk)
     preview = None
     if can_see_raw(user=request.user, dataset=dataset) and not dataset.is_purged:
         frame = load_head(dataset.storage_key, PREVIEW_ROWS)
-        preview = {"columns": list(frame.columns), "rows": frame.astype(object).where(frame.notna(), "").values.tolist()}
+        preview = {
+            "columns": list(frame.columns),
+            "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
+        }
     profile_job = latest_profile(dataset=dataset)
     charts = None
     if profile_job and profile_job.result.get("risk"):
-        from anonweb.core.charts import risk_charts
+        from anonweb.core.assessment.charts import risk_charts
 
         charts = risk_charts(profile_job.result["risk"])
     from anonweb.releases.budget import ledger_for
 
-    return render(request, "datasets/detail.html", {
-        "dataset": dataset, "form": form, "is_officer": is_officer, "preview": preview,
-        "ledger": ledger_for(dataset), "releases": dataset.releases.all()[:20],
-        "is_steward": user_has_role(user=request.user, team=dataset.team, role=Role.DATA_STEWARD),
-        "profile_job": profile_job, "charts": charts,
-        "jobs": dataset.jobs.all()[:10],
-    })
+    return render(
+        request,
+        "datasets/detail.html",
+        {
+            "dataset": dataset,
+            "form": form,
+            "is_officer": is_officer,
+            "preview": preview,
+            "ledger": ledger_for(dataset),
+            "releases": dataset.releases.all()[:20],
+            "is_steward": user_has_role(
+                user=request.user, team=dataset.team, role=Role.DATA_STEWARD
+            ),
+            "profile_job": profile_job,
+            "charts": charts,
+            "jobs": dataset.jobs.all()[:10],
+        },
+    )
 
 
 @require_POST
 def dataset_assess(request, dataset_id: int):
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     if dataset.is_purged:
-        messages.error(request, "The raw data of this dataset has been purged; nothing can be run on it.")
+        messages.error(
+            request, "The raw data of this dataset has been purged; nothing can be run on it."
+        )
         return redirect("datasets:detail", dataset_id=dataset.pk)
     job = job_create(user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
     return redirect("jobs:detail", job_id=job.pk)
@@ -117,9 +140,14 @@ def dataset_budget(request, dataset_id: int):
         epsilon = float(raw) if raw else None
         dataset_set_budget(user=request.user, dataset=dataset, epsilon=epsilon)
     except ValueError as exc:  # float() and DataError alike
-        messages.error(request, str(exc) if isinstance(exc, CoreError) else f"{raw!r} is not a number")
+        messages.error(
+            request, str(exc) if isinstance(exc, CoreError) else f"{raw!r} is not a number"
+        )
     else:
-        messages.success(request, f"Privacy budget set to ε = {epsilon:g}." if epsilon else "Privacy budget removed.")
+        messages.success(
+            request,
+            f"Privacy budget set to ε = {epsilon:g}." if epsilon else "Privacy budget removed.",
+        )
     return redirect("datasets:detail", dataset_id=dataset.pk)
 
 
@@ -137,7 +165,9 @@ def dataset_retention(request, dataset_id: int):
         messages.error(request, f"{raw!r} is not a date (YYYY-MM-DD).")
     else:
         dataset_set_retention(user=request.user, dataset=dataset, retain_until=day)
-        messages.success(request, f"Raw data kept until {day.isoformat()}." if day else "No retention date set.")
+        messages.success(
+            request, f"Raw data kept until {day.isoformat()}." if day else "No retention date set."
+        )
     return redirect("datasets:detail", dataset_id=dataset.pk)
 
 
@@ -147,14 +177,22 @@ def dataset_purge_view(request, dataset_id: int):
 
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     if request.POST.get("confirm", "").strip() != dataset.name:
-        messages.error(request, "Type the dataset's name to confirm that its raw data is to be deleted.")
+        messages.error(
+            request, "Type the dataset's name to confirm that its raw data is to be deleted."
+        )
         return redirect("datasets:detail", dataset_id=dataset.pk)
     try:
-        dataset_purge(user=request.user, dataset=dataset, reason=request.POST.get("reason", "") or "purged by a privacy officer")
+        dataset_purge(
+            user=request.user,
+            dataset=dataset,
+            reason=request.POST.get("reason", "") or "purged by a privacy officer",
+        )
     except CoreError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "The raw data was deleted. Metadata, the audit trail and releases remain.")
+        messages.success(
+            request, "The raw data was deleted. Metadata, the audit trail and releases remain."
+        )
     return redirect("datasets:detail", dataset_id=dataset.pk)
 
 
@@ -176,5 +214,7 @@ def dataset_population(request, dataset_id: int):
     except CoreError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, "Population size saved. Assess the risk again to see journalist risk.")
+        messages.success(
+            request, "Population size saved. Assess the risk again to see journalist risk."
+        )
     return redirect("datasets:detail", dataset_id=dataset.pk)

@@ -19,29 +19,45 @@ from anonweb.jobs.services import anonymize_launch
 
 
 class SuggestForm(forms.Form):
-    mode = forms.ChoiceField(choices=[
-        ("k_anonymity", "k-anonymity by optimal generalization"),
-        ("dp_histogram", "Differentially private histograms"),
-        ("ldp", "Local DP (randomized response) on sensitive columns"),
-    ], initial="k_anonymity", required=False, label="Kind of release")
-    epsilon = forms.FloatField(min_value=0.001, max_value=100, initial=1.0, required=False, label="ε (DP only)")
+    mode = forms.ChoiceField(
+        choices=[
+            ("k_anonymity", "k-anonymity by optimal generalization"),
+            ("dp_histogram", "Differentially private histograms"),
+            ("ldp", "Local DP (randomized response) on sensitive columns"),
+        ],
+        initial="k_anonymity",
+        required=False,
+        label="Kind of release",
+    )
+    epsilon = forms.FloatField(
+        min_value=0.001, max_value=100, initial=1.0, required=False, label="ε (DP only)"
+    )
     k = forms.IntegerField(min_value=1, initial=5, label="k (smallest class)")
-    suppression = forms.FloatField(min_value=0, max_value=0.99, initial=0.02, label="Suppression limit (fraction of rows)")
-    l_diversity = forms.IntegerField(min_value=1, required=False, label="Distinct l-diversity for sensitive columns")
-    identifiers = forms.ChoiceField(choices=[("drop", "Drop them"), ("tokenize", "Replace with keyed HMAC tokens")],
-                                    initial="drop", label="Direct identifiers")
+    suppression = forms.FloatField(
+        min_value=0, max_value=0.99, initial=0.02, label="Suppression limit (fraction of rows)"
+    )
+    l_diversity = forms.IntegerField(
+        min_value=1, required=False, label="Distinct l-diversity for sensitive columns"
+    )
+    identifiers = forms.ChoiceField(
+        choices=[("drop", "Drop them"), ("tokenize", "Replace with keyed HMAC tokens")],
+        initial="drop",
+        label="Direct identifiers",
+    )
 
 
 class PlanForm(forms.Form):
     title = forms.CharField(max_length=200, initial="k-anonymous extract")
-    plan = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "code"}))
+    plan = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "code"})
+    )
 
     def __init__(self, *args, columns, **kwargs):
         super().__init__(*args, **kwargs)
         self.columns = columns
 
     def clean_plan(self):
-        from anonweb.core.plan import plan_from_json, plan_to_dict, validate_plan
+        from anonweb.core.release.plan import plan_from_json, plan_to_dict, validate_plan
 
         text = self.cleaned_data["plan"]
         try:
@@ -57,7 +73,9 @@ def plan_page(request, *, dataset_id: int):
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     if dataset.is_purged:
-        messages.error(request, "The raw data of this dataset has been purged; nothing can be run on it.")
+        messages.error(
+            request, "The raw data of this dataset has been purged; nothing can be run on it."
+        )
         return redirect("datasets:detail", dataset_id=dataset.pk)
     suggest = SuggestForm(request.GET or None)
     options = suggest.cleaned_data if suggest.is_valid() else {}
@@ -69,22 +87,48 @@ def plan_page(request, *, dataset_id: int):
             privacy = plan_privacy(plan)
             if "preview" not in request.POST:
                 try:
-                    job = anonymize_launch(user=request.user, dataset=dataset, plan=plan, title=form.cleaned_data["title"])
+                    job = anonymize_launch(
+                        user=request.user,
+                        dataset=dataset,
+                        plan=plan,
+                        title=form.cleaned_data["title"],
+                    )
                 except CoreError as exc:
                     form.add_error(None, str(exc))
                 else:
-                    messages.success(request, "Anonymization launched. The release appears when the job finishes.")
+                    messages.success(
+                        request,
+                        "Anonymization launched. The release appears when the job finishes.",
+                    )
                     return redirect("jobs:detail", job_id=job.pk)
     else:
         frame = load_frame(dataset.storage_key)
-        plan = suggest_plan(dataset, frame, mode=options.get("mode") or "k_anonymity",
-                            epsilon=options.get("epsilon") or 1.0, k=options.get("k") or 5,
-                            suppression=options.get("suppression") if options.get("suppression") is not None else 0.02,
-                            l_diversity=options.get("l_diversity"), identifiers=options.get("identifiers") or "drop")
+        plan = suggest_plan(
+            dataset,
+            frame,
+            mode=options.get("mode") or "k_anonymity",
+            epsilon=options.get("epsilon") or 1.0,
+            k=options.get("k") or 5,
+            suppression=options.get("suppression")
+            if options.get("suppression") is not None
+            else 0.02,
+            l_diversity=options.get("l_diversity"),
+            identifiers=options.get("identifiers") or "drop",
+        )
         form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)
-    from anonweb.core.plan import step_kinds
+    from anonweb.core.release.plan import step_kinds
     from anonweb.releases.budget import ledger_for
 
-    return render(request, "jobs/plan.html", {"dataset": dataset, "form": form, "suggest": suggest, "kinds": step_kinds(),
-                                              "privacy": privacy, "ledger": ledger_for(dataset)},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "jobs/plan.html",
+        {
+            "dataset": dataset,
+            "form": form,
+            "suggest": suggest,
+            "kinds": step_kinds(),
+            "privacy": privacy,
+            "ledger": ledger_for(dataset),
+        },
+        status=400 if form.errors else 200,
+    )

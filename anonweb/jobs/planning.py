@@ -45,7 +45,9 @@ def _identifier_steps(dataset: Dataset, identifiers: str) -> list[dict[str, Any]
     if not dataset.identifiers:
         return []
     if identifiers == "tokenize":
-        return [{"kind": "tokenize", "params": {"columns": dataset.identifiers, "key": "release-key"}}]
+        return [
+            {"kind": "tokenize", "params": {"columns": dataset.identifiers, "key": "release-key"}}
+        ]
     return [{"kind": "drop", "params": {"columns": dataset.identifiers}}]
 
 
@@ -56,8 +58,13 @@ def _dp_histogram_steps(dataset: Dataset, epsilon: float) -> list[dict[str, Any]
     selected privately with δ = 1e-6 unless the officer declares public categories instead."""
     columns = dataset.sensitive or dataset.quasi_identifiers
     share = round(epsilon / max(1, len(columns)), 6)
-    return [{"kind": "dp_release", "params": {"kind": "histogram", "epsilon": share, "columns": [c], "delta": 1e-6}}
-            for c in columns]
+    return [
+        {
+            "kind": "dp_release",
+            "params": {"kind": "histogram", "epsilon": share, "columns": [c], "delta": 1e-6},
+        }
+        for c in columns
+    ]
 
 
 def _ldp_steps(dataset: Dataset, frame: pd.DataFrame, epsilon: float) -> list[dict[str, Any]]:
@@ -71,9 +78,16 @@ def _ldp_steps(dataset: Dataset, frame: pd.DataFrame, epsilon: float) -> list[di
             lo, hi = float(frame[c].min()), float(frame[c].max())
             mag = 10 ** max(0, len(str(int(max(abs(lo), abs(hi), 1)))) - 1)
             bounds = [float(np.floor(lo / mag) * mag), float(np.ceil(hi / mag) * mag)]
-            steps.append({"kind": "ldp_laplace", "params": {"column": c, "epsilon": epsilon, "bounds": bounds}})
+            steps.append(
+                {
+                    "kind": "ldp_laplace",
+                    "params": {"column": c, "epsilon": epsilon, "bounds": bounds},
+                }
+            )
         else:
-            steps.append({"kind": "ldp_randomized_response", "params": {"column": c, "epsilon": epsilon}})
+            steps.append(
+                {"kind": "ldp_randomized_response", "params": {"column": c, "epsilon": epsilon}}
+            )
     return steps
 
 
@@ -89,8 +103,13 @@ def suggest_plan(
     epsilon: float = 1.0,
 ) -> dict[str, Any]:
     qis = dataset.quasi_identifiers
-    plan: dict[str, Any] = {"version": 1, "quasi_identifiers": qis, "sensitive": dataset.sensitive,
-                            "hierarchies": {}, "steps": _identifier_steps(dataset, identifiers)}
+    plan: dict[str, Any] = {
+        "version": 1,
+        "quasi_identifiers": qis,
+        "sensitive": dataset.sensitive,
+        "hierarchies": {},
+        "steps": _identifier_steps(dataset, identifiers),
+    }
     if mode == "dp_histogram":
         plan["steps"] = _dp_histogram_steps(dataset, epsilon)
         return plan
@@ -99,10 +118,16 @@ def suggest_plan(
         return plan
     models = []
     if l_diversity and l_diversity > 1:
-        models = [{"model": "distinct_l", "sensitive": sa, "l": l_diversity} for sa in dataset.sensitive]
+        models = [
+            {"model": "distinct_l", "sensitive": sa, "l": l_diversity} for sa in dataset.sensitive
+        ]
     if qis:
-        plan["steps"].append({"kind": "optimal_generalization",
-                              "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models}})
+        plan["steps"].append(
+            {
+                "kind": "optimal_generalization",
+                "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models},
+            }
+        )
     plan["hierarchies"] = {c: suggest_hierarchy(dataset, c, frame[c]) for c in qis}
     return plan
 
@@ -125,14 +150,26 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
     for column, spec in (plan.get("hierarchies") or {}).items():
         if isinstance(spec, dict) and "rows" in spec:
             rows = spec["rows"]
-            hierarchies[column] = {"uploaded": True, "values": len(rows), "levels": len(rows[0]) if rows else 0}
+            hierarchies[column] = {
+                "uploaded": True,
+                "values": len(rows),
+                "levels": len(rows[0]) if rows else 0,
+            }
         else:
             hierarchies[column] = spec
     out["hierarchies"] = hierarchies
     # A substitution codebook is a key in all but name: publishing it undoes the substitution.
     out["steps"] = [
-        {**step, "params": {**step.get("params", {}), "codebook": {"entries": len(step["params"]["codebook"])}}}
-        if step.get("kind") == "substitute" and isinstance(step.get("params", {}).get("codebook"), dict) else step
+        {
+            **step,
+            "params": {
+                **step.get("params", {}),
+                "codebook": {"entries": len(step["params"]["codebook"])},
+            },
+        }
+        if step.get("kind") == "substitute"
+        and isinstance(step.get("params", {}).get("codebook"), dict)
+        else step
         for step in plan.get("steps", [])
     ]
     return out
@@ -141,7 +178,7 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
 def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
     """The plan's privacy cost and accuracy preview, computed from the steps' own measurements
     without reading any data: ``{"total": {"epsilon", "delta", "local_epsilon"}, "steps": [...]}``."""
-    from anonweb.core.plan import plan_from_dict, validate_plan
+    from anonweb.core.release.plan import plan_from_dict, validate_plan
 
     parsed = plan_from_dict(plan)
     specs = validate_plan(parsed)
@@ -155,7 +192,7 @@ def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
             total[name] = total.get(name, 0.0) + value
         entry: dict[str, Any] = {"step": i, "kind": step.kind, "cost": cost}
         if step.kind == "dp_release":
-            from anonweb.core.transforms.dp import preview
+            from anonweb.core.dp.mechanisms import preview
 
             entry["preview"] = preview(step.params)
         steps.append(entry)

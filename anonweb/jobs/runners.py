@@ -57,7 +57,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
 
     import numpy as np
 
-    from anonweb.core.plan import apply_plan, plan_from_dict
+    from anonweb.core.release.plan import apply_plan, plan_from_dict
     from anonweb.datasets.storage import load_frame
     from anonweb.jobs.planning import check_web_plan, public_plan
     from anonweb.releases.services import release_create
@@ -89,29 +89,47 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         source_rows = rng.permutation(len(output))
         output = output.iloc[source_rows].reset_index(drop=True)
     progress(85, "writing the release")
-    release = release_create(job=job, frame=output, plan=public_plan(plan_dict), report=report_dict,
-                             title=job.params.get("title") or "release", source_rows=source_rows)
+    release = release_create(
+        job=job,
+        frame=output,
+        plan=public_plan(plan_dict),
+        report=report_dict,
+        title=job.params.get("title") or "release",
+        source_rows=source_rows,
+    )
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
 
 
 # Steps that perturb numeric values; their output is checked by record linkage (seed 003).
-PERTURBING_STEPS = {"add_noise", "multiplicative_noise", "rank_swap", "microaggregation", "shuffle", "ldp_laplace"}
+PERTURBING_STEPS = {
+    "add_noise",
+    "multiplicative_noise",
+    "rank_swap",
+    "microaggregation",
+    "shuffle",
+    "ldp_laplace",
+}
 
 
 def _intruder(source, aligned, plan_dict: dict, rng) -> dict | None:
     """Maximum-knowledge intruder check on the numeric columns the plan perturbed, if any."""
     import pandas as pd
 
-    from anonweb.core.intruder import intruder_check
+    from anonweb.core.risk.intruder import intruder_check
 
     columns: list[str] = []
     for step in plan_dict.get("steps", []):
         if step.get("kind") in PERTURBING_STEPS:
             params = step.get("params", {})
-            columns += list(params.get("columns") or []) + ([params["column"]] if params.get("column") else [])
+            columns += list(params.get("columns") or []) + (
+                [params["column"]] if params.get("column") else []
+            )
     columns = [
-        c for c in dict.fromkeys(columns)
-        if c in aligned.columns and pd.api.types.is_numeric_dtype(source[c]) and pd.api.types.is_numeric_dtype(aligned[c])
+        c
+        for c in dict.fromkeys(columns)
+        if c in aligned.columns
+        and pd.api.types.is_numeric_dtype(source[c])
+        and pd.api.types.is_numeric_dtype(aligned[c])
     ]
     if not columns or len(source) < 20:
         return None

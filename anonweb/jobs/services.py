@@ -42,12 +42,23 @@ def job_create(*, user, team, kind: str, dataset=None, params: dict | None = Non
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
     with transaction.atomic():
         job = Job.objects.create(
-            team=team, created_by=user, dataset=dataset, kind=kind, params=params or {},
+            team=team,
+            created_by=user,
+            dataset=dataset,
+            kind=kind,
+            params=params or {},
             message="waiting for a worker",
         )
         audit_record(
-            actor=user, team=team, action="job.created", target=job,
-            details={"kind": kind, "dataset_id": getattr(dataset, "pk", None), "params": _public_params(params or {})},
+            actor=user,
+            team=team,
+            action="job.created",
+            target=job,
+            details={
+                "kind": kind,
+                "dataset_id": getattr(dataset, "pk", None),
+                "params": _public_params(params or {}),
+            },
         )
         transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
     return job
@@ -70,7 +81,9 @@ def anonymize_launch(*, user, dataset, plan: dict, title: str) -> Job:
         params = {"plan": plan, "title": title}
         if cost["epsilon"] or cost.get("local_epsilon"):
             params["privacy_cost"] = cost
-        return job_create(user=user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=locked, params=params)
+        return job_create(
+            user=user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=locked, params=params
+        )
 
 
 def _public_params(params: dict) -> dict:
@@ -95,7 +108,9 @@ def job_enqueue(*, job_id: int) -> None:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("job %s: could not reach the broker: %s", job_id, reason)
         _set_terminal(
-            job_id=job_id, status=JobStatus.FAILED, from_statuses=(JobStatus.QUEUED,),
+            job_id=job_id,
+            status=JobStatus.FAILED,
+            from_statuses=(JobStatus.QUEUED,),
             error=f"The job queue is unreachable, so the job was not started ({reason}). "
             "Check that the broker (CELERY_BROKER_URL) and a worker are running, then launch it again.",
         )
@@ -105,8 +120,13 @@ def job_claim(*, job_id: int, worker: str) -> bool:
     now = timezone.now()
     return bool(
         Job.objects.filter(id=job_id, status=JobStatus.QUEUED, cancel_requested=False).update(
-            status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker[:200],
-            progress=0, message="started", attempts=F("attempts") + 1,
+            status=JobStatus.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            worker=worker[:200],
+            progress=0,
+            message="started",
+            attempts=F("attempts") + 1,
         )
     )
 
@@ -114,14 +134,16 @@ def job_claim(*, job_id: int, worker: str) -> bool:
 def job_progress(*, job_id: int, percent: int, message: str = "") -> None:
     """Record progress; raise JobCancelled if cancellation was requested."""
     percent = max(0, min(100, int(percent)))
-    updated = Job.objects.filter(id=job_id, status=JobStatus.RUNNING, cancel_requested=False).update(
-        progress=percent, message=message[:300], heartbeat_at=timezone.now()
-    )
+    updated = Job.objects.filter(
+        id=job_id, status=JobStatus.RUNNING, cancel_requested=False
+    ).update(progress=percent, message=message[:300], heartbeat_at=timezone.now())
     if not updated:
         raise JobCancelled()
 
 
-def _set_terminal(*, job_id: int, status: str, from_statuses, error: str = "", result=None, message: str = "") -> bool:
+def _set_terminal(
+    *, job_id: int, status: str, from_statuses, error: str = "", result=None, message: str = ""
+) -> bool:
     with transaction.atomic():
         fields = {"status": status, "finished_at": timezone.now(), "error": error}
         if status == JobStatus.SUCCEEDED:
@@ -132,7 +154,10 @@ def _set_terminal(*, job_id: int, status: str, from_statuses, error: str = "", r
         if changed:
             job = Job.objects.select_related("team").get(id=job_id)
             audit_record(
-                actor=None, team=job.team, action=f"job.{status}", target=job,
+                actor=None,
+                team=job.team,
+                action=f"job.{status}",
+                target=job,
                 details={"kind": job.kind, "error": error[:500]} if error else {"kind": job.kind},
             )
     return bool(changed)
@@ -142,14 +167,28 @@ def job_cancel(*, user, job: Job) -> Job:
     require_role(user=user, team=job.team, role=Role.PRIVACY_OFFICER)
     with transaction.atomic():
         if Job.objects.filter(id=job.pk, status=JobStatus.QUEUED).update(
-            status=JobStatus.CANCELLED, finished_at=timezone.now(), message="cancelled before it started",
+            status=JobStatus.CANCELLED,
+            finished_at=timezone.now(),
+            message="cancelled before it started",
             cancel_requested=True,
         ):
-            audit_record(actor=user, team=job.team, action="job.cancelled", target=job, details={"kind": job.kind})
+            audit_record(
+                actor=user,
+                team=job.team,
+                action="job.cancelled",
+                target=job,
+                details={"kind": job.kind},
+            )
         elif Job.objects.filter(id=job.pk, status=JobStatus.RUNNING).update(
             cancel_requested=True, message="cancellation requested"
         ):
-            audit_record(actor=user, team=job.team, action="job.cancel_requested", target=job, details={"kind": job.kind})
+            audit_record(
+                actor=user,
+                team=job.team,
+                action="job.cancel_requested",
+                target=job,
+                details={"kind": job.kind},
+            )
     job.refresh_from_db()
     return job
 
@@ -168,21 +207,30 @@ def job_execute(*, job_id: int, worker: str) -> None:
         run = RUNNERS[job.kind]
         result = run(job, lambda pct, msg="": job_progress(job_id=job_id, percent=pct, message=msg))
     except JobCancelled:
-        _set_terminal(job_id=job_id, status=JobStatus.CANCELLED, from_statuses=running, message="cancelled; nothing was published")
+        _set_terminal(
+            job_id=job_id,
+            status=JobStatus.CANCELLED,
+            from_statuses=running,
+            message="cancelled; nothing was published",
+        )
     except CoreError as exc:
         _set_terminal(job_id=job_id, status=JobStatus.FAILED, from_statuses=running, error=str(exc))
     except Exception:
         ref = uuid.uuid4().hex[:8]
         log.error("job %s failed (ref %s):\n%s", job_id, ref, traceback.format_exc())
         _set_terminal(
-            job_id=job_id, status=JobStatus.FAILED, from_statuses=running,
+            job_id=job_id,
+            status=JobStatus.FAILED,
+            from_statuses=running,
             error=f"An internal error stopped the job (reference {ref}); nothing was published. "
             "An administrator can find the details in the worker log under that reference.",
         )
     else:
         # Past the runner's last progress report the work is done (a release may already be
         # written), so a late cancellation request no longer applies.
-        _set_terminal(job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result)
+        _set_terminal(
+            job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result
+        )
     finally:
         stop_heartbeat()
 
@@ -193,7 +241,9 @@ def _start_heartbeat(job_id: int):
     def beat():
         try:
             while not stop.wait(HEARTBEAT_SECONDS):
-                Job.objects.filter(id=job_id, status=JobStatus.RUNNING).update(heartbeat_at=timezone.now())
+                Job.objects.filter(id=job_id, status=JobStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
         except Exception:  # a failed beat must never kill the job; the reaper is the backstop
             log.warning("job %s: heartbeat failed", job_id, exc_info=True)
         finally:
@@ -212,11 +262,16 @@ def _start_heartbeat(job_id: int):
 def jobs_reap_stale() -> int:
     """Fail running jobs whose worker stopped sending heartbeats."""
     cutoff = timezone.now() - STALE_AFTER
-    ids = list(Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).values_list("id", flat=True))
+    ids = list(
+        Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).values_list(
+            "id", flat=True
+        )
+    )
     for job_id in ids:
         _set_terminal(
-            job_id=job_id, status=JobStatus.FAILED, from_statuses=(JobStatus.RUNNING,),
+            job_id=job_id,
+            status=JobStatus.FAILED,
+            from_statuses=(JobStatus.RUNNING,),
             error="The worker stopped while running this job (it was killed or lost); nothing was published. Launch it again.",
         )
     return len(ids)
-

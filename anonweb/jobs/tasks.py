@@ -3,7 +3,9 @@
 from anonweb.celery import app
 
 
-@app.task(name="anonweb.jobs.run_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@app.task(
+    name="anonweb.jobs.run_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
 def run_job(job_id: int) -> None:
     from anonweb.jobs.services import job_execute
 

@@ -11,10 +11,14 @@ from anonweb.jobs.services import job_cancel, job_create, jobs_reap_stale
 
 
 def job_list(request):
-    return render(request, "jobs/list.html", {
-        "jobs": jobs_for_user(user=request.user)[:200],
-        "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
-    })
+    return render(
+        request,
+        "jobs/list.html",
+        {
+            "jobs": jobs_for_user(user=request.user)[:200],
+            "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
+        },
+    )
 
 
 def job_detail(request, job_id: int):
@@ -27,11 +31,17 @@ def job_status(request, job_id: int):
     if job.status == JobStatus.RUNNING:
         jobs_reap_stale()
         job.refresh_from_db()
-    return JsonResponse({
-        "id": job.pk, "status": job.status, "status_label": job.get_status_display(),
-        "progress": job.progress, "message": job.message, "error": job.error,
-        "terminal": job.is_terminal,
-    })
+    return JsonResponse(
+        {
+            "id": job.pk,
+            "status": job.status,
+            "status_label": job.get_status_display(),
+            "progress": job.progress,
+            "message": job.message,
+            "error": job.error,
+            "terminal": job.is_terminal,
+        }
+    )
 
 
 @require_POST
@@ -50,7 +60,9 @@ def job_queue_check(request):
     if team is None:
         messages.error(request, "Launching jobs needs the privacy officer role.")
         return redirect("jobs:list")
-    job = job_create(user=request.user, team=team, kind=JobKind.DEMO_SLEEP, params={"steps": 5, "delay": 0.4})
+    job = job_create(
+        user=request.user, team=team, kind=JobKind.DEMO_SLEEP, params={"steps": 5, "delay": 0.4}
+    )
     return redirect("jobs:detail", job_id=job.pk)
 
 

@@ -37,7 +37,9 @@ def _charged_jobs(dataset):
     charged = Q(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.SUCCEEDED]) | Q(
         status=JobStatus.FAILED, started_at__isnull=False
     )
-    return Job.objects.filter(charged, dataset=dataset, kind=JobKind.ANONYMIZE).order_by("created_at", "id")
+    return Job.objects.filter(charged, dataset=dataset, kind=JobKind.ANONYMIZE).order_by(
+        "created_at", "id"
+    )
 
 
 def ledger_for(dataset) -> Ledger:
@@ -48,9 +50,16 @@ def ledger_for(dataset) -> Ledger:
         if epsilon <= 0:
             continue
         spent += epsilon
-        entries.append({"job_id": job.pk, "status": job.status, "epsilon": epsilon,
-                        "delta": float(cost.get("delta", 0.0)), "created_at": job.created_at,
-                        "release_id": getattr(getattr(job, "release", None), "pk", None)})
+        entries.append(
+            {
+                "job_id": job.pk,
+                "status": job.status,
+                "epsilon": epsilon,
+                "delta": float(cost.get("delta", 0.0)),
+                "created_at": job.created_at,
+                "release_id": getattr(getattr(job, "release", None), "pk", None),
+            }
+        )
     return Ledger(dataset.epsilon_budget, spent, entries)
 
 

@@ -15,8 +15,12 @@ class ReleaseStatus(models.TextChoices):
 
 class Release(models.Model):
     team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="releases")
-    dataset = models.ForeignKey("datasets.Dataset", on_delete=models.PROTECT, related_name="releases")
-    job = models.OneToOneField("jobs.Job", null=True, on_delete=models.SET_NULL, related_name="release")
+    dataset = models.ForeignKey(
+        "datasets.Dataset", on_delete=models.PROTECT, related_name="releases"
+    )
+    job = models.OneToOneField(
+        "jobs.Job", null=True, on_delete=models.SET_NULL, related_name="release"
+    )
     version = models.PositiveIntegerField()
     title = models.CharField(max_length=200)
     kind = models.CharField(max_length=32, default="table")
@@ -26,9 +30,15 @@ class Release(models.Model):
     rows = models.BigIntegerField(default=0)
     columns = models.JSONField(default=list)
     sha256 = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=ReleaseStatus.choices, default=ReleaseStatus.PENDING, db_index=True)
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(
+        max_length=16, choices=ReleaseStatus.choices, default=ReleaseStatus.PENDING, db_index=True
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

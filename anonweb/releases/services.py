@@ -18,25 +18,45 @@ class ReviewError(Exception):
     """The release was already reviewed."""
 
 
-def release_create(*, job, frame, plan: dict, report: dict, title: str, source_rows=None) -> Release:
+def release_create(
+    *, job, frame, plan: dict, report: dict, title: str, source_rows=None
+) -> Release:
     """Files first (atomically renamed into place), then the row and its audit event in one
     transaction; if the row cannot be written the files are removed again."""
     release = Release(
-        team=job.team, dataset=job.dataset, job=job, title=title, plan=plan, report=report,
-        rows=len(frame), columns=[str(c) for c in frame.columns], requested_by=job.created_by,
+        team=job.team,
+        dataset=job.dataset,
+        job=job,
+        title=title,
+        plan=plan,
+        report=report,
+        rows=len(frame),
+        columns=[str(c) for c in frame.columns],
+        requested_by=job.created_by,
     )
     release.sha256 = write_release_files(release.storage_key, frame, source_rows=source_rows)
     try:
         for _attempt in range(3):
             try:
                 with transaction.atomic():
-                    last = Release.objects.filter(dataset=job.dataset).aggregate(v=Max("version"))["v"]
+                    last = Release.objects.filter(dataset=job.dataset).aggregate(v=Max("version"))[
+                        "v"
+                    ]
                     release.version = (last or 0) + 1
                     release.save()
                     audit_record(
-                        actor=job.created_by, team=job.team, action="release.created", target=release,
-                        details={"dataset_id": job.dataset_id, "version": release.version, "job_id": job.pk,
-                                 "rows": release.rows, "sha256": release.sha256, "plan": plan},
+                        actor=job.created_by,
+                        team=job.team,
+                        action="release.created",
+                        target=release,
+                        details={
+                            "dataset_id": job.dataset_id,
+                            "version": release.version,
+                            "job_id": job.pk,
+                            "rows": release.rows,
+                            "sha256": release.sha256,
+                            "plan": plan,
+                        },
                     )
                 break
             except IntegrityError:
@@ -53,7 +73,9 @@ def release_create(*, job, frame, plan: dict, report: dict, title: str, source_r
 def _review(*, user, release: Release, status: str, note: str) -> Release:
     require_role(user=user, team=release.team, role=Role.DATA_STEWARD)
     if release.requested_by_id == user.pk:
-        raise PermissionDenied("A release is reviewed by a data steward other than the person who asked for it.")
+        raise PermissionDenied(
+            "A release is reviewed by a data steward other than the person who asked for it."
+        )
     with transaction.atomic():
         changed = Release.objects.filter(pk=release.pk, status=ReleaseStatus.PENDING).update(
             status=status, reviewed_by=user, reviewed_at=timezone.now(), review_note=note[:2000]
@@ -61,8 +83,15 @@ def _review(*, user, release: Release, status: str, note: str) -> Release:
         if not changed:
             raise ReviewError("This release has already been reviewed.")
         audit_record(
-            actor=user, team=release.team, action=f"release.{status}", target=release,
-            details={"version": release.version, "dataset_id": release.dataset_id, "note": note[:500]},
+            actor=user,
+            team=release.team,
+            action=f"release.{status}",
+            target=release,
+            details={
+                "version": release.version,
+                "dataset_id": release.dataset_id,
+                "note": note[:500],
+            },
         )
     release.refresh_from_db()
     return release
@@ -78,5 +107,10 @@ def release_reject(*, user, release: Release, note: str = "") -> Release:
 
 def release_record_download(*, user, release: Release) -> None:
     with transaction.atomic():
-        audit_record(actor=user, team=release.team, action="release.downloaded", target=release,
-                     details={"version": release.version, "sha256": release.sha256})
+        audit_record(
+            actor=user,
+            team=release.team,
+            action="release.downloaded",
+            target=release,
+            details={"version": release.version, "sha256": release.sha256},
+        )

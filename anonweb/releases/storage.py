@@ -45,7 +45,9 @@ def safe_csv_bytes(df: pd.DataFrame) -> bytes:
 PRIVATE_DIR = "private"  # never served: how published rows map to source rows
 
 
-def write_release_files(storage_key, df: pd.DataFrame, *, source_rows: np.ndarray | None = None) -> str:
+def write_release_files(
+    storage_key, df: pd.DataFrame, *, source_rows: np.ndarray | None = None
+) -> str:
     """Write data.parquet and data.csv atomically; return the CSV's SHA-256.
 
     ``source_rows[j]`` is the source row of published row ``j``; it is kept privately so that

@@ -31,7 +31,7 @@ def release_detail(request, release_id: int):
     charts = None
     risk_after = (release.report or {}).get("risk_after")
     if risk_after:
-        from anonweb.core.charts import risk_charts
+        from anonweb.core.assessment.charts import risk_charts
 
         charts = risk_charts(risk_after)
     from anonweb.releases.selectors import conflicts_for
@@ -39,14 +39,21 @@ def release_detail(request, release_id: int):
     conflicts = conflicts_for(release=release)
     intruder = (release.report or {}).get("intruder")
     if intruder:
-        from anonweb.core.charts import intruder_chart
+        from anonweb.core.assessment.charts import intruder_chart
 
         chart = intruder_chart(intruder)
         charts = (charts or []) + ([chart] if chart else [])
-    return render(request, "releases/detail.html", {
-        "release": release, "can_review": can_review, "charts": charts, "conflicts": conflicts,
-        "conflicting": [c for c in conflicts if c.get("conflicting")],
-    })
+    return render(
+        request,
+        "releases/detail.html",
+        {
+            "release": release,
+            "can_review": can_review,
+            "charts": charts,
+            "conflicts": conflicts,
+            "conflicting": [c for c in conflicts if c.get("conflicting")],
+        },
+    )
 
 
 @require_POST
@@ -57,7 +64,9 @@ def release_review(request, release_id: int):
     try:
         if decision == "approve":
             release_approve(user=request.user, release=release, note=note)
-            messages.success(request, f"Version {release.version} approved; analysts can now download it.")
+            messages.success(
+                request, f"Version {release.version} approved; analysts can now download it."
+            )
         elif decision == "reject":
             release_reject(user=request.user, release=release, note=note)
             messages.info(request, f"Version {release.version} rejected.")
@@ -73,9 +82,9 @@ def release_review(request, release_id: int):
 
 def release_download(request, release_id: int):
     release = release_get_for_user(user=request.user, release_id=release_id)
-    staff = user_has_role(user=request.user, team=release.team, role=Role.PRIVACY_OFFICER) or user_has_role(
-        user=request.user, team=release.team, role=Role.DATA_STEWARD
-    )
+    staff = user_has_role(
+        user=request.user, team=release.team, role=Role.PRIVACY_OFFICER
+    ) or user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
     if release.status != ReleaseStatus.APPROVED and not staff:
         raise Http404("No such release.")
     if release.status == ReleaseStatus.REJECTED:
@@ -85,4 +94,6 @@ def release_download(request, release_id: int):
         raise Http404("The release file is missing.")
     release_record_download(user=request.user, release=release)
     filename = f"{release.dataset.name}-v{release.version}.csv".replace(" ", "_")
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv")
+    return FileResponse(
+        open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv"
+    )

@@ -4,6 +4,7 @@ import shutil
 import pytest
 
 from tests.conftest import REQUIRE_SERVICES, unavailable
+from tests.services.conftest import broker, start_worker  # noqa: F401  (fixtures for the browser tests)
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls the test makes
 # around it are plain synchronous ones.
@@ -15,14 +16,25 @@ CHROMIUM = os.environ.get("ANONWEB_CHROMIUM", shutil.which("chromium") or "/usr/
 @pytest.fixture(scope="session")
 def browser():
     if not os.path.exists(CHROMIUM):
-        unavailable(f"Debian's chromium not found at {CHROMIUM} (apt-get install chromium)", required=REQUIRE_SERVICES)
+        unavailable(
+            f"Debian's chromium not found at {CHROMIUM} (apt-get install chromium)",
+            required=REQUIRE_SERVICES,
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         yield browser
         browser.close()

@@ -11,7 +11,6 @@ import pytest
 
 from anonweb.accounts.models import Role
 from tests.browser.conftest import login
-from tests.services.conftest import broker, start_worker  # noqa: F401  (fixtures)
 from tests.web.factories import TeamFactory, member
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -20,22 +19,34 @@ SHOTS = Path(os.environ.get("ANONWEB_SCREENSHOTS", "var/test/screenshots"))
 
 def _table(n=120, seed=7):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "name": [f"Person {i}" for i in range(n)],
-        "zip": rng.choice(["02138", "02139", "02141", "02142"], n),
-        "age": rng.integers(20, 70, n),
-        "sex": rng.choice(["F", "M"], n),
-        "diagnosis": rng.choice(["flu", "asthma", "diabetes", "=cmd|' /C calc'!A0"], n),
-    })
+    return pd.DataFrame(
+        {
+            "name": [f"Person {i}" for i in range(n)],
+            "zip": rng.choice(["02138", "02139", "02141", "02142"], n),
+            "age": rng.integers(20, 70, n),
+            "sex": rng.choice(["F", "M"], n),
+            "diagnosis": rng.choice(["flu", "asthma", "diabetes", "=cmd|' /C calc'!A0"], n),
+        }
+    )
 
 
 def _wait_job(page):
     page.wait_for_url("**/jobs/*/")
-    page.wait_for_selector("[data-testid=job-status].succeeded, [data-testid=job-status].failed", timeout=90_000)
-    assert page.locator("[data-testid=job-status]").inner_text() == "Succeeded", page.locator("[data-testid=job-error]").inner_text()
+    page.wait_for_selector(
+        "[data-testid=job-status].succeeded, [data-testid=job-status].failed", timeout=90_000
+    )
+    assert page.locator("[data-testid=job-status]").inner_text() == "Succeeded", page.locator(
+        "[data-testid=job-error]"
+    ).inner_text()
 
 
-def test_upload_tag_assess_anonymize_approve_download(browser, live_server, broker, start_worker, tmp_path):  # noqa: F811
+def test_upload_tag_assess_anonymize_approve_download(
+    browser,
+    live_server,
+    broker,
+    start_worker,
+    tmp_path,
+):
     team = TeamFactory(name="Registry")
     member(team, Role.PRIVACY_OFFICER, username="olivia")
     member(team, Role.DATA_STEWARD, username="sam")
@@ -53,7 +64,12 @@ def test_upload_tag_assess_anonymize_approve_download(browser, live_server, brok
     officer.set_input_files("#id_file", str(source))
     officer.click("main button[type=submit]")
     officer.wait_for_url("**/datasets/*/")
-    roles = {"zip": "quasi_identifier", "age": "quasi_identifier", "sex": "quasi_identifier", "diagnosis": "sensitive"}
+    roles = {
+        "zip": "quasi_identifier",
+        "age": "quasi_identifier",
+        "sex": "quasi_identifier",
+        "diagnosis": "sensitive",
+    }
     for i, column in enumerate(["name", "zip", "age", "sex", "diagnosis"]):
         officer.select_option(f"#id_col_{i}", roles.get(column, "identifier"))
     officer.click("text=Save tags")

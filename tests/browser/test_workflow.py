@@ -4,13 +4,17 @@ import pytest
 
 from anonweb.accounts.models import Role
 from tests.browser.conftest import login
-from tests.services.conftest import broker, start_worker  # noqa: F401  (fixtures)
 from tests.web.factories import TeamFactory, member
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def test_officer_launches_a_job_and_sees_progress_reach_100(page, live_server, broker, start_worker):  # noqa: F811
+def test_officer_launches_a_job_and_sees_progress_reach_100(
+    page,
+    live_server,
+    broker,
+    start_worker,
+):
     team = TeamFactory(name="Browser team")
     member(team, Role.PRIVACY_OFFICER, username="officer1")
     start_worker(broker("filesystem://"))

@@ -13,24 +13,57 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
-QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex", "workclass"]
+QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DEBUG": "1"}
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), "anonymize", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "anonymize", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def toy_args():
-    return [str(FIX / "test2.csv"), "--sep", ";", "--qi", "ZIPCode,Age",
-            "--hierarchy", f"ZIPCode={FIX / 'test2_hierarchy_ZIPCode.csv'}",
-            "--hierarchy", f"Age={FIX / 'test2_hierarchy_Age.csv'}"]
+    return [
+        str(FIX / "test2.csv"),
+        "--sep",
+        ";",
+        "--qi",
+        "ZIPCode,Age",
+        "--hierarchy",
+        f"ZIPCode={FIX / 'test2_hierarchy_ZIPCode.csv'}",
+        "--hierarchy",
+        f"Age={FIX / 'test2_hierarchy_Age.csv'}",
+    ]
 
 
 def test_search_shortcut_writes_output_and_report(tmp_path):
     out, rep = tmp_path / "out.csv", tmp_path / "report.json"
-    p = run(*toy_args(), "--k", "3", "--l-distinct", "Disease=2", "--out", str(out), "--report", str(rep))
+    p = run(
+        *toy_args(),
+        "--k",
+        "3",
+        "--l-distinct",
+        "Disease=2",
+        "--out",
+        str(out),
+        "--report",
+        str(rep),
+    )
     assert p.returncode == 0, p.stderr
     report = json.loads(rep.read_text())
     assert {"levels", "suppressed", "k", "information_loss", "search"} <= set(report)
@@ -43,12 +76,27 @@ def test_search_shortcut_writes_output_and_report(tmp_path):
 def test_plan_mode_with_secret_and_seed(tmp_path):
     key = tmp_path / "key"
     key.write_bytes(b"a-release-key-kept-private\n")
-    plan = {"steps": [{"kind": "tokenize", "params": {"columns": ["ZIPCode"], "key": "k"}},
-                      {"kind": "add_noise", "params": {"columns": ["Salary"], "sd": 1.0}}]}
+    plan = {
+        "steps": [
+            {"kind": "tokenize", "params": {"columns": ["ZIPCode"], "key": "k"}},
+            {"kind": "add_noise", "params": {"columns": ["Salary"], "sd": 1.0}},
+        ]
+    }
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     out, rep = tmp_path / "out.csv", tmp_path / "report.json"
-    args = [str(FIX / "test2.csv"), "--plan", str(tmp_path / "plan.json"), "--secret", f"k={key}",
-            "--seed", "424242", "--out", str(out), "--report", str(rep)]
+    args = [
+        str(FIX / "test2.csv"),
+        "--plan",
+        str(tmp_path / "plan.json"),
+        "--secret",
+        f"k={key}",
+        "--seed",
+        "424242",
+        "--out",
+        str(out),
+        "--report",
+        str(rep),
+    ]
     p = run(*args)
     assert p.returncode == 0, p.stderr
     text = rep.read_text()
@@ -57,12 +105,15 @@ def test_plan_mode_with_secret_and_seed(tmp_path):
     assert run(*args).returncode == 0 and out.read_text() == first
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--k", "100"], "larger than the table"),
-    (["--k", "2", "--l-distinct", "Nope=2"], "Nope"),
-    (["--k", "9", "--l-distinct", "Disease=9"], "no generalization satisfies"),
-    (["--k", "2", "--qi", "ZIPCode,Age,Salary"], "no --hierarchy"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--k", "100"], "larger than the table"),
+        (["--k", "2", "--l-distinct", "Nope=2"], "Nope"),
+        (["--k", "9", "--l-distinct", "Disease=9"], "no generalization satisfies"),
+        (["--k", "2", "--qi", "ZIPCode,Age,Salary"], "no --hierarchy"),
+    ],
+)
 def test_bad_input_exits_2_without_output(tmp_path, extra, message):
     out = tmp_path / "out.csv"
     args = toy_args()
@@ -78,11 +129,28 @@ def test_bad_input_exits_2_without_output(tmp_path, extra, message):
 def test_hierarchy_missing_values_and_unknown_step(tmp_path):
     h = tmp_path / "age.csv"
     h.write_text("29;[20,30[;*\n22;[20,30[;*\n")
-    p = run(str(FIX / "test2.csv"), "--sep", ";", "--qi", "Age", "--hierarchy", f"Age={h}", "--k", "2",
-            "--out", str(tmp_path / "o.csv"))
+    p = run(
+        str(FIX / "test2.csv"),
+        "--sep",
+        ";",
+        "--qi",
+        "Age",
+        "--hierarchy",
+        f"Age={h}",
+        "--k",
+        "2",
+        "--out",
+        str(tmp_path / "o.csv"),
+    )
     assert p.returncode == 2 and "does not cover" in p.stderr and "'27'" in p.stderr
     (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"kind": "teleport"}]}))
-    p = run(str(FIX / "test2.csv"), "--plan", str(tmp_path / "plan.json"), "--out", str(tmp_path / "o.csv"))
+    p = run(
+        str(FIX / "test2.csv"),
+        "--plan",
+        str(tmp_path / "plan.json"),
+        "--out",
+        str(tmp_path / "o.csv"),
+    )
     assert p.returncode == 2 and "unknown step kind 'teleport'" in p.stderr
     assert sorted(x.name for x in tmp_path.iterdir()) == ["age.csv", "plan.json"]
 
@@ -92,8 +160,22 @@ def test_adult_k5_s2_matches_arx(datasets_dir, tmp_path):
     arx = datasets_dir / "arx"
     hier = [a for q in QI8 for a in ("--hierarchy", f"{q}={arx / f'adult_hierarchy_{q}.csv'}")]
     out, rep = tmp_path / "out.csv", tmp_path / "report.json"
-    p = run(str(arx / "adult.csv"), "--sep", ";", "--qi", ",".join(QI8), *hier, "--k", "5",
-            "--suppression", "0.02", "--out", str(out), "--report", str(rep))
+    p = run(
+        str(arx / "adult.csv"),
+        "--sep",
+        ";",
+        "--qi",
+        ",".join(QI8),
+        *hier,
+        "--k",
+        "5",
+        "--suppression",
+        "0.02",
+        "--out",
+        str(out),
+        "--report",
+        str(rep),
+    )
     assert p.returncode == 0, p.stderr
     report = json.loads(rep.read_text())
     assert [report["levels"][q] for q in QI8] == [3, 2, 2, 1, 0, 0, 0, 1]

@@ -38,14 +38,36 @@ def test_json_report_with_hierarchy_population_and_aux(tmp_path):
     aux = tmp_path / "aux.csv"
     aux.write_text("ZIPCode,name\n47677,Ann\n47602,Bob\n11111,Cy\n")
     p = run(
-        str(FIX / "test2.csv"), "--qi", "ZIPCode", "--sensitive", "Disease",
-        "--hierarchy", f"Disease={FIX / 'test2_hierarchy_Disease.csv'}",
-        "--population", "1000", "--aux", str(aux), "--aux-keys", "ZIPCode", "--format", "json",
+        str(FIX / "test2.csv"),
+        "--qi",
+        "ZIPCode",
+        "--sensitive",
+        "Disease",
+        "--hierarchy",
+        f"Disease={FIX / 'test2_hierarchy_Disease.csv'}",
+        "--population",
+        "1000",
+        "--aux",
+        str(aux),
+        "--aux-keys",
+        "ZIPCode",
+        "--format",
+        "json",
     )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
-    for key in ("rows", "classes", "k", "uniques", "prosecutor_risk", "records_at_risk",
-                "class_sizes", "sensitive", "population", "linkage"):
+    for key in (
+        "rows",
+        "classes",
+        "k",
+        "uniques",
+        "prosecutor_risk",
+        "records_at_risk",
+        "class_sizes",
+        "sensitive",
+        "population",
+        "linkage",
+    ):
         assert key in d
     assert d["records_at_risk"]["0.2"] == {"count": 9, "share": 1.0}
     assert d["sensitive"]["Disease"]["t_distance"] == "hierarchical"
@@ -70,21 +92,38 @@ def test_separator_is_sniffed_and_can_be_given(tmp_path):
         (["{t2}"], "no quasi-identifier given"),
         (["{missing}", "--qi", "a"], "no such file"),
         (["{empty}", "--qi", "a"], "empty"),
-        (["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={bad}"],
-         "single column"),
-        (["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={agehier}"],
-         "does not cover 6 value"),
-        (["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={missing}"],
-         "cannot read hierarchy file"),
+        (
+            ["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={bad}"],
+            "single column",
+        ),
+        (
+            ["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={agehier}"],
+            "does not cover 6 value",
+        ),
+        (
+            ["{t2}", "--qi", "Age", "--sensitive", "Disease", "--hierarchy", "Disease={missing}"],
+            "cannot read hierarchy file",
+        ),
         (["{binary}", "--qi", "a"], "cannot be read"),
         (["{t2}", "--qi", "Age", "--population", "3"], "smaller than the table"),
         (["{t2}", "--qi", "Age", "--population", "many"], "expects a whole number"),
         (["{t2}", "--qi", "Age", "--aux-keys", "Age"], "--aux-keys needs --aux"),
         (["{t2}", "--qi", "Age", "--aux", "{t2}", "--aux-keys", "Nope"], "unknown join column"),
     ],
-    ids=["unknown-column", "no-qi", "no-file", "empty-file", "malformed-hierarchy",
-         "hierarchy-missing-values", "unreadable-hierarchy", "unreadable-file", "population",
-         "population-not-a-number", "aux-keys-alone", "aux-unknown-key"],
+    ids=[
+        "unknown-column",
+        "no-qi",
+        "no-file",
+        "empty-file",
+        "malformed-hierarchy",
+        "hierarchy-missing-values",
+        "unreadable-hierarchy",
+        "unreadable-file",
+        "population",
+        "population-not-a-number",
+        "aux-keys-alone",
+        "aux-unknown-key",
+    ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     empty = tmp_path / "empty.csv"
@@ -94,8 +133,12 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     binary = tmp_path / "bin.parquet"
     binary.write_bytes(b"\x00\x01garbage\xff" * 10)
     paths = {
-        "t2": FIX / "test2.csv", "missing": tmp_path / "nope.csv", "empty": empty, "bad": bad,
-        "agehier": FIX / "test2_hierarchy_Age.csv", "binary": binary,
+        "t2": FIX / "test2.csv",
+        "missing": tmp_path / "nope.csv",
+        "empty": empty,
+        "bad": bad,
+        "agehier": FIX / "test2_hierarchy_Age.csv",
+        "binary": binary,
     }
     p = run(*[a.format(**paths) for a in args])
     assert p.returncode == 2
@@ -114,8 +157,14 @@ def test_command_does_not_import_celery_or_plotly():
         "bad=[m for m in sys.modules if m.split('.')[0] in ('celery','plotly','opendp')];"
         "print('LEAKED', bad) if bad else None".format(str(FIX / "test2.csv"))
     )
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "DEBUG": "1"}, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DEBUG": "1"},
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "LEAKED" not in p.stdout
 
@@ -130,9 +179,23 @@ def test_known_columns_simulate_a_linkage_attack_on_the_table_itself(fixtures_di
 
     env = {**os.environ, "DEBUG": "1"}
     out = subprocess.run(
-        [sys.executable, "manage.py", "assess", str(fixtures_dir / "test2.csv"), "--qi", "ZIPCode",
-         "--known", "Disease", "--format", "json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "manage.py",
+            "assess",
+            str(fixtures_dir / "test2.csv"),
+            "--qi",
+            "ZIPCode",
+            "--known",
+            "Disease",
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     link = json.loads(out.stdout)["linkage"]
     # Diseases: gastritis, bronchitis and stomach cancer twice each; three others once.

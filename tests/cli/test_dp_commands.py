@@ -310,12 +310,27 @@ def test_a_histogram_without_public_categories_selects_them_privately(people, tm
 
     out, report = tmp_path / "h.csv", tmp_path / "h.json"
     subprocess.run(
-        [sys.executable, "manage.py", "dp-release", str(people), "--histogram", "region",
-         "--epsilon", "1", "--out", str(out), "--report", str(report)],
-        cwd=ROOT, env={**os.environ, "DEBUG": "1"}, check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "manage.py",
+            "dp-release",
+            str(people),
+            "--histogram",
+            "region",
+            "--epsilon",
+            "1",
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "DEBUG": "1"},
+        check=True,
+        capture_output=True,
+        text=True,
     )
     data = json.loads(report.read_text())
     assert data["epsilon_spent"] == 1.0
     assert 0 < data["delta_spent"] <= 1e-6
     assert data["categories"] != "declared"
-

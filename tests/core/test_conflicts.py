@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anonweb.core.conflicts import release_conflicts
+from anonweb.core.conflicts.intersection import release_conflicts
 from anonweb.core.errors import DataError
 
 SOURCE = pd.DataFrame({"disease": ["flu", "hiv", "cancer", "flu", "hiv", "cancer"]})
@@ -18,7 +18,9 @@ B = pd.DataFrame({"g": ["X", "Y", "Y", "Z", "Z", "X"]})
 
 
 def test_two_2_diverse_releases_disclose_every_disease_together():
-    report = release_conflicts(SOURCE, A, B, quasi_identifiers_a=["h"], quasi_identifiers_b=["g"], sensitive=["disease"])
+    report = release_conflicts(
+        SOURCE, A, B, quasi_identifiers_a=["h"], quasi_identifiers_b=["g"], sensitive=["disease"]
+    )
     (s,) = report.sensitive
     assert (report.k_a, report.k_b) == (2, 2)
     assert report.k_if_linked == 1  # joined row by row, everyone is unique
@@ -36,7 +38,9 @@ def test_a_release_does_not_conflict_with_itself():
 
 def test_already_disclosed_records_are_not_counted_as_new():
     a = pd.DataFrame({"h": list("PPQQRS")})  # row 5 alone in A: disclosed by A already
-    report = release_conflicts(SOURCE, a, B, quasi_identifiers_a=["h"], quasi_identifiers_b=["g"], sensitive=["disease"])
+    report = release_conflicts(
+        SOURCE, a, B, quasi_identifiers_a=["h"], quasi_identifiers_b=["g"], sensitive=["disease"]
+    )
     s = report.sensitive[0]
     assert s.disclosed_a == 2  # rows 4 and 5 (R and S are singletons)
     assert s.newly_disclosed == s.disclosed_combined - 2
@@ -52,12 +56,16 @@ def test_missing_values_are_a_value_of_their_own():
 
 def test_rows_must_align():
     with pytest.raises(DataError, match="one row per source row"):
-        release_conflicts(SOURCE, A.head(5), B, quasi_identifiers_a=["h"], quasi_identifiers_b=["g"])
+        release_conflicts(
+            SOURCE, A.head(5), B, quasi_identifiers_a=["h"], quasi_identifiers_b=["g"]
+        )
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=40)
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=40
+    )
 )
 def test_combined_l_never_exceeds_either_release(rows):
     arr = np.array(rows)

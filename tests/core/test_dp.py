@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from anonweb.core.dp_accounting import bound_contributions, epsilon_of
+from anonweb.core.dp.accounting import bound_contributions, epsilon_of
+from anonweb.core.dp.mechanisms import DPQuery, prepare, preview, release
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.transforms.dp import DPQuery, prepare, preview, release
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ def test_an_unknown_column_is_refused(people):
 
 
 def test_plan_step_cost_is_the_same_number(people):
-    from anonweb.core.plan import get_step
+    from anonweb.core.release.plan import get_step
 
     spec = get_step("dp_release")
     params = QUERIES["per-person"]
@@ -219,13 +219,13 @@ def test_plan_step_cost_is_the_same_number(people):
 
 
 def _ctx():
-    from anonweb.core.plan import StepContext
+    from anonweb.core.release.plan import StepContext
 
     return StepContext(rng=np.random.default_rng(11))
 
 
 def test_a_plan_runs_a_dp_step_and_sums_its_cost(people):
-    from anonweb.core.plan import Plan, Step, apply_plan
+    from anonweb.core.release.plan import Plan, Step, apply_plan
 
     plan = Plan(steps=(Step("dp_release", QUERIES["contingency"]),))
     frame, report = apply_plan(people, plan, rng=np.random.default_rng(12), measure_risk=False)
@@ -239,8 +239,8 @@ def test_the_core_modules_import_without_django():
 
     code = (
         "import sys; sys.modules['django'] = None; sys.modules['celery'] = None\n"
-        "import anonweb.core.transforms.dp, anonweb.core.transforms.ldp\n"
-        "import anonweb.core.transforms.dp_synthetic, anonweb.core.intruder\n"
+        "import anonweb.core.dp.mechanisms, anonweb.core.dp.local\n"
+        "import anonweb.core.dp.synthetic, anonweb.core.risk.intruder\n"
     )
     from pathlib import Path
 

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonweb.core.dp_accounting import epsilon_of
+from anonweb.core.dp.accounting import epsilon_of
+from anonweb.core.dp.mechanisms import prepare
+from anonweb.core.dp.synthetic import SyntheticSpec, dp_synthetic
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.intruder import intruder_check
-from anonweb.core.transforms.dp import prepare
-from anonweb.core.transforms.dp_synthetic import SyntheticSpec, dp_synthetic
+from anonweb.core.risk.intruder import intruder_check
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_a_category_outside_the_declared_set_is_refused(table):
 
 
 def test_plan_step_reports_the_same_cost(table):
-    from anonweb.core.plan import StepContext, get_step
+    from anonweb.core.release.plan import StepContext, get_step
 
     spec = get_step("dp_synthetic")
     assert spec.privacy_cost(PARAMS) == {"epsilon": 2.0, "delta": 0.0}

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.intruder import intruder_check, permutation_distances, reverse_map
+from anonweb.core.risk.intruder import intruder_check, permutation_distances, reverse_map
 
 COLS = ["a", "b", "c", "d"]
 

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.transforms.ldp import (
+from anonweb.core.dp.local import (
     debias_counts,
     laplace_measurement,
     randomize_categories,
@@ -18,6 +17,7 @@ from anonweb.core.transforms.ldp import (
     randomized_response_measurement,
     rr_probabilities,
 )
+from anonweb.core.errors import DataError, ParameterError
 
 CATS = ["A", "B", "C", "D"]
 TRUTH = {"A": 600, "B": 250, "C": 100, "D": 50}
@@ -130,7 +130,7 @@ def test_bad_input_is_refused(call, error):
 
 
 def test_plan_steps_are_registered_with_a_local_cost():
-    from anonweb.core.plan import get_step
+    from anonweb.core.release.plan import get_step
 
     spec = get_step("ldp_randomized_response")
     assert spec.privacy_cost({"column": "c", "epsilon": 1.5}) == {"local_epsilon": 1.5}

@@ -9,16 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.mondrian import mondrian
+from anonweb.core.search.mondrian import mondrian
 
 
 def _numeric(seed: int, n: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(18, 90, n),
-        "income": rng.lognormal(10, 1, n).round(),
-        "hours": rng.integers(1, 80, n),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n),
+            "income": rng.lognormal(10, 1, n).round(),
+            "hours": rng.integers(1, 80, n),
+        }
+    )
 
 
 @settings(max_examples=25, deadline=None)

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anonweb.core.errors import HierarchyError, ParameterError
-from anonweb.core.hierarchy_builders import (
+from anonweb.core.io.hierarchy_builders import (
     date_hierarchy,
     grouping_hierarchy,
     interval_hierarchy,
     mask_hierarchy,
     resolve_hierarchies,
 )
-from anonweb.core.plan import (
+from anonweb.core.release.plan import (
     Plan,
     Step,
     StepOutcome,
@@ -32,23 +32,38 @@ from anonweb.core.plan import (
     step_kinds,
 )
 
-json_scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8) | \
-    st.floats(allow_nan=False, allow_infinity=False)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 names = st.lists(st.text(min_size=1, max_size=6), max_size=4)
 plans = st.builds(
     Plan,
-    steps=st.lists(st.builds(Step, kind=st.sampled_from(["drop", "tokenize", "dp_count"]),
-                             params=st.dictionaries(st.text(max_size=6), json_values, max_size=4)),
-                   max_size=4).map(tuple),
+    steps=st.lists(
+        st.builds(
+            Step,
+            kind=st.sampled_from(["drop", "tokenize", "dp_count"]),
+            params=st.dictionaries(st.text(max_size=6), json_values, max_size=4),
+        ),
+        max_size=4,
+    ).map(tuple),
     quasi_identifiers=names.map(tuple),
     sensitive=names.map(tuple),
-    hierarchies=st.dictionaries(st.text(min_size=1, max_size=5),
-                                st.fixed_dictionaries({"path": st.text(max_size=10)}), max_size=3),
+    hierarchies=st.dictionaries(
+        st.text(min_size=1, max_size=5),
+        st.fixed_dictionaries({"path": st.text(max_size=10)}),
+        max_size=3,
+    ),
 )
 
 
@@ -57,17 +72,22 @@ plans = st.builds(
 def test_plan_round_trip(plan):
     assert plan_from_dict(plan_to_dict(plan)) == plan
     assert plan_from_json(plan_to_json(plan)) == plan
-    assert json.loads(plan_to_json(plan_from_json(plan_to_json(plan)))) == json.loads(plan_to_json(plan))
+    assert json.loads(plan_to_json(plan_from_json(plan_to_json(plan)))) == json.loads(
+        plan_to_json(plan)
+    )
 
 
-@pytest.mark.parametrize("bad,message", [
-    ([], "JSON object"),
-    ({"steps": {}}, "must be a list"),
-    ({"steps": [{"params": {}}]}, "'kind'"),
-    ({"version": 9}, "version"),
-    ({"colour": 1}, "unknown plan field"),
-    ({"quasi_identifiers": "age"}, "list of column names"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ([], "JSON object"),
+        ({"steps": {}}, "must be a list"),
+        ({"steps": [{"params": {}}]}, "'kind'"),
+        ({"version": 9}, "version"),
+        ({"colour": 1}, "unknown plan field"),
+        ({"quasi_identifiers": "age"}, "list of column names"),
+    ],
+)
 def test_malformed_plans(bad, message):
     with pytest.raises(ParameterError, match=message):
         plan_from_dict(bad)
@@ -75,9 +95,23 @@ def test_malformed_plans(bad, message):
 
 def test_builtin_steps_registered():
     kinds = set(step_kinds())
-    assert {"drop", "suppress", "tokenize", "substitute", "regex_mask", "date_shift", "generalize",
-            "optimal_generalization", "mondrian", "add_noise", "multiplicative_noise", "rank_swap",
-            "microaggregation", "pram", "shuffle"} <= kinds
+    assert {
+        "drop",
+        "suppress",
+        "tokenize",
+        "substitute",
+        "regex_mask",
+        "date_shift",
+        "generalize",
+        "optimal_generalization",
+        "mondrian",
+        "add_noise",
+        "multiplicative_noise",
+        "rank_swap",
+        "microaggregation",
+        "pram",
+        "shuffle",
+    } <= kinds
 
 
 def test_registering_a_step_with_privacy_cost():
@@ -85,12 +119,16 @@ def test_registering_a_step_with_privacy_cost():
         if params.get("epsilon", 0) <= 0:
             raise ParameterError("epsilon must be positive")
 
-    @register_step("test_noop_cost", validate=check, privacy_cost=lambda p: {"epsilon": p["epsilon"]})
+    @register_step(
+        "test_noop_cost", validate=check, privacy_cost=lambda p: {"epsilon": p["epsilon"]}
+    )
     def noop(df, params, ctx):
         return StepOutcome(df.copy(), {"rows": len(df)})
 
     df = pd.DataFrame({"a": [1, 2]})
-    plan = Plan(steps=(Step("test_noop_cost", {"epsilon": 0.5}), Step("test_noop_cost", {"epsilon": 0.25})))
+    plan = Plan(
+        steps=(Step("test_noop_cost", {"epsilon": 0.5}), Step("test_noop_cost", {"epsilon": 0.25}))
+    )
     out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
     assert report.privacy_cost == {"epsilon": 0.75}
     assert report.steps[0]["privacy_cost"] == {"epsilon": 0.5}
@@ -101,14 +139,25 @@ def test_registering_a_step_with_privacy_cost():
 
 def test_plan_with_search_reports_levels_and_risk_before_and_after(fixtures_dir):
     df = pd.read_csv(fixtures_dir / "test2.csv", sep=";")
-    plan = plan_from_dict({
-        "quasi_identifiers": ["ZIPCode", "Age"],
-        "sensitive": ["Disease"],
-        "hierarchies": {"ZIPCode": {"path": str(fixtures_dir / "test2_hierarchy_ZIPCode.csv")},
-                        "Age": {"path": str(fixtures_dir / "test2_hierarchy_Age.csv")}},
-        "steps": [{"kind": "optimal_generalization",
-                   "params": {"k": 3, "models": [{"model": "distinct_l", "sensitive": "Disease", "l": 2}]}}],
-    })
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["ZIPCode", "Age"],
+            "sensitive": ["Disease"],
+            "hierarchies": {
+                "ZIPCode": {"path": str(fixtures_dir / "test2_hierarchy_ZIPCode.csv")},
+                "Age": {"path": str(fixtures_dir / "test2_hierarchy_Age.csv")},
+            },
+            "steps": [
+                {
+                    "kind": "optimal_generalization",
+                    "params": {
+                        "k": 3,
+                        "models": [{"model": "distinct_l", "sensitive": "Disease", "l": 2}],
+                    },
+                }
+            ],
+        }
+    )
     out, report = apply_plan(df, plan, rng=np.random.default_rng(0))
     step = report.steps[0]
     assert step["k"] >= 3 and set(step["levels"]) == {"ZIPCode", "Age"}
@@ -121,10 +170,15 @@ def test_plan_with_search_reports_levels_and_risk_before_and_after(fixtures_dir)
 
 def test_generalize_step_with_builders():
     df = pd.DataFrame({"age": [23, 37, 41, 58], "zip": ["53715", "53710", "53706", "53703"]})
-    plan = plan_from_dict({
-        "hierarchies": {"age": {"builder": "interval", "width": 10}, "zip": {"builder": "mask"}},
-        "steps": [{"kind": "generalize", "params": {"levels": {"age": 1, "zip": 2}}}],
-    })
+    plan = plan_from_dict(
+        {
+            "hierarchies": {
+                "age": {"builder": "interval", "width": 10},
+                "zip": {"builder": "mask"},
+            },
+            "steps": [{"kind": "generalize", "params": {"levels": {"age": 1, "zip": 2}}}],
+        }
+    )
     out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
     assert out["age"].tolist() == ["[20, 30[", "[30, 40[", "[40, 50[", "[50, 60["]
     assert out["zip"].tolist() == ["537**"] * 4
@@ -137,7 +191,11 @@ def test_interval_builder_fixed_width_breaks_and_coding():
     assert m["5"] == "<18" and m["17"] == "<18" and m["25"] == "[18, 30[" and m["44"] == "[30, 65["
     assert m["90"] == ">=65" and h.mapping(h.height - 1)["44"] == "*"
     h = interval_hierarchy(range(0, 100), width=10, fanout=2)
-    assert h.mapping(1)["37"] == "[30, 40[" and h.mapping(2)["37"] == "[20, 40[" and h.mapping(3)["37"] == "[0, 40["
+    assert (
+        h.mapping(1)["37"] == "[30, 40["
+        and h.mapping(2)["37"] == "[20, 40["
+        and h.mapping(3)["37"] == "[0, 40["
+    )
 
 
 def test_other_builders():
@@ -145,9 +203,22 @@ def test_other_builders():
     assert g.mapping(1) == {"a": "a-b", "b": "a-b", "c": "c-d", "d": "c-d", "e": "e"}
     assert g.mapping(2)["e"] == "e" and g.mapping(2)["a"] == "a-d"
     z = mask_hierarchy(["53715", "53710"])
-    assert [z.mapping(i)["53715"] for i in range(z.height)] == ["53715", "5371*", "537**", "53***", "5****", "*"]
+    assert [z.mapping(i)["53715"] for i in range(z.height)] == [
+        "53715",
+        "5371*",
+        "537**",
+        "53***",
+        "5****",
+        "*",
+    ]
     d = date_hierarchy(["2021-03-14", "1999-12-31"])
-    assert [d.mapping(i)["2021-03-14"] for i in range(d.height)] == ["2021-03-14", "2021-03", "2021", "2020s", "*"]
+    assert [d.mapping(i)["2021-03-14"] for i in range(d.height)] == [
+        "2021-03-14",
+        "2021-03",
+        "2021",
+        "2020s",
+        "*",
+    ]
     with pytest.raises(HierarchyError, match="not dates"):
         date_hierarchy(["2021-03-14", "soon"])
 
@@ -161,10 +232,19 @@ def test_hierarchy_that_misses_values_lists_them():
 
 def test_mondrian_step_through_a_plan():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"age": rng.integers(18, 90, 300), "income": rng.integers(0, 10**5, 300),
-                       "disease": rng.choice(["a", "b"], 300)})
-    plan = plan_from_dict({"quasi_identifiers": ["age", "income"],
-                           "steps": [{"kind": "mondrian", "params": {"k": 7}}]})
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, 300),
+            "income": rng.integers(0, 10**5, 300),
+            "disease": rng.choice(["a", "b"], 300),
+        }
+    )
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["age", "income"],
+            "steps": [{"kind": "mondrian", "params": {"k": 7}}],
+        }
+    )
     out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
     assert out.groupby(["age", "income"]).size().min() >= 7
     assert report.steps[0]["smallest_partition"] >= 7 and out["disease"].equals(df["disease"])
@@ -172,20 +252,50 @@ def test_mondrian_step_through_a_plan():
 
 def test_hierarchical_t_closeness_takes_the_plan_hierarchy(fixtures_dir):
     df = pd.read_csv(fixtures_dir / "test2.csv", sep=";")
-    h = {c: {"path": str(fixtures_dir / f"test2_hierarchy_{c}.csv")} for c in ("ZIPCode", "Age", "Disease")}
-    plan = plan_from_dict({
-        "quasi_identifiers": ["ZIPCode", "Age"], "sensitive": ["Disease"], "hierarchies": h,
-        "steps": [{"kind": "optimal_generalization", "params": {"k": 3, "models": [
-            {"model": "t_closeness", "sensitive": "Disease", "t": 0.3, "distance": "hierarchical"}]}}],
-    })
+    h = {
+        c: {"path": str(fixtures_dir / f"test2_hierarchy_{c}.csv")}
+        for c in ("ZIPCode", "Age", "Disease")
+    }
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["ZIPCode", "Age"],
+            "sensitive": ["Disease"],
+            "hierarchies": h,
+            "steps": [
+                {
+                    "kind": "optimal_generalization",
+                    "params": {
+                        "k": 3,
+                        "models": [
+                            {
+                                "model": "t_closeness",
+                                "sensitive": "Disease",
+                                "t": 0.3,
+                                "distance": "hierarchical",
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+    )
     out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
     assert report.steps[0]["k"] >= 3
     assert any("hierarchical" in m for m in report.steps[0]["models"])
 
 
 def test_unknown_privacy_model_fails_validation():
-    plan = plan_from_dict({"quasi_identifiers": ["a"], "hierarchies": {"a": {"rows": [["1", "*"]]}},
-                           "steps": [{"kind": "optimal_generalization",
-                                      "params": {"k": 2, "models": [{"model": "magic"}]}}]})
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["a"],
+            "hierarchies": {"a": {"rows": [["1", "*"]]}},
+            "steps": [
+                {
+                    "kind": "optimal_generalization",
+                    "params": {"k": 2, "models": [{"model": "magic"}]},
+                }
+            ],
+        }
+    )
     with pytest.raises(ParameterError, match="unknown privacy model 'magic'"):
         apply_plan(pd.DataFrame({"a": ["1", "1"]}), plan, rng=np.random.default_rng(0))

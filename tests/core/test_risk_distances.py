@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anonweb.core.closeness import t_closeness
-from anonweb.core.hierarchy import read_hierarchy
+from anonweb.core.io.hierarchy import read_hierarchy
+from anonweb.core.models.closeness import t_closeness
 
 DISEASES = ["gastric ulcer", "gastritis", "stomach cancer", "flu", "bronchitis", "pneumonia"]
 
@@ -98,6 +98,8 @@ def test_hierarchical_distance_matches_the_recursion(disease_hierarchy):
     for _ in range(60):
         n = int(rng.integers(2, 30))
         df = pd.DataFrame({"g": rng.choice(list("abc"), n), "dis": rng.choice(DISEASES, n)})
-        ours = t_closeness(df, quasi_identifiers=["g"], sensitive="dis", hierarchy=disease_hierarchy)
+        ours = t_closeness(
+            df, quasi_identifiers=["g"], sensitive="dis", hierarchy=disease_hierarchy
+        )
         assert ours.distance == "hierarchical"
         assert ours.t == pytest.approx(naive_hierarchical(df, disease_hierarchy), abs=1e-12)

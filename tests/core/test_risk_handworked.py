@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonweb.core.classes import equivalence_classes, k_anonymity
-from anonweb.core.closeness import t_closeness
-from anonweb.core.diversity import l_diversity
+from anonweb.core.assessment.profile import assess_risk
 from anonweb.core.errors import CoreError, DataError, HierarchyError, ParameterError
-from anonweb.core.frame import read_table
-from anonweb.core.hierarchy import read_hierarchy
-from anonweb.core.linkage import linkage_histogram
-from anonweb.core.profile import assess_risk
-from anonweb.core.risk import record_risk, reidentification_risk
+from anonweb.core.io.frame import read_table
+from anonweb.core.io.hierarchy import read_hierarchy
+from anonweb.core.models.closeness import t_closeness
+from anonweb.core.models.diversity import l_diversity
+from anonweb.core.risk.classes import equivalence_classes, k_anonymity
+from anonweb.core.risk.linkage import linkage_histogram
+from anonweb.core.risk.reidentification import record_risk, reidentification_risk
 
 NAN = np.nan
 
@@ -94,7 +94,9 @@ def test_entropy_l_is_not_floored():
     # One class with shares 0.6, 0.2, 0.2: exp(H) = 2.586..., pycanon would report 2.
     df = pd.DataFrame({"G": ["g"] * 5, "S": list("aaabc")})
     expected = math.exp(-(0.6 * math.log(0.6) + 2 * 0.2 * math.log(0.2)))
-    assert l_diversity(df, quasi_identifiers=["G"], sensitive="S").l_entropy == pytest.approx(expected)
+    assert l_diversity(df, quasi_identifiers=["G"], sensitive="S").l_entropy == pytest.approx(
+        expected
+    )
 
 
 def test_missing_sensitive_value_counts_as_a_value():
@@ -143,8 +145,10 @@ def test_linkage_matches_integers_and_text():
 @pytest.fixture(scope="module")
 def paper(fixtures_dir):
     df = read_table(fixtures_dir / "test2.csv")
-    h = {c: read_hierarchy(fixtures_dir / f"test2_hierarchy_{c}.csv", attribute=c)
-         for c in ("ZIPCode", "Age", "Disease")}
+    h = {
+        c: read_hierarchy(fixtures_dir / f"test2_hierarchy_{c}.csv", attribute=c)
+        for c in ("ZIPCode", "Age", "Disease")
+    }
 
     def generalize(zip_level, age_level):
         out = df.copy()
@@ -183,8 +187,9 @@ def test_hierarchical_distance_needs_full_coverage(paper, fixtures_dir):
     generalize, _ = paper
     wrong = read_hierarchy(fixtures_dir / "test2_hierarchy_Age.csv", attribute="Disease")
     with pytest.raises(HierarchyError, match="does not cover 6 value"):
-        t_closeness(generalize(1, 2), quasi_identifiers=["ZIPCode"], sensitive="Disease",
-                    hierarchy=wrong)
+        t_closeness(
+            generalize(1, 2), quasi_identifiers=["ZIPCode"], sensitive="Disease", hierarchy=wrong
+        )
 
 
 # -- Seed 000, Figures 7 and 8: 3-anonymous but homogeneous, then 3-diverse ---------------------
@@ -230,10 +235,16 @@ def test_figure8_is_3_diverse(fixtures_dir):
         ({"quasi_identifiers": ["nope"]}, DataError, "unknown quasi-identifier: nope"),
         ({"quasi_identifiers": ["A"], "sensitive": ["A"]}, ParameterError, "both"),
         ({"quasi_identifiers": ["A"], "sensitive": ["zz"]}, DataError, "sensitive attribute: zz"),
-        ({"quasi_identifiers": ["A"], "sensitive": ["S"], "t_distance": "manhattan"},
-         ParameterError, "unknown t-closeness distance"),
-        ({"quasi_identifiers": ["A"], "sensitive": ["S"], "t_distance": "hierarchical"},
-         ParameterError, "needs a hierarchy"),
+        (
+            {"quasi_identifiers": ["A"], "sensitive": ["S"], "t_distance": "manhattan"},
+            ParameterError,
+            "unknown t-closeness distance",
+        ),
+        (
+            {"quasi_identifiers": ["A"], "sensitive": ["S"], "t_distance": "hierarchical"},
+            ParameterError,
+            "needs a hierarchy",
+        ),
         ({"quasi_identifiers": ["A"], "thresholds": [1.5]}, ParameterError, "outside 0..1"),
         ({"quasi_identifiers": ["A"], "population_size": 3}, ParameterError, "smaller than"),
     ],

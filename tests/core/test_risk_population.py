@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import special
 
-from anonweb.core.population import (
+from anonweb.core.assessment.profile import assess_risk
+from anonweb.core.risk.population import (
     individual_risk,
     pitman_fit,
     pitman_uniques,
@@ -17,7 +18,6 @@ from anonweb.core.population import (
     snb_uniques,
     zayatz_uniques,
 )
-from anonweb.core.profile import assess_risk
 
 
 def sample_sizes(population_classes: int, sample: int, seed: int) -> np.ndarray:
@@ -109,8 +109,13 @@ def test_snb_closed_forms_match_the_series():
     k, a, b, f = 1000.0, 0.7, 0.3, 0.2
     big_f = np.arange(1, 400)
     m = big_f - 1
-    p_f = np.exp(special.gammaln(m + a) - special.gammaln(a) - special.gammaln(m + 1)
-                 + a * np.log(b) + m * np.log(1 - b))
+    p_f = np.exp(
+        special.gammaln(m + a)
+        - special.gammaln(a)
+        - special.gammaln(m + 1)
+        + a * np.log(b)
+        + m * np.log(1 - b)
+    )
     e1 = k * (p_f * big_f * f * (1 - f) ** (big_f - 1)).sum()
     e2 = k * (p_f * big_f * (big_f - 1) / 2 * f * f * (1 - f) ** (big_f - 2)).sum()
     assert snb_moments(k, a, b, f) == pytest.approx((e1, e2), rel=1e-9)
@@ -122,8 +127,13 @@ def test_individual_risk_is_the_expected_inverse_population_class_size(p):
     ours = individual_risk(f, p)
     # E[1/F | f] with F - f negative binomial(f, p), summed term by term.
     h = np.arange(0, 200_000)[:, None]
-    log_pmf = (special.gammaln(f + h) - special.gammaln(f) - special.gammaln(h + 1)
-               + f * np.log(p) + h * np.log1p(-p))
+    log_pmf = (
+        special.gammaln(f + h)
+        - special.gammaln(f)
+        - special.gammaln(h + 1)
+        + f * np.log(p)
+        + h * np.log1p(-p)
+    )
     series = (np.exp(log_pmf) / (f + h)).sum(axis=0)
     summable = f * (1 - p) / p < 20_000  # the negative binomial's mean is within the sum
     assert ours[summable] == pytest.approx(series[summable], rel=1e-6)

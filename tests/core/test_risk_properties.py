@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anonweb.core.classes import group_codes
-from anonweb.core.profile import assess_risk
+from anonweb.core.assessment.profile import assess_risk
+from anonweb.core.risk.classes import group_codes
 
 QIS = ["q1", "q2"]
 
@@ -25,7 +25,9 @@ def tables(draw, min_rows=1, max_rows=40):
         {
             "q1": draw(st.lists(values, min_size=n, max_size=n)),
             "q2": draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
-            "cat": draw(st.lists(st.one_of(st.none(), st.sampled_from("xyzw")), min_size=n, max_size=n)),
+            "cat": draw(
+                st.lists(st.one_of(st.none(), st.sampled_from("xyzw")), min_size=n, max_size=n)
+            ),
             "num": draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)),
         }
     )
@@ -147,7 +149,9 @@ def test_categorical_and_integer_columns_partition_like_groupby():
     rng = np.random.default_rng(6)
     n = 500
     cat = pd.Categorical(rng.choice(["x", "y", None], n), categories=["x", "y", "unused"])
-    df = pd.DataFrame({"cat": cat, "neg": rng.integers(-5, 5, n), "big": rng.integers(0, 10**12, n)})
+    df = pd.DataFrame(
+        {"cat": cat, "neg": rng.integers(-5, 5, n), "big": rng.integers(0, 10**12, n)}
+    )
     cols = list(df.columns)
     expected = df.groupby(cols, dropna=False, observed=True, sort=False).ngroup().to_numpy()
     assert _same_partition(group_codes(df, cols), expected)

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonweb.core.frame import read_table
-from anonweb.core.profile import assess_risk
+from anonweb.core.assessment.profile import assess_risk
+from anonweb.core.io.frame import read_table
 
 pycanon = pytest.importorskip("pycanon")
 from pycanon import anonymity as pc  # noqa: E402
@@ -26,7 +26,11 @@ pytestmark = pytest.mark.shared_data
 
 CASES = {
     "drug_type": ("pycanon/raw/drug_type.csv", ["Age", "Sex", "BP", "Cholesterol"], "Drug"),
-    "drugs_k5": ("pycanon/raw/drugs_k5.csv", ["Age", "Sex", "BP", "Cholesterol", "Na_to_K"], "Drug"),
+    "drugs_k5": (
+        "pycanon/raw/drugs_k5.csv",
+        ["Age", "Sex", "BP", "Cholesterol", "Na_to_K"],
+        "Drug",
+    ),
     "adult_subset": ("arx/adult_subset.csv", ["sex", "race", "salary-class"], "occupation"),
     "stroke_k5_num": (
         "pycanon/processed/stroke_k5.csv",

@@ -11,11 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonweb.core.errors import CoreError, HierarchyError, ParameterError
-from anonweb.core.frame import read_table
-from anonweb.core.hierarchy import Hierarchy, read_hierarchy
-from anonweb.core.hierarchy_builders import interval_hierarchy, mask_hierarchy
-from anonweb.core.lattice import EncodedTable
-from anonweb.core.privacy_models import (
+from anonweb.core.io.frame import read_table
+from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
+from anonweb.core.io.hierarchy_builders import interval_hierarchy, mask_hierarchy
+from anonweb.core.models.criteria import (
     DeltaDisclosure,
     DistinctL,
     EntropyL,
@@ -23,9 +22,19 @@ from anonweb.core.privacy_models import (
     TCloseness,
     emd,
 )
-from anonweb.core.search import optimal_generalization
+from anonweb.core.search.flash import optimal_generalization
+from anonweb.core.search.lattice import EncodedTable
 
-QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex", "workclass"]
+QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
 
 # run: (k, suppression, extra models, levels, suppressed, smallest class, classes, ARX output file)
 ARX_RUNS = {
@@ -33,10 +42,26 @@ ARX_RUNS = {
     "k5_s0": (5, 0.0, [], (4, 3, 2, 2, 1, 0, 0, 0), 0, 5, 26, "adult_k5_s0.csv"),
     "k5_s2": (5, 0.02, [], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222, "adult_k5_s2.csv"),
     "k10_s2": (10, 0.02, [], (4, 2, 1, 1, 0, 0, 0, 1), 592, 10, 124, "adult_k10_s2.csv"),
-    "k5_s2_l2": (5, 0.02, [DistinctL("occupation", 2)], (3, 2, 2, 1, 0, 0, 0, 1), 506, 5, 222,
-                 "adult_k5_s2.csv"),
-    "k5_s2_t02eq": (5, 0.02, [TCloseness("occupation", 0.2)], (4, 3, 1, 1, 1, 1, 1, 2), 235, 233, 6,
-                    "adult_k5_s2_t02eq.csv"),
+    "k5_s2_l2": (
+        5,
+        0.02,
+        [DistinctL("occupation", 2)],
+        (3, 2, 2, 1, 0, 0, 0, 1),
+        506,
+        5,
+        222,
+        "adult_k5_s2.csv",
+    ),
+    "k5_s2_t02eq": (
+        5,
+        0.02,
+        [TCloseness("occupation", 0.2)],
+        (4, 3, 1, 1, 1, 1, 1, 2),
+        235,
+        233,
+        6,
+        "adult_k5_s2_t02eq.csv",
+    ),
 }
 
 
@@ -58,8 +83,9 @@ def _classes(out: pd.DataFrame, qis) -> pd.core.groupby.DataFrameGroupBy:
 def test_optimum_equals_arx(adult, datasets_dir, run):
     df, hierarchies = adult
     k, s, models, levels, suppressed, min_class, classes, arx_file = ARX_RUNS[run]
-    result = optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k,
-                                    suppression=s, models=models)
+    result = optimal_generalization(
+        df, quasi_identifiers=QI8, hierarchies=hierarchies, k=k, suppression=s, models=models
+    )
     assert tuple(result.levels[q] for q in QI8) == levels
     assert (result.suppressed, result.k, result.classes) == (suppressed, min_class, classes)
     assert result.search["optimal"] is True
@@ -79,7 +105,9 @@ def test_optimum_equals_arx(adult, datasets_dir, run):
 def test_input_frame_untouched(adult):
     df, hierarchies = adult
     before = df.copy()
-    optimal_generalization(df, quasi_identifiers=QI8, hierarchies=hierarchies, k=5, suppression=0.02)
+    optimal_generalization(
+        df, quasi_identifiers=QI8, hierarchies=hierarchies, k=5, suppression=0.02
+    )
     pd.testing.assert_frame_equal(df, before)
 
 
@@ -87,21 +115,27 @@ def test_input_frame_untouched(adult):
 @pytest.mark.parametrize("metric", ["entropy", "discernibility"])
 def test_other_metrics_meet_k(adult, metric):
     df, hierarchies = adult
-    result = optimal_generalization(df, quasi_identifiers=QI8[:5], hierarchies=hierarchies, k=5,
-                                    suppression=0.02, metric=metric)
+    result = optimal_generalization(
+        df, quasi_identifiers=QI8[:5], hierarchies=hierarchies, k=5, suppression=0.02, metric=metric
+    )
     assert result.k >= 5 and result.suppressed <= 603
 
 
 # --- small generated data: brute force over the whole lattice --------------------------------
 
+
 def _toy(seed: int, n: int = 120) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "age": rng.integers(18, 80, n),
-        "zip": rng.choice(["47677", "47602", "47678", "47905", "47909", "47906"], n),
-        "sex": rng.choice(["F", "M"], n),
-        "disease": rng.choice(["flu", "ulcer", "cancer", "gastritis"], n, p=[0.4, 0.3, 0.2, 0.1]),
-    })
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n),
+            "zip": rng.choice(["47677", "47602", "47678", "47905", "47909", "47906"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "disease": rng.choice(
+                ["flu", "ulcer", "cancer", "gastritis"], n, p=[0.4, 0.3, 0.2, 0.1]
+            ),
+        }
+    )
     hierarchies = {
         "age": interval_hierarchy(df["age"], width=5, fanout=2, attribute="age"),
         "zip": mask_hierarchy(df["zip"], attribute="zip"),
@@ -112,7 +146,7 @@ def _toy(seed: int, n: int = 120) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
 
 def _brute_force(df, hierarchies, qis, k, suppression, models):
     """Every node checked with pandas; the least-loss anonymous node by ARX's rank order."""
-    from anonweb.core.metrics import LossMetric
+    from anonweb.core.search.metrics import LossMetric
 
     table = EncodedTable(df, qis, hierarchies, sorted({m.sensitive for m in models}))
     metric = LossMetric(table)
@@ -148,8 +182,15 @@ def _brute_force(df, hierarchies, qis, k, suppression, models):
     return best
 
 
-DISEASE = Hierarchy(rows=(("flu", "respiratory", "*"), ("ulcer", "digestive", "*"),
-                           ("cancer", "digestive", "*"), ("gastritis", "digestive", "*")), attribute="disease")
+DISEASE = Hierarchy(
+    rows=(
+        ("flu", "respiratory", "*"),
+        ("ulcer", "digestive", "*"),
+        ("cancer", "digestive", "*"),
+        ("gastritis", "digestive", "*"),
+    ),
+    attribute="disease",
+)
 MODELS = [
     [DistinctL("disease", 2)],
     [TCloseness("disease", 0.3)],
@@ -162,15 +203,32 @@ MODELS = [
 ]
 
 
-@pytest.mark.parametrize("seed,k,suppression", [(1, 3, 0.0), (2, 5, 0.05), (3, 2, 0.1), (4, 8, 0.02),
-                                                (5, 2, 0.05), (6, 4, 0.1), (7, 3, 0.03), (8, 2, 0.08)])
+@pytest.mark.parametrize(
+    "seed,k,suppression",
+    [
+        (1, 3, 0.0),
+        (2, 5, 0.05),
+        (3, 2, 0.1),
+        (4, 8, 0.02),
+        (5, 2, 0.05),
+        (6, 4, 0.1),
+        (7, 3, 0.03),
+        (8, 2, 0.08),
+    ],
+)
 def test_search_matches_brute_force(seed, k, suppression):
     df, hierarchies = _toy(seed)
     qis = ["age", "zip", "sex"]
     models = MODELS[seed - 1]
     expected = _brute_force(df, hierarchies, qis, k, suppression, models)
-    result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k,
-                                    suppression=suppression, models=models)
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=k,
+        suppression=suppression,
+        models=models,
+    )
     assert tuple(result.levels[q] for q in qis) == expected[1]
 
 
@@ -180,7 +238,9 @@ def test_every_kept_class_has_k_rows(seed, k, s):
     df, hierarchies = _toy(seed, n=90)
     qis = ["age", "zip", "sex"]
     try:
-        result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k, suppression=s)
+        result = optimal_generalization(
+            df, quasi_identifiers=qis, hierarchies=hierarchies, k=k, suppression=s
+        )
     except ParameterError:
         return  # no node qualifies: nothing to check
     out = result.apply(df)
@@ -210,48 +270,66 @@ def test_bad_inputs_are_reported():
     with pytest.raises(HierarchyError, match="'M'"):
         optimal_generalization(df, quasi_identifiers=["sex"], hierarchies={"sex": partial}, k=2)
     with pytest.raises(ParameterError, match="no generalization satisfies"):
-        optimal_generalization(df, quasi_identifiers=["sex"], hierarchies=hierarchies, k=2,
-                               models=[DistinctL("disease", 5)])
+        optimal_generalization(
+            df,
+            quasi_identifiers=["sex"],
+            hierarchies=hierarchies,
+            k=2,
+            models=[DistinctL("disease", 5)],
+        )
     with pytest.raises(CoreError, match="unknown"):
         optimal_generalization(df, quasi_identifiers=["nope"], hierarchies=hierarchies, k=2)
 
 
 def test_average_risk_ceiling():
-    from anonweb.core.privacy_models import AverageRisk
+    from anonweb.core.models.criteria import AverageRisk
 
     df, hierarchies = _toy(9, n=300)
     qis = ["age", "zip", "sex"]
-    result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=2,
-                                    suppression=0.05, models=[AverageRisk(0.05)])
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=2,
+        suppression=0.05,
+        models=[AverageRisk(0.05)],
+    )
     assert result.classes / (len(df) - result.suppressed) <= 0.05
     assert _classes(result.apply(df), qis).size().min() >= 2
 
 
 def test_budget_falls_back_to_a_heuristic_and_says_so():
     df, hierarchies = _toy(5)
-    result = optimal_generalization(df, quasi_identifiers=["age", "zip", "sex"], hierarchies=hierarchies,
-                                    k=4, max_nodes=1)
+    result = optimal_generalization(
+        df, quasi_identifiers=["age", "zip", "sex"], hierarchies=hierarchies, k=4, max_nodes=1
+    )
     assert result.search["optimal"] is False and "budget" in result.search["note"]
     assert result.k >= 4
 
 
 # --- t-closeness known answers (Li, Li & Venkatasubramanian, ICDE 2007, Tables 4 and 5) ------
 
+
 @pytest.fixture(scope="module")
 def test2(fixtures_dir):
     df = read_table(fixtures_dir / "test2.csv", sep=";")
-    hs = {c: read_hierarchy(fixtures_dir / f"test2_hierarchy_{c}.csv", attribute=c)
-          for c in ("ZIPCode", "Age", "Disease")}
+    hs = {
+        c: read_hierarchy(fixtures_dir / f"test2_hierarchy_{c}.csv", attribute=c)
+        for c in ("ZIPCode", "Age", "Disease")
+    }
     return df, hs
 
 
-@pytest.mark.parametrize("zip_level,age_level,column,distance,expected", [
-    (2, 1, "Salary", "ordered", 0.375),
-    (2, 1, "Disease", "equal", 0.4444),
-    (1, 2, "Salary", "ordered", 0.1667),
-    (1, 2, "Disease", "equal", 0.5556),
-    (1, 2, "Disease", "hierarchical", 0.2963),
-])
+@pytest.mark.parametrize(
+    "zip_level,age_level,column,distance,expected",
+    [
+        (2, 1, "Salary", "ordered", 0.375),
+        (2, 1, "Disease", "equal", 0.4444),
+        (1, 2, "Salary", "ordered", 0.1667),
+        (1, 2, "Disease", "equal", 0.5556),
+        (1, 2, "Disease", "hierarchical", 0.2963),
+    ],
+)
 def test_t_closeness_known_answers(test2, zip_level, age_level, column, distance, expected):
     df, hs = test2
     table = EncodedTable(df, ["ZIPCode", "Age"], hs, [column])
@@ -325,7 +403,9 @@ def test_grouping_when_the_key_space_exceeds_int64():
     rng = np.random.default_rng(3)
     n, d = 400, 10
     df = pd.DataFrame({f"q{i}": rng.integers(0, 300, n).astype(str) for i in range(d)})
-    hs = {c: Hierarchy(rows=tuple((str(v), "*") for v in range(300)), attribute=c) for c in df.columns}
+    hs = {
+        c: Hierarchy(rows=tuple((str(v), "*") for v in range(300)), attribute=c) for c in df.columns
+    }
     table = EncodedTable(df, list(df.columns), hs)
     inv, n_classes = table.group([0] * d)
     expected = df.groupby(list(df.columns)).ngroups
@@ -334,11 +414,13 @@ def test_grouping_when_the_key_space_exceeds_int64():
 
 
 def test_lattice_too_large_uses_greedy_descent(monkeypatch):
-    from anonweb.core import search
+    from anonweb.core.search import flash as search
 
     monkeypatch.setattr(search, "MAX_LATTICE", 10)
     df, hierarchies = _toy(11)
-    result = optimal_generalization(df, quasi_identifiers=["age", "zip", "sex"], hierarchies=hierarchies, k=3)
+    result = optimal_generalization(
+        df, quasi_identifiers=["age", "zip", "sex"], hierarchies=hierarchies, k=3
+    )
     assert result.search["optimal"] is False and result.search["algorithm"] == "greedy"
     assert _classes(result.apply(df), ["age", "zip", "sex"]).size().min() >= 3
 
@@ -346,9 +428,9 @@ def test_lattice_too_large_uses_greedy_descent(monkeypatch):
 @pytest.mark.parametrize("metric", ["loss", "entropy", "discernibility"])
 @pytest.mark.parametrize("seed,k,suppression", [(12, 4, 0.05), (13, 2, 0.0), (14, 6, 0.1)])
 def test_every_metric_finds_the_exhaustive_optimum(metric, seed, k, suppression):
-    from anonweb.core.metrics import make_metric
-    from anonweb.core.privacy_models import KAnonymity
-    from anonweb.core.search import _Checker
+    from anonweb.core.models.criteria import KAnonymity
+    from anonweb.core.search.flash import _Checker
+    from anonweb.core.search.metrics import make_metric
 
     df, hierarchies = _toy(seed)
     qis = ["age", "zip", "sex"]
@@ -366,8 +448,14 @@ def test_every_metric_finds_the_exhaustive_optimum(metric, seed, k, suppression)
             values = scorer.actual(node, ev.ct.rep[ev.out_classes], ev.ct.sizes[ev.out_classes])
         key = tuple(scorer.key(values[None, :])[0])
         best = key if best is None or key < best else best
-    result = optimal_generalization(df, quasi_identifiers=qis, hierarchies=hierarchies, k=k,
-                                    suppression=suppression, metric=metric)
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=k,
+        suppression=suppression,
+        metric=metric,
+    )
     node = tuple(result.levels[q] for q in qis)
     ev = checker.check(node)
     if metric == "discernibility":

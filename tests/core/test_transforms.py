@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from anonweb.core.errors import CoreError, ParameterError
-from anonweb.core.plan import Plan, Step, apply_plan
+from anonweb.core.release.plan import Plan, Step, apply_plan
 from anonweb.core.transforms.perturb import mdav_groups, rank_swap_values
 
 KEY = b"0123456789abcdef-secret"
@@ -17,19 +17,44 @@ KEY = b"0123456789abcdef-secret"
 
 @pytest.fixture
 def people() -> pd.DataFrame:
-    return pd.DataFrame({
-        "pid": [1, 1, 2, 3, 3, 3],
-        "name": ["Ada Lovelace", "Ada Lovelace", "Alan Turing", "Grace B. Hopper", "Grace B. Hopper", None],
-        "ssn": ["123-45-6789", "123-45-6789", "987-65-4321", "555-12-0000", "555-12-0000", "555-12-0000"],
-        "city": ["Paris", "Paris", "London", "Rome", "Oslo", "Oslo"],
-        "admitted": ["2020-01-10", "2020-02-10", "2021-05-01", "2019-12-31", "2020-01-05", "2020-03-01"],
-        "income": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
-    })
+    return pd.DataFrame(
+        {
+            "pid": [1, 1, 2, 3, 3, 3],
+            "name": [
+                "Ada Lovelace",
+                "Ada Lovelace",
+                "Alan Turing",
+                "Grace B. Hopper",
+                "Grace B. Hopper",
+                None,
+            ],
+            "ssn": [
+                "123-45-6789",
+                "123-45-6789",
+                "987-65-4321",
+                "555-12-0000",
+                "555-12-0000",
+                "555-12-0000",
+            ],
+            "city": ["Paris", "Paris", "London", "Rome", "Oslo", "Oslo"],
+            "admitted": [
+                "2020-01-10",
+                "2020-02-10",
+                "2021-05-01",
+                "2019-12-31",
+                "2020-01-05",
+                "2020-03-01",
+            ],
+            "income": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
+        }
+    )
 
 
 def run(df, kind, params, *, seed=0, secrets=None):
     plan = Plan(steps=(Step(kind, params),))
-    return apply_plan(df, plan, rng=np.random.default_rng(seed), secrets=secrets or {}, measure_risk=False)
+    return apply_plan(
+        df, plan, rng=np.random.default_rng(seed), secrets=secrets or {}, measure_risk=False
+    )
 
 
 def test_drop_and_input_untouched(people):
@@ -40,11 +65,17 @@ def test_drop_and_input_untouched(people):
     pd.testing.assert_frame_equal(people, before)
 
 
-@pytest.mark.parametrize("params,expected", [
-    ({"columns": ["city"]}, ["*"] * 6),
-    ({"columns": ["city"], "values": ["Rome"]}, ["Paris", "Paris", "London", "*", "Oslo", "Oslo"]),
-    ({"columns": ["city"], "rare": 2}, ["Paris", "Paris", "*", "*", "Oslo", "Oslo"]),
-])
+@pytest.mark.parametrize(
+    "params,expected",
+    [
+        ({"columns": ["city"]}, ["*"] * 6),
+        (
+            {"columns": ["city"], "values": ["Rome"]},
+            ["Paris", "Paris", "London", "*", "Oslo", "Oslo"],
+        ),
+        ({"columns": ["city"], "rare": 2}, ["Paris", "Paris", "*", "*", "Oslo", "Oslo"]),
+    ],
+)
 def test_suppress(people, params, expected):
     out, _ = run(people, "suppress", params)
     assert out["city"].tolist() == expected
@@ -53,7 +84,9 @@ def test_suppress(people, params, expected):
 def test_tokens_stable_within_a_key_distinct_across_keys_and_key_not_reported(people):
     out1, report = run(people, "tokenize", {"columns": ["ssn"], "key": "k"}, secrets={"k": KEY})
     out2, _ = run(people, "tokenize", {"columns": ["ssn"], "key": "k"}, secrets={"k": KEY})
-    out3, _ = run(people, "tokenize", {"columns": ["ssn"], "key": "k"}, secrets={"k": b"another key"})
+    out3, _ = run(
+        people, "tokenize", {"columns": ["ssn"], "key": "k"}, secrets={"k": b"another key"}
+    )
     assert out1["ssn"].tolist() == out2["ssn"].tolist()
     assert out1["ssn"][0] == out1["ssn"][1] != out1["ssn"][2]
     assert all(a != b for a, b in zip(out1["ssn"], out3["ssn"]))
@@ -71,7 +104,9 @@ def test_substitute(people):
     book = {"Paris": "C1", "London": "C2"}
     out, report = run(people, "substitute", {"columns": ["city"], "codebook": book})
     assert out["city"].tolist() == ["C1", "C1", "C2", "Rome", "Oslo", "Oslo"]
-    out, _ = run(people, "substitute", {"columns": ["city"], "codebook": book, "unmatched": "suppress"})
+    out, _ = run(
+        people, "substitute", {"columns": ["city"], "codebook": book, "unmatched": "suppress"}
+    )
     assert out["city"].tolist() == ["C1", "C1", "C2", "*", "*", "*"]
     assert report.steps[0]["replaced_cells"] == {"city": 3}
 
@@ -81,14 +116,18 @@ def test_regex_presets_and_pattern(people):
     assert out["ssn"][0] == "***-**-6789"
     out, _ = run(people, "regex_mask", {"columns": ["name"], "preset": "first_word"})
     assert out["name"].tolist()[:3] == ["Ada", "Ada", "Alan"] and pd.isna(out["name"][5])
-    out, _ = run(people, "regex_mask", {"columns": ["ssn"], "pattern": r"^\d{3}", "replacement": "XXX"})
+    out, _ = run(
+        people, "regex_mask", {"columns": ["ssn"], "pattern": r"^\d{3}", "replacement": "XXX"}
+    )
     assert out["ssn"][2] == "XXX-65-4321"
     with pytest.raises(ParameterError, match="regular expression"):
         run(people, "regex_mask", {"columns": ["ssn"], "pattern": "(", "replacement": ""})
 
 
 def test_date_shift_same_offset_per_person(people):
-    out, report = run(people, "date_shift", {"columns": ["admitted"], "person": "pid", "max_days": 30}, seed=3)
+    out, report = run(
+        people, "date_shift", {"columns": ["admitted"], "person": "pid", "max_days": 30}, seed=3
+    )
     before = pd.to_datetime(people["admitted"])
     after = pd.to_datetime(out["admitted"])
     shift = (after - before).dt.days
@@ -143,7 +182,9 @@ def test_pram_matrix_validation_and_effect():
         run(df, "pram", {"column": "x", "matrix": {"a": {"a": 0.5, "b": 0.4}, "b": {"b": 1.0}}})
     with pytest.raises(ParameterError, match="no row for: b"):
         run(df, "pram", {"column": "x", "matrix": {"a": {"a": 1.0}}})
-    out, report = run(df, "pram", {"column": "x", "matrix": {"a": {"a": 0.8, "b": 0.2}, "b": {"b": 1.0}}})
+    out, report = run(
+        df, "pram", {"column": "x", "matrix": {"a": {"a": 0.8, "b": 0.2}, "b": {"b": 1.0}}}
+    )
     assert (out["x"][500:] == "b").all()
     assert 50 < (out["x"][:500] == "b").sum() < 150
     out, _ = run(df, "pram", {"column": "x", "p_keep": 1.0})

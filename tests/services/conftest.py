@@ -43,7 +43,9 @@ def redis_url():
         client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
         client.ping()
     except Exception as exc:
-        unavailable(f"Redis not reachable at {REDIS_URL} ({type(exc).__name__})", required=REQUIRE_SERVICES)
+        unavailable(
+            f"Redis not reachable at {REDIS_URL} ({type(exc).__name__})", required=REQUIRE_SERVICES
+        )
     client.flushdb()
     yield REDIS_URL
     client.flushdb()
@@ -94,7 +96,9 @@ def broker(settings):
 
     def use(url: str, options: dict | None = None) -> dict:
         app.conf.broker_url = url
-        app.conf.broker_transport_options = options if options is not None else settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        app.conf.broker_transport_options = (
+            options if options is not None else settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        )
         app.conf.task_default_queue = queue
         app._pool = None
         app.amqp._producer_pool = None
@@ -120,14 +124,32 @@ def start_worker():
         )
         env.update(extra_env)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "anonweb.celery", "worker", "--pool=solo",
-             "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"{name}@%h",
-             "--loglevel=INFO"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "anonweb.celery",
+                "worker",
+                "--pool=solo",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"{name}@%h",
+                "--loglevel=INFO",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             start_new_session=True,
         )
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+        reader = threading.Thread(
+            target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True
+        )
         reader.start()
         worker = WorkerProcess(proc, lines, reader)
         workers.append(worker)

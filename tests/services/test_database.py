@@ -12,7 +12,9 @@ from tests.conftest import REQUIRE_SERVICES
 
 def test_ci_runs_on_postgresql():
     if REQUIRE_SERVICES:
-        assert connection.vendor == "postgresql", "CI must run the suite on PostgreSQL (set DATABASE_URL)"
+        assert connection.vendor == "postgresql", (
+            "CI must run the suite on PostgreSQL (set DATABASE_URL)"
+        )
     else:
         assert connection.vendor in {"postgresql", "sqlite"}
 

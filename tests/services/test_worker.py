@@ -21,7 +21,9 @@ def officer():
 
 def _launch(officer, steps=3, delay=0.2):
     team = officer.memberships.get().team
-    return job_create(user=officer, team=team, kind=JobKind.DEMO_SLEEP, params={"steps": steps, "delay": delay})
+    return job_create(
+        user=officer, team=team, kind=JobKind.DEMO_SLEEP, params={"steps": steps, "delay": delay}
+    )
 
 
 def _finished(job):
@@ -67,7 +69,9 @@ def test_a_redelivered_task_runs_the_job_once(officer, broker, start_worker, red
 
 
 @pytest.mark.services
-def test_a_worker_killed_mid_job_leaves_a_failed_job_and_nothing_published(officer, broker, start_worker, redis_url, settings, monkeypatch):
+def test_a_worker_killed_mid_job_leaves_a_failed_job_and_nothing_published(
+    officer, broker, start_worker, redis_url, settings, monkeypatch
+):
     from anonweb.jobs import services
 
     env = broker(redis_url, {"socket_connect_timeout": 3})

@@ -44,13 +44,15 @@ def outsider(other_team):
 
 
 def small_table() -> pd.DataFrame:
-    return pd.DataFrame({
-        "name": ["Ann Lee", "Bob Ray", "Cy Dunn", "Di Fox", "Ed Moss", "Flo Hart"],
-        "zip": ["47677", "47602", "47678", "47905", "47909", "47906"],
-        "age": [29, 22, 27, 43, 52, 47],
-        "sex": ["F", "M", "F", "M", "F", "M"],
-        "disease": ["flu", "flu", "gastritis", "cancer", "flu", "gastritis"],
-    })
+    return pd.DataFrame(
+        {
+            "name": ["Ann Lee", "Bob Ray", "Cy Dunn", "Di Fox", "Ed Moss", "Flo Hart"],
+            "zip": ["47677", "47602", "47678", "47905", "47909", "47906"],
+            "age": [29, 22, 27, 43, 52, 47],
+            "sex": ["F", "M", "F", "M", "F", "M"],
+            "disease": ["flu", "flu", "gastritis", "cancer", "flu", "gastritis"],
+        }
+    )
 
 
 def csv_upload(df=None, name="patients.csv", sep=","):
@@ -65,7 +67,13 @@ def dataset(officer, team):
 
     ds = dataset_create(user=officer, team=team, upload=csv_upload(), name="patients")
     return dataset_set_tags(
-        user=officer, dataset=ds,
-        tags={"name": "identifier", "zip": "quasi_identifier", "age": "quasi_identifier",
-              "sex": "quasi_identifier", "disease": "sensitive"},
+        user=officer,
+        dataset=ds,
+        tags={
+            "name": "identifier",
+            "zip": "quasi_identifier",
+            "age": "quasi_identifier",
+            "sex": "quasi_identifier",
+            "disease": "sensitive",
+        },
     )

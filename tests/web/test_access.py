@@ -110,7 +110,11 @@ def test_healthz_reports_a_broker_that_is_down(client, monkeypatch):
     monkeypatch.setattr(app, "connection_for_write", refuse)
     response = client.get(reverse("healthz"))
     assert response.status_code == 503
-    assert response.json()["broker"] == {"ok": False, "transport": "filesystem", "error": "ConnectionRefusedError"}
+    assert response.json()["broker"] == {
+        "ok": False,
+        "transport": "filesystem",
+        "error": "ConnectionRefusedError",
+    }
 
 
 def test_admin_is_for_superusers_only(client, officer):

@@ -12,7 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _events(team, n=4):
-    return [audit_record(actor=None, team=team, action="test.event", details={"i": i}) for i in range(n)]
+    return [
+        audit_record(actor=None, team=team, action="test.event", details={"i": i}) for i in range(n)
+    ]
 
 
 def test_chain_links_each_event_to_the_previous(team):
@@ -32,7 +34,9 @@ def test_verify_command_catches_an_edit_made_directly_in_the_database(team, caps
     assert "4 events verified" in capsys.readouterr().out
     table = AuditEvent._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET action = %s WHERE id = %s", ["test.forged", events[2].pk])
+        cursor.execute(
+            f"UPDATE {table} SET action = %s WHERE id = %s", ["test.forged", events[2].pk]
+        )
     with pytest.raises(CommandError) as exc:
         call_command("audit_verify")
     assert f"event #{events[2].pk}" in str(exc.value)
@@ -63,7 +67,9 @@ def test_events_are_append_only_through_the_orm(team):
         event.delete()
 
 
-@pytest.mark.parametrize("details", [{"hmac_key": "abc"}, {"params": {"seed": 4}}, {"steps": [{"password": "x"}]}])
+@pytest.mark.parametrize(
+    "details", [{"hmac_key": "abc"}, {"params": {"seed": 4}}, {"steps": [{"password": "x"}]}]
+)
 def test_secrets_are_refused(team, details):
     with pytest.raises(AuditDetailError):
         audit_record(actor=None, team=team, action="x", details=details)

@@ -15,13 +15,26 @@ pytestmark = pytest.mark.django_db
 
 
 def _dp_plan(epsilon):
-    return {"version": 1, "steps": [{"kind": "dp_release", "params": {
-        "kind": "histogram", "epsilon": epsilon, "columns": ["disease"],
-        "categories": {"disease": ["flu", "gastritis", "cancer"]}}}]}
+    return {
+        "version": 1,
+        "steps": [
+            {
+                "kind": "dp_release",
+                "params": {
+                    "kind": "histogram",
+                    "epsilon": epsilon,
+                    "columns": ["disease"],
+                    "categories": {"disease": ["flu", "gastritis", "cancer"]},
+                },
+            }
+        ],
+    }
 
 
 def _post(client, dataset, plan, **extra):
-    return client.post(reverse("jobs:plan", args=[dataset.pk]), {"title": "dp", "plan": json.dumps(plan), **extra})
+    return client.post(
+        reverse("jobs:plan", args=[dataset.pk]), {"title": "dp", "plan": json.dumps(plan), **extra}
+    )
 
 
 def test_a_dp_plan_needs_a_budget(client, officer, dataset):
@@ -44,7 +57,9 @@ def test_preview_shows_cost_and_accuracy_without_running(client, officer, stewar
     assert "95% of released values lie within" in response.content.decode()
 
 
-def test_launches_are_charged_and_refused_past_the_budget(client, officer, steward, dataset, django_capture_on_commit_callbacks):
+def test_launches_are_charged_and_refused_past_the_budget(
+    client, officer, steward, dataset, django_capture_on_commit_callbacks
+):
     dataset_set_budget(user=steward, dataset=dataset, epsilon=1.0)
     client.force_login(officer)
     with django_capture_on_commit_callbacks(execute=False):
@@ -56,7 +71,9 @@ def test_launches_are_charged_and_refused_past_the_budget(client, officer, stewa
     assert ledger_for(dataset).spent == pytest.approx(0.6)
 
 
-def test_a_cancelled_queued_job_gives_its_epsilon_back_and_a_run_one_does_not(officer, steward, dataset):
+def test_a_cancelled_queued_job_gives_its_epsilon_back_and_a_run_one_does_not(
+    officer, steward, dataset
+):
     from anonweb.jobs.services import anonymize_launch
 
     dataset_set_budget(user=steward, dataset=dataset, epsilon=1.0)
@@ -78,12 +95,17 @@ def test_only_stewards_set_the_budget(client, officer, steward, dataset):
     dataset.refresh_from_db()
     assert dataset.epsilon_budget is None
     client.force_login(steward)
-    response = client.post(reverse("datasets:budget", args=[dataset.pk]), {"epsilon": "-1"}, follow=True)
+    response = client.post(
+        reverse("datasets:budget", args=[dataset.pk]), {"epsilon": "-1"}, follow=True
+    )
     assert "positive, finite epsilon" in response.content.decode()
     client.post(reverse("datasets:budget", args=[dataset.pk]), {"epsilon": "2.5"})
     dataset.refresh_from_db()
     assert dataset.epsilon_budget == 2.5
-    assert AuditEvent.objects.get(action="dataset.budget_set").details == {"epsilon_budget": 2.5, "previous": None}
+    assert AuditEvent.objects.get(action="dataset.budget_set").details == {
+        "epsilon_budget": 2.5,
+        "previous": None,
+    }
 
 
 def test_dataset_page_shows_the_ledger(client, steward, dataset):

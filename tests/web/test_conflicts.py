@@ -18,17 +18,42 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def source(officer, team):
-    df = pd.DataFrame({"h": list("PPQQRR"), "g": list("XYYZZX"),
-                       "disease": ["flu", "hiv", "cancer", "flu", "hiv", "cancer"]})
+    df = pd.DataFrame(
+        {
+            "h": list("PPQQRR"),
+            "g": list("XYYZZX"),
+            "disease": ["flu", "hiv", "cancer", "flu", "hiv", "cancer"],
+        }
+    )
     buf = io.StringIO()
     df.to_csv(buf, index=False)
-    ds = dataset_create(user=officer, team=team, upload=SimpleUploadedFile("c.csv", buf.getvalue().encode()), name="c")
-    return dataset_set_tags(user=officer, dataset=ds, tags={"h": "quasi_identifier", "g": "quasi_identifier", "disease": "sensitive"})
+    ds = dataset_create(
+        user=officer,
+        team=team,
+        upload=SimpleUploadedFile("c.csv", buf.getvalue().encode()),
+        name="c",
+    )
+    return dataset_set_tags(
+        user=officer,
+        dataset=ds,
+        tags={"h": "quasi_identifier", "g": "quasi_identifier", "disease": "sensitive"},
+    )
 
 
 def _release(officer, dataset, keep, drop):
-    plan = {"version": 1, "quasi_identifiers": [keep], "sensitive": ["disease"], "steps": [{"kind": "drop", "params": {"columns": [drop]}}]}
-    job = job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset, params={"plan": plan, "title": keep})
+    plan = {
+        "version": 1,
+        "quasi_identifiers": [keep],
+        "sensitive": ["disease"],
+        "steps": [{"kind": "drop", "params": {"columns": [drop]}}],
+    }
+    job = job_create(
+        user=officer,
+        team=dataset.team,
+        kind=JobKind.ANONYMIZE,
+        dataset=dataset,
+        params={"plan": plan, "title": keep},
+    )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -49,7 +74,9 @@ def test_the_second_release_is_flagged_and_the_first_shows_it_too(client, office
         assert "disclosed only when both are combined" in page
 
 
-def test_published_rows_are_shuffled_and_the_alignment_stays_private(client, officer, steward, source):
+def test_published_rows_are_shuffled_and_the_alignment_stays_private(
+    client, officer, steward, source
+):
     from anonweb.releases.services import release_approve
 
     release = _release(officer, source, keep="h", drop="g")
@@ -59,7 +86,9 @@ def test_published_rows_are_shuffled_and_the_alignment_stays_private(client, off
     assert sorted(published["disease"]) == sorted(aligned["disease"])
     release_approve(user=steward, release=release)
     client.force_login(steward)
-    body = b"".join(client.get(reverse("releases:download", args=[release.pk])).streaming_content).decode()
+    body = b"".join(
+        client.get(reverse("releases:download", args=[release.pk])).streaming_content
+    ).decode()
     assert "source_rows" not in body and len(body.splitlines()) == 7
 
 
@@ -68,10 +97,23 @@ def test_shuffling_hides_row_order_across_many_rows(officer, team):
     df = pd.DataFrame({"q": rng.integers(0, 5, 200), "s": rng.integers(0, 3, 200)})
     buf = io.StringIO()
     df.to_csv(buf, index=False)
-    ds = dataset_create(user=officer, team=team, upload=SimpleUploadedFile("d.csv", buf.getvalue().encode()), name="d")
-    ds = dataset_set_tags(user=officer, dataset=ds, tags={"q": "quasi_identifier", "s": "sensitive"})
+    ds = dataset_create(
+        user=officer,
+        team=team,
+        upload=SimpleUploadedFile("d.csv", buf.getvalue().encode()),
+        name="d",
+    )
+    ds = dataset_set_tags(
+        user=officer, dataset=ds, tags={"q": "quasi_identifier", "s": "sensitive"}
+    )
     plan = {"version": 1, "quasi_identifiers": ["q"], "sensitive": ["s"], "steps": []}
-    job = job_create(user=officer, team=team, kind=JobKind.ANONYMIZE, dataset=ds, params={"plan": plan, "title": "t"})
+    job = job_create(
+        user=officer,
+        team=team,
+        kind=JobKind.ANONYMIZE,
+        dataset=ds,
+        params={"plan": plan, "title": "t"},
+    )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     published = pd.read_parquet(release_dir(job.release.storage_key) / "data.parquet")

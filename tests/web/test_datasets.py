@@ -11,7 +11,9 @@ pytestmark = pytest.mark.django_db
 
 def test_upload_works_for_a_privacy_officer(client, officer, team):
     client.force_login(officer)
-    response = client.post(reverse("datasets:upload"), {"team": team.pk, "name": "visits", "file": csv_upload(sep=";")})
+    response = client.post(
+        reverse("datasets:upload"), {"team": team.pk, "name": "visits", "file": csv_upload(sep=";")}
+    )
     assert response.status_code == 302
     ds = Dataset.objects.get(name="visits")
     assert ds.rows == 6
@@ -26,14 +28,18 @@ def test_upload_works_for_a_privacy_officer(client, officer, team):
 def test_upload_needs_the_privacy_officer_role(client, request, role_user, team):
     user = request.getfixturevalue(role_user)
     client.force_login(user)
-    response = client.post(reverse("datasets:upload"), {"team": team.pk, "name": "x", "file": csv_upload()})
+    response = client.post(
+        reverse("datasets:upload"), {"team": team.pk, "name": "x", "file": csv_upload()}
+    )
     assert response.status_code == 302
     assert not Dataset.objects.exists()
 
 
 def test_upload_into_another_team_is_refused(client, officer, other_team):
     client.force_login(officer)
-    response = client.post(reverse("datasets:upload"), {"team": other_team.pk, "name": "x", "file": csv_upload()})
+    response = client.post(
+        reverse("datasets:upload"), {"team": other_team.pk, "name": "x", "file": csv_upload()}
+    )
     assert response.status_code == 400
     assert not Dataset.objects.exists()
 
@@ -47,11 +53,16 @@ def test_upload_into_another_team_is_refused(client, officer, other_team):
         (b"a,b\n1,2\n", "evil.exe", b"unsupported file type"),
     ],
 )
-def test_bad_files_get_a_clear_message_and_leave_nothing(client, officer, team, content, name, message, settings):
+def test_bad_files_get_a_clear_message_and_leave_nothing(
+    client, officer, team, content, name, message, settings
+):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     client.force_login(officer)
-    response = client.post(reverse("datasets:upload"), {"team": team.pk, "name": "bad", "file": SimpleUploadedFile(name, content)})
+    response = client.post(
+        reverse("datasets:upload"),
+        {"team": team.pk, "name": "bad", "file": SimpleUploadedFile(name, content)},
+    )
     assert response.status_code == 400
     assert message in response.content
     assert not Dataset.objects.exists()
@@ -62,7 +73,9 @@ def test_bad_files_get_a_clear_message_and_leave_nothing(client, officer, team, 
 def test_upload_limit(client, officer, team, settings):
     settings.ANONWEB_MAX_UPLOAD_BYTES = 50
     client.force_login(officer)
-    response = client.post(reverse("datasets:upload"), {"team": team.pk, "name": "big", "file": csv_upload()})
+    response = client.post(
+        reverse("datasets:upload"), {"team": team.pk, "name": "big", "file": csv_upload()}
+    )
     assert response.status_code == 400
     assert b"over the upload limit" in response.content
 
@@ -91,18 +104,30 @@ def test_analysts_never_see_source_datasets(client, dataset, analyst):
 
 def test_tagging_is_audited_and_officer_only(client, dataset, officer, steward):
     client.force_login(steward)
-    client.post(reverse("datasets:detail", args=[dataset.pk]), {f"col_{i}": "other" for i in range(5)})
+    client.post(
+        reverse("datasets:detail", args=[dataset.pk]), {f"col_{i}": "other" for i in range(5)}
+    )
     dataset.refresh_from_db()
     assert dataset.tags["zip"] == "quasi_identifier"
     client.force_login(officer)
-    data = {"col_0": "identifier", "col_1": "other", "col_2": "quasi_identifier", "col_3": "quasi_identifier", "col_4": "sensitive"}
+    data = {
+        "col_0": "identifier",
+        "col_1": "other",
+        "col_2": "quasi_identifier",
+        "col_3": "quasi_identifier",
+        "col_4": "sensitive",
+    }
     assert client.post(reverse("datasets:detail", args=[dataset.pk]), data).status_code == 302
     dataset.refresh_from_db()
     assert dataset.tags["zip"] == "other"
-    assert AuditEvent.objects.filter(action="dataset.tagged").latest("seq").details == {"changed": {"zip": "other"}}
+    assert AuditEvent.objects.filter(action="dataset.tagged").latest("seq").details == {
+        "changed": {"zip": "other"}
+    }
 
 
-def test_assess_launches_a_profile_job(client, dataset, officer, django_capture_on_commit_callbacks):
+def test_assess_launches_a_profile_job(
+    client, dataset, officer, django_capture_on_commit_callbacks
+):
     client.force_login(officer)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = client.post(reverse("datasets:assess", args=[dataset.pk]))
@@ -125,7 +150,7 @@ def test_profile_result_is_rendered_as_charts(dataset):
     result = dataset_profile(dataset=dataset, progress=lambda *a: None)
     assert result["risk"]["k"] == 1
     assert result["risk"]["rows"] == 6
-    from anonweb.core.charts import risk_charts
+    from anonweb.core.assessment.charts import risk_charts
 
     charts = risk_charts(result["risk"])
     assert {c["id"] for c in charts} >= {"chart-class-sizes", "chart-records-at-risk"}
@@ -149,16 +174,22 @@ def test_excel_parquet_and_tsv_uploads(client, officer, team, fmt, tmp_path):
         buf.write(df.to_csv(index=False, sep="\t").encode())
     client.force_login(officer)
     upload = SimpleUploadedFile(f"patients.{fmt}", buf.getvalue())
-    response = client.post(reverse("datasets:upload"), {"team": team.pk, "name": fmt, "file": upload})
+    response = client.post(
+        reverse("datasets:upload"), {"team": team.pk, "name": fmt, "file": upload}
+    )
     assert response.status_code == 302, response.content.decode()[:500]
     ds = Dataset.objects.get(name=fmt)
     assert ds.rows == 6 and ds.column_names == list(df.columns)
     assert {c["name"]: c["dtype"] for c in ds.columns}["age"] == "numeric"
     # Typed formats keep a ZIP column written as text; a text file's digits read as numbers.
-    assert {c["name"]: c["dtype"] for c in ds.columns}["zip"] == ("numeric" if fmt == "tsv" else "text")
+    assert {c["name"]: c["dtype"] for c in ds.columns}["zip"] == (
+        "numeric" if fmt == "tsv" else "text"
+    )
 
 
-def test_population_size_adds_journalist_risk_and_population_uniqueness(client, officer, steward, dataset):
+def test_population_size_adds_journalist_risk_and_population_uniqueness(
+    client, officer, steward, dataset
+):
     from anonweb.datasets.services import dataset_profile
 
     client.force_login(steward)
@@ -166,7 +197,9 @@ def test_population_size_adds_journalist_risk_and_population_uniqueness(client, 
     dataset.refresh_from_db()
     assert dataset.population_size is None  # officers only
     client.force_login(officer)
-    response = client.post(reverse("datasets:population", args=[dataset.pk]), {"population_size": "3"}, follow=True)
+    response = client.post(
+        reverse("datasets:population", args=[dataset.pk]), {"population_size": "3"}, follow=True
+    )
     assert "cannot be smaller than the table" in response.content.decode()
     client.post(reverse("datasets:population", args=[dataset.pk]), {"population_size": "60,000"})
     dataset.refresh_from_db()

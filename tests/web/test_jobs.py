@@ -11,7 +11,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def job(officer, team):
-    return Job.objects.create(team=team, created_by=officer, kind=JobKind.DEMO_SLEEP, params={"steps": 2, "delay": 0})
+    return Job.objects.create(
+        team=team, created_by=officer, kind=JobKind.DEMO_SLEEP, params={"steps": 2, "delay": 0}
+    )
 
 
 @pytest.fixture

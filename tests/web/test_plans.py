@@ -15,7 +15,9 @@ from anonweb.releases.storage import release_dir
 
 pytestmark = pytest.mark.django_db
 
-AGE_HIERARCHY = "\n".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*" for a in range(0, 100)).encode()
+AGE_HIERARCHY = "\n".join(
+    f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*" for a in range(0, 100)
+).encode()
 
 
 def _plan(k=2, identifiers="tokenize"):
@@ -23,15 +25,22 @@ def _plan(k=2, identifiers="tokenize"):
     if identifiers == "tokenize":
         steps.insert(0, {"kind": "tokenize", "params": {"columns": ["name"], "key": "release-key"}})
     return {
-        "version": 1, "quasi_identifiers": ["age", "sex"], "sensitive": ["disease"],
-        "hierarchies": {"age": {"builder": "interval", "width": 10}, "sex": {"rows": [["F", "*"], ["M", "*"]]}},
+        "version": 1,
+        "quasi_identifiers": ["age", "sex"],
+        "sensitive": ["disease"],
+        "hierarchies": {
+            "age": {"builder": "interval", "width": 10},
+            "sex": {"rows": [["F", "*"], ["M", "*"]]},
+        },
         "steps": steps,
     }
 
 
 def test_plan_page_suggests_a_plan_from_the_tags(client, officer, dataset):
     client.force_login(officer)
-    page = client.get(reverse("jobs:plan", args=[dataset.pk]), {"k": 3, "suppression": 0.1, "identifiers": "drop"})
+    page = client.get(
+        reverse("jobs:plan", args=[dataset.pk]), {"k": 3, "suppression": 0.1, "identifiers": "drop"}
+    )
     assert page.status_code == 200
     plan = json.loads(page.context["form"].initial["plan"])
     assert plan["quasi_identifiers"] == ["zip", "age", "sex"]
@@ -48,25 +57,48 @@ def test_plan_page_is_for_officers_of_the_team(client, steward, outsider, datase
     assert client.get(reverse("jobs:plan", args=[dataset.pk])).status_code == 404
 
 
-@pytest.mark.parametrize("plan_text,message", [
-    ("{not json", "not valid JSON"),
-    (json.dumps({"steps": [{"kind": "teleport"}]}), "unknown step kind"),
-    (json.dumps({"steps": [{"kind": "drop", "params": {"columns": ["nope"]}}]}), "unknown column"),
-    (json.dumps({"hierarchies": {"age": {"path": "/etc/passwd"}}, "steps": []}), "upload the hierarchy file"),
-    (json.dumps({"quasi_identifiers": ["age"], "steps": [{"kind": "optimal_generalization", "params": {"k": 0}}]}), "k must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "plan_text,message",
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"steps": [{"kind": "teleport"}]}), "unknown step kind"),
+        (
+            json.dumps({"steps": [{"kind": "drop", "params": {"columns": ["nope"]}}]}),
+            "unknown column",
+        ),
+        (
+            json.dumps({"hierarchies": {"age": {"path": "/etc/passwd"}}, "steps": []}),
+            "upload the hierarchy file",
+        ),
+        (
+            json.dumps(
+                {
+                    "quasi_identifiers": ["age"],
+                    "steps": [{"kind": "optimal_generalization", "params": {"k": 0}}],
+                }
+            ),
+            "k must be a positive integer",
+        ),
+    ],
+)
 def test_a_bad_plan_is_refused_before_anything_runs(client, officer, dataset, plan_text, message):
     client.force_login(officer)
-    response = client.post(reverse("jobs:plan", args=[dataset.pk]), {"title": "x", "plan": plan_text})
+    response = client.post(
+        reverse("jobs:plan", args=[dataset.pk]), {"title": "x", "plan": plan_text}
+    )
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
 
 
-def test_launch_then_run_publishes_a_release_awaiting_approval(client, officer, dataset, django_capture_on_commit_callbacks):
+def test_launch_then_run_publishes_a_release_awaiting_approval(
+    client, officer, dataset, django_capture_on_commit_callbacks
+):
     client.force_login(officer)
     with django_capture_on_commit_callbacks(execute=False):
-        response = client.post(reverse("jobs:plan", args=[dataset.pk]), {"title": "k2", "plan": json.dumps(_plan())})
+        response = client.post(
+            reverse("jobs:plan", args=[dataset.pk]), {"title": "k2", "plan": json.dumps(_plan())}
+        )
     job = Job.objects.get(kind=JobKind.ANONYMIZE)
     assert response.url == reverse("jobs:detail", args=[job.pk])
     job_execute(job_id=job.pk, worker="test")
@@ -79,8 +111,15 @@ def test_launch_then_run_publishes_a_release_awaiting_approval(client, officer, 
     # The published plan names the secret; no key bytes or seed anywhere.
     assert release.plan["steps"][0]["params"]["key"] == "release-key"
     assert release.plan["hierarchies"]["sex"] == {"uploaded": True, "values": 2, "levels": 2}
-    stored = json.dumps([release.plan, release.report, job.params, job.result,
-                         list(AuditEvent.objects.values_list("details", flat=True))])
+    stored = json.dumps(
+        [
+            release.plan,
+            release.report,
+            job.params,
+            job.result,
+            list(AuditEvent.objects.values_list("details", flat=True)),
+        ]
+    )
     assert "seed" not in stored and "secret" not in stored.replace("the secret", "")
     csv = (release_dir(release.storage_key) / "data.csv").read_text()
     assert "Ann Lee" not in csv
@@ -96,19 +135,34 @@ def test_tokens_differ_between_releases_of_the_same_source(officer, dataset):
 
     tokens = []
     for _ in range(2):
-        job = job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset,
-                         params={"plan": _plan(), "title": "t"})
+        job = job_create(
+            user=officer,
+            team=dataset.team,
+            kind=JobKind.ANONYMIZE,
+            dataset=dataset,
+            params={"plan": _plan(), "title": "t"},
+        )
         job_execute(job_id=job.pk, worker="test")
         release = Job.objects.get(pk=job.pk).release
-        tokens.append((release_dir(release.storage_key) / "data.csv").read_text().splitlines()[1].split(",")[0])
+        tokens.append(
+            (release_dir(release.storage_key) / "data.csv")
+            .read_text()
+            .splitlines()[1]
+            .split(",")[0]
+        )
     assert tokens[0] != tokens[1] and len(tokens[0]) == 16
 
 
 def test_an_impossible_plan_fails_the_job_and_publishes_nothing(officer, dataset):
     from anonweb.jobs.services import job_create
 
-    job = job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset,
-                     params={"plan": _plan(k=50, identifiers="drop"), "title": "t"})
+    job = job_create(
+        user=officer,
+        team=dataset.team,
+        kind=JobKind.ANONYMIZE,
+        dataset=dataset,
+        params={"plan": _plan(k=50, identifiers="drop"), "title": "t"},
+    )
     job_execute(job_id=job.pk, worker="test")
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.error
@@ -118,7 +172,11 @@ def test_an_impossible_plan_fails_the_job_and_publishes_nothing(officer, dataset
 def test_hierarchy_upload_checks_coverage(client, officer, dataset):
     client.force_login(officer)
     bad = SimpleUploadedFile("sex.csv", b"F;*\n")
-    response = client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "sex", "file": bad}, follow=True)
+    response = client.post(
+        reverse("datasets:hierarchy", args=[dataset.pk]),
+        {"column": "sex", "file": bad},
+        follow=True,
+    )
     assert "does not cover 1 value(s): &#x27;M&#x27;" in response.content.decode()
     dataset.refresh_from_db()
     assert "sex" not in dataset.hierarchies
@@ -131,27 +189,49 @@ def test_hierarchy_upload_checks_coverage(client, officer, dataset):
 
 def test_hierarchy_upload_needs_the_officer_role(client, steward, dataset):
     client.force_login(steward)
-    client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "age", "file": SimpleUploadedFile("a.csv", AGE_HIERARCHY)})
+    client.post(
+        reverse("datasets:hierarchy", args=[dataset.pk]),
+        {"column": "age", "file": SimpleUploadedFile("a.csv", AGE_HIERARCHY)},
+    )
     dataset.refresh_from_db()
     assert dataset.hierarchies == {}
 
 
 def test_dp_suggestions_declare_no_categories_from_the_data(client, officer, dataset):
     client.force_login(officer)
-    page = client.get(reverse("jobs:plan", args=[dataset.pk]), {"mode": "dp_histogram", "epsilon": 2, "k": 5, "suppression": 0, "identifiers": "drop"})
+    page = client.get(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"mode": "dp_histogram", "epsilon": 2, "k": 5, "suppression": 0, "identifiers": "drop"},
+    )
     plan = json.loads(page.context["form"].initial["plan"])
-    assert plan["steps"] == [{"kind": "dp_release", "params": {"kind": "histogram", "epsilon": 2.0, "columns": ["disease"], "delta": 1e-6}}]
-    page = client.get(reverse("jobs:plan", args=[dataset.pk]), {"mode": "ldp", "epsilon": 1, "k": 5, "suppression": 0, "identifiers": "drop"})
+    assert plan["steps"] == [
+        {
+            "kind": "dp_release",
+            "params": {"kind": "histogram", "epsilon": 2.0, "columns": ["disease"], "delta": 1e-6},
+        }
+    ]
+    page = client.get(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"mode": "ldp", "epsilon": 1, "k": 5, "suppression": 0, "identifiers": "drop"},
+    )
     plan = json.loads(page.context["form"].initial["plan"])
-    assert plan["steps"][-1] == {"kind": "ldp_randomized_response", "params": {"column": "disease", "epsilon": 1.0}}
+    assert plan["steps"][-1] == {
+        "kind": "ldp_randomized_response",
+        "params": {"column": "disease", "epsilon": 1.0},
+    }
 
 
 def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, dataset):
     from anonweb.jobs.services import anonymize_launch
 
-    plan = {"version": 1, "sensitive": ["disease"], "steps": [
-        {"kind": "drop", "params": {"columns": ["name"]}},
-        {"kind": "ldp_randomized_response", "params": {"column": "disease", "epsilon": 1.0}}]}
+    plan = {
+        "version": 1,
+        "sensitive": ["disease"],
+        "steps": [
+            {"kind": "drop", "params": {"columns": ["name"]}},
+            {"kind": "ldp_randomized_response", "params": {"column": "disease", "epsilon": 1.0}},
+        ],
+    }
     job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
@@ -163,17 +243,34 @@ def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, dataset)
 def test_the_published_plan_hides_codebooks_and_hierarchy_tables():
     from anonweb.jobs.planning import public_plan
 
-    plan = {"hierarchies": {"sex": {"rows": [["F", "*"], ["M", "*"]]}, "age": {"builder": "interval", "width": 10}},
-            "steps": [{"kind": "substitute", "params": {"columns": ["name"], "codebook": {"Ann Lee": "A", "Bob Ray": "B"}}},
-                      {"kind": "drop", "params": {"columns": ["zip"]}}]}
+    plan = {
+        "hierarchies": {
+            "sex": {"rows": [["F", "*"], ["M", "*"]]},
+            "age": {"builder": "interval", "width": 10},
+        },
+        "steps": [
+            {
+                "kind": "substitute",
+                "params": {"columns": ["name"], "codebook": {"Ann Lee": "A", "Bob Ray": "B"}},
+            },
+            {"kind": "drop", "params": {"columns": ["zip"]}},
+        ],
+    }
     public = public_plan(plan)
     assert public["steps"][0]["params"]["codebook"] == {"entries": 2}
     assert public["steps"][1] == plan["steps"][1]
-    assert public["hierarchies"] == {"sex": {"uploaded": True, "values": 2, "levels": 2}, "age": {"builder": "interval", "width": 10}}
-    assert "Ann Lee" not in json.dumps(public) and "Ann Lee" in json.dumps(plan)  # the input is untouched
+    assert public["hierarchies"] == {
+        "sex": {"uploaded": True, "values": 2, "levels": 2},
+        "age": {"builder": "interval", "width": 10},
+    }
+    assert "Ann Lee" not in json.dumps(public) and "Ann Lee" in json.dumps(
+        plan
+    )  # the input is untouched
 
 
-def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(client, officer, steward, team):
+def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(
+    client, officer, steward, team
+):
     import io
 
     import numpy as np
@@ -187,8 +284,16 @@ def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(cli
     data = rng.multivariate_normal(np.zeros(4), cov, 1500) * [1.0, 10.0, 100.0, 0.1]
     buf = io.StringIO()
     pd.DataFrame(data, columns=["x", "y", "z", "w"]).to_csv(buf, index=False)
-    ds = dataset_create(user=officer, team=team, upload=SimpleUploadedFile("n.csv", buf.getvalue().encode()), name="n")
-    plan = {"version": 1, "steps": [{"kind": "add_noise", "params": {"columns": ["x", "y", "z", "w"], "scale": 0.1}}]}
+    ds = dataset_create(
+        user=officer,
+        team=team,
+        upload=SimpleUploadedFile("n.csv", buf.getvalue().encode()),
+        name="n",
+    )
+    plan = {
+        "version": 1,
+        "steps": [{"kind": "add_noise", "params": {"columns": ["x", "y", "z", "w"], "scale": 0.1}}],
+    }
     job = anonymize_launch(user=officer, dataset=ds, plan=plan, title="noise")
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
@@ -206,8 +311,16 @@ def test_the_audit_trail_records_the_public_plan_only(officer, dataset):
     from anonweb.jobs.services import job_create
 
     plan = _plan()
-    plan["steps"].append({"kind": "substitute", "params": {"columns": ["disease"], "codebook": {"flu": "A"}}})
-    job_create(user=officer, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset, params={"plan": plan, "title": "t"})
+    plan["steps"].append(
+        {"kind": "substitute", "params": {"columns": ["disease"], "codebook": {"flu": "A"}}}
+    )
+    job_create(
+        user=officer,
+        team=dataset.team,
+        kind=JobKind.ANONYMIZE,
+        dataset=dataset,
+        params={"plan": plan, "title": "t"},
+    )
     recorded = AuditEvent.objects.get(action="job.created").details["params"]["plan"]
     assert recorded["hierarchies"]["sex"] == {"uploaded": True, "values": 2, "levels": 2}
     assert recorded["steps"][-1]["params"]["codebook"] == {"entries": 1}

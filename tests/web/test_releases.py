@@ -14,25 +14,40 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def release(dataset, officer):
-    job = Job.objects.create(team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE,
-                             status=JobStatus.RUNNING)
-    frame = pd.DataFrame({"zip": ["476**", "479**"], "note": ["=HYPERLINK(\"x\")", "ok"], "n": [-3, 4]})
+    job = Job.objects.create(
+        team=dataset.team,
+        dataset=dataset,
+        created_by=officer,
+        kind=JobKind.ANONYMIZE,
+        status=JobStatus.RUNNING,
+    )
+    frame = pd.DataFrame(
+        {"zip": ["476**", "479**"], "note": ['=HYPERLINK("x")', "ok"], "n": [-3, 4]}
+    )
     return release_create(job=job, frame=frame, plan={"steps": []}, report={}, title="generalized")
 
 
 def test_release_is_versioned_and_audited(release, dataset, officer):
     assert release.version == 1 and release.status == ReleaseStatus.PENDING
     assert (release_dir(release.storage_key) / "data.csv").exists()
-    job2 = Job.objects.create(team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE)
-    second = release_create(job=job2, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="again")
+    job2 = Job.objects.create(
+        team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE
+    )
+    second = release_create(
+        job=job2, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="again"
+    )
     assert second.version == 2
     assert AuditEvent.objects.filter(action="release.created").count() == 2
 
 
-def test_a_release_whose_row_cannot_be_written_leaves_no_files(dataset, officer, settings, monkeypatch):
+def test_a_release_whose_row_cannot_be_written_leaves_no_files(
+    dataset, officer, settings, monkeypatch
+):
     from anonweb.releases import services
 
-    job = Job.objects.create(team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE)
+    job = Job.objects.create(
+        team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE
+    )
 
     def boom(**kwargs):
         raise RuntimeError("database went away")
@@ -87,7 +102,9 @@ def test_review_through_the_page(client, release, steward):
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[release.pk]))
     assert b"Approve" in page.content
-    client.post(reverse("releases:review", args=[release.pk]), {"decision": "approve", "note": "ok"})
+    client.post(
+        reverse("releases:review", args=[release.pk]), {"decision": "approve", "note": "ok"}
+    )
     release.refresh_from_db()
     assert release.status == ReleaseStatus.APPROVED
 
@@ -99,10 +116,19 @@ def test_release_pages_hide_other_teams(client, release, outsider):
     assert b"generalized" not in client.get(reverse("releases:list")).content
 
 
-@pytest.mark.parametrize("cell,expected", [
-    ("=1+1", "'=1+1"), ("+SUM(A1)", "'+SUM(A1)"), ("-2+3", "'-2+3"), ("@cmd", "'@cmd"),
-    ("\tx", "'\tx"), ("plain", "plain"), (5, 5), (None, None),
-])
+@pytest.mark.parametrize(
+    "cell,expected",
+    [
+        ("=1+1", "'=1+1"),
+        ("+SUM(A1)", "'+SUM(A1)"),
+        ("-2+3", "'-2+3"),
+        ("@cmd", "'@cmd"),
+        ("\tx", "'\tx"),
+        ("plain", "plain"),
+        (5, 5),
+        (None, None),
+    ],
+)
 def test_neutralise_cell(cell, expected):
     assert neutralise_cell(cell) == expected
 

@@ -16,12 +16,17 @@ from anonweb.jobs.services import job_create, job_execute
 pytestmark = pytest.mark.django_db
 
 
-def test_purge_deletes_the_raw_files_and_keeps_the_rest(client, officer, dataset, django_capture_on_commit_callbacks):
+def test_purge_deletes_the_raw_files_and_keeps_the_rest(
+    client, officer, dataset, django_capture_on_commit_callbacks
+):
     folder = dataset_dir(dataset.storage_key)
     assert folder.exists()
     client.force_login(officer)
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("datasets:purge", args=[dataset.pk]), {"confirm": "patients", "reason": "study closed"})
+        client.post(
+            reverse("datasets:purge", args=[dataset.pk]),
+            {"confirm": "patients", "reason": "study closed"},
+        )
     dataset.refresh_from_db()
     assert dataset.is_purged and not folder.exists()
     event = AuditEvent.objects.get(action="dataset.purged")
@@ -42,7 +47,9 @@ def test_purge_needs_the_name_typed_and_the_officer_role(client, officer, stewar
     assert not dataset.is_purged
 
 
-def test_a_job_on_purged_data_fails_with_a_clear_message(officer, dataset, django_capture_on_commit_callbacks):
+def test_a_job_on_purged_data_fails_with_a_clear_message(
+    officer, dataset, django_capture_on_commit_callbacks
+):
     job = job_create(user=officer, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
     with django_capture_on_commit_callbacks(execute=True):
         dataset_purge(user=officer, dataset=dataset, reason="test")
@@ -51,7 +58,9 @@ def test_a_job_on_purged_data_fails_with_a_clear_message(officer, dataset, djang
     assert job.status == JobStatus.FAILED and "purged" in job.error
 
 
-def test_expired_datasets_are_purged_by_the_retention_run(officer, steward, dataset, django_capture_on_commit_callbacks, capsys):
+def test_expired_datasets_are_purged_by_the_retention_run(
+    officer, steward, dataset, django_capture_on_commit_callbacks, capsys
+):
     today = dt.date(2030, 1, 10)
     dataset_set_retention(user=steward, dataset=dataset, retain_until=dt.date(2030, 1, 10))
     assert datasets_purge_expired(today=today) == []  # kept through its last day
@@ -69,7 +78,14 @@ def test_retention_is_set_by_officers_or_stewards_only(client, analyst, steward,
     client.post(reverse("datasets:retention", args=[dataset.pk]), {"retain_until": "2031-05-01"})
     dataset.refresh_from_db()
     assert dataset.retain_until == dt.date(2031, 5, 1)
-    response = client.post(reverse("datasets:retention", args=[dataset.pk]), {"retain_until": "someday"}, follow=True)
+    response = client.post(
+        reverse("datasets:retention", args=[dataset.pk]), {"retain_until": "someday"}, follow=True
+    )
     assert "is not a date" in response.content.decode()
     client.force_login(analyst)
-    assert client.post(reverse("datasets:retention", args=[dataset.pk]), {"retain_until": "2040-01-01"}).status_code == 404
+    assert (
+        client.post(
+            reverse("datasets:retention", args=[dataset.pk]), {"retain_until": "2040-01-01"}
+        ).status_code
+        == 404
+    )

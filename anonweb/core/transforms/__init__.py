@@ -1,17 +1,9 @@
-"""Steps that change data; each module registers its step kinds in :mod:`anonweb.core.plan`.
+"""Steps that change record-level data: masking, generalization, perturbation.
 
-Importing this package registers every built-in step. Modules are imported only if present, so
-a checkout with part of them still runs the others.
+Each module registers its step kinds in :mod:`anonweb.core.release.plan` on import; importing
+this package registers them all. Differential-privacy steps live in :mod:`anonweb.core.dp`.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-
-STEP_MODULES = ("mask", "generalize", "perturb", "dp", "ldp")
-
-for _name in STEP_MODULES:
-    _full = f"{__name__}.{_name}"
-    if importlib.util.find_spec(_full) is not None:
-        importlib.import_module(_full)
+from anonweb.core.transforms import generalize, mask, perturb  # noqa: F401  (registers the steps)

@@ -19,9 +19,9 @@ from typing import Any
 import pandas as pd
 
 from anonweb.core.errors import HierarchyError, ParameterError
-from anonweb.core.metrics import METRICS
-from anonweb.core.plan import StepContext, StepOutcome, register_step
-from anonweb.core.privacy_models import model_from_dict
+from anonweb.core.models.criteria import model_from_dict
+from anonweb.core.release.plan import StepContext, StepOutcome, register_step
+from anonweb.core.search.metrics import METRICS
 
 
 def _check_levels(params: Mapping[str, Any]) -> None:
@@ -56,7 +56,9 @@ def _check_search(params: Mapping[str, Any]) -> None:
     if not isinstance(s, int | float) or not 0 <= s < 1:
         raise ParameterError(f"suppression is a fraction of rows in [0, 1), got {s!r}")
     if params.get("metric", "loss") not in METRICS:
-        raise ParameterError(f"unknown metric {params.get('metric')!r} (one of {', '.join(METRICS)})")
+        raise ParameterError(
+            f"unknown metric {params.get('metric')!r} (one of {', '.join(METRICS)})"
+        )
     for spec in params.get("models", []):
         if isinstance(spec, dict) and spec.get("distance") == "hierarchical":
             continue  # needs the plan's hierarchies; checked when the step runs
@@ -64,12 +66,16 @@ def _check_search(params: Mapping[str, Any]) -> None:
 
 
 def _search_columns(params: Mapping[str, Any]) -> list[str]:
-    return [m["sensitive"] for m in params.get("models", []) if isinstance(m, dict) and "sensitive" in m]
+    return [
+        m["sensitive"] for m in params.get("models", []) if isinstance(m, dict) and "sensitive" in m
+    ]
 
 
 @register_step("optimal_generalization", validate=_check_search, columns=_search_columns)
-def optimal_generalization_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
-    from anonweb.core.search import optimal_generalization
+def optimal_generalization_step(
+    df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
+) -> StepOutcome:
+    from anonweb.core.search.flash import optimal_generalization
 
     if not ctx.quasi_identifiers:
         raise ParameterError("the plan declares no quasi-identifiers to generalize")
@@ -97,7 +103,7 @@ def _check_mondrian(params: Mapping[str, Any]) -> None:
 
 @register_step("mondrian", validate=_check_mondrian, columns=lambda p: list(p.get("columns", [])))
 def mondrian_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
-    from anonweb.core.mondrian import mondrian
+    from anonweb.core.search.mondrian import mondrian
 
     columns = list(params.get("columns") or ctx.quasi_identifiers)
     if not columns:

@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from anonweb.core.errors import ParameterError
-from anonweb.core.plan import StepContext, StepOutcome, register_step
+from anonweb.core.release.plan import StepContext, StepOutcome, register_step
 
 MASK = "*"
 
@@ -108,7 +108,9 @@ def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> S
     for col in params["columns"]:
         out[col] = _map_distinct(df[col], token)
     # the report names the secret, never its bytes
-    return StepOutcome(out, {"columns": list(params["columns"]), "key_name": params["key"], "length": length})
+    return StepOutcome(
+        out, {"columns": list(params["columns"]), "key_name": params["key"], "length": length}
+    )
 
 
 def _check_substitute(params: Mapping[str, Any]) -> None:
@@ -204,4 +206,6 @@ def date_shift(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) ->
         shifted = parsed + delta
         fmt = params.get("format") or "%Y-%m-%d"
         out[col] = shifted.dt.strftime(fmt).where(parsed.notna(), df[col])
-    return StepOutcome(out, {"columns": list(params["columns"]), "persons": len(uniques), "max_days": days})
+    return StepOutcome(
+        out, {"columns": list(params["columns"]), "persons": len(uniques), "max_days": days}
+    )

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.plan import StepContext, StepOutcome, register_step
+from anonweb.core.release.plan import StepContext, StepOutcome, register_step
 from anonweb.core.transforms.mask import _cols_of, _columns
 
 
@@ -67,7 +67,9 @@ def _check_mult(params: Mapping[str, Any]) -> None:
 
 
 @register_step("multiplicative_noise", validate=_check_mult, columns=_cols_of)
-def multiplicative_noise(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
+def multiplicative_noise(
+    df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
+) -> StepOutcome:
     out = df.copy()
     for col in params["columns"]:
         x = _numeric(df, col)
@@ -162,7 +164,9 @@ def microaggregation(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepConte
     for c in cols:
         out[c] = means[c].to_numpy()
     sizes = np.bincount(labels)
-    return StepOutcome(out, {**_public(params), "groups": int(len(sizes)), "smallest_group": int(sizes.min())})
+    return StepOutcome(
+        out, {**_public(params), "groups": int(len(sizes)), "smallest_group": int(sizes.min())}
+    )
 
 
 def _check_pram(params: Mapping[str, Any]) -> None:
@@ -179,8 +183,12 @@ def _check_pram(params: Mapping[str, Any]) -> None:
     if not isinstance(matrix, Mapping) or not matrix:
         raise ParameterError("'matrix' must map each category to {category: probability}")
     for src, row in matrix.items():
-        if not isinstance(row, Mapping) or any(not isinstance(v, int | float) or v < 0 for v in row.values()):
-            raise ParameterError(f"row {src!r} of the PRAM matrix must hold non-negative probabilities")
+        if not isinstance(row, Mapping) or any(
+            not isinstance(v, int | float) or v < 0 for v in row.values()
+        ):
+            raise ParameterError(
+                f"row {src!r} of the PRAM matrix must hold non-negative probabilities"
+            )
         total = float(sum(row.values()))
         if abs(total - 1.0) > 1e-9:
             raise ParameterError(f"row {src!r} of the PRAM matrix sums to {total:g}, not 1")
@@ -188,18 +196,25 @@ def _check_pram(params: Mapping[str, Any]) -> None:
 
 def _pram_matrix(params, categories: list[str]) -> dict[str, dict[str, float]]:
     if "matrix" in params:
-        matrix = {str(k): {str(t): float(p) for t, p in row.items()} for k, row in params["matrix"].items()}
+        matrix = {
+            str(k): {str(t): float(p) for t, p in row.items()}
+            for k, row in params["matrix"].items()
+        }
         missing = [c for c in categories if c not in matrix]
         if missing:
             raise ParameterError(f"the PRAM matrix has no row for: {', '.join(missing[:10])}")
         return matrix
     p = float(params["p_keep"])
     others = (1 - p) / (len(categories) - 1) if len(categories) > 1 else 0.0
-    return {c: {t: (p if t == c else others) for t in categories} if len(categories) > 1 else {c: 1.0}
-            for c in categories}
+    return {
+        c: {t: (p if t == c else others) for t in categories} if len(categories) > 1 else {c: 1.0}
+        for c in categories
+    }
 
 
-@register_step("pram", validate=_check_pram, columns=lambda p: [p["column"]] if "column" in p else [])
+@register_step(
+    "pram", validate=_check_pram, columns=lambda p: [p["column"]] if "column" in p else []
+)
 def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     col = params["column"]
     s = df[col]

@@ -23,14 +23,25 @@ DEMO_USERS = [
     ("analyst", Role.ANALYST, "Ana", "Analyst"),
 ]
 DEMO_DATASET = "Adult census extract with PII (demo)"
-DEMO_QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+DEMO_QIS = [
+    "age",
+    "sex",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+]
 
 
 class Command(BaseCommand):
     help = "Create demo users (one per role, plus an admin) and load the demo dataset."
 
     def add_arguments(self, parser):
-        parser.add_argument("--no-dataset", action="store_true", help="only create the team and users")
+        parser.add_argument(
+            "--no-dataset", action="store_true", help="only create the team and users"
+        )
 
     def handle(self, *args, **options):
         team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
@@ -41,13 +52,18 @@ class Command(BaseCommand):
         self._save_credentials([c for c in creds if c[1]])
         self.stdout.write("Demo accounts (user name, then password):")
         for username, password, label in creds:
-            shown = password or "(unchanged; see var/demo-credentials.txt or set it again with changepassword)"
+            shown = (
+                password
+                or "(unchanged; see var/demo-credentials.txt or set it again with changepassword)"
+            )
             self.stdout.write(f"  {label:<16} {username:<9} {shown}")
         if not options["no_dataset"]:
             self._dataset(team)
 
     def _password(self, username: str) -> str:
-        return os.environ.get(f"ANONWEB_DEMO_PASSWORD_{username.upper()}") or secrets.token_urlsafe(9)
+        return os.environ.get(f"ANONWEB_DEMO_PASSWORD_{username.upper()}") or secrets.token_urlsafe(
+            9
+        )
 
     def _user(self, team, username, role, first, last):
         User = get_user_model()
@@ -55,12 +71,19 @@ class Command(BaseCommand):
         password = None
         if user is None:
             password = self._password(username)
-            user = User.objects.create_user(username=username, password=password, first_name=first, last_name=last)
+            user = User.objects.create_user(
+                username=username, password=password, first_name=first, last_name=last
+            )
         with transaction.atomic():
             _, created = Membership.objects.get_or_create(team=team, user=user, role=role)
             if created:
-                audit_record(actor=None, team=team, action="membership.created", target=user,
-                             details={"username": username, "role": role})
+                audit_record(
+                    actor=None,
+                    team=team,
+                    action="membership.created",
+                    target=user,
+                    details={"username": username, "role": role},
+                )
         return (username, password, Role(role).label)
 
     def _admin(self):
@@ -75,7 +98,11 @@ class Command(BaseCommand):
         """Keep the newest password of each demo user in var/ (mode 600) for the next run."""
         path = Path(settings.VAR_DIR) / "demo-credentials.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        known = dict(line.split(" ", 1) for line in path.read_text().splitlines() if " " in line) if path.exists() else {}
+        known = (
+            dict(line.split(" ", 1) for line in path.read_text().splitlines() if " " in line)
+            if path.exists()
+            else {}
+        )
         known.update({u: p for u, p, _ in creds})
         path.write_text("".join(f"{u} {p}\n" for u, p in known.items()))
         os.chmod(path, 0o600)
@@ -96,17 +123,34 @@ class Command(BaseCommand):
         buf = io.StringIO()
         df.to_csv(buf, index=False)
         officer = get_user_model().objects.get(username="officer")
-        upload = SimpleUploadedFile("adult_with_pii.csv", buf.getvalue().encode(), content_type="text/csv")
-        dataset = dataset_create(user=officer, team=team, upload=upload, name=DEMO_DATASET,
-                                 description="Adult census rows with synthetic names, SSNs, birth dates and ZIP codes.")
-        tags = {"name": "identifier", "ssn": "identifier", "birth_date": "quasi_identifier", "zip": "quasi_identifier",
-                "occupation": "sensitive", **{c: "quasi_identifier" for c in DEMO_QIS}}
+        upload = SimpleUploadedFile(
+            "adult_with_pii.csv", buf.getvalue().encode(), content_type="text/csv"
+        )
+        dataset = dataset_create(
+            user=officer,
+            team=team,
+            upload=upload,
+            name=DEMO_DATASET,
+            description="Adult census rows with synthetic names, SSNs, birth dates and ZIP codes.",
+        )
+        tags = {
+            "name": "identifier",
+            "ssn": "identifier",
+            "birth_date": "quasi_identifier",
+            "zip": "quasi_identifier",
+            "occupation": "sensitive",
+            **{c: "quasi_identifier" for c in DEMO_QIS},
+        }
         dataset_set_tags(user=officer, dataset=dataset, tags=tags)
         from anonweb.datasets.services import dataset_set_hierarchy
 
         for column in DEMO_QIS:
             path = src.parent / "hierarchies" / f"{column}.csv"
             with open(path, "rb") as fh:
-                dataset_set_hierarchy(user=officer, dataset=dataset, column=column,
-                                      upload=SimpleUploadedFile(path.name, fh.read()))
+                dataset_set_hierarchy(
+                    user=officer,
+                    dataset=dataset,
+                    column=column,
+                    upload=SimpleUploadedFile(path.name, fh.read()),
+                )
         self.stdout.write(f"Loaded demo dataset: {DEMO_DATASET} ({dataset.rows} rows)")

@@ -54,7 +54,9 @@ class Command(BaseCommand):
         parser.add_argument("--l-recursive", action="append", help="SA=C,L")
         parser.add_argument("--t-equal", action="append", help="SA=T")
         parser.add_argument("--t-ordered", action="append", help="SA=T")
-        parser.add_argument("--metric", default="loss", choices=["loss", "discernibility", "entropy"])
+        parser.add_argument(
+            "--metric", default="loss", choices=["loss", "discernibility", "entropy"]
+        )
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
 
@@ -69,13 +71,16 @@ class Command(BaseCommand):
     def _run(self, opts):
         import numpy as np
 
-        from anonweb.core.frame import read_table, sniff_separator
-        from anonweb.core.plan import apply_plan, read_plan
+        from anonweb.core.io.frame import read_table, sniff_separator
+        from anonweb.core.release.plan import apply_plan, read_plan
 
         if opts["plan"] and opts["qi"]:
             raise CommandError("use either --plan or --qi/--k, not both", returncode=2)
         plan = read_plan(opts["plan"]) if opts["plan"] else self._search_plan(opts)
-        secrets = {name: self._read_secret(path) for name, path in _pairs(opts["secret"], "--secret").items()}
+        secrets = {
+            name: self._read_secret(path)
+            for name, path in _pairs(opts["secret"], "--secret").items()
+        }
         df = read_table(opts["path"], sep=opts["sep"])
         sep = _output_separator(opts["path"], opts["sep"], sniff_separator)
         rng = np.random.default_rng(opts["seed"])
@@ -90,8 +95,8 @@ class Command(BaseCommand):
         self.stdout.write(self._line(summary, len(out)))
 
     def _search_plan(self, opts):
-        from anonweb.core.frame import parse_column_list
-        from anonweb.core.plan import Plan, Step
+        from anonweb.core.io.frame import parse_column_list
+        from anonweb.core.release.plan import Plan, Step
 
         qis = parse_column_list(opts["qi"])
         if not qis:
@@ -99,9 +104,16 @@ class Command(BaseCommand):
         files = _pairs(opts["hierarchy"], "--hierarchy")
         missing = [q for q in qis if q not in files]
         if missing:
-            raise CommandError(f"no --hierarchy for quasi-identifier(s): {', '.join(missing)}", returncode=2)
+            raise CommandError(
+                f"no --hierarchy for quasi-identifier(s): {', '.join(missing)}", returncode=2
+            )
         models = self._models(opts)
-        params = {"k": opts["k"] or 1, "suppression": opts["suppression"], "metric": opts["metric"], "models": models}
+        params = {
+            "k": opts["k"] or 1,
+            "suppression": opts["suppression"],
+            "metric": opts["metric"],
+            "models": models,
+        }
         for key in ("max_nodes", "time_limit"):
             if opts[key] is not None:
                 params[key] = opts[key]
@@ -115,16 +127,31 @@ class Command(BaseCommand):
     def _models(self, opts):
         models = []
         for sa, v in _pairs(opts["l_distinct"], "--l-distinct").items():
-            models.append({"model": "distinct_l", "sensitive": sa, "l": _number(v, "--l-distinct", int)})
+            models.append(
+                {"model": "distinct_l", "sensitive": sa, "l": _number(v, "--l-distinct", int)}
+            )
         for sa, v in _pairs(opts["l_entropy"], "--l-entropy").items():
             models.append({"model": "entropy_l", "sensitive": sa, "l": _number(v, "--l-entropy")})
         for sa, v in _pairs(opts["l_recursive"], "--l-recursive").items():
             c, _, l_ = v.partition(",")
-            models.append({"model": "recursive_cl", "sensitive": sa, "c": _number(c, "--l-recursive"),
-                           "l": _number(l_, "--l-recursive", int)})
+            models.append(
+                {
+                    "model": "recursive_cl",
+                    "sensitive": sa,
+                    "c": _number(c, "--l-recursive"),
+                    "l": _number(l_, "--l-recursive", int),
+                }
+            )
         for option, distance in (("t_equal", "equal"), ("t_ordered", "ordered")):
             for sa, v in _pairs(opts[option], "--" + option.replace("_", "-")).items():
-                models.append({"model": "t_closeness", "sensitive": sa, "t": _number(v, option), "distance": distance})
+                models.append(
+                    {
+                        "model": "t_closeness",
+                        "sensitive": sa,
+                        "t": _number(v, option),
+                        "distance": distance,
+                    }
+                )
         return models
 
     @staticmethod
@@ -132,11 +159,13 @@ class Command(BaseCommand):
         try:
             return Path(path).read_bytes().rstrip(b"\r\n")
         except OSError as exc:
-            raise CommandError(f"cannot read secret file {path!r}: {exc.strerror}", returncode=2) from None
+            raise CommandError(
+                f"cannot read secret file {path!r}: {exc.strerror}", returncode=2
+            ) from None
 
     @staticmethod
     def _summary(report, plan):
-        from anonweb.core.plan import plan_to_dict
+        from anonweb.core.release.plan import plan_to_dict
 
         summary = {"plan": plan_to_dict(plan), **report}
         search = next((s for s in report["steps"] if s["kind"] == "optimal_generalization"), None)
@@ -148,14 +177,16 @@ class Command(BaseCommand):
     @staticmethod
     def _line(summary, rows):
         if "levels" in summary:
-            return (f"wrote {rows} rows: levels {summary['levels']}, {summary['suppressed']} suppressed, "
-                    f"smallest class {summary['k']}")
+            return (
+                f"wrote {rows} rows: levels {summary['levels']}, {summary['suppressed']} suppressed, "
+                f"smallest class {summary['k']}"
+            )
         return f"wrote {rows} rows"
 
 
 def _output_separator(path, sep, sniff):
     """The input's separator for a delimited input, a comma otherwise."""
-    from anonweb.core.frame import TEXT_SUFFIXES, _decode_sep
+    from anonweb.core.io.frame import TEXT_SUFFIXES, _decode_sep
 
     if sep:
         return _decode_sep(sep)

@@ -23,10 +23,17 @@ class Command(BaseCommand):
         parser.add_argument("--sensitive", default="", help="sensitive attributes, comma separated")
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
         parser.add_argument(
-            "--hierarchy", action="append", default=[], metavar="COL=FILE",
+            "--hierarchy",
+            action="append",
+            default=[],
+            metavar="COL=FILE",
             help="value hierarchy (ARX CSV) for a sensitive column; repeatable",
         )
-        parser.add_argument("--known", default="", help="columns an attacker knows (linkage attack on the table itself)")
+        parser.add_argument(
+            "--known",
+            default="",
+            help="columns an attacker knows (linkage attack on the table itself)",
+        )
         parser.add_argument("--aux", default=None, help="auxiliary table for a linkage attack")
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
         parser.add_argument("--population", default=None, help="population size N")
@@ -46,11 +53,11 @@ class Command(BaseCommand):
             self.stdout.write(render_text(result))
 
     def _assess(self, options) -> dict:
+        from anonweb.core.assessment.profile import assess_risk
         from anonweb.core.errors import ParameterError
-        from anonweb.core.frame import parse_column_list, read_table
-        from anonweb.core.hierarchy import read_hierarchy
-        from anonweb.core.linkage import linkage_histogram
-        from anonweb.core.profile import assess_risk
+        from anonweb.core.io.frame import parse_column_list, read_table
+        from anonweb.core.io.hierarchy import read_hierarchy
+        from anonweb.core.risk.linkage import linkage_histogram
 
         qis = parse_column_list(options["qi"])
         if not qis:
@@ -101,7 +108,9 @@ def _population(raw: str | None, rows: int) -> int | None:
     try:
         value = int(raw.replace("_", "").replace(",", ""))
     except ValueError:
-        raise ParameterError(f"--population expects a whole number of people, got {raw!r}") from None
+        raise ParameterError(
+            f"--population expects a whole number of people, got {raw!r}"
+        ) from None
     if value < rows:
         raise ParameterError(f"--population {value} is smaller than the table ({rows} rows)")
     return value

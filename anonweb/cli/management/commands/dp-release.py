@@ -31,7 +31,8 @@ class Command(BaseCommand):
             what.add_argument(f"--{name}", metavar="COL", help=f"{name} of a numeric column")
         parser.add_argument("--epsilon", required=True, help="privacy budget ε for this release")
         parser.add_argument(
-            "--delta", default=None,
+            "--delta",
+            default=None,
             help=f"δ for selecting categories privately (histograms without --categories-from; default {DEFAULT_KEY_DELTA:g})",
         )
         parser.add_argument("--bounds", default=None, metavar="LO,HI", help="declared value range")
@@ -70,9 +71,9 @@ class Command(BaseCommand):
     def _run(self, options) -> None:
         import numpy as np
 
+        from anonweb.core.dp.mechanisms import DPQuery, prepare, release
         from anonweb.core.errors import ParameterError
-        from anonweb.core.frame import read_table
-        from anonweb.core.transforms.dp import DPQuery, prepare, release
+        from anonweb.core.io.frame import read_table
 
         query = DPQuery.from_params(_params(options))
         preview = prepare(query).preview()
@@ -93,8 +94,8 @@ class Command(BaseCommand):
 
 
 def _params(options) -> dict:
-    from anonweb.core.frame import parse_column_list, read_table
-    from anonweb.core.transforms.dp import categories_from_frame
+    from anonweb.core.dp.mechanisms import categories_from_frame
+    from anonweb.core.io.frame import parse_column_list, read_table
 
     kind = next(k for k in STATISTICS if options.get(k))
     columns = parse_column_list(options[kind]) if kind != "count" else []
@@ -132,7 +133,9 @@ def write_outputs(table, report: dict, *, out: str, report_path: str) -> None:
     """Both files or neither."""
     from anonweb.cli.output import write_all
 
-    write_all([
-        (out, lambda f: table.to_csv(f, index=False)),
-        (report_path, lambda f: f.write(json.dumps(_clean(report), indent=2, allow_nan=False))),
-    ])
+    write_all(
+        [
+            (out, lambda f: table.to_csv(f, index=False)),
+            (report_path, lambda f: f.write(json.dumps(_clean(report), indent=2, allow_nan=False))),
+        ]
+    )

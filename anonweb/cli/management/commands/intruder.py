@@ -62,8 +62,8 @@ class Command(BaseCommand):
         import numpy as np
 
         from anonweb.core.errors import ParameterError
-        from anonweb.core.frame import parse_column_list, read_table
-        from anonweb.core.intruder import intruder_check
+        from anonweb.core.io.frame import parse_column_list, read_table
+        from anonweb.core.risk.intruder import intruder_check
 
         columns = parse_column_list(options["columns"])
         if not columns:

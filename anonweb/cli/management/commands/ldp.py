@@ -47,10 +47,10 @@ class Command(BaseCommand):
             raise CommandError(" ".join(str(exc).split()), returncode=2) from None
 
     def _run(self, options) -> None:
-        from anonweb.core import dp_accounting
-        from anonweb.core.frame import read_table
-        from anonweb.core.transforms.dp import categories_from_frame
-        from anonweb.core.transforms.ldp import randomize_categories, randomize_numeric
+        from anonweb.core.dp import accounting as dp_accounting
+        from anonweb.core.dp.local import randomize_categories, randomize_numeric
+        from anonweb.core.dp.mechanisms import categories_from_frame
+        from anonweb.core.io.frame import read_table
 
         column = options["column"].strip()
         dp_accounting.check_epsilon(options["epsilon"])
@@ -80,7 +80,9 @@ def _write_both(table, report: dict, *, out: str, report_path: str) -> None:
     """Both files or neither."""
     from anonweb.cli.output import write_all
 
-    write_all([
-        (out, lambda f: table.to_csv(f, index=False)),
-        (report_path, lambda f: f.write(json.dumps(report, indent=2, allow_nan=False))),
-    ])
+    write_all(
+        [
+            (out, lambda f: table.to_csv(f, index=False)),
+            (report_path, lambda f: f.write(json.dumps(report, indent=2, allow_nan=False))),
+        ]
+    )

@@ -8,4 +8,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         purged = datasets_purge_expired()
-        self.stdout.write(f"purged {len(purged)} dataset(s)" + (f": {', '.join(map(str, purged))}" if purged else ""))
+        self.stdout.write(
+            f"purged {len(purged)} dataset(s)"
+            + (f": {', '.join(map(str, purged))}" if purged else "")
+        )

@@ -1,6 +1,6 @@
 """Builders for generalization hierarchies, and resolving the hierarchy specs of a plan.
 
-Every builder returns a :class:`~anonweb.core.hierarchy.Hierarchy` whose level 0 lists the
+Every builder returns a :class:`~anonweb.core.io.hierarchy.Hierarchy` whose level 0 lists the
 column's distinct values exactly as ``str(value)`` (so it covers the column by construction) and
 whose last level is the root ``*``:
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import HierarchyError, ParameterError
-from anonweb.core.hierarchy import Hierarchy, read_hierarchy
+from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
 
 ROOT = "*"
 
@@ -87,8 +87,10 @@ def interval_hierarchy(
         cuts.append(top)
     if len(cuts) < 2:
         raise ParameterError("the breaks must define at least one interval")
-    rows = [[_fmt_value(v)] + _interval_path(x, cuts, fanout, levels, bottom, top) + [ROOT]
-            for v, x in zip(distinct, nums)]
+    rows = [
+        [_fmt_value(v)] + _interval_path(x, cuts, fanout, levels, bottom, top) + [ROOT]
+        for v, x in zip(distinct, nums)
+    ]
     return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
 
 
@@ -132,7 +134,9 @@ def grouping_hierarchy(
         order = [str(v) for v in order]
         missing = sorted(set(distinct) - set(order))
         if missing:
-            raise HierarchyError(f"the order for {attribute or 'the column'!r} misses: {', '.join(missing)}")
+            raise HierarchyError(
+                f"the order for {attribute or 'the column'!r} misses: {', '.join(missing)}"
+            )
         ordered = [v for v in order if v in set(distinct)]
     else:
         ordered = sorted(distinct, key=_natural_key)
@@ -219,7 +223,9 @@ def build_hierarchy(spec: Mapping[str, Any], series: pd.Series) -> Hierarchy:
         raise ParameterError(f"hierarchy builder {name!r} for {series.name!r}: {exc}") from None
 
 
-def resolve_hierarchies(specs: Mapping[str, Any], df: pd.DataFrame | None = None) -> dict[str, Hierarchy]:
+def resolve_hierarchies(
+    specs: Mapping[str, Any], df: pd.DataFrame | None = None
+) -> dict[str, Hierarchy]:
     """Turn a plan's ``hierarchies`` object into :class:`Hierarchy` objects by column.
 
     A spec is a file path, ``{"path": ..., "sep": ...}``, ``{"rows": [[...], ...]}`` or a

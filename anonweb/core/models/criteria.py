@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anonweb.core.errors import ParameterError
-from anonweb.core.hierarchy import Hierarchy
+from anonweb.core.io.hierarchy import Hierarchy
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,9 @@ class RecursiveCL:
 
     def __post_init__(self) -> None:
         if self.l < 1 or self.c <= 0:
-            raise ParameterError(f"recursive (c,l)-diversity needs c > 0 and l >= 1, got c={self.c}, l={self.l}")
+            raise ParameterError(
+                f"recursive (c,l)-diversity needs c > 0 and l >= 1, got c={self.c}, l={self.l}"
+            )
 
     def describe(self) -> str:
         return f"recursive ({self.c},{self.l})-diversity on {self.sensitive}"
@@ -102,14 +104,20 @@ class TCloseness:
         if not 0 <= self.t <= 1:
             raise ParameterError(f"t must be between 0 and 1, got {self.t}")
         if self.distance not in ("equal", "ordered", "hierarchical"):
-            raise ParameterError(f"unknown t-closeness distance {self.distance!r} (equal, ordered, hierarchical)")
+            raise ParameterError(
+                f"unknown t-closeness distance {self.distance!r} (equal, ordered, hierarchical)"
+            )
         if self.distance == "hierarchical" and self.hierarchy is None:
-            raise ParameterError(f"hierarchical t-closeness on {self.sensitive!r} needs a hierarchy")
+            raise ParameterError(
+                f"hierarchical t-closeness on {self.sensitive!r} needs a hierarchy"
+            )
 
     def describe(self) -> str:
         return f"{self.distance}-distance {self.t}-closeness on {self.sensitive}"
 
-    def passes(self, hist: np.ndarray, q: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    def passes(
+        self, hist: np.ndarray, q: np.ndarray, values: np.ndarray | None = None
+    ) -> np.ndarray:
         return emd(hist, q, self.distance, values, self.hierarchy) <= self.t + 1e-12
 
 
@@ -145,7 +153,9 @@ class AverageRisk:
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold <= 1:
-            raise ParameterError(f"the average-risk ceiling must be in (0, 1], got {self.threshold}")
+            raise ParameterError(
+                f"the average-risk ceiling must be in (0, 1], got {self.threshold}"
+            )
 
     def describe(self) -> str:
         return f"average re-identification risk <= {self.threshold}"
@@ -220,7 +230,9 @@ def model_from_dict(spec, hierarchies=None):
     cls, fields = MODEL_KINDS[spec["model"]]
     extra = set(spec) - set(fields) - {"model"}
     if extra:
-        raise ParameterError(f"privacy model {spec['model']!r}: unknown parameter(s) {', '.join(sorted(extra))}")
+        raise ParameterError(
+            f"privacy model {spec['model']!r}: unknown parameter(s) {', '.join(sorted(extra))}"
+        )
     missing = [f for f in fields if f not in spec and f != "distance"]
     if missing:
         raise ParameterError(f"privacy model {spec['model']!r} needs {', '.join(missing)}")

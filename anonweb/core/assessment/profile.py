@@ -14,14 +14,19 @@ from typing import Any
 
 import pandas as pd
 
-from anonweb.core.classes import EquivalenceClasses, KAnonymity, equivalence_classes, k_anonymity_of
-from anonweb.core.closeness import TCloseness, t_closeness_of
-from anonweb.core.diversity import DEFAULT_C, LDiversity, l_diversity_of, sensitive_counts
 from anonweb.core.errors import ParameterError
-from anonweb.core.frame import require_columns
-from anonweb.core.hierarchy import Hierarchy
-from anonweb.core.population import PopulationUniqueness, population_uniqueness
-from anonweb.core.risk import (
+from anonweb.core.io.frame import require_columns
+from anonweb.core.io.hierarchy import Hierarchy
+from anonweb.core.models.closeness import TCloseness, t_closeness_of
+from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of, sensitive_counts
+from anonweb.core.risk.classes import (
+    EquivalenceClasses,
+    KAnonymity,
+    equivalence_classes,
+    k_anonymity_of,
+)
+from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
+from anonweb.core.risk.reidentification import (
     DEFAULT_THRESHOLDS,
     ReidentificationRisk,
     population_class_sizes,
@@ -83,12 +88,16 @@ def _check_inputs(df, qis, sensitive, hierarchies, t_distance) -> tuple[list[str
     require_columns(df, sens, role="sensitive attribute")
     both = sorted(set(sens) & set(qis))
     if both:
-        raise ParameterError(f"columns cannot be both quasi-identifier and sensitive: {', '.join(both)}")
+        raise ParameterError(
+            f"columns cannot be both quasi-identifier and sensitive: {', '.join(both)}"
+        )
     hierarchies = dict(hierarchies or {})
     if isinstance(t_distance, Mapping):
         unknown = sorted(set(t_distance) - set(sens))
         if unknown:
-            raise ParameterError(f"t_distance names columns that are not sensitive: {', '.join(unknown)}")
+            raise ParameterError(
+                f"t_distance names columns that are not sensitive: {', '.join(unknown)}"
+            )
     return sens, hierarchies
 
 

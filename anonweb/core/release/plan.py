@@ -25,7 +25,7 @@ seeds are not: a step names a secret (``"key": "release-key"``) and the caller p
 
 Adding a step kind (e.g. in ``anonweb/core/transforms/dp.py``)::
 
-    from anonweb.core.plan import StepContext, StepOutcome, register_step
+    from anonweb.core.release.plan import StepContext, StepOutcome, register_step
 
     def _check(params):                 # raise ParameterError before any data is touched
         if params.get("epsilon", 0) <= 0:
@@ -51,11 +51,11 @@ Built-in step kinds (parameters documented in each module):
 
 Hierarchy specs (``hierarchies``): a file path, ``{"path": ..., "sep": ...}``, inline
 ``{"rows": [[value, level1, ..., "*"], ...]}`` or a builder from
-:mod:`anonweb.core.hierarchy_builders` (``interval``, ``grouping``, ``mask``, ``date``).
+:mod:`anonweb.core.io.hierarchy_builders` (``interval``, ``grouping``, ``mask``, ``date``).
 
 The report of :func:`apply_plan` lists, per step, what it did (levels chosen, rows suppressed,
 information loss, search statistics, ...), the summed privacy cost, and the risk profile of
-:func:`anonweb.core.profile.assess_risk` before and after, for the plan's quasi-identifiers.
+:func:`anonweb.core.assessment.profile.assess_risk` before and after, for the plan's quasi-identifiers.
 
 A step function never mutates ``df``; it returns a new frame and a JSON-serialisable report
 (no raw cell values, no keys, no seeds). Modules in :mod:`anonweb.core.transforms` register their
@@ -83,7 +83,7 @@ PLAN_VERSION = 1
 class StepContext:
     """What a step may use besides its parameters.
 
-    ``hierarchies`` holds resolved :class:`~anonweb.core.hierarchy.Hierarchy` objects by column.
+    ``hierarchies`` holds resolved :class:`~anonweb.core.io.hierarchy.Hierarchy` objects by column.
     ``state`` lets a step leave facts for the plan report (e.g. levels chosen, rows suppressed).
     """
 
@@ -99,7 +99,9 @@ class StepContext:
         try:
             value = self.secrets[name]
         except KeyError:
-            raise ParameterError(f"the plan needs the secret {name!r}, which was not supplied") from None
+            raise ParameterError(
+                f"the plan needs the secret {name!r}, which was not supplied"
+            ) from None
         return value.encode() if isinstance(value, str) else bytes(value)
 
 
@@ -149,7 +151,8 @@ def register_step(
 
 
 def _load_builtin_steps() -> None:
-    import anonweb.core.transforms  # noqa: F401  (registers the built-in steps)
+    import anonweb.core.dp  # noqa: F401  (registers the DP steps)
+    import anonweb.core.transforms  # noqa: F401  (registers the record-level steps)
 
 
 def get_step(kind: str) -> StepSpec:
@@ -287,10 +290,14 @@ def validate_plan(plan: Plan, columns: list[str] | None = None) -> list[StepSpec
             raise type(exc)(f"step {i} ({step.kind}): {exc}") from None
         specs.append(spec)
     if columns is not None:
-        from anonweb.core.frame import require_columns
+        from anonweb.core.io.frame import require_columns
 
-        require_columns(pd.DataFrame(columns=columns), list(plan.quasi_identifiers), role="quasi-identifier")
-        require_columns(pd.DataFrame(columns=columns), list(plan.sensitive), role="sensitive column")
+        require_columns(
+            pd.DataFrame(columns=columns), list(plan.quasi_identifiers), role="quasi-identifier"
+        )
+        require_columns(
+            pd.DataFrame(columns=columns), list(plan.sensitive), role="sensitive column"
+        )
     return specs
 
 
@@ -305,7 +312,7 @@ def apply_plan(
     """Run the plan's steps in order on a copy of ``df``; returns the result and a report."""
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng must be a numpy.random.Generator")
-    from anonweb.core.hierarchy_builders import resolve_hierarchies
+    from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 
     specs = validate_plan(plan, [str(c) for c in df.columns])
     ctx = StepContext(
@@ -338,12 +345,12 @@ def apply_plan(
 
 
 def _risk(df: pd.DataFrame, ctx: StepContext) -> dict[str, Any] | None:
-    """Risk profile from :func:`anonweb.core.profile.assess_risk`, when QIs are declared."""
+    """Risk profile from :func:`anonweb.core.assessment.profile.assess_risk`, when QIs are declared."""
     qis = [q for q in ctx.quasi_identifiers if q in df.columns]
     if not qis:
         return None
     try:
-        from anonweb.core.profile import assess_risk
+        from anonweb.core.assessment.profile import assess_risk
     except ImportError:  # the risk module is optional for a plan to run
         return None
     sensitive = tuple(s for s in ctx.sensitive if s in df.columns)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from anonweb.core.errors import ParameterError
-from anonweb.core.lattice import EncodedTable
+from anonweb.core.search.lattice import EncodedTable
 
 METRICS = ("loss", "entropy", "discernibility")
 AGGREGATES = ("rank", "geometric", "arithmetic", "sum", "max")
@@ -32,7 +32,9 @@ class Metric:
 
     def __init__(self, table: EncodedTable, aggregate: str = "rank") -> None:
         if aggregate not in AGGREGATES:
-            raise ParameterError(f"unknown aggregate {aggregate!r} (one of {', '.join(AGGREGATES)})")
+            raise ParameterError(
+                f"unknown aggregate {aggregate!r} (one of {', '.join(AGGREGATES)})"
+            )
         self.table = table
         self.aggregate = aggregate
         self.cost: list[list[np.ndarray]] = []  # per QI, per level: cost per distinct row
@@ -109,7 +111,10 @@ class EntropyMetric(Metric):
         w = table.weights
         logn = np.log2(table.n)
         for i in range(len(table.qis)):
-            freqs = [np.bincount(c, weights=w, minlength=card) for c, card in zip(table.codes[i], table.cards[i])]
+            freqs = [
+                np.bincount(c, weights=w, minlength=card)
+                for c, card in zip(table.codes[i], table.cards[i])
+            ]
             base = np.log2(freqs[0][table.codes[i][0]])
             self.cost.append([np.log2(f[c]) - base for f, c in zip(freqs, table.codes[i])])
             self.out_cost.append(logn - base)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import EquivalenceClasses, equivalence_classes, json_value
 from anonweb.core.errors import ParameterError
-from anonweb.core.frame import require_columns
+from anonweb.core.io.frame import require_columns
+from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes, json_value
 
 DEFAULT_C = 2.0
 

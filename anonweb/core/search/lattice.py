@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.frame import require_columns
-from anonweb.core.hierarchy import Hierarchy
+from anonweb.core.io.frame import require_columns
+from anonweb.core.io.hierarchy import Hierarchy
 
 MISSING_LABEL = None  # a missing value stays missing below the root
 _BIG = np.iinfo(np.int64).max
@@ -45,7 +45,9 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     # work on the distinct values only: a column has far fewer of them than rows
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     index = hierarchy._index  # value -> hierarchy row, built once with the hierarchy
-    found = np.fromiter((index.get(str(v), -1) for v in uniques), dtype=np.int64, count=len(uniques))
+    found = np.fromiter(
+        (index.get(str(v), -1) for v in uniques), dtype=np.int64, count=len(uniques)
+    )
     if (found < 0).any():
         hierarchy.validate_covers(pd.Series(uniques, dtype=object))  # raises, naming the values
     rows = hierarchy.rows
@@ -97,7 +99,9 @@ class EncodedTable:
         require_columns(df, list(sensitive), role="sensitive column")
         missing = [q for q in quasi_identifiers if q not in hierarchies]
         if missing:
-            raise ParameterError(f"no hierarchy given for quasi-identifier(s): {', '.join(missing)}")
+            raise ParameterError(
+                f"no hierarchy given for quasi-identifier(s): {', '.join(missing)}"
+            )
         if len(df) == 0:
             raise DataError("the table has no rows")
         self.n = len(df)
@@ -132,7 +136,9 @@ class EncodedTable:
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
 
-    def group(self, levels: Sequence[int], rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    def group(
+        self, levels: Sequence[int], rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, int]:
         """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
         cols = self.offsets + np.asarray(levels)
         cards = self.all_cards[cols]
@@ -164,7 +170,11 @@ class EncodedTable:
         return inv, len(uniq)
 
     def classes(
-        self, levels: Sequence[int], parent: ClassTable | None, sa: Sequence[int], lazy: bool = False
+        self,
+        levels: Sequence[int],
+        parent: ClassTable | None,
+        sa: Sequence[int],
+        lazy: bool = False,
     ) -> ClassTable:
         """The classes of a node, rolled up from a finer node's classes when one is given.
 
@@ -185,9 +195,13 @@ class EncodedTable:
         hists = {} if lazy else {j: _sum_rows(parent.hist(j), inv, n_classes) for j in sa}
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = parent.rep  # any parent class inside a class represents it
-        return ClassTable(tuple(levels), rep, sizes, hists, None, (self, parent, inv) if lazy else None)
+        return ClassTable(
+            tuple(levels), rep, sizes, hists, None, (self, parent, inv) if lazy else None
+        )
 
-    def classes_many(self, nodes: np.ndarray, parents: Sequence[ClassTable], sa: Sequence[int]) -> ClassBatch:
+    def classes_many(
+        self, nodes: np.ndarray, parents: Sequence[ClassTable], sa: Sequence[int]
+    ) -> ClassBatch:
         """The classes of several nodes at once, each rolled up from its finer node's classes.
 
         One gather, one sort and one bincount serve the whole batch, instead of a dozen small
@@ -224,14 +238,21 @@ class EncodedTable:
             class_seg = sseg[new]
         counts = np.bincount(class_seg, minlength=len(parents))
         starts = np.concatenate(([0], np.cumsum(counts)))
-        sizes = np.bincount(inv, weights=np.concatenate([p.sizes for p in parents]), minlength=n_classes)
+        sizes = np.bincount(
+            inv, weights=np.concatenate([p.sizes for p in parents]), minlength=n_classes
+        )
         hists = {
             j: _sum_rows(np.concatenate([p.hist(j) for p in parents]), inv, n_classes) for j in sa
         }
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = rows
         return ClassBatch(
-            [tuple(int(x) for x in lv) for lv in nodes], starts, class_seg, rep, sizes.astype(np.int64), hists
+            [tuple(int(x) for x in lv) for lv in nodes],
+            starts,
+            class_seg,
+            rep,
+            sizes.astype(np.int64),
+            hists,
         )
 
     def sa_histogram(self, sa_index: int, inv: np.ndarray, n_classes: int) -> np.ndarray:
@@ -307,7 +328,9 @@ def _sum_rows(matrix: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarr
     """Sum the rows of ``matrix`` by group, with one bincount over all cells."""
     width = matrix.shape[1]
     cells = (groups[:, None] * width + np.arange(width)).ravel()
-    return np.bincount(cells, weights=matrix.ravel(), minlength=n_groups * width).reshape(n_groups, width)
+    return np.bincount(cells, weights=matrix.ravel(), minlength=n_groups * width).reshape(
+        n_groups, width
+    )
 
 
 def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.frame import require_columns
+from anonweb.core.io.frame import require_columns
 
 # Keep the mixed-radix key well inside int64 before multiplying by the next radix.
 _KEY_LIMIT = 2**62
@@ -170,7 +170,9 @@ class EquivalenceClasses:
         ]
 
 
-def equivalence_classes(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -> EquivalenceClasses:
+def equivalence_classes(
+    df: pd.DataFrame, *, quasi_identifiers: Sequence[str]
+) -> EquivalenceClasses:
     """Partition the rows of ``df`` by their quasi-identifier values (the frame is not modified)."""
     qis = check_columns(df, quasi_identifiers)
     codes = group_codes(df, qis)

@@ -13,7 +13,11 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
-_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "height": 340, "template": "plotly_white"}
+_LAYOUT = {
+    "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+    "height": 340,
+    "template": "plotly_white",
+}
 
 
 def _as_data(fig: go.Figure) -> dict:
@@ -30,9 +34,21 @@ def _class_size_chart(risk: Mapping[str, Any]) -> go.Figure | None:
         pairs = sorted((int(d["size"]), int(d["classes"])) for d in sizes)
     x = [str(s) for s, _ in pairs]
     records = [s * c for s, c in pairs]
-    fig = go.Figure(go.Bar(x=x, y=records, name="records", hovertemplate="class size %{x}: %{y} records<extra></extra>"))
-    fig.update_layout(title="Records by equivalence-class size (size 1 = unique)", xaxis_title="class size",
-                      yaxis_title="records", xaxis_type="category", **_LAYOUT)
+    fig = go.Figure(
+        go.Bar(
+            x=x,
+            y=records,
+            name="records",
+            hovertemplate="class size %{x}: %{y} records<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Records by equivalence-class size (size 1 = unique)",
+        xaxis_title="class size",
+        yaxis_title="records",
+        xaxis_type="category",
+        **_LAYOUT,
+    )
     return fig
 
 
@@ -43,13 +59,25 @@ def _records_at_risk_chart(risk: Mapping[str, Any]) -> go.Figure | None:
     items = sorted(at_risk.items(), key=lambda kv: -float(kv[0]))
     x = [f"> {float(k):.0%}" for k, _ in items]
     y = [float(v["share"]) if isinstance(v, Mapping) else float(v) for _, v in items]
-    fig = go.Figure(go.Bar(x=x, y=y, marker_color="#b3261e", hovertemplate="%{y:.1%} of records<extra></extra>"))
-    fig.update_layout(title="Records whose re-identification risk exceeds a threshold", yaxis_tickformat=".0%",
-                      xaxis_title="prosecutor risk", yaxis_title="share of records", **_LAYOUT)
+    fig = go.Figure(
+        go.Bar(x=x, y=y, marker_color="#b3261e", hovertemplate="%{y:.1%} of records<extra></extra>")
+    )
+    fig.update_layout(
+        title="Records whose re-identification risk exceeds a threshold",
+        yaxis_tickformat=".0%",
+        xaxis_title="prosecutor risk",
+        yaxis_title="share of records",
+        **_LAYOUT,
+    )
     return fig
 
 
-SHARE_BINS = (("under 50%", 0.0, 0.5), ("50-80%", 0.5, 0.8), ("80-99%", 0.8, 1.0), ("100%: disclosed", 1.0, 1.01))
+SHARE_BINS = (
+    ("under 50%", 0.0, 0.5),
+    ("50-80%", 0.5, 0.8),
+    ("80-99%", 0.8, 1.0),
+    ("100%: disclosed", 1.0, 1.01),
+)
 
 
 def homogeneity_histogram(top_share, sizes) -> dict[str, int]:
@@ -73,9 +101,16 @@ def _homogeneity_chart(risk: Mapping[str, Any]) -> go.Figure | None:
     fig = go.Figure()
     colors = ["#2e7d32", "#f9a825", "#ef6c00", "#b3261e"]
     for (label, _, _), color in zip(SHARE_BINS, colors, strict=True):
-        fig.add_bar(name=label, x=list(hist), y=[hist[sa].get(label, 0) for sa in hist], marker_color=color)
-    fig.update_layout(title="Homogeneity: records by the share of their class holding its most common sensitive value",
-                      barmode="stack", xaxis_title="sensitive column", yaxis_title="records", **_LAYOUT)
+        fig.add_bar(
+            name=label, x=list(hist), y=[hist[sa].get(label, 0) for sa in hist], marker_color=color
+        )
+    fig.update_layout(
+        title="Homogeneity: records by the share of their class holding its most common sensitive value",
+        barmode="stack",
+        xaxis_title="sensitive column",
+        yaxis_title="records",
+        **_LAYOUT,
+    )
     return fig
 
 
@@ -86,25 +121,44 @@ def intruder_chart(result: Mapping[str, Any]) -> dict | None:
     if not match or not chance:
         return None
     fig = go.Figure()
-    for name, dist, color in (("original records", match, "#b3261e"), ("random records (chance)", chance, "#5b6775")):
+    for name, dist, color in (
+        ("original records", match, "#b3261e"),
+        ("random records (chance)", chance, "#5b6775"),
+    ):
         edges, counts = dist["bin_edges"], dist["counts"]
         total = max(1, sum(counts))
-        fig.add_bar(name=name, x=[(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)],
-                    y=[c / total for c in counts], marker_color=color, opacity=0.7)
-    fig.add_vline(x=result.get("threshold", 0), line_dash="dash",
-                  annotation_text="5th percentile of chance")
-    fig.update_layout(title="Distance to the closest released record: linkage against chance", barmode="overlay",
-                      xaxis_title=f"distance ({result.get('metric', 'rank')})", yaxis_title="share of records",
-                      yaxis_tickformat=".0%", **_LAYOUT)
+        fig.add_bar(
+            name=name,
+            x=[(a + b) / 2 for a, b in zip(edges, edges[1:], strict=False)],
+            y=[c / total for c in counts],
+            marker_color=color,
+            opacity=0.7,
+        )
+    fig.add_vline(
+        x=result.get("threshold", 0), line_dash="dash", annotation_text="5th percentile of chance"
+    )
+    fig.update_layout(
+        title="Distance to the closest released record: linkage against chance",
+        barmode="overlay",
+        xaxis_title=f"distance ({result.get('metric', 'rank')})",
+        yaxis_title="share of records",
+        yaxis_tickformat=".0%",
+        **_LAYOUT,
+    )
     return {"id": "chart-intruder", "data_id": "chart-intruder-data", "figure": _as_data(fig)}
 
 
 def risk_charts(risk: Mapping[str, Any]) -> list[dict]:
-    builders = [("class-sizes", _class_size_chart), ("records-at-risk", _records_at_risk_chart),
-                ("homogeneity", _homogeneity_chart)]
+    builders = [
+        ("class-sizes", _class_size_chart),
+        ("records-at-risk", _records_at_risk_chart),
+        ("homogeneity", _homogeneity_chart),
+    ]
     charts = []
     for name, build in builders:
         fig = build(risk)
         if fig is not None:
-            charts.append({"id": f"chart-{name}", "data_id": f"chart-{name}-data", "figure": _as_data(fig)})
+            charts.append(
+                {"id": f"chart-{name}", "data_id": f"chart-{name}-data", "figure": _as_data(fig)}
+            )
     return charts

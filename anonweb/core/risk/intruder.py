@@ -30,7 +30,7 @@ from scipy.spatial import cKDTree
 from scipy.stats import rankdata
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.frame import require_columns
+from anonweb.core.io.frame import require_columns
 
 METRICS = ("rank", "euclidean")
 BASELINES = ("records", "attributes")

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core import dp_accounting as acc
+from anonweb.core.dp import accounting as acc
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.frame import require_columns
+from anonweb.core.io.frame import require_columns
 
 KINDS = ("count", "histogram", "sum", "mean", "quantile", "range")
 MISSING = "(missing)"
@@ -410,7 +410,7 @@ def _finish_tree(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[st
 
 def _register() -> None:
     try:
-        from anonweb.core.plan import StepOutcome, register_step
+        from anonweb.core.release.plan import StepOutcome, register_step
     except ImportError:  # the plan module is optional for the functions above
         return
 
@@ -428,9 +428,6 @@ def _register() -> None:
     def dp_release_step(df, params, ctx):
         result = release(df, DPQuery.from_params(params), rng=ctx.rng)
         return StepOutcome(frame=result.table, report=result.report)
-
-    # The synthetic-data step registers itself on import (the package only imports dp and ldp).
-    from anonweb.core.transforms import dp_synthetic  # noqa: F401
 
 
 _register()

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import combine_codes, dense_codes, group_codes
 from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.risk.classes import combine_codes, dense_codes, group_codes
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,14 @@ class SensitiveConflict:
 
     def to_dict(self) -> dict:
         return {
-            "attribute": self.attribute, "l_a": self.l_a, "l_b": self.l_b, "l_combined": self.l_combined,
-            "disclosed_a": self.disclosed_a, "disclosed_b": self.disclosed_b,
-            "disclosed_combined": self.disclosed_combined, "newly_disclosed": self.newly_disclosed,
+            "attribute": self.attribute,
+            "l_a": self.l_a,
+            "l_b": self.l_b,
+            "l_combined": self.l_combined,
+            "disclosed_a": self.disclosed_a,
+            "disclosed_b": self.disclosed_b,
+            "disclosed_combined": self.disclosed_combined,
+            "newly_disclosed": self.newly_disclosed,
         }
 
 
@@ -63,8 +68,12 @@ class ConflictReport:
 
     def to_dict(self) -> dict:
         return {
-            "rows": self.rows, "k_a": self.k_a, "k_b": self.k_b, "k_if_linked": self.k_if_linked,
-            "conflicting": self.conflicting, "sensitive": [s.to_dict() for s in self.sensitive],
+            "rows": self.rows,
+            "k_a": self.k_a,
+            "k_b": self.k_b,
+            "k_if_linked": self.k_if_linked,
+            "conflicting": self.conflicting,
+            "sensitive": [s.to_dict() for s in self.sensitive],
         }
 
 
@@ -99,7 +108,9 @@ def _intersection_sizes(a: np.ndarray, b: np.ndarray, values: np.ndarray) -> np.
     return per_record["n"].fillna(0).to_numpy(dtype=np.int64)
 
 
-def _sensitive_conflict(attribute: str, a: np.ndarray, b: np.ndarray, source: pd.Series) -> SensitiveConflict:
+def _sensitive_conflict(
+    attribute: str, a: np.ndarray, b: np.ndarray, source: pd.Series
+) -> SensitiveConflict:
     values, _ = dense_codes(source.reset_index(drop=True))
     per_a = _distinct_per_class(_value_sets(a, values), a)
     per_b = _distinct_per_class(_value_sets(b, values), b)
@@ -107,9 +118,14 @@ def _sensitive_conflict(attribute: str, a: np.ndarray, b: np.ndarray, source: pd
     alone = (per_a == 1) | (per_b == 1)
     combined = both == 1
     return SensitiveConflict(
-        attribute=attribute, l_a=int(per_a.min()), l_b=int(per_b.min()), l_combined=int(both.min()),
-        disclosed_a=int((per_a == 1).sum()), disclosed_b=int((per_b == 1).sum()),
-        disclosed_combined=int(combined.sum()), newly_disclosed=int((combined & ~alone).sum()),
+        attribute=attribute,
+        l_a=int(per_a.min()),
+        l_b=int(per_b.min()),
+        l_combined=int(both.min()),
+        disclosed_a=int((per_a == 1).sum()),
+        disclosed_b=int((per_b == 1).sum()),
+        disclosed_combined=int(combined.sum()),
+        newly_disclosed=int((combined & ~alone).sum()),
     )
 
 
@@ -145,6 +161,9 @@ def release_conflicts(
     size_b = np.bincount(b)
     linked = combine_codes([(a, int(a.max()) + 1), (b, int(b.max()) + 1)], n)
     return ConflictReport(
-        rows=n, k_a=int(size_a.min()), k_b=int(size_b.min()), k_if_linked=int(np.bincount(linked).min()),
+        rows=n,
+        k_a=int(size_a.min()),
+        k_b=int(size_b.min()),
+        k_if_linked=int(np.bincount(linked).min()),
         sensitive=tuple(_sensitive_conflict(str(s), a, b, source[s]) for s in sensitive),
     )

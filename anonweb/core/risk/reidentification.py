@@ -6,7 +6,7 @@
 * Journalist: the attacker does not know whether the target is in the table, so the matching
   class in the *population* counts: risk 1/F_j. Exact with a population table; estimated from
   the population size alone as E[1/F_j | f_j] (Benedetti & Franconi's individual risk, see
-  :func:`anonweb.core.population.individual_risk`); without either, the prosecutor figure,
+  :func:`anonweb.core.risk.population.individual_risk`); without either, the prosecutor figure,
   which is an upper bound.
 * Marketer: the expected share of records re-identified when every record is attacked:
   mean of f_j/F_j over records, which is classes/rows without a population table.
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import (
+from anonweb.core.errors import ParameterError
+from anonweb.core.io.frame import require_columns
+from anonweb.core.risk.classes import (
     EquivalenceClasses,
     column_codes,
     combine_codes,
     equivalence_classes,
 )
-from anonweb.core.errors import ParameterError
-from anonweb.core.frame import require_columns
 
 DEFAULT_THRESHOLDS = (0.2, 0.1, 0.05, 0.01)
 
@@ -62,16 +62,16 @@ class ReidentificationRisk:
     marketer: float
     journalist_max: float
     journalist_mean: float
-    journalist_source: str  # "population table", "population size (estimate)", "sample (upper bound)"
+    journalist_source: (
+        str  # "population table", "population size (estimate)", "sample (upper bound)"
+    )
     class_sizes: np.ndarray = field(repr=False, compare=False)
 
     def risk_distribution(self) -> list[dict]:
         """Records per distinct risk value (1/size), highest risk first, ready for a chart."""
         counts = np.bincount(self.class_sizes)
         sizes = np.flatnonzero(counts)
-        return [
-            {"risk": 1.0 / int(s), "records": int(s * counts[s])} for s in sizes
-        ]
+        return [{"risk": 1.0 / int(s), "records": int(s * counts[s])} for s in sizes]
 
     def to_dict(self) -> dict:
         return {
@@ -119,7 +119,7 @@ def population_class_sizes(
             col = col.where(col.isna(), col.astype(str))
         cols.append(column_codes(col))
     codes = combine_codes(cols, len(both))
-    sample_codes, pop_codes = codes[: len(sample)], codes[len(sample):]
+    sample_codes, pop_codes = codes[: len(sample)], codes[len(sample) :]
     pop_sizes = np.bincount(pop_codes, minlength=codes.max() + 1)
     return np.maximum(pop_sizes[sample_codes], ec.sizes)
 
@@ -165,7 +165,7 @@ def risk_of(
 
 def _estimated_journalist(sizes: np.ndarray, fraction: float) -> tuple[float, float]:
     """Largest and mean (over records) estimated journalist risk E[1/F | f]."""
-    from anonweb.core.population import individual_risk
+    from anonweb.core.risk.population import individual_risk
 
     counts = np.bincount(sizes)
     present = np.flatnonzero(counts)

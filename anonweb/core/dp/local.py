@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core import dp_accounting as acc
+from anonweb.core.dp import accounting as acc
+from anonweb.core.dp.mechanisms import MISSING, cell_labels
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.frame import require_columns
-from anonweb.core.transforms.dp import MISSING, cell_labels
+from anonweb.core.io.frame import require_columns
 
 
 def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
@@ -168,7 +168,7 @@ def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: An
 
 def _register() -> None:
     try:
-        from anonweb.core.plan import StepOutcome, register_step
+        from anonweb.core.release.plan import StepOutcome, register_step
     except ImportError:
         return
 

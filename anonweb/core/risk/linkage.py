@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import column_codes, combine_codes, equivalence_classes
 from anonweb.core.errors import ParameterError
-from anonweb.core.frame import require_columns
+from anonweb.core.io.frame import require_columns
+from anonweb.core.risk.classes import column_codes, combine_codes, equivalence_classes
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,6 @@ def aux_candidates(df: pd.DataFrame, aux: pd.DataFrame, cols: Sequence[str]) -> 
             col = col.where(col.isna(), col.astype(str))
         codes_in.append(column_codes(col))
     codes = combine_codes(codes_in, len(both))
-    released, attacker = codes[: len(df)], codes[len(df):]
+    released, attacker = codes[: len(df)], codes[len(df) :]
     per_key = np.bincount(released, minlength=int(codes.max()) + 1)
     return per_key[attacker]

@@ -32,10 +32,16 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import ParameterError
-from anonweb.core.hierarchy import Hierarchy
-from anonweb.core.lattice import ClassTable, ClassTableCache, EncodedTable, pack_levels, packed_leq
-from anonweb.core.metrics import DiscernibilityMetric, Metric, make_metric
-from anonweb.core.privacy_models import AverageRisk, KAnonymity, TCloseness
+from anonweb.core.io.hierarchy import Hierarchy
+from anonweb.core.models.criteria import AverageRisk, KAnonymity, TCloseness
+from anonweb.core.search.lattice import (
+    ClassTable,
+    ClassTableCache,
+    EncodedTable,
+    pack_levels,
+    packed_leq,
+)
+from anonweb.core.search.metrics import DiscernibilityMetric, Metric, make_metric
 
 MAX_LATTICE = 2_000_000
 SUPPRESSED = "*"
@@ -179,7 +185,9 @@ def _lex_less(keys: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 def validate_search(df, quasi_identifiers, hierarchies, models, suppression) -> None:
     if not 0 <= suppression < 1:
-        raise ParameterError(f"the suppression limit is a fraction of rows in [0, 1), got {suppression}")
+        raise ParameterError(
+            f"the suppression limit is a fraction of rows in [0, 1), got {suppression}"
+        )
     for m in models:
         if isinstance(m, KAnonymity) and m.k > len(df):
             raise ParameterError(f"k={m.k} is larger than the table ({len(df)} rows)")
@@ -207,7 +215,7 @@ def optimal_generalization(
 ) -> SearchResult:
     """Find the full-domain generalization of least loss meeting every model.
 
-    ``models`` are instances from :mod:`anonweb.core.privacy_models`; ``k`` is a shortcut for
+    ``models`` are instances from :mod:`anonweb.core.models.criteria`; ``k`` is a shortcut for
     ``KAnonymity(k)``. ``aggregate`` compares per-QI losses (ARX's default: ``rank``).
     ``max_nodes`` / ``time_limit`` bound the exhaustive search (then a heuristic, reported in
     ``search``). ``table`` reuses an :class:`EncodedTable` of ``df`` built with the same QIs and
@@ -220,8 +228,12 @@ def optimal_generalization(
     sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
     if table is None:
         table = EncodedTable(df, quasi_identifiers, hierarchies, sensitive)
-    elif [q.name for q in table.qis] != list(quasi_identifiers) or not set(sensitive) <= set(table.sensitive):
-        raise ParameterError("the encoded table was built for other quasi-identifiers or sensitive columns")
+    elif [q.name for q in table.qis] != list(quasi_identifiers) or not set(sensitive) <= set(
+        table.sensitive
+    ):
+        raise ParameterError(
+            "the encoded table was built for other quasi-identifiers or sensitive columns"
+        )
     checker = _Checker(table, models, suppression)
     scorer = make_metric(metric, table, aggregate)
     run = _Search(table, checker, scorer, max_nodes, time_limit, started)
@@ -285,7 +297,9 @@ class _Search:
             self.note = f"the lattice has {size} nodes, more than {MAX_LATTICE}: greedy descent"
             return self._greedy()
         if heights.max() > 127:
-            raise ParameterError("a hierarchy has more than 127 levels; the search supports up to 127")
+            raise ParameterError(
+                "a hierarchy has more than 127 levels; the search supports up to 127"
+            )
         self.nodes = np.indices(tuple(heights)).reshape(len(heights), -1).T.astype(np.int16)
         self.packed = pack_levels(self.nodes)
         self.strides = np.array([int(np.prod(heights[i + 1 :])) for i in range(len(heights))])
@@ -332,13 +346,19 @@ class _Search:
         beats every later node)."""
         parents = [self.cache.parent(self.packed[i]) for i in chunk]
         batched = [
-            j for j, (i, p) in enumerate(zip(chunk, parents))
-            if p is not None and float(np.prod(self.table.all_cards[self.table.offsets + self.nodes[i]],
-                                               dtype=float)) < 2.0**62
+            j
+            for j, (i, p) in enumerate(zip(chunk, parents))
+            if p is not None
+            and float(
+                np.prod(self.table.all_cards[self.table.offsets + self.nodes[i]], dtype=float)
+            )
+            < 2.0**62
         ]
         evals: dict[int, _Eval] = {}
         if len(batched) > 1:
-            got = self.checker.check_many(self.nodes[[chunk[j] for j in batched]], [parents[j] for j in batched])
+            got = self.checker.check_many(
+                self.nodes[[chunk[j] for j in batched]], [parents[j] for j in batched]
+            )
             evals = {chunk[j]: ev for j, ev in zip(batched, got)}
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:

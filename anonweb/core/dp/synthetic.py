@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core import dp_accounting as acc
+from anonweb.core.dp import accounting as acc
+from anonweb.core.dp import mechanisms as dp
 from anonweb.core.errors import ParameterError
-from anonweb.core.frame import require_columns
-from anonweb.core.transforms import dp
+from anonweb.core.io.frame import require_columns
 
 MAX_CELLS = 1_000_000
 
@@ -234,7 +234,7 @@ def _num(x: float) -> float | None:
 
 def _register() -> None:
     try:
-        from anonweb.core.plan import StepOutcome, register_step
+        from anonweb.core.release.plan import StepOutcome, register_step
     except ImportError:  # the plan module is optional for the functions above
         return
 

@@ -3,7 +3,7 @@
 A hierarchy file has no header; each line is ``value;level1;...;*``: column 0 is the original
 value, column *i* its generalization at level *i*, the last column the root. Values are compared
 as strings (``str(value)`` of the data column, so the integer 39 matches the line ``39;...``).
-Builders for intervals, masking, dates and groupings live in :mod:`anonweb.core.hierarchy_builders`.
+Builders for intervals, masking, dates and groupings live in :mod:`anonweb.core.io.hierarchy_builders`.
 """
 
 from __future__ import annotations
@@ -130,7 +130,9 @@ def _is_missing(value: object) -> bool:
 def parse_hierarchy(text: str, *, sep: str = ";", attribute: str | None = None) -> Hierarchy:
     """Parse ARX's hierarchy CSV text (no header, ``value;level1;...;*``)."""
     if not text.strip():
-        raise HierarchyError(f"the hierarchy{' for ' + repr(attribute) if attribute else ''} is empty")
+        raise HierarchyError(
+            f"the hierarchy{' for ' + repr(attribute) if attribute else ''} is empty"
+        )
     reader = csv.reader(io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n")), delimiter=sep)
     rows: list[Sequence[str]] = [row for row in reader if any(cell.strip() for cell in row)]
     if all(len(r) == 1 for r in rows):
@@ -141,7 +143,9 @@ def parse_hierarchy(text: str, *, sep: str = ";", attribute: str | None = None) 
     return Hierarchy(rows=tuple(tuple(c.strip() for c in r) for r in rows), attribute=attribute)
 
 
-def read_hierarchy(path: str | Path, *, sep: str | None = None, attribute: str | None = None) -> Hierarchy:
+def read_hierarchy(
+    path: str | Path, *, sep: str | None = None, attribute: str | None = None
+) -> Hierarchy:
     """Read a hierarchy file; ``sep`` defaults to ``;`` (ARX) or ``,`` if no ``;`` appears."""
     path = Path(path)
     try:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.frame import require_columns
+from anonweb.core.io.frame import require_columns
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,10 @@ class MondrianResult:
     def apply(self, df: pd.DataFrame) -> pd.DataFrame:
         out = df.copy()
         for col, lo, hi in zip(self.quasi_identifiers, self.lower, self.upper):
-            labels = np.array([_fmt(a) if a == b else f"{_fmt(a)}-{_fmt(b)}" for a, b in zip(lo, hi)],
-                              dtype=object)
+            labels = np.array(
+                [_fmt(a) if a == b else f"{_fmt(a)}-{_fmt(b)}" for a, b in zip(lo, hi)],
+                dtype=object,
+            )
             out[col] = pd.Series(labels[self.partition], index=df.index, dtype=object)
         return out
 
@@ -127,7 +129,9 @@ def _widths(values, scale, lo_rank, hi_rank) -> np.ndarray:
     cols = []
     for d, v in enumerate(values):
         if np.issubdtype(v.dtype, np.number):
-            cols.append((v[hi_rank[:, d]].astype(float) - v[lo_rank[:, d]].astype(float)) / scale[d])
+            cols.append(
+                (v[hi_rank[:, d]].astype(float) - v[lo_rank[:, d]].astype(float)) / scale[d]
+            )
         else:
             cols.append((hi_rank[:, d] - lo_rank[:, d]) / scale[d])
     return np.column_stack(cols)
@@ -206,7 +210,10 @@ def _finish(df, cols, ranks, values, scale, seg: _Segments, k, started) -> Mondr
     sub = ranks[seg.perm]
     lo = np.empty((len(ids), len(cols)), dtype=ranks.dtype)
     hi = np.empty_like(lo)
-    lo[ids], hi[ids] = np.minimum.reduceat(sub, offs, axis=0), np.maximum.reduceat(sub, offs, axis=0)
+    lo[ids], hi[ids] = (
+        np.minimum.reduceat(sub, offs, axis=0),
+        np.maximum.reduceat(sub, offs, axis=0),
+    )
     pid = np.empty(len(df), dtype=np.int64)
     pid[seg.perm] = np.repeat(ids, sizes)
     widths = _widths(values, scale, lo, hi)

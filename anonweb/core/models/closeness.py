@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonweb.core.classes import dense_codes
-from anonweb.core.diversity import SensitiveCounts, counts_for
 from anonweb.core.errors import HierarchyError, ParameterError
-from anonweb.core.hierarchy import Hierarchy
+from anonweb.core.io.hierarchy import Hierarchy
+from anonweb.core.models.diversity import SensitiveCounts, counts_for
+from anonweb.core.risk.classes import dense_codes
 
 DISTANCES = ("equal", "ordered", "hierarchical")
 
@@ -36,7 +36,9 @@ def pick_distance(series: pd.Series, hierarchy: Hierarchy | None, distance: str 
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
         return "ordered" if numeric else "equal"
     if distance not in DISTANCES:
-        raise ParameterError(f"unknown t-closeness distance {distance!r}: use {', '.join(DISTANCES)}")
+        raise ParameterError(
+            f"unknown t-closeness distance {distance!r}: use {', '.join(DISTANCES)}"
+        )
     if distance == "hierarchical" and hierarchy is None:
         raise ParameterError(
             f"hierarchical t-closeness for {series.name!r} needs a hierarchy for that column"
@@ -120,7 +122,11 @@ def hierarchy_nodes(hierarchy: Hierarchy, values: pd.Index) -> list[np.ndarray]:
         mapping = hierarchy.mapping(level)
         top = level == height - 1
         labels = [
-            (mapping[t] if not pd.isna(v) else ("\x00missing" if not top else hierarchy.rows[0][-1]))
+            (
+                mapping[t]
+                if not pd.isna(v)
+                else ("\x00missing" if not top else hierarchy.rows[0][-1])
+            )
             for v, t in zip(values, text, strict=True)
         ]
         levels.append(dense_codes(np.asarray(labels, dtype=object))[0])
