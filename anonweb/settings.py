@@ -181,6 +181,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Data expiration: raw tables past their retention date are purged hourly (worker --beat).
 CELERY_BEAT_SCHEDULE = {
     "purge-expired-datasets": {"task": "anonweb.datasets.purge_expired", "schedule": 3600.0},
+    "sweep-leftover-files": {"task": "anonweb.common.sweep_storage", "schedule": 3600.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -37,6 +37,34 @@ class JobCancelled(Exception):
     """Cancellation was requested while the job ran."""
 
 
+class JobLost(Exception):
+    """The job no longer runs under this worker's claim (the reaper failed it, or it finished)."""
+
+
+def job_claim_held(*, job: Job) -> bool:
+    """Whether ``job`` still runs under the claim this worker made (same worker, same attempt)."""
+    return Job.objects.filter(
+        id=job.pk, status=JobStatus.RUNNING, worker=job.worker, attempts=job.attempts
+    ).exists()
+
+
+def job_complete_claimed(*, job: Job, result: dict) -> None:
+    """Mark a running job succeeded inside the transaction that publishes its output.
+
+    The update is conditional on the claim this worker made, so output is never published for
+    a job the reaper failed while this worker was paused ("nothing was published" stays true),
+    and once the output is committed the job is already succeeded: the reaper cannot fail it
+    afterwards. Raises JobLost, rolling the caller's transaction back, when the claim is gone."""
+    if not _set_terminal(
+        job_id=job.pk,
+        status=JobStatus.SUCCEEDED,
+        from_statuses=(JobStatus.RUNNING,),
+        result=result,
+        claim=(job.worker, job.attempts),
+    ):
+        raise JobLost(f"job {job.pk} is no longer running under this worker's claim")
+
+
 def job_create(*, user, team, kind: str, dataset=None, params: dict | None = None) -> Job:
     """Create a queued job and enqueue it once the transaction commits."""
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
@@ -142,7 +170,14 @@ def job_progress(*, job_id: int, percent: int, message: str = "") -> None:
 
 
 def _set_terminal(
-    *, job_id: int, status: str, from_statuses, error: str = "", result=None, message: str = ""
+    *,
+    job_id: int,
+    status: str,
+    from_statuses,
+    error: str = "",
+    result=None,
+    message: str = "",
+    claim: tuple[str, int] | None = None,
 ) -> bool:
     with transaction.atomic():
         fields = {"status": status, "finished_at": timezone.now(), "error": error}
@@ -150,7 +185,10 @@ def _set_terminal(
             fields.update(progress=100, result=result or {}, message=message or "done")
         else:
             fields.update(message=message or status)
-        changed = Job.objects.filter(id=job_id, status__in=from_statuses).update(**fields)
+        rows = Job.objects.filter(id=job_id, status__in=from_statuses)
+        if claim is not None:
+            rows = rows.filter(worker=claim[0], attempts=claim[1])
+        changed = rows.update(**fields)
         if changed:
             job = Job.objects.select_related("team").get(id=job_id)
             audit_record(
@@ -206,6 +244,12 @@ def job_execute(*, job_id: int, worker: str) -> None:
     try:
         run = RUNNERS[job.kind]
         result = run(job, lambda pct, msg="": job_progress(job_id=job_id, percent=pct, message=msg))
+    except JobLost:
+        log.warning(
+            "job %s: finished by someone else (reaped while this worker was stalled); "
+            "its output was discarded",
+            job_id,
+        )
     except JobCancelled:
         _set_terminal(
             job_id=job_id,
@@ -226,8 +270,9 @@ def job_execute(*, job_id: int, worker: str) -> None:
             "An administrator can find the details in the worker log under that reference.",
         )
     else:
-        # Past the runner's last progress report the work is done (a release may already be
-        # written), so a late cancellation request no longer applies.
+        # Past the runner's last progress report the work is done, so a late cancellation
+        # request no longer applies. A runner that published output has already marked the job
+        # succeeded in the same transaction (job_complete_claimed); then this changes nothing.
         _set_terminal(
             job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result
         )

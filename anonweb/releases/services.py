@@ -21,8 +21,15 @@ class ReviewError(Exception):
 def release_create(
     *, job, frame, plan: dict, report: dict, title: str, source_rows=None
 ) -> Release:
-    """Files first (atomically renamed into place), then the row and its audit event in one
-    transaction; if the row cannot be written the files are removed again."""
+    """Files first (atomically renamed into place), then the row, its audit event and the job's
+    success in one transaction; if the row cannot be written the files are removed again.
+
+    ``job`` must be running under the claim of the worker calling this: a job that the reaper
+    failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
+    from anonweb.jobs.services import JobLost, job_claim_held, job_complete_claimed
+
+    if not job_claim_held(job=job):
+        raise JobLost(f"job {job.pk} is no longer running under this worker's claim")
     release = Release(
         team=job.team,
         dataset=job.dataset,
@@ -56,6 +63,14 @@ def release_create(
                             "rows": release.rows,
                             "sha256": release.sha256,
                             "plan": plan,
+                        },
+                    )
+                    job_complete_claimed(
+                        job=job,
+                        result={
+                            "release_id": release.pk,
+                            "version": release.version,
+                            "rows": release.rows,
                         },
                     )
                 break

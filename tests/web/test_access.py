@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from anonweb.jobs.models import Job, JobKind
+from anonweb.jobs.models import Job, JobKind, JobStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,9 @@ def test_object_pages_require_login(client, dataset, officer):
 
     from anonweb.releases.services import release_create
 
-    job = Job.objects.create(team=dataset.team, dataset=dataset, kind=JobKind.PROFILE)
+    job = Job.objects.create(
+        team=dataset.team, dataset=dataset, kind=JobKind.ANONYMIZE, status=JobStatus.RUNNING
+    )
     release = release_create(job=job, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="r")
     gets = [
         reverse("datasets:detail", args=[dataset.pk]),

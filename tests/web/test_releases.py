@@ -31,7 +31,11 @@ def test_release_is_versioned_and_audited(release, dataset, officer):
     assert release.version == 1 and release.status == ReleaseStatus.PENDING
     assert (release_dir(release.storage_key) / "data.csv").exists()
     job2 = Job.objects.create(
-        team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE
+        team=dataset.team,
+        dataset=dataset,
+        created_by=officer,
+        kind=JobKind.ANONYMIZE,
+        status=JobStatus.RUNNING,
     )
     second = release_create(
         job=job2, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="again"
@@ -46,7 +50,11 @@ def test_a_release_whose_row_cannot_be_written_leaves_no_files(
     from anonweb.releases import services
 
     job = Job.objects.create(
-        team=dataset.team, dataset=dataset, created_by=officer, kind=JobKind.ANONYMIZE
+        team=dataset.team,
+        dataset=dataset,
+        created_by=officer,
+        kind=JobKind.ANONYMIZE,
+        status=JobStatus.RUNNING,
     )
 
     def boom(**kwargs):
