@@ -25,15 +25,14 @@ class Dataset(models.Model):
     original_name = models.CharField(max_length=255)
     file_format = models.CharField(max_length=16)
     size_bytes = models.BigIntegerField()
-    sha256 = models.CharField(max_length=64)
+    # SHA-256 of the raw uploaded file, byte for byte: it recognises the source, so an identical
+    # re-upload shares the privacy budget ledger (anonweb.releases.budget) of the first one.
+    source_sha256 = models.CharField(max_length=64, db_index=True)
     rows = models.BigIntegerField()
     columns = models.JSONField(default=list)  # [{"name", "dtype", "missing", "distinct"}]
     tags = models.JSONField(default=dict)  # {column: ColumnRole}
     # Generalization hierarchies uploaded by the officer, in ARX's layout: {column: [[v, l1, ..., "*"], ...]}
     hierarchies = models.JSONField(default=dict, blank=True)
-    # Total central-DP epsilon a data steward allows for all releases of this source (None: no
-    # DP release may run until a steward sets one).
-    epsilon_budget = models.FloatField(null=True, blank=True)
     # Size of the population the rows were sampled from (e.g. the census count of the area):
     # with it, journalist risk and population uniqueness are estimated, not just sample risk.
     population_size = models.PositiveBigIntegerField(null=True, blank=True)

@@ -117,7 +117,7 @@ def dataset_create(
         original_name=original_name,
         file_format=suffix.lstrip("."),
         size_bytes=upload.size,
-        sha256=digest.hexdigest(),
+        source_sha256=digest.hexdigest(),
         rows=len(df),
         columns=describe_columns(df),
         tags=guess_tags([str(c) for c in df.columns]),
@@ -142,7 +142,7 @@ def dataset_create(
                     "file": original_name,
                     "rows": dataset.rows,
                     "columns": dataset.column_names,
-                    "sha256": dataset.sha256,
+                    "sha256": dataset.source_sha256,
                     "bytes": upload.size,
                 },
             )
@@ -241,24 +241,6 @@ def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dat
     return dataset
 
 
-def dataset_set_budget(*, user, dataset: Dataset, epsilon: float | None) -> Dataset:
-    """A data steward sets the total central-DP epsilon allowed for releases of this source."""
-    require_role(user=user, team=dataset.team, role=Role.DATA_STEWARD)
-    if epsilon is not None and (not np.isfinite(epsilon) or epsilon <= 0):
-        raise DataError("the privacy budget is a positive, finite epsilon (or empty for none)")
-    with transaction.atomic():
-        Dataset.objects.filter(pk=dataset.pk).update(epsilon_budget=epsilon)
-        audit_record(
-            actor=user,
-            team=dataset.team,
-            action="dataset.budget_set",
-            target=dataset,
-            details={"epsilon_budget": epsilon, "previous": dataset.epsilon_budget},
-        )
-    dataset.epsilon_budget = epsilon
-    return dataset
-
-
 def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:
     """Officers and stewards set the date after which the raw table is deleted."""
     from anonweb.accounts.selectors import user_has_role
@@ -301,7 +283,7 @@ def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
             team=dataset.team,
             action="dataset.purged",
             target=dataset,
-            details={"reason": reason[:300], "rows": dataset.rows, "sha256": dataset.sha256},
+            details={"reason": reason[:300], "rows": dataset.rows, "sha256": dataset.source_sha256},
         )
         # Files go only once the row says so: a crash in between leaves files of a purged
         # dataset (removed by the next purge run), never a live dataset without its data.

@@ -132,21 +132,21 @@ def dataset_hierarchy(request, dataset_id: int):
 
 @require_POST
 def dataset_budget(request, dataset_id: int):
-    from anonweb.datasets.services import dataset_set_budget
+    from anonweb.releases.budget import budget_set
 
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
-    raw = request.POST.get("epsilon", "").strip()
+    epsilon = request.POST.get("epsilon", "").strip()
+    delta = request.POST.get("delta", "").strip()
     try:
-        epsilon = float(raw) if raw else None
-        dataset_set_budget(user=request.user, dataset=dataset, epsilon=epsilon)
-    except ValueError as exc:  # float() and DataError alike
-        messages.error(
-            request, str(exc) if isinstance(exc, CoreError) else f"{raw!r} is not a number"
-        )
+        budget_set(user=request.user, dataset=dataset, epsilon=epsilon, delta=delta)
+    except CoreError as exc:
+        messages.error(request, str(exc))
     else:
         messages.success(
             request,
-            f"Privacy budget set to ε = {epsilon:g}." if epsilon else "Privacy budget removed.",
+            f"Privacy budget set to ε = {epsilon}" + (f", δ = {delta}." if delta else ".")
+            if epsilon
+            else "Privacy budget removed: no differentially private release can run.",
         )
     return redirect("datasets:detail", dataset_id=dataset.pk)
 

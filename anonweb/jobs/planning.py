@@ -56,14 +56,16 @@ def _dp_histogram_steps(dataset: Dataset, epsilon: float) -> list[dict[str, Any]
 
     Categories are not read from the data (that would leak which values occur): keys are
     selected privately with δ = 1e-6 unless the officer declares public categories instead."""
+    from anonweb.core.dp.accounting import split_epsilon
+
     columns = dataset.sensitive or dataset.quasi_identifiers
-    share = round(epsilon / max(1, len(columns)), 6)
+    shares = split_epsilon(epsilon, max(1, len(columns)))
     return [
         {
             "kind": "dp_release",
             "params": {"kind": "histogram", "epsilon": share, "columns": [c], "delta": 1e-6},
         }
-        for c in columns
+        for c, share in zip(columns, shares)
     ]
 
 

@@ -70,7 +70,17 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     progress(15, f"running {len(plan.steps)} step(s)")
     keys = {name: pysecrets.token_bytes(32) for name in _secret_names(plan_dict)}
     rng = np.random.default_rng(pysecrets.randbits(128))
-    output, report = apply_plan(frame, plan, rng=rng, secrets=keys)
+
+    def before_spending() -> None:
+        # The reservation becomes spent before any mechanism reads the data; if it was refunded
+        # meanwhile (the job was failed or cancelled), nothing is drawn.
+        from anonweb.jobs.services import JobCancelled
+        from anonweb.releases.budget import charge_spend
+
+        if not charge_spend(job_id=job.pk):
+            raise JobCancelled()
+
+    output, report = apply_plan(frame, plan, rng=rng, secrets=keys, before_spending=before_spending)
     report_dict = _without_source_values(report.to_dict())
     source_rows = None
     if _row_preserving(plan_dict) and len(output) == len(frame):

@@ -93,25 +93,28 @@ def job_create(*, user, team, kind: str, dataset=None, params: dict | None = Non
 
 
 def anonymize_launch(*, user, dataset, plan: dict, title: str) -> Job:
-    """Queue a release plan after charging its privacy cost to the dataset's budget.
+    """Queue a release plan after reserving its privacy cost on the source's ledger.
 
-    The dataset row is locked while the ledger is read and the job written, so two launches
-    cannot both fit into the same remaining budget."""
-    from anonweb.datasets.models import Dataset
+    The ledger is locked while it is read and the charge written (one transaction), so two
+    launches cannot both fit into the same remaining budget (see ``anonweb.releases.budget``)."""
     from anonweb.jobs.models import JobKind
     from anonweb.jobs.planning import plan_privacy
-    from anonweb.releases.budget import check_budget
+    from anonweb.releases.budget import charge_reserve, check_budget, ledger_lock
 
     cost = plan_privacy(plan)["total"]
+    params = {"plan": plan, "title": title}
+    charged = any(float(v) > 0 for v in cost.values())
+    if charged:
+        params["privacy_cost"] = cost
     with transaction.atomic():
-        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
-        check_budget(locked, cost)
-        params = {"plan": plan, "title": title}
-        if cost["epsilon"] or cost.get("local_epsilon"):
-            params["privacy_cost"] = cost
-        return job_create(
-            user=user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=locked, params=params
+        if charged:
+            check_budget(ledger_lock(dataset), cost, name=dataset.name)
+        job = job_create(
+            user=user, team=dataset.team, kind=JobKind.ANONYMIZE, dataset=dataset, params=params
         )
+        if charged:
+            charge_reserve(dataset=dataset, job=job, cost=cost)
+        return job
 
 
 def _public_params(params: dict) -> dict:
@@ -191,12 +194,17 @@ def _set_terminal(
         changed = rows.update(**fields)
         if changed:
             job = Job.objects.select_related("team").get(id=job_id)
+            details = {"kind": job.kind}
+            if error:
+                details["error"] = error[:500]
+            if status != JobStatus.SUCCEEDED:
+                # A job that never reached its privacy-spending steps gives its reservation back.
+                from anonweb.releases.budget import charge_refund_unspent
+
+                if charge_refund_unspent(job_id=job_id):
+                    details["privacy_refunded"] = True
             audit_record(
-                actor=None,
-                team=job.team,
-                action=f"job.{status}",
-                target=job,
-                details={"kind": job.kind, "error": error[:500]} if error else {"kind": job.kind},
+                actor=None, team=job.team, action=f"job.{status}", target=job, details=details
             )
     return bool(changed)
 
@@ -210,12 +218,13 @@ def job_cancel(*, user, job: Job) -> Job:
             message="cancelled before it started",
             cancel_requested=True,
         ):
+            from anonweb.releases.budget import charge_refund_unspent
+
+            details = {"kind": job.kind}
+            if charge_refund_unspent(job_id=job.pk):
+                details["privacy_refunded"] = True
             audit_record(
-                actor=user,
-                team=job.team,
-                action="job.cancelled",
-                target=job,
-                details={"kind": job.kind},
+                actor=user, team=job.team, action="job.cancelled", target=job, details=details
             )
         elif Job.objects.filter(id=job.pk, status=JobStatus.RUNNING).update(
             cancel_requested=True, message="cancellation requested"

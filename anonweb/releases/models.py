@@ -51,3 +51,63 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset.name} v{self.version}: {self.title}"
+
+
+class PrivacyLedger(models.Model):
+    """The differential-privacy budget of one source: every dataset of the team whose raw file has
+    this SHA-256 (an identical re-upload, or the same file kept after a purge) draws on it.
+
+    A data steward sets ``epsilon`` and ``delta``; ``None`` means no DP release may run (for δ: none
+    that spends δ > 0). What was spent is the sum of the charges that are not refunded."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="ledgers")
+    source_sha256 = models.CharField(max_length=64)
+    epsilon = models.FloatField(null=True, blank=True)
+    delta = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "source_sha256"], name="one_ledger_per_source_per_team"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"ledger {self.source_sha256[:12]}… ({self.team})"
+
+
+class ChargeState(models.TextChoices):
+    RESERVED = "reserved", "Reserved (job not yet run)"
+    SPENT = "spent", "Spent (the mechanisms ran)"
+    REFUNDED = "refunded", "Refunded (nothing was drawn)"
+
+
+class PrivacyCharge(models.Model):
+    """What one anonymize job costs its source's ledger. Reserved when the job is queued, spent
+    just before its first privacy-spending step touches the data, refunded only if the job ends
+    before that (cancelled while queued, failed before running the plan)."""
+
+    ledger = models.ForeignKey(PrivacyLedger, on_delete=models.CASCADE, related_name="charges")
+    job = models.OneToOneField("jobs.Job", on_delete=models.CASCADE, related_name="privacy_charge")
+    dataset = models.ForeignKey(
+        "datasets.Dataset", on_delete=models.CASCADE, related_name="privacy_charges"
+    )
+    # Charged totals: central ε plus local ε (basic composition), and δ.
+    epsilon = models.FloatField()
+    delta = models.FloatField(default=0.0)
+    # {"epsilon": central, "local_epsilon": ..., "delta": ...} as the plan's privacy maps gave them.
+    cost = models.JSONField(default=dict)
+    state = models.CharField(
+        max_length=16, choices=ChargeState.choices, default=ChargeState.RESERVED, db_index=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    spent_at = models.DateTimeField(null=True, blank=True)
+    refunded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"charge ε={self.epsilon:g} δ={self.delta:g} ({self.state}) for job {self.job_id}"

@@ -221,9 +221,11 @@ def test_dp_suggestions_declare_no_categories_from_the_data(client, officer, dat
     }
 
 
-def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, dataset):
+def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, steward, dataset):
     from anonweb.jobs.services import anonymize_launch
+    from anonweb.releases.budget import budget_set
 
+    budget_set(user=steward, dataset=dataset, epsilon=1.0)
     plan = {
         "version": 1,
         "sensitive": ["disease"],

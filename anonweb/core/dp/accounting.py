@@ -108,6 +108,29 @@ class _pure:
         return self.map(d_in) <= d_out
 
 
+def split_epsilon(total: float, parts: int, *, decimals: int = 6) -> list[float]:
+    """Split ``total`` into ``parts`` shares whose sum never exceeds it (as the ledger adds them).
+
+    Rounding every share to the nearest millionth made ε = 2 over 3 columns cost 2.000001, which a
+    budget of exactly 2 refused. Shares are rounded *down*; the last one takes the remainder.
+    """
+    total = check_epsilon(total)
+    if parts < 1:
+        raise ParameterError("an ε split needs at least one part")
+    unit = 10.0**decimals
+    share = math.floor(total / parts * unit) / unit
+    if share <= 0:
+        raise ParameterError(f"ε = {total:g} is too small to split into {parts} parts")
+    shares = [share] * (parts - 1)
+    running = 0.0
+    for s in shares:
+        running += s
+    last = total - running
+    while running + last > total:  # float rounding: step down to the next representable value
+        last = math.nextafter(last, 0.0)
+    return [*shares, last]
+
+
 def laplace_ci95(scale: float, *, integer: bool) -> float:
     """Half-width of the 95% interval of Laplace noise (discrete for integer counts)."""
     dp = opendp()

@@ -308,8 +308,12 @@ def apply_plan(
     rng: np.random.Generator,
     secrets: Mapping[str, bytes] | None = None,
     measure_risk: bool = True,
+    before_spending: Callable[[], None] | None = None,
 ) -> tuple[pd.DataFrame, PlanReport]:
-    """Run the plan's steps in order on a copy of ``df``; returns the result and a report."""
+    """Run the plan's steps in order on a copy of ``df``; returns the result and a report.
+
+    ``before_spending`` is called once, just before the first step with a privacy cost reads the
+    data (a budget ledger marks its reservation spent there; raising stops the plan)."""
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng must be a numpy.random.Generator")
     from anonweb.core.io.hierarchy_builders import resolve_hierarchies
@@ -325,6 +329,10 @@ def apply_plan(
     before = _risk(df, ctx) if measure_risk else None
     frame, reports, costs = df, [], {}
     for i, (step, spec) in enumerate(zip(plan.steps, specs), 1):
+        cost = spec.privacy_cost(step.params) if spec.privacy_cost else None
+        if cost and before_spending is not None:
+            before_spending()
+            before_spending = None
         started = time.perf_counter()
         try:
             outcome = spec.func(frame, step.params, ctx)
@@ -333,7 +341,6 @@ def apply_plan(
         frame = outcome.frame
         entry = {"step": i, "kind": step.kind, **outcome.report}
         entry["seconds"] = round(time.perf_counter() - started, 4)
-        cost = spec.privacy_cost(step.params) if spec.privacy_cost else None
         if cost:
             entry["privacy_cost"] = dict(cost)
             for name, value in cost.items():
