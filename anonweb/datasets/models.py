@@ -31,8 +31,6 @@ class Dataset(models.Model):
     rows = models.BigIntegerField()
     columns = models.JSONField(default=list)  # [{"name", "dtype", "missing", "distinct"}]
     tags = models.JSONField(default=dict)  # {column: ColumnRole}
-    # Generalization hierarchies uploaded by the officer, in ARX's layout: {column: [[v, l1, ..., "*"], ...]}
-    hierarchies = models.JSONField(default=dict, blank=True)
     # Size of the population the rows were sampled from (e.g. the census count of the area):
     # with it, journalist risk and population uniqueness are estimated, not just sample risk.
     population_size = models.PositiveBigIntegerField(null=True, blank=True)
@@ -72,3 +70,47 @@ class Dataset(models.Model):
     @property
     def identifiers(self) -> list[str]:
         return self.columns_with(ColumnRole.IDENTIFIER)
+
+
+class Hierarchy(models.Model):
+    """A generalization hierarchy for one column of a dataset.
+
+    Kept apart from the dataset row: an uploaded table lists every distinct value of its column
+    (up to 20 MB), so it is read only where it is used, never with a list of datasets. A plan
+    refers to it by digest (``{"uploaded": "<sha256>"}``) instead of carrying a copy, and a
+    replaced version stays until the dataset goes, so a queued job still finds the version it
+    was planned with.
+    """
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="hierarchy_set")
+    column = models.CharField(max_length=300)
+    # The plans' own form: {"rows": [[value, level1, ..., "*"], ...]} or a builder spec.
+    spec = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+    levels = models.PositiveIntegerField()
+    values = models.PositiveIntegerField(null=True, blank=True)  # rows of an uploaded table
+    is_current = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["column", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "column"],
+                condition=models.Q(is_current=True),
+                name="one_current_hierarchy_per_column",
+            ),
+            models.UniqueConstraint(
+                fields=["dataset", "column", "sha256"], name="hierarchy_version_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.column} ({self.kind})"
+
+    @property
+    def kind(self) -> str:
+        return "uploaded" if "rows" in self.spec else str(self.spec.get("builder", "?"))

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
-from anonweb.datasets.models import Dataset
+from anonweb.datasets.models import Dataset, Hierarchy
 
 STAFF_ROLES = (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
 
@@ -28,3 +28,50 @@ def can_see_raw(*, user, dataset: Dataset) -> bool:
     return Membership.objects.filter(
         user=user, team=dataset.team, role=Role.PRIVACY_OFFICER
     ).exists()
+
+
+def hierarchies_for(*, dataset: Dataset) -> dict[str, Hierarchy]:
+    """The current hierarchy of each column that has one, without their tables (a summary:
+    ``column``, ``kind``, ``levels``, ``values``, ``sha256``, ``created_at``)."""
+    rows = (
+        Hierarchy.objects.filter(dataset=dataset, is_current=True).defer("spec").order_by("column")
+    )
+    return {h.column: h for h in rows}
+
+
+def hierarchy_spec(*, dataset: Dataset, column: str, sha256: str | None = None) -> dict | None:
+    """One column's hierarchy in the plans' own form (``{"rows": ...}`` or a builder spec): the
+    current one, or the version with digest ``sha256`` (a plan's reference); None if none."""
+    rows = Hierarchy.objects.filter(dataset=dataset, column=column)
+    rows = rows.filter(sha256=sha256) if sha256 else rows.filter(is_current=True)
+    found = rows.values_list("spec", flat=True).first()
+    return found
+
+
+def plan_with_hierarchies(*, dataset: Dataset, plan: dict) -> dict:
+    """The plan with each reference to an uploaded hierarchy (``{"uploaded": "<sha256>"}``)
+    replaced by its rows, as the core runs it. Raises ParameterError for a reference the
+    dataset does not hold."""
+    from anonweb.core.errors import ParameterError
+
+    specs = plan.get("hierarchies") or {}
+    if not isinstance(specs, dict):
+        return plan
+    resolved = {}
+    for column, spec in specs.items():
+        if isinstance(spec, dict) and "uploaded" in spec:
+            digest = spec["uploaded"]
+            found = (
+                hierarchy_spec(dataset=dataset, column=column, sha256=digest)
+                if isinstance(digest, str) and digest
+                else None
+            )
+            if found is None:
+                raise ParameterError(
+                    f"hierarchy for {column!r}: this dataset holds no uploaded hierarchy "
+                    f"{str(digest)[:12]!r} for that column; open the plan page again to use the "
+                    "current one"
+                )
+            spec = found
+        resolved[column] = spec
+    return {**plan, "hierarchies": resolved}

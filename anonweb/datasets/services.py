@@ -4,6 +4,7 @@ audit event; files are written before the row and removed again if the row is no
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 from pathlib import Path
@@ -16,7 +17,7 @@ from django.db import transaction
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
-from anonweb.core.errors import DataError
+from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import (
     EXCEL_SUFFIXES,
     PARQUET_SUFFIXES,
@@ -24,8 +25,14 @@ from anonweb.core.io.frame import (
     infer_types,
     read_table,
 )
-from anonweb.datasets.models import ColumnRole, Dataset
-from anonweb.datasets.storage import dataset_dir, load_frame, parquet_path, write_parquet_atomic
+from anonweb.datasets.models import ColumnRole, Dataset, Hierarchy
+from anonweb.datasets.storage import (
+    dataset_dir,
+    load_distinct,
+    load_frame,
+    parquet_path,
+    write_parquet_atomic,
+)
 
 ALLOWED_SUFFIXES = (TEXT_SUFFIXES - {""}) | EXCEL_SUFFIXES | PARQUET_SUFFIXES
 # Column names that almost always hold direct identifiers; only a first guess for the officer.
@@ -209,16 +216,19 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
     return result
 
 
-def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dataset:
-    """Attach an ARX-format hierarchy (``value;level1;...;*``) to a column after checking that
-    it covers every value of that column."""
+MAX_HIERARCHY_BYTES = 20 * 1024 * 1024
+
+
+def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Hierarchy:
+    """Attach an ARX-format hierarchy file (``value;level1;...;*``) to a column after checking
+    that it covers every value of that column."""
     from anonweb.core.io.hierarchy import parse_hierarchy
 
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
-    if column not in dataset.column_names:
-        raise DataError(f"unknown column: {column}")
-    raw = upload.read()
-    if len(raw) > 20 * 1024 * 1024:
+    if upload.size is not None and upload.size > MAX_HIERARCHY_BYTES:
+        raise DataError("a hierarchy file may be at most 20 MB")
+    raw = upload.read(MAX_HIERARCHY_BYTES + 1)
+    if len(raw) > MAX_HIERARCHY_BYTES:
         raise DataError("a hierarchy file may be at most 20 MB")
     try:
         text = raw.decode("utf-8-sig")
@@ -226,19 +236,84 @@ def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Dat
         text = raw.decode("latin-1")
     sep = ";" if ";" in text else ("\t" if "\t" in text else ",")
     hierarchy = parse_hierarchy(text, sep=sep, attribute=column)
-    hierarchy.validate_covers(load_frame(dataset.storage_key)[column])
-    hierarchies = {**dataset.hierarchies, column: hierarchy.to_rows()}
+    return dataset_set_hierarchy_spec(
+        user=user, dataset=dataset, column=column, spec={"rows": hierarchy.to_rows()}
+    )
+
+
+def dataset_set_hierarchy_spec(*, user, dataset: Dataset, column: str, spec: dict) -> Hierarchy:
+    """Attach a hierarchy to a column, in the plans' own form: ``{"rows": [[value, level1, ...,
+    "*"], ...]}`` or a builder spec such as ``{"builder": "interval", "width": 10}``.
+
+    The hierarchy must cover every value of the column (the error names the values it misses).
+    Only that column's distinct values are read, never the whole table. Setting the same
+    hierarchy again changes nothing; a different one becomes the current version."""
+    from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
+    from anonweb.core.io.hierarchy_builders import build_hierarchy
+
+    require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if column not in dataset.column_names:
+        raise DataError(f"unknown column: {column}")
+    if not isinstance(spec, dict) or ("rows" in spec) == ("builder" in spec):
+        raise ParameterError(
+            f'hierarchy for {column!r}: give either rows ({{"rows": [[value, level1, ..., '
+            f'"*"], ...]}}) or a builder ({{"builder": "interval", ...}})'
+        )
+    distinct = load_distinct(dataset.storage_key, column)
+    if "rows" in spec:
+        rows = spec["rows"]
+        if set(spec) != {"rows"} or not isinstance(rows, list):
+            raise ParameterError(f"hierarchy for {column!r}: 'rows' must be a list of rows")
+        if not all(isinstance(r, list) and r for r in rows):
+            raise ParameterError(f"hierarchy for {column!r}: every row must be a non-empty list")
+        hierarchy = CoreHierarchy(rows=tuple(tuple(r) for r in rows), attribute=column)
+        spec = {"rows": hierarchy.to_rows()}
+    else:
+        hierarchy = build_hierarchy(spec, distinct)
+    hierarchy.validate_covers(distinct)
+    digest = hierarchy_digest(spec)
     with transaction.atomic():
-        Dataset.objects.filter(pk=dataset.pk).update(hierarchies=hierarchies)
+        # Lock the dataset row: two officers setting the same column at once serialise here.
+        Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        current = Hierarchy.objects.filter(dataset=dataset, column=column, is_current=True).only(
+            "id", "sha256", "levels", "values"
+        )
+        existing = current.first()
+        if existing is not None and existing.sha256 == digest:
+            return existing
+        current.update(is_current=False)
+        stored, created = Hierarchy.objects.update_or_create(
+            dataset=dataset,
+            column=column,
+            sha256=digest,
+            defaults={
+                "spec": spec,
+                "levels": hierarchy.height,
+                "values": len(hierarchy.rows) if "rows" in spec else None,
+                "is_current": True,
+                "created_by": user,
+            },
+        )
         audit_record(
             actor=user,
             team=dataset.team,
             action="dataset.hierarchy_set",
             target=dataset,
-            details={"column": column, "levels": hierarchy.height, "values": len(hierarchy.rows)},
+            details={
+                "column": column,
+                "kind": "uploaded" if "rows" in spec else spec["builder"],
+                "levels": hierarchy.height,
+                "values": len(hierarchy.rows),
+                "sha256": digest,
+            },
         )
-    dataset.hierarchies = hierarchies
-    return dataset
+    return stored
+
+
+def hierarchy_digest(spec: dict) -> str:
+    """SHA-256 of a hierarchy spec's canonical JSON: the name a plan refers to it by."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:

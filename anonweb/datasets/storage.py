@@ -32,13 +32,33 @@ def write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
         raise
 
 
-def load_frame(storage_key) -> pd.DataFrame:
+def _existing_parquet(storage_key) -> Path:
     from anonweb.core.errors import DataError
 
     path = parquet_path(storage_key)
     if not path.exists():
         raise DataError("the raw data of this dataset has been purged; its releases remain")
-    return pd.read_parquet(path)
+    return path
+
+
+def load_frame(storage_key, columns: list[str] | None = None) -> pd.DataFrame:
+    """The table, or only ``columns`` of it (Parquet reads just those)."""
+    return pd.read_parquet(_existing_parquet(storage_key), columns=columns)
+
+
+def load_distinct(storage_key, column: str) -> pd.Series:
+    """The distinct values of one column, missing values left out: what hierarchy checks and
+    suggestions need, without reading the other columns or keeping every row."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_existing_parquet(storage_key), columns=[column])
+    distinct = pc.drop_null(pc.unique(table.column(0)))
+    frame = table.schema.empty_table().to_pandas()  # the column's pandas type, from the metadata
+    values = pd.Series(distinct.to_pandas(), name=column)
+    if values.dtype != frame[column].dtype:
+        values = values.astype(frame[column].dtype)
+    return values
 
 
 def load_head(storage_key, rows: int) -> pd.DataFrame:
@@ -46,12 +66,7 @@ def load_head(storage_key, rows: int) -> pd.DataFrame:
     view; a large upload must not be loaded for that)."""
     import pyarrow.parquet as pq
 
-    from anonweb.core.errors import DataError
-
-    path = parquet_path(storage_key)
-    if not path.exists():
-        raise DataError("the raw data of this dataset has been purged; its releases remain")
-    parquet = pq.ParquetFile(path)
+    parquet = pq.ParquetFile(_existing_parquet(storage_key))
     batch = next(parquet.iter_batches(batch_size=rows), None)
     if batch is None:
         return parquet.schema_arrow.empty_table().to_pandas()

@@ -6,7 +6,12 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_where, user_has_role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.forms import TagForm, UploadForm
-from anonweb.datasets.selectors import can_see_raw, dataset_get_for_user, datasets_for_user
+from anonweb.datasets.selectors import (
+    can_see_raw,
+    dataset_get_for_user,
+    datasets_for_user,
+    hierarchies_for,
+)
 from anonweb.datasets.services import dataset_create, dataset_set_tags
 from anonweb.datasets.storage import load_head
 from anonweb.jobs.models import JobKind
@@ -79,12 +84,16 @@ def dataset_detail(request, dataset_id: int):
         charts = risk_charts(profile_job.result["risk"])
     from anonweb.releases.budget import ledger_for
 
+    hierarchies = hierarchies_for(dataset=dataset)
     return render(
         request,
         "datasets/detail.html",
         {
             "dataset": dataset,
             "form": form,
+            "column_rows": [
+                (col, field, hierarchies.get(col["name"])) for col, field in form.rows()
+            ],
             "is_officer": is_officer,
             "preview": preview,
             "ledger": ledger_for(dataset),

@@ -17,10 +17,22 @@ _DIGITS = re.compile(r"^\d+$")
 _CODE_NAME = re.compile(r"zip|post(al)?.?code|plz|postcode", re.IGNORECASE)
 
 
-def suggest_hierarchy(dataset: Dataset, column: str, sample: pd.Series) -> dict[str, Any]:
-    """An uploaded hierarchy if there is one, else a builder that fits the column's values."""
-    if column in dataset.hierarchies:
-        return {"rows": dataset.hierarchies[column]}
+def suggest_hierarchy(
+    dataset: Dataset, column: str, sample: pd.Series, *, stored: dict | None = None
+) -> dict[str, Any]:
+    """The hierarchy set on the dataset if there is one, else a builder that fits the column's
+    values (``sample``: the column, or only its distinct values). An uploaded table is referred
+    to by digest, not copied: it may be megabytes, and the job resolves it when it runs.
+    ``stored`` is :func:`~anonweb.datasets.selectors.hierarchies_for` of the dataset."""
+    from anonweb.datasets.selectors import hierarchies_for, hierarchy_spec
+
+    current = (stored if stored is not None else hierarchies_for(dataset=dataset)).get(column)
+    if current is not None:
+        if current.kind == "uploaded":
+            return {"uploaded": current.sha256, "values": current.values, "levels": current.levels}
+        spec = hierarchy_spec(dataset=dataset, column=column)
+        if spec is not None:
+            return spec
     values = sample.dropna()
     if _CODE_NAME.search(column) and len(values) and values.astype(str).str.len().nunique() == 1:
         return {"builder": "mask"}  # postal codes: mask digits from the right, not intervals
@@ -130,7 +142,10 @@ def suggest_plan(
                 "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models},
             }
         )
-    plan["hierarchies"] = {c: suggest_hierarchy(dataset, c, frame[c]) for c in qis}
+    from anonweb.datasets.selectors import hierarchies_for
+
+    stored = hierarchies_for(dataset=dataset)
+    plan["hierarchies"] = {c: suggest_hierarchy(dataset, c, frame[c], stored=stored) for c in qis}
     return plan
 
 
@@ -141,6 +156,11 @@ def check_web_plan(plan: dict[str, Any]) -> None:
             raise ParameterError(
                 f"hierarchy for {column!r}: upload the hierarchy file on the dataset page "
                 "instead of naming a path on the server"
+            )
+        if isinstance(spec, dict) and "uploaded" in spec and not isinstance(spec["uploaded"], str):
+            raise ParameterError(
+                f"hierarchy for {column!r}: 'uploaded' names a hierarchy of the dataset by its "
+                "SHA-256 (as the suggested plan writes it)"
             )
 
 
@@ -156,6 +176,12 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
                 "uploaded": True,
                 "values": len(rows),
                 "levels": len(rows[0]) if rows else 0,
+            }
+        elif isinstance(spec, dict) and "uploaded" in spec:
+            hierarchies[column] = {
+                "uploaded": True,
+                "values": spec.get("values"),
+                "levels": spec.get("levels"),
             }
         else:
             hierarchies[column] = spec

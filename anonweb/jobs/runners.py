@@ -58,13 +58,14 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     import numpy as np
 
     from anonweb.core.release.plan import apply_plan, plan_from_dict
+    from anonweb.datasets.selectors import plan_with_hierarchies
     from anonweb.datasets.storage import load_frame
     from anonweb.jobs.planning import check_web_plan, public_plan
     from anonweb.releases.services import release_create
 
     plan_dict = job.params["plan"]
     check_web_plan(plan_dict)
-    plan = plan_from_dict(plan_dict)
+    plan = plan_from_dict(plan_with_hierarchies(dataset=job.dataset, plan=plan_dict))
     progress(5, "loading the table")
     frame = load_frame(job.dataset.storage_key)
     progress(15, f"running {len(plan.steps)} step(s)")

@@ -2,12 +2,16 @@
 what its release keeps (never keys or seeds)."""
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
+from anonweb.datasets.models import Dataset, Hierarchy
+from anonweb.datasets.selectors import hierarchies_for, hierarchy_spec
+from anonweb.datasets.storage import load_frame
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.services import job_execute
 from anonweb.releases.models import Release
@@ -178,13 +182,13 @@ def test_hierarchy_upload_checks_coverage(client, officer, dataset):
         follow=True,
     )
     assert "does not cover 1 value(s): &#x27;M&#x27;" in response.content.decode()
-    dataset.refresh_from_db()
-    assert "sex" not in dataset.hierarchies
+    assert not Hierarchy.objects.exists()
     good = SimpleUploadedFile("age.csv", AGE_HIERARCHY)
     client.post(reverse("datasets:hierarchy", args=[dataset.pk]), {"column": "age", "file": good})
-    dataset.refresh_from_db()
-    assert dataset.hierarchies["age"][29] == ["29", "20-29", "*"]
-    assert AuditEvent.objects.filter(action="dataset.hierarchy_set").count() == 1
+    assert hierarchy_spec(dataset=dataset, column="age")["rows"][29] == ["29", "20-29", "*"]
+    event = AuditEvent.objects.get(action="dataset.hierarchy_set")
+    assert event.details["levels"] == 3 and event.details["values"] == 100
+    assert "20-29" not in json.dumps(event.details)
 
 
 def test_hierarchy_upload_needs_the_officer_role(client, steward, dataset):
@@ -193,8 +197,7 @@ def test_hierarchy_upload_needs_the_officer_role(client, steward, dataset):
         reverse("datasets:hierarchy", args=[dataset.pk]),
         {"column": "age", "file": SimpleUploadedFile("a.csv", AGE_HIERARCHY)},
     )
-    dataset.refresh_from_db()
-    assert dataset.hierarchies == {}
+    assert not Hierarchy.objects.exists()
 
 
 def test_dp_suggestions_declare_no_categories_from_the_data(client, officer, dataset):
@@ -326,3 +329,90 @@ def test_the_audit_trail_records_the_public_plan_only(officer, dataset):
     recorded = AuditEvent.objects.get(action="job.created").details["params"]["plan"]
     assert recorded["hierarchies"]["sex"] == {"uploaded": True, "values": 2, "levels": 2}
     assert recorded["steps"][-1]["params"]["codebook"] == {"entries": 1}
+
+
+def test_hierarchies_live_apart_from_the_dataset_row(officer, dataset):
+    """A list of datasets never loads hierarchy tables, and a plan refers to an uploaded table
+    by digest instead of copying it into every job."""
+    from anonweb.datasets.selectors import datasets_for_user
+    from anonweb.datasets.services import dataset_set_hierarchy_spec
+    from anonweb.jobs.planning import suggest_plan
+    from anonweb.jobs.services import job_create
+
+    rows = [[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"] for a in range(100)]
+    stored = dataset_set_hierarchy_spec(
+        user=officer, dataset=dataset, column="age", spec={"rows": rows}
+    )
+    assert stored.levels == 3 and stored.values == 100 and stored.is_current
+    assert "hierarchies" not in {f.name for f in Dataset._meta.get_fields()}
+    assert all("20-29" not in json.dumps(d.columns) for d in datasets_for_user(user=officer))
+
+    plan = suggest_plan(dataset, load_frame(dataset.storage_key))
+    assert plan["hierarchies"]["age"] == {"uploaded": stored.sha256, "values": 100, "levels": 3}
+    job = job_create(
+        user=officer,
+        team=dataset.team,
+        kind=JobKind.ANONYMIZE,
+        dataset=dataset,
+        params={"plan": plan, "title": "t"},
+    )
+    assert "20-29" not in json.dumps(job.params)
+    # Replacing the table afterwards leaves the queued job its own version.
+    dataset_set_hierarchy_spec(
+        user=officer, dataset=dataset, column="age", spec={"builder": "interval", "width": 5}
+    )
+    assert hierarchies_for(dataset=dataset)["age"].kind == "interval"
+    job_execute(job_id=job.pk, worker="test")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.release.plan["hierarchies"]["age"] == {"uploaded": True, "values": 100, "levels": 3}
+    # The builder spec is small: the next suggestion carries it inline.
+    plan = suggest_plan(dataset, load_frame(dataset.storage_key))
+    assert plan["hierarchies"]["age"] == {"builder": "interval", "width": 5}
+
+
+def test_setting_the_same_hierarchy_twice_keeps_one_version(officer, dataset):
+    from anonweb.datasets.services import dataset_set_hierarchy_spec
+
+    spec = {"rows": [["F", "*"], ["M", "*"]]}
+    first = dataset_set_hierarchy_spec(user=officer, dataset=dataset, column="sex", spec=spec)
+    again = dataset_set_hierarchy_spec(user=officer, dataset=dataset, column="sex", spec=spec)
+    assert first.pk == again.pk and Hierarchy.objects.count() == 1
+    assert AuditEvent.objects.filter(action="dataset.hierarchy_set").count() == 1
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ({"rows": [["F", "*"]]}, "does not cover 1 value(s): 'M'"),
+        ({"rows": "F;*"}, "'rows' must be a list"),
+        ({"builder": "nope"}, "unknown hierarchy builder"),
+        ({"rows": [["F", "*"]], "builder": "mask"}, "either rows"),
+        ({}, "either rows"),
+    ],
+)
+def test_a_bad_hierarchy_spec_is_refused_with_a_reason(officer, dataset, spec, message):
+    from anonweb.core.errors import CoreError
+    from anonweb.datasets.services import dataset_set_hierarchy_spec
+
+    with pytest.raises(CoreError, match=re.escape(message)):
+        dataset_set_hierarchy_spec(user=officer, dataset=dataset, column="sex", spec=spec)
+    assert not Hierarchy.objects.exists()
+
+
+def test_a_plan_naming_an_unknown_uploaded_hierarchy_fails_its_job(officer, dataset):
+    from anonweb.jobs.services import job_create
+
+    plan = _plan()
+    plan["hierarchies"]["sex"] = {"uploaded": "0" * 64}
+    job = job_create(
+        user=officer,
+        team=dataset.team,
+        kind=JobKind.ANONYMIZE,
+        dataset=dataset,
+        params={"plan": plan, "title": "t"},
+    )
+    job_execute(job_id=job.pk, worker="test")
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "holds no uploaded hierarchy '000000000000' for that column" in job.error
