@@ -1,30 +1,55 @@
 """An append-only, hash-chained audit trail.
 
-Each event stores the hash of the previous event and its own SHA-256 over a canonical JSON
-encoding of its fields, so editing or deleting a stored event breaks the chain and
-``manage.py audit_verify`` names the first broken event.
+Each event stores the hash of the previous event and its own SHA-256 over a canonical encoding
+of its fields, so editing, deleting or reordering stored events breaks the chain and
+``manage.py audit_verify`` names every broken event.
+
+What is hashed is exactly what the database gives back: the details are stored as their
+canonical JSON text (never re-encoded by the database, as jsonb does with numbers), and the
+actor and team are kept as ids that no deletion rewrites plus the names they had.
 """
+
+import json
 
 from django.conf import settings
 from django.db import models
+
+# Hashing scheme of events written by this code. Scheme 1 (the first version) hashed the
+# details as the database returned them and the nullable actor/team ids; its events are still
+# verified as they were written.
+CURRENT_SCHEME = 2
 
 
 class AuditEvent(models.Model):
     # Position in the chain, assigned under the head lock; hashed, so reordering is detected.
     seq = models.BigIntegerField(unique=True)
+    scheme = models.PositiveSmallIntegerField(default=CURRENT_SCHEME)
     created_at = models.DateTimeField(db_index=True)
+    # Ids kept as they were (no database constraint, nothing nulls them): deleting a user or a
+    # team leaves the chain verifiable. The names they had are hashed too.
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
-    # Kept as text so the chain still verifies after a user is deleted.
     actor_name = models.CharField(max_length=150, blank=True)
     team = models.ForeignKey(
-        "accounts.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.Team",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
+    team_name = models.CharField(max_length=120, blank=True)
     action = models.CharField(max_length=64, db_index=True)
     target_type = models.CharField(max_length=64, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
-    details = models.JSONField(default=dict)
+    # Canonical JSON (sorted keys, no whitespace, ASCII escapes): stored and hashed as is.
+    details_text = models.TextField(default="{}")
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
 
@@ -33,6 +58,18 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.action} {self.target_type}:{self.target_id} by {self.actor_name}"
+
+    @property
+    def details(self):
+        return json.loads(self.details_text)
+
+    @property
+    def details_display(self) -> str:
+        """The details for reading: the same JSON with letters instead of escapes."""
+        try:
+            return json.dumps(self.details, ensure_ascii=False, sort_keys=True)
+        except ValueError:
+            return self.details_text
 
     def save(self, *args, **kwargs):
         if self.pk is not None:

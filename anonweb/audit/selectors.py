@@ -12,7 +12,7 @@ from anonweb.audit.services import GENESIS, compute_hash
 
 
 def audit_events_for_user(*, user, action: str = "", actor: str = "", target: str = "") -> QuerySet:
-    qs = AuditEvent.objects.select_related("team")
+    qs = AuditEvent.objects.all()
     if not user.is_superuser:
         qs = qs.filter(Q(team__in=teams_for_user(user=user)) | Q(team__isnull=True, actor=user))
     if action:
@@ -26,50 +26,95 @@ def audit_events_for_user(*, user, action: str = "", actor: str = "", target: st
 
 
 @dataclass(frozen=True)
+class ChainProblem:
+    """One broken place in the chain: an event (None for the chain's end) and why."""
+
+    event_id: int | None
+    seq: int | None
+    reason: str
+
+    def describe(self) -> str:
+        where = f"event #{self.event_id} (seq {self.seq})" if self.event_id else "the chain's end"
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class ChainReport:
     ok: bool
     checked: int
-    broken_id: int | None = None
-    reason: str = ""
+    problems: tuple[ChainProblem, ...] = ()
+
+    @property
+    def broken_ids(self) -> list[int]:
+        return [p.event_id for p in self.problems if p.event_id is not None]
+
+    @property
+    def broken_id(self) -> int | None:
+        """The first broken event (None when only the chain's end is wrong)."""
+        return self.problems[0].event_id if self.problems else None
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(p.describe() for p in self.problems)
+
+
+def _event_problems(event: AuditEvent, *, expected_seq: int, prev: AuditEvent | None) -> list[str]:
+    reasons = []
+    if event.seq != expected_seq:
+        if event.seq > expected_seq:
+            missing = event.seq - expected_seq
+            reasons.append(
+                f"{missing} event(s) before it are missing (sequence {expected_seq} to "
+                f"{event.seq - 1}): removed"
+            )
+        else:
+            reasons.append(f"sequence number {event.seq} where {expected_seq} was expected")
+    if event.prev_hash != (prev.hash if prev is not None else GENESIS):
+        before = f"event #{prev.pk}" if prev is not None else "the chain's origin"
+        reasons.append(
+            f"its previous-hash link does not match {before}: events between them were "
+            "removed or reordered, or the one before it was rewritten with a new hash"
+        )
+    try:
+        intact = compute_hash(event) == event.hash
+    except (TypeError, ValueError, OverflowError):
+        intact = False
+    if not intact:
+        reasons.append("its content does not match its hash (it was edited)")
+    return reasons
 
 
 def audit_verify_chain(*, batch: int = 2000) -> ChainReport:
-    """Walk the whole chain in id order; stop at the first event whose hash or link is wrong."""
-    prev = GENESIS
+    """Walk the whole chain in sequence order and report every broken event, not only the
+    first: after a break the walk carries on from the stored hash, so each later edit,
+    removal or reordering is named too."""
+    problems: list[ChainProblem] = []
+    prev: AuditEvent | None = None
+    expected_seq = 1
     checked = 0
-    last_seq = 0
+    last_seq = None
     while True:
-        events = list(AuditEvent.objects.filter(seq__gt=last_seq).order_by("seq")[:batch])
+        rows = AuditEvent.objects.order_by("seq")
+        if last_seq is not None:
+            rows = rows.filter(seq__gt=last_seq)
+        events = list(rows[:batch])
         if not events:
             break
         for event in events:
-            if event.seq != checked + 1:
-                return ChainReport(
-                    False,
-                    checked,
-                    event.pk,
-                    f"sequence number {event.seq} where {checked + 1} was expected (an event was removed)",
-                )
-            if event.prev_hash != prev:
-                return ChainReport(
-                    False,
-                    checked,
-                    event.pk,
-                    "its previous-hash link does not match the event before it (an event was removed or reordered)",
-                )
-            if compute_hash(event) != event.hash:
-                return ChainReport(
-                    False, checked, event.pk, "its content does not match its hash (it was edited)"
-                )
-            prev = event.hash
+            reasons = _event_problems(event, expected_seq=expected_seq, prev=prev)
+            if reasons:
+                problems.append(ChainProblem(event.pk, event.seq, "; ".join(reasons)))
+            prev, expected_seq, last_seq = event, event.seq + 1, event.seq
             checked += 1
-            last_seq = event.seq
     head = AuditHead.objects.filter(id=1).first()
-    if head is not None and (head.last_hash != prev or head.count != checked):
-        return ChainReport(
-            False,
-            checked,
-            None,
-            "the chain ends before the recorded head (the latest events were removed)",
+    last_hash = prev.hash if prev is not None else GENESIS
+    if head is not None and (head.last_hash != last_hash or head.count != expected_seq - 1):
+        problems.append(
+            ChainProblem(
+                None,
+                None,
+                f"the chain ends at sequence {expected_seq - 1} but the head records "
+                f"{head.count} events (the latest events were removed or rewritten)",
+            )
         )
-    return ChainReport(True, checked)
+    return ChainReport(not problems, checked, tuple(problems))

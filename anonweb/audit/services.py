@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from anonweb.audit.models import AuditEvent, AuditHead
+from anonweb.audit.models import CURRENT_SCHEME, AuditEvent, AuditHead
 
 GENESIS = "0" * 64
 # Details must never carry secrets. Keys with these words are refused outright so that a
@@ -24,29 +24,77 @@ class AuditDetailError(ValueError):
     """Audit details that must not be stored (secrets, non-JSON values)."""
 
 
-def _check_details(value: Any, path: str = "details") -> None:
+def _check_details(value: Any, path: str = "details") -> Any:
+    """Refuse secrets and non-JSON values; return the value with every key as text."""
     if isinstance(value, Mapping):
+        out = {}
         for key, item in value.items():
-            lowered = str(key).lower()
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise AuditDetailError(f"{path}: key {key!r} is not JSON data")
+            name = key if isinstance(key, str) else json.dumps(key)
+            lowered = name.lower()
             if any(part in lowered for part in FORBIDDEN_KEY_PARTS):
                 raise AuditDetailError(
-                    f"{path}.{key}: secrets and seeds never go into the audit trail"
+                    f"{path}.{name}: secrets and seeds never go into the audit trail"
                 )
-            _check_details(item, f"{path}.{key}")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_details(item, f"{path}[{i}]")
-    elif isinstance(value, float) and not math.isfinite(value):
+            if name in out:
+                raise AuditDetailError(f"{path}: key {name!r} appears twice")
+            out[name] = _check_details(item, f"{path}.{name}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_check_details(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
         raise AuditDetailError(f"{path}: non-finite number")
-    elif value is not None and not isinstance(value, (str, int, float, bool)):
+    if value is not None and not isinstance(value, (str, int, float, bool)):
         raise AuditDetailError(f"{path}: {type(value).__name__} is not JSON data")
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, ASCII only: any string (a NUL, an unpaired surrogate) is an
+    escape, so both databases store and return the text unchanged."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+
+
+def _text(value: str, limit: int) -> str:
+    """A text column's value as the database will return it: no NUL (PostgreSQL refuses it),
+    valid UTF-8, at most ``limit`` characters."""
+    value = value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return value[:limit]
+
+
+def _timestamp(event: AuditEvent) -> str:
+    return event.created_at.astimezone(dt.UTC).isoformat(timespec="microseconds")
 
 
 def canonical_payload(event: AuditEvent) -> bytes:
-    """The bytes that are hashed: sorted keys, no whitespace, UTC timestamp in microseconds."""
+    """The bytes that are hashed, built only from what the database stores and returns."""
+    if event.scheme == 1:
+        return _payload_scheme_1(event)
+    payload = {
+        "scheme": event.scheme,
+        "seq": event.seq,
+        "created_at": _timestamp(event),
+        "actor_id": event.actor_id,
+        "actor_name": event.actor_name,
+        "team_id": event.team_id,
+        "team_name": event.team_name,
+        "action": event.action,
+        "target_type": event.target_type,
+        "target_id": event.target_id,
+        "details": event.details_text,
+        "prev_hash": event.prev_hash,
+    }
+    return canonical_json(payload).encode("ascii")
+
+
+def _payload_scheme_1(event: AuditEvent) -> bytes:
+    """Events written before scheme 2 are verified the way they were hashed."""
     payload = {
         "seq": event.seq,
-        "created_at": event.created_at.astimezone(dt.UTC).isoformat(timespec="microseconds"),
+        "created_at": _timestamp(event),
         "actor_id": event.actor_id,
         "actor_name": event.actor_name,
         "team_id": event.team_id,
@@ -73,25 +121,28 @@ def audit_record(
 ) -> AuditEvent:
     """Append one event. Joins the caller's transaction, so the event and the change commit
     together or not at all."""
-    details = dict(details or {})
-    _check_details(details)
-    # Round-trip through JSON so the stored value and the hashed value are the same.
-    details = json.loads(json.dumps(details, sort_keys=True))
+    details_text = canonical_json(_check_details(dict(details or {})))
+    field = AuditEvent._meta.get_field
     with transaction.atomic():
         head, _ = AuditHead.objects.select_for_update().get_or_create(
             id=1, defaults={"last_hash": GENESIS, "count": 0}
         )
+        actor_name = getattr(actor, "username", "") or ("system" if actor is None else str(actor))
         event = AuditEvent(
             seq=head.count + 1,
+            scheme=CURRENT_SCHEME,
             created_at=timezone.now(),
-            actor=actor if getattr(actor, "pk", None) else None,
-            actor_name=getattr(actor, "username", "")
-            or ("system" if actor is None else str(actor)),
-            team=team,
-            action=action,
-            target_type=type(target).__name__.lower() if target is not None else "",
-            target_id=str(target.pk) if target is not None else "",
-            details=details,
+            actor_id=getattr(actor, "pk", None),
+            actor_name=_text(actor_name, field("actor_name").max_length),
+            team_id=getattr(team, "pk", None),
+            team_name=_text(str(team) if team is not None else "", field("team_name").max_length),
+            action=_text(action, field("action").max_length),
+            target_type=_text(
+                type(target).__name__.lower() if target is not None else "",
+                field("target_type").max_length,
+            ),
+            target_id=_text(str(target.pk) if target is not None else "", 64),
+            details_text=details_text,
             prev_hash=head.last_hash,
         )
         event.hash = compute_hash(event)

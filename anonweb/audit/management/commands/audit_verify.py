@@ -4,14 +4,18 @@ from anonweb.audit.selectors import audit_verify_chain
 
 
 class Command(BaseCommand):
-    help = "Verify the audit trail's hash chain; exit status 1 naming the first broken event."
+    help = "Verify the audit trail's hash chain; exit status 1 naming every broken event."
 
     def handle(self, *args, **options):
         report = audit_verify_chain()
         if not report.ok:
-            where = f"event #{report.broken_id}" if report.broken_id else "the end of the chain"
+            for problem in report.problems:
+                self.stderr.write(f"broken: {problem.describe()}")
+            first = report.problems[0]
+            where = f"event #{first.event_id}" if first.event_id else "the end of the chain"
             raise CommandError(
-                f"audit chain broken at {where}: {report.reason} ({report.checked} events verified before it)",
+                f"audit chain broken in {len(report.problems)} place(s), first at {where}: "
+                f"{first.reason} ({report.checked} events checked)",
                 returncode=1,
             )
         self.stdout.write(f"audit chain intact: {report.checked} events verified")
