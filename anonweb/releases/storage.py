@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,6 +18,9 @@ from django.conf import settings
 
 # A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
+# A line inside a cell: a reader that splits rows on a bare CR or LF would start a new cell
+# there, so what follows a line break is neutralised as the start of a cell is.
+_AFTER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)(?=[=+\-@\t])")
 
 
 def release_dir(storage_key) -> Path:
@@ -24,21 +28,30 @@ def release_dir(storage_key) -> Path:
 
 
 def neutralise_cell(value):
-    """Prefix text that a spreadsheet would evaluate with a quote (OWASP's advice)."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
+    """Prefix text that a spreadsheet would evaluate with a quote (OWASP's advice), at the start
+    of the cell and after every line break inside it."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(FORMULA_PREFIXES):
+        value = "'" + value
+    if "\r" in value or "\n" in value:
+        value = _AFTER_LINE_BREAK.sub(lambda m: m.group(1) + "'", value)
     return value
 
 
 def safe_csv_bytes(df: pd.DataFrame) -> bytes:
-    """CSV for download: text cells neutralised; numbers are left as numbers."""
+    """CSV for download: text cells neutralised; numbers are left as numbers.
+
+    Rows end with CRLF (RFC 4180). Python's writer quotes a cell holding any character of the
+    line terminator, so with CRLF every cell containing a CR or an LF is quoted; with a bare LF
+    terminator a cell holding a lone CR went out unquoted, and readers split the row there."""
     out = df.copy()
     for col in out.columns:
         if not pd.api.types.is_numeric_dtype(out[col]):
             out[col] = out[col].map(neutralise_cell)
     out.columns = [neutralise_cell(str(c)) for c in out.columns]
     buf = io.StringIO()
-    out.to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    out.to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
     return buf.getvalue().encode("utf-8")
 
 

@@ -102,7 +102,7 @@ def test_analysts_see_approved_releases_only(client, release, analyst, steward):
     assert response.status_code == 200
     body = b"".join(response.streaming_content).decode()
     assert "'=HYPERLINK" in body  # formula neutralised
-    assert "\n476**," in body and ",-3\n" in body  # numbers untouched
+    assert "\r\n476**," in body and ",-3\r\n" in body  # numbers untouched
     assert AuditEvent.objects.filter(action="release.downloaded").count() == 1
 
 
@@ -143,3 +143,30 @@ def test_neutralise_cell(cell, expected):
 
 def test_header_cells_are_neutralised_too():
     assert safe_csv_bytes(pd.DataFrame({"=cmd": [1]})).startswith(b"'=cmd")
+
+
+@pytest.mark.parametrize(
+    "cell,expected",
+    [
+        ("x\r=1+1", "x\r'=1+1"),
+        ("x\n+1", "x\n'+1"),
+        ("x\r\n@cmd", "x\r\n'@cmd"),
+        ("\r=1", "'\r'=1"),
+        ("a\nb", "a\nb"),
+    ],
+)
+def test_cells_are_neutralised_after_every_line_break(cell, expected):
+    assert neutralise_cell(cell) == expected
+
+
+def test_a_carriage_return_inside_a_cell_cannot_start_a_formula_cell():
+    import csv
+    import io
+
+    body = safe_csv_bytes(pd.DataFrame({"note": ["x\r=1+1", "ok"], "n": [1, 2]})).decode()
+    rows = list(csv.reader(io.StringIO(body, newline="")))
+    assert rows == [["note", "n"], ["x\r'=1+1", "1"], ["ok", "2"]]
+    # A reader that ignores quoting and splits on any line break sees no formula either.
+    for line in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        for cell in line.split(","):
+            assert not cell.lstrip('"').startswith(("=", "+", "-", "@"))
