@@ -121,7 +121,7 @@ def test_launch_then_run_publishes_a_release_awaiting_approval(
             release.report,
             job.params,
             job.result,
-            list(AuditEvent.objects.values_list("details", flat=True)),
+            list(AuditEvent.objects.values_list("details_text", flat=True)),
         ]
     )
     assert "seed" not in stored and "secret" not in stored.replace("the secret", "")
