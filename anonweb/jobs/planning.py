@@ -205,23 +205,24 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
 
 def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
     """The plan's privacy cost and accuracy preview, computed from the steps' own measurements
-    without reading any data: ``{"total": {"epsilon", "delta", "local_epsilon"}, "steps": [...]}``."""
-    from anonweb.core.release.plan import plan_from_dict, validate_plan
+    without reading any data: ``{"total": {"epsilon", "delta", "local_epsilon"}, "steps": [...]}``.
+
+    Each DP step is costed at the input distance the steps before it allow
+    (:func:`anonweb.core.release.plan.plan_costs`), so one refused there is refused here."""
+    from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
 
     parsed = plan_from_dict(plan)
     specs = validate_plan(parsed)
+    costs = plan_costs(parsed, specs)
     total = {"epsilon": 0.0, "delta": 0.0, "local_epsilon": 0.0}
     steps = []
-    for i, (step, spec) in enumerate(zip(parsed.steps, specs, strict=True), 1):
-        if spec.privacy_cost is None:
-            continue
-        cost = {k: float(v) for k, v in (spec.privacy_cost(step.params) or {}).items()}
-        for name, value in cost.items():
+    for c in costs:
+        for name, value in c.cost.items():
             total[name] = total.get(name, 0.0) + value
-        entry: dict[str, Any] = {"step": i, "kind": step.kind, "cost": cost}
-        if step.kind == "dp_release":
+        entry: dict[str, Any] = {"step": c.step, "kind": c.kind, "cost": c.cost}
+        if c.kind == "dp_release":
             from anonweb.core.dp.mechanisms import preview
 
-            entry["preview"] = preview(step.params)
+            entry["preview"] = preview(parsed.steps[c.step - 1].params, distance=c.distance)
         steps.append(entry)
     return {"total": total, "steps": steps}

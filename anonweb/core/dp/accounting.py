@@ -8,6 +8,7 @@ the preview and the mechanism cannot disagree. Nothing here reads data, except
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core.errors import ParameterError
+from anonweb.core.errors import CoreError, ParameterError
 
 CONFIDENCE = 0.95
 
@@ -26,6 +27,19 @@ def opendp():
 
     dp.enable_features("contrib")
     return dp
+
+
+@contextlib.contextmanager
+def opendp_errors(cls: type[CoreError] = ParameterError):
+    """Turn OpenDP's exceptions into ``cls`` with OpenDP's own reason, so that a refused
+    parameter is a plan error shown to the officer, never a raw exception in the worker."""
+    from opendp.mod import OpenDPException
+
+    try:
+        yield
+    except OpenDPException as exc:
+        reason = (exc.message or str(exc)).strip().splitlines()[0] if str(exc) else ""
+        raise cls(f"OpenDP refused these parameters: {reason or exc.variant}") from None
 
 
 def check_epsilon(value: Any, *, name: str = "epsilon") -> float:
@@ -176,13 +190,62 @@ def bound_contributions(
     return df.loc[keep]
 
 
-def unit_of_privacy(identifier: str | None, max_contributions: int) -> dict[str, Any]:
+def unit_of_privacy(
+    identifier: str | None, max_contributions: int, d_in: int | None = None
+) -> dict[str, Any]:
     return {
         "neighbouring": "unbounded: add or remove one person (symmetric distance)",
         "identifier": identifier,
+        "person": f"the value of {identifier!r}" if identifier else "each row is a person",
         "max_rows_per_person": max_contributions,
-        "d_in": max_contributions,
+        "d_in": max_contributions if d_in is None else d_in,
     }
+
+
+# -- private key selection -------------------------------------------------------------------
+
+
+def discrete_laplace_tail(t: int, scale: float) -> float:
+    """P(Z ≥ t) for OpenDP's discrete Laplace noise, P(Z = z) ∝ exp(−|z| / scale)."""
+    r = math.exp(-1.0 / scale)
+    if t >= 1:
+        return math.exp(-t / scale) / (1.0 + r)
+    return 1.0 - math.exp(-(1 - t) / scale) / (1.0 + r)
+
+
+def selection_delta(*, threshold: int, scale: float, d_in: int) -> float:
+    """δ of releasing the noisy counts that reach ``threshold`` (count + Z ≥ threshold).
+
+    A key held by the added person alone exists in one table and not in the other: the release
+    tells them apart exactly when such a key is released. The person's ``d_in`` rows can spread
+    over keys in any way; by convexity of the tail the worst case puts ``d_in − m + 1`` rows on
+    one key and one row on each of ``m − 1`` others, and δ is the largest union bound over
+    ``m``. Counts equal to the threshold are released, so the tail includes the threshold."""
+
+    def released(count: int) -> float:
+        return discrete_laplace_tail(threshold - count, scale)
+
+    worst = max(released(d_in - m + 1) + (m - 1) * released(1) for m in range(1, d_in + 1))
+    return min(1.0, worst)
+
+
+def selection_threshold(*, scale: float, d_in: int, delta: float) -> int:
+    """The smallest threshold (at least ``d_in``, as OpenDP requires) whose δ is at most ``delta``."""
+    lo = max(1, int(d_in))
+    if selection_delta(threshold=lo, scale=scale, d_in=d_in) <= delta:
+        return lo
+    hi = lo * 2
+    while selection_delta(threshold=hi, scale=scale, d_in=d_in) > delta:
+        lo, hi = hi, hi * 2
+        if hi > 2**30:
+            raise ParameterError(f"delta {delta:g} is too small for key selection")
+    while hi - lo > 1:  # invariant: δ(lo) > target ≥ δ(hi)
+        mid = (lo + hi) // 2
+        if selection_delta(threshold=mid, scale=scale, d_in=d_in) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def check_categories(raw: Any, columns: tuple[str, ...]) -> dict[str, tuple[str, ...]] | None:

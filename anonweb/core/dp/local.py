@@ -168,7 +168,7 @@ def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: An
 
 def _register() -> None:
     try:
-        from anonweb.core.release.plan import StepOutcome, register_step
+        from anonweb.core.release.plan import ROW_WISE, UNBOUNDED, StepOutcome, register_step
     except ImportError:
         return
 
@@ -182,15 +182,22 @@ def _register() -> None:
         acc.check_bounds(params.get("bounds"), what="local Laplace noise")
 
     def cost(params: Mapping[str, Any]) -> dict[str, float]:
-        # Local ε protects each record against everyone, the collector included; it is not
-        # added to the central budget, hence its own key.
+        # Local ε protects each record against everyone, the collector included. It has its own
+        # key because it is per record; the ledger charges it too (the server holds the raw
+        # table, so the randomized copy is also a release about those people).
         return {"local_epsilon": acc.check_epsilon(params.get("epsilon"))}
+
+    def rr_stability(params: Mapping[str, Any], plan) -> int | None:
+        # Without declared categories the output alphabet is the set seen in the data: one
+        # person's new value becomes a possible output of every other record.
+        return ROW_WISE if params.get("categories") else UNBOUNDED
 
     @register_step(
         "ldp_randomized_response",
         validate=check_rr,
         privacy_cost=cost,
         columns=lambda p: [p["column"]],
+        stability=rr_stability,
     )
     def rr_step(df, params, ctx):
         result = randomize_categories(
@@ -202,7 +209,11 @@ def _register() -> None:
         return StepOutcome(frame=result.frame, report=result.report)
 
     @register_step(
-        "ldp_laplace", validate=check_laplace, privacy_cost=cost, columns=lambda p: [p["column"]]
+        "ldp_laplace",
+        validate=check_laplace,
+        privacy_cost=cost,
+        columns=lambda p: [p["column"]],
+        stability=ROW_WISE,
     )
     def laplace_step(df, params, ctx):
         result = randomize_numeric(

@@ -143,11 +143,11 @@ class SyntheticResult:
 
 
 def dp_synthetic(
-    df: pd.DataFrame, spec: SyntheticSpec, *, rng: np.random.Generator
+    df: pd.DataFrame, spec: SyntheticSpec, *, rng: np.random.Generator, distance: int = 1
 ) -> SyntheticResult:
     """Release the noisy table, then sample ``n_rows`` records (default: the noisy total)."""
     require_columns(df, list(spec.columns) + ([spec.identifier] if spec.identifier else []))
-    released = dp.release(_binned(df, spec), spec.query(), rng=rng)
+    released = dp.release(_binned(df, spec), spec.query(), rng=rng, distance=distance)
     counts = released.table[dp.COUNT_COLUMN].to_numpy(dtype=float)
     # Post-processing: cells within the noise's 95% band of zero are treated as empty. Most
     # cells of a full table are empty, and keeping their positive noise would scatter records
@@ -241,16 +241,20 @@ def _register() -> None:
     def validate(params: Mapping[str, Any]) -> None:
         dp.prepare(SyntheticSpec.from_params(params).query())
 
-    def cost(params: Mapping[str, Any]) -> dict[str, float]:
-        return dp.prepare(SyntheticSpec.from_params(params).query()).cost()
+    def cost(params: Mapping[str, Any], distance: int = 1) -> dict[str, float]:
+        return dp.prepare(SyntheticSpec.from_params(params).query(), distance=distance).cost()
 
     def columns(params: Mapping[str, Any]) -> list[str]:
         spec = SyntheticSpec.from_params(params)
         return list(spec.columns) + ([spec.identifier] if spec.identifier else [])
 
-    @register_step("dp_synthetic", validate=validate, privacy_cost=cost, columns=columns)
+    @register_step(
+        "dp_synthetic", validate=validate, privacy_cost=cost, columns=columns, measurement=True
+    )
     def dp_synthetic_step(df, params, ctx):
-        result = dp_synthetic(df, SyntheticSpec.from_params(params), rng=ctx.rng)
+        result = dp_synthetic(
+            df, SyntheticSpec.from_params(params), rng=ctx.rng, distance=ctx.distance
+        )
         return StepOutcome(frame=result.frame, report=result.report)
 
 

@@ -250,6 +250,31 @@ def resolve_hierarchies(
     return out
 
 
+def spec_is_fixed(spec: Any) -> bool:
+    """Whether a plan's hierarchy spec maps each value the same way whatever the other rows hold.
+
+    Uploaded tables and files are fixed; so are date levels, and intervals between given
+    ``breaks`` or of a ``width`` anchored at ``start``/``bottom`` up to ``top``. Otherwise the
+    builder reads the column (its minimum, maximum, distinct values or longest value) and one row
+    can change how every other row is generalized.
+    """
+    if isinstance(spec, (str, Hierarchy)):
+        return True
+    if not isinstance(spec, Mapping):
+        return False
+    if "rows" in spec or "path" in spec or "uploaded" in spec:
+        return True
+    builder = spec.get("builder")
+    if builder == "date":
+        return True
+    if builder == "interval":
+        if spec.get("breaks") is not None:
+            return True
+        anchored = spec.get("start") is not None or spec.get("bottom") is not None
+        return spec.get("width") is not None and anchored and spec.get("top") is not None
+    return False
+
+
 def validate_hierarchy(hierarchy: Hierarchy, series: pd.Series) -> None:
     """Raise :class:`HierarchyError` listing the values of ``series`` the hierarchy misses."""
     hierarchy.validate_covers(series)

@@ -23,21 +23,26 @@ Every parameter is written in the plan, so a release can be reproduced and expla
 seeds are not: a step names a secret (``"key": "release-key"``) and the caller passes the bytes in
 ``secrets``; randomness comes from the ``rng`` given to :func:`apply_plan`.
 
-Adding a step kind (e.g. in ``anonweb/core/transforms/dp.py``)::
+Adding a step kind (e.g. in ``anonweb/core/transforms/mask.py``)::
 
-    from anonweb.core.release.plan import StepContext, StepOutcome, register_step
+    from anonweb.core.release.plan import ROW_WISE, StepContext, StepOutcome, register_step
 
     def _check(params):                 # raise ParameterError before any data is touched
-        if params.get("epsilon", 0) <= 0:
-            raise ParameterError("epsilon must be positive")
+        if not params.get("columns"):
+            raise ParameterError("'columns' must list the columns to upper-case")
 
-    def _cost(params):                  # computable without data; summed in the plan report
-        return {"epsilon": float(params["epsilon"]), "delta": 0.0}
+    @register_step("upper", validate=_check, stability=ROW_WISE)
+    def upper(df, params, ctx: StepContext) -> StepOutcome:
+        out = df.copy()
+        for col in params["columns"]:
+            out[col] = df[col].str.upper()
+        return StepOutcome(frame=out, report={"columns": params["columns"]})
 
-    @register_step("dp_count", validate=_check, privacy_cost=_cost)
-    def dp_count(df, params, ctx: StepContext) -> StepOutcome:
-        noise = ctx.rng.laplace(...)
-        return StepOutcome(frame=new_df, report={"columns": [...]})
+``stability`` says how far one person moves the step's output (:data:`ROW_WISE`: only their own
+rows; :data:`UNBOUNDED`, the default: a row's output depends on other rows). A DP step
+(``measurement=True``, see :mod:`anonweb.core.dp.mechanisms`) declares
+``privacy_cost(params, distance)``, computable without data: its privacy map at the distance the
+steps before it allow (:func:`plan_costs`); after an unbounded step the plan is refused.
 
 Built-in step kinds (parameters documented in each module):
 
@@ -47,7 +52,8 @@ Built-in step kinds (parameters documented in each module):
   ``mondrian``;
 * :mod:`~anonweb.core.transforms.perturb` — ``add_noise``, ``multiplicative_noise``,
   ``rank_swap``, ``microaggregation``, ``pram``, ``shuffle``;
-* differential privacy steps register from ``transforms/dp.py`` and ``transforms/ldp.py``.
+* :mod:`anonweb.core.dp` — ``dp_release``, ``dp_synthetic`` (measurements), and the local-DP
+  steps ``ldp_randomized_response`` and ``ldp_laplace``.
 
 Hierarchy specs (``hierarchies``): a file path, ``{"path": ..., "sep": ...}``, inline
 ``{"rows": [[value, level1, ..., "*"], ...]}`` or a builder from
@@ -64,6 +70,7 @@ steps on import; :func:`get_step` imports them on first use.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -93,6 +100,9 @@ class StepContext:
     sensitive: tuple[str, ...] = ()
     hierarchies: Mapping[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    # Rows of this step's input that one person's row can change (1 after row-wise steps): a DP
+    # step states its cost at this distance.
+    distance: int = 1
 
     def secret(self, name: str) -> bytes:
         """The secret called ``name``; a clear error if the caller did not supply it."""
@@ -113,38 +123,88 @@ class StepOutcome:
 
 StepFunc = Callable[[pd.DataFrame, Mapping[str, Any], StepContext], StepOutcome]
 
+# Stability: how many rows of a step's output one row of its input can change (OpenDP's
+# stability map, in rows). A row-wise map (drop, a keyed token, a regex, a fixed hierarchy level,
+# noise drawn for each row on its own) changes one output row per input row. A step whose output
+# for one row depends on the other rows (rare-value suppression, the optimal search, Mondrian,
+# microaggregation, swapping) is unbounded: one person can change every row of its output.
+ROW_WISE = 1
+UNBOUNDED = None
+Stability = int | None
+StabilityDecl = Stability | Callable[[Mapping[str, Any], "Plan"], Stability]
+CostFunc = Callable[..., Mapping[str, float] | None]
+
 
 @dataclass(frozen=True)
 class StepSpec:
     kind: str
     func: StepFunc
     validate: Callable[[Mapping[str, Any]], None] | None = None
-    privacy_cost: Callable[[Mapping[str, Any]], Mapping[str, float] | None] | None = None
+    privacy_cost: CostFunc | None = None
     columns: Callable[[Mapping[str, Any]], list[str]] | None = None
+    stability: StabilityDecl = UNBOUNDED
+    measurement: bool = False
+
+    def stability_of(self, params: Mapping[str, Any], plan: Plan) -> Stability:
+        value = self.stability(params, plan) if callable(self.stability) else self.stability
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"step kind {self.kind!r} declared an invalid stability {value!r}")
+        return value
+
+    def cost_at(self, params: Mapping[str, Any], distance: int) -> dict[str, float]:
+        """The step's privacy cost when one person can change ``distance`` rows (per row of
+        theirs) of its input; empty for steps without a cost."""
+        if self.privacy_cost is None:
+            return {}
+        return {k: float(v) for k, v in (self.privacy_cost(params, distance) or {}).items()}
 
 
 _REGISTRY: dict[str, StepSpec] = {}
+
+
+def _with_distance(func: CostFunc | None) -> CostFunc | None:
+    """Cost functions take ``(params, distance=1)``; older ones take ``(params)`` only and are
+    then independent of the distance (as a local-DP step's per-record ε is)."""
+    if func is None:
+        return None
+    try:
+        inspect.signature(func).bind({}, 1)
+    except TypeError:
+        return lambda params, distance=1: func(params)
+    return func
 
 
 def register_step(
     kind: str,
     *,
     validate: Callable[[Mapping[str, Any]], None] | None = None,
-    privacy_cost: Callable[[Mapping[str, Any]], Mapping[str, float] | None] | None = None,
+    privacy_cost: CostFunc | None = None,
     columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
+    stability: StabilityDecl = UNBOUNDED,
+    measurement: bool = False,
 ) -> Callable[[StepFunc], StepFunc]:
     """Register ``func`` as the step ``kind``.
 
     ``validate(params)`` raises :class:`ParameterError` on bad parameters (run for every step
-    before any data is touched); ``privacy_cost(params)`` returns e.g. ``{"epsilon": 1.0}``;
-    ``columns(params)`` lists the input columns the step reads (checked against the table first).
+    before any data is touched); ``privacy_cost(params, distance)`` returns e.g.
+    ``{"epsilon": 1.0}`` for a step whose input one person can change by ``distance`` rows per
+    row of theirs; ``columns(params)`` lists the input columns the step reads (checked against
+    the table first).
+
+    ``stability`` declares how many output rows one input row can change: :data:`ROW_WISE` for a
+    row-by-row map, :data:`UNBOUNDED` (the default: undeclared steps are assumed unbounded) when a
+    row's output depends on other rows, or a function ``(params, plan) -> int | None`` when it
+    depends on the parameters. ``measurement`` marks a differentially private release (its output
+    replaces the table; later steps are post-processing of it).
     """
 
     def decorator(func: StepFunc) -> StepFunc:
         existing = _REGISTRY.get(kind)
         if existing is not None and existing.func.__qualname__ != func.__qualname__:
             raise ValueError(f"step kind {kind!r} is already registered")
-        _REGISTRY[kind] = StepSpec(kind, func, validate, privacy_cost, columns)
+        _REGISTRY[kind] = StepSpec(
+            kind, func, validate, _with_distance(privacy_cost), columns, stability, measurement
+        )
         return func
 
     return decorator
@@ -298,7 +358,80 @@ def validate_plan(plan: Plan, columns: list[str] | None = None) -> list[StepSpec
         require_columns(
             pd.DataFrame(columns=columns), list(plan.sensitive), role="sensitive column"
         )
+    plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
     return specs
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """A privacy-spending step's cost at the input distance the steps before it allow."""
+
+    step: int
+    kind: str
+    distance: int
+    cost: dict[str, float]
+    measurement: bool
+
+
+def plan_costs(plan: Plan, specs: list[StepSpec] | None = None) -> list[StepCost]:
+    """The privacy cost of every step that has one, computed without data.
+
+    A DP measurement's cost is its privacy map at the distance the steps before it allow: the
+    product of their stabilities (1 for row-wise maps). When one of them is unbounded, no ε holds
+    and the plan is refused, naming the step to move or remove. Several measurements in a row all
+    read the table as the steps before the first one left it; steps after a measurement
+    post-process its output (any step kind, no cost), so a measurement may not follow them.
+    A step with a cost that is not a measurement (local DP) is charged per record.
+    """
+    specs = specs if specs is not None else [get_step(s.kind) for s in plan.steps]
+    distance: int | None = 1
+    unstable: tuple[int, str] | None = None
+    measured = False
+    post: tuple[int, str] | None = None
+    out = []
+    for i, (step, spec) in enumerate(zip(plan.steps, specs, strict=True), 1):
+        if spec.measurement:
+            if post is not None:
+                raise ParameterError(
+                    f"step {i} ({step.kind}): DP releases read the table as the steps before "
+                    f"the first of them left it, but step {post[0]} ({post[1]}) post-processes "
+                    "a DP release's output; put it after every DP release step"
+                )
+            if distance is None:
+                j, kind = unstable or (0, "?")
+                raise ParameterError(
+                    f"step {i} ({step.kind}) would not be differentially private: step {j} "
+                    f"({kind}) before it is not stable (its output for one row depends on the "
+                    "other rows, so one person can change all of it and no ε holds). Move step "
+                    f"{j} after the DP step (to post-process its output) or remove it"
+                )
+            measured = True
+        elif measured:
+            post = post or (i, step.kind)
+        else:
+            stability = spec.stability_of(step.params, plan)
+            if stability is None and unstable is None:
+                unstable = (i, step.kind)
+            distance = None if stability is None or distance is None else distance * stability
+        if spec.privacy_cost is None:
+            continue
+        at = distance if spec.measurement and distance is not None else 1
+        try:
+            cost = spec.cost_at(step.params, at)
+        except CoreError as exc:
+            raise type(exc)(f"step {i} ({step.kind}): {exc}") from None
+        if cost:
+            out.append(StepCost(i, step.kind, at, cost, spec.measurement))
+    return out
+
+
+def plan_total_cost(costs: list[StepCost]) -> dict[str, float]:
+    """Basic composition: each kind of cost adds up over the steps."""
+    total: dict[str, float] = {}
+    for c in costs:
+        for name, value in c.cost.items():
+            total[name] = total.get(name, 0.0) + value
+    return total
 
 
 def apply_plan(
@@ -313,12 +446,15 @@ def apply_plan(
     """Run the plan's steps in order on a copy of ``df``; returns the result and a report.
 
     ``before_spending`` is called once, just before the first step with a privacy cost reads the
-    data (a budget ledger marks its reservation spent there; raising stops the plan)."""
+    data (a budget ledger marks its reservation spent there; raising stops the plan). Several DP
+    measurements in a row each read the table the steps before them produced; their outputs are
+    stacked, each row labelled with its ``statistic``."""
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng must be a numpy.random.Generator")
     from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 
     specs = validate_plan(plan, [str(c) for c in df.columns])
+    costs = {c.step: c for c in plan_costs(plan, specs)}
     ctx = StepContext(
         rng=rng,
         secrets=dict(secrets or {}),
@@ -327,28 +463,59 @@ def apply_plan(
         hierarchies=resolve_hierarchies(plan.hierarchies, df),
     )
     before = _risk(df, ctx) if measure_risk else None
-    frame, reports, costs = df, [], {}
+    frame, reports = df, []
+    measured: list[tuple[str, pd.DataFrame]] = []
+    data: pd.DataFrame | None = None  # what the measurements read
     for i, (step, spec) in enumerate(zip(plan.steps, specs), 1):
-        cost = spec.privacy_cost(step.params) if spec.privacy_cost else None
+        cost = costs.get(i)
         if cost and before_spending is not None:
             before_spending()
             before_spending = None
+        ctx.distance = cost.distance if cost else 1
         started = time.perf_counter()
+        if spec.measurement and data is None:
+            data = frame
         try:
-            outcome = spec.func(frame, step.params, ctx)
+            outcome = spec.func(data if spec.measurement else frame, step.params, ctx)
         except CoreError as exc:
             raise type(exc)(f"step {i} ({step.kind}): {exc}") from None
-        frame = outcome.frame
+        if spec.measurement:
+            measured.append((_statistic_label(i, step, outcome.report), outcome.frame))
+            frame = _stack(measured)
+        else:
+            frame = outcome.frame
         entry = {"step": i, "kind": step.kind, **outcome.report}
         entry["seconds"] = round(time.perf_counter() - started, 4)
         if cost:
-            entry["privacy_cost"] = dict(cost)
-            for name, value in cost.items():
-                costs[name] = costs.get(name, 0.0) + float(value)
+            entry["privacy_cost"] = dict(cost.cost)
+            if cost.distance != 1:
+                entry["input_distance"] = cost.distance
         reports.append(entry)
-    after = _risk(frame, ctx) if measure_risk else None
-    report = PlanReport(tuple(reports), before, after, costs, len(df), len(frame))
+    # The risk of a DP output's rows (counts, synthetic records) is not a re-identification risk.
+    after = _risk(frame, ctx) if measure_risk and not measured else None
+    total = plan_total_cost(list(costs.values()))
+    report = PlanReport(tuple(reports), before, after, total, len(df), len(frame))
     return frame, report
+
+
+STATISTIC_COLUMN = "statistic"
+
+
+def _statistic_label(i: int, step: Step, report: Mapping[str, Any]) -> str:
+    what = report.get("kind") or step.kind
+    columns = report.get("columns") or step.params.get("columns") or []
+    if isinstance(columns, str):
+        columns = [columns]
+    return f"{i}: {what}" + (f" of {', '.join(map(str, columns))}" if columns else "")
+
+
+def _stack(measured: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """One measurement: its table. Several: their tables one under the other, labelled."""
+    if len(measured) == 1:
+        return measured[0][1]
+    parts = [t.assign(**{STATISTIC_COLUMN: label}) for label, t in measured]
+    stacked = pd.concat(parts, ignore_index=True, sort=False)
+    return stacked[[STATISTIC_COLUMN] + [c for c in stacked.columns if c != STATISTIC_COLUMN]]
 
 
 def _risk(df: pd.DataFrame, ctx: StepContext) -> dict[str, Any] | None:

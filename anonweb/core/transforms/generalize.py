@@ -19,8 +19,15 @@ from typing import Any
 import pandas as pd
 
 from anonweb.core.errors import HierarchyError, ParameterError
+from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models.criteria import model_from_dict
-from anonweb.core.release.plan import StepContext, StepOutcome, register_step
+from anonweb.core.release.plan import (
+    ROW_WISE,
+    UNBOUNDED,
+    StepContext,
+    StepOutcome,
+    register_step,
+)
 from anonweb.core.search.metrics import METRICS
 
 
@@ -40,7 +47,20 @@ def _hierarchy(ctx: StepContext, column: str):
         raise HierarchyError(f"no hierarchy given for {column!r}") from None
 
 
-@register_step("generalize", validate=_check_levels, columns=lambda p: list(p["levels"]))
+def _generalize_stability(params: Mapping[str, Any], plan) -> int | None:
+    """Row-wise when every hierarchy is fixed in advance (uploaded, or a builder that does not
+    look at the data); a hierarchy built from the column's values moves with every row."""
+    specs = plan.hierarchies
+    fixed = all(spec_is_fixed(specs.get(col)) for col in params.get("levels") or {})
+    return ROW_WISE if fixed else UNBOUNDED
+
+
+@register_step(
+    "generalize",
+    validate=_check_levels,
+    columns=lambda p: list(p["levels"]),
+    stability=_generalize_stability,
+)
 def generalize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
     for col, level in params["levels"].items():
@@ -71,7 +91,12 @@ def _search_columns(params: Mapping[str, Any]) -> list[str]:
     ]
 
 
-@register_step("optimal_generalization", validate=_check_search, columns=_search_columns)
+@register_step(
+    "optimal_generalization",
+    validate=_check_search,
+    columns=_search_columns,
+    stability=UNBOUNDED,
+)
 def optimal_generalization_step(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
 ) -> StepOutcome:
@@ -101,7 +126,12 @@ def _check_mondrian(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"k must be a positive integer, got {k!r}")
 
 
-@register_step("mondrian", validate=_check_mondrian, columns=lambda p: list(p.get("columns", [])))
+@register_step(
+    "mondrian",
+    validate=_check_mondrian,
+    columns=lambda p: list(p.get("columns", [])),
+    stability=UNBOUNDED,
+)
 def mondrian_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     from anonweb.core.search.mondrian import mondrian
 

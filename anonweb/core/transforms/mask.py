@@ -31,7 +31,13 @@ from typing import Any
 import pandas as pd
 
 from anonweb.core.errors import ParameterError
-from anonweb.core.release.plan import StepContext, StepOutcome, register_step
+from anonweb.core.release.plan import (
+    ROW_WISE,
+    UNBOUNDED,
+    StepContext,
+    StepOutcome,
+    register_step,
+)
 
 MASK = "*"
 
@@ -55,7 +61,7 @@ def _map_distinct(series: pd.Series, func) -> pd.Series:
     return series.map(mapping).where(series.notna(), series).astype(object)
 
 
-@register_step("drop", validate=_columns, columns=_cols_of)
+@register_step("drop", validate=_columns, columns=_cols_of, stability=ROW_WISE)
 def drop(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     return StepOutcome(df.drop(columns=params["columns"]), {"dropped": list(params["columns"])})
 
@@ -69,7 +75,15 @@ def _check_suppress(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"'rare' must be a positive integer, got {rare!r}")
 
 
-@register_step("suppress", validate=_check_suppress, columns=_cols_of)
+def _suppress_stability(params: Mapping[str, Any], plan) -> int | None:
+    # Listed values or whole columns are row by row; "rare" depends on how often a value occurs
+    # in the other rows, so one person can push a value above or below the limit for everyone.
+    return UNBOUNDED if params.get("rare") is not None else ROW_WISE
+
+
+@register_step(
+    "suppress", validate=_check_suppress, columns=_cols_of, stability=_suppress_stability
+)
 def suppress(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
     counts = {}
@@ -96,7 +110,7 @@ def _check_tokenize(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"'length' must be an integer between 8 and 64, got {length!r}")
 
 
-@register_step("tokenize", validate=_check_tokenize, columns=_cols_of)
+@register_step("tokenize", validate=_check_tokenize, columns=_cols_of, stability=ROW_WISE)
 def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     key = ctx.secret(params["key"])
     length = params.get("length", 16)
@@ -121,7 +135,7 @@ def _check_substitute(params: Mapping[str, Any]) -> None:
         raise ParameterError("'unmatched' must be 'keep' or 'suppress'")
 
 
-@register_step("substitute", validate=_check_substitute, columns=_cols_of)
+@register_step("substitute", validate=_check_substitute, columns=_cols_of, stability=ROW_WISE)
 def substitute(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     book = {str(k): v for k, v in params["codebook"].items()}
     keep = params.get("unmatched", "keep") == "keep"
@@ -164,7 +178,7 @@ def _keep_last_digits(text: str, n: int, char: str) -> str:
     return "".join(out)
 
 
-@register_step("regex_mask", validate=_check_regex, columns=_cols_of)
+@register_step("regex_mask", validate=_check_regex, columns=_cols_of, stability=ROW_WISE)
 def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     preset = params.get("preset")
     if preset == "keep_last_digits":
@@ -190,7 +204,8 @@ def _check_shift(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"'max_days' must be a positive integer, got {days!r}")
 
 
-@register_step("date_shift", validate=_check_shift, columns=_cols_of)
+# Each person's offset is an independent draw: the rows of one person move, nobody else's.
+@register_step("date_shift", validate=_check_shift, columns=_cols_of, stability=ROW_WISE)
 def date_shift(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     days = params["max_days"]
     person = df[params["person"]]

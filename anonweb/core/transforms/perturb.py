@@ -24,7 +24,13 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.release.plan import StepContext, StepOutcome, register_step
+from anonweb.core.release.plan import (
+    ROW_WISE,
+    UNBOUNDED,
+    StepContext,
+    StepOutcome,
+    register_step,
+)
 from anonweb.core.transforms.mask import _cols_of, _columns
 
 
@@ -50,7 +56,12 @@ def _check_noise(params: Mapping[str, Any]) -> None:
     _positive(params, "scale" if "scale" in params else "sd")
 
 
-@register_step("add_noise", validate=_check_noise, columns=_cols_of)
+def _noise_stability(params: Mapping[str, Any], plan) -> int | None:
+    # A "scale" is relative to the column's standard deviation, which every row moves.
+    return ROW_WISE if "sd" in params else UNBOUNDED
+
+
+@register_step("add_noise", validate=_check_noise, columns=_cols_of, stability=_noise_stability)
 def add_noise(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out, used = df.copy(), {}
     for col in params["columns"]:
@@ -66,7 +77,7 @@ def _check_mult(params: Mapping[str, Any]) -> None:
     _positive(params, "scale")
 
 
-@register_step("multiplicative_noise", validate=_check_mult, columns=_cols_of)
+@register_step("multiplicative_noise", validate=_check_mult, columns=_cols_of, stability=ROW_WISE)
 def multiplicative_noise(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
 ) -> StepOutcome:
@@ -105,7 +116,7 @@ def rank_swap_values(x: np.ndarray, p: float, rng: np.random.Generator) -> np.nd
     return out
 
 
-@register_step("rank_swap", validate=_check_swap, columns=_cols_of)
+@register_step("rank_swap", validate=_check_swap, columns=_cols_of, stability=UNBOUNDED)
 def rank_swap(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
     for col in params["columns"]:
@@ -150,7 +161,7 @@ def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     return labels
 
 
-@register_step("microaggregation", validate=_check_mdav, columns=_cols_of)
+@register_step("microaggregation", validate=_check_mdav, columns=_cols_of, stability=UNBOUNDED)
 def microaggregation(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     cols = params["columns"]
     raw = np.column_stack([_numeric(df, c) for c in cols])
@@ -212,8 +223,17 @@ def _pram_matrix(params, categories: list[str]) -> dict[str, dict[str, float]]:
     }
 
 
+def _pram_stability(params: Mapping[str, Any], plan) -> int | None:
+    # With "p_keep" the other categories are those seen in the data: one person's new value
+    # becomes a possible output for every row.
+    return ROW_WISE if "matrix" in params else UNBOUNDED
+
+
 @register_step(
-    "pram", validate=_check_pram, columns=lambda p: [p["column"]] if "column" in p else []
+    "pram",
+    validate=_check_pram,
+    columns=lambda p: [p["column"]] if "column" in p else [],
+    stability=_pram_stability,
 )
 def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     col = params["column"]
@@ -235,7 +255,7 @@ def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepO
     return StepOutcome(out, {**_public(params), "changed_cells": changed})
 
 
-@register_step("shuffle", validate=_columns, columns=_cols_of)
+@register_step("shuffle", validate=_columns, columns=_cols_of, stability=UNBOUNDED)
 def shuffle(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     perm = ctx.rng.permutation(len(df))
     out = df.copy()
