@@ -96,15 +96,32 @@ def _distinct_per_class(pairs: pd.DataFrame, classes: np.ndarray) -> np.ndarray:
 
 def _intersection_sizes(a: np.ndarray, b: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per record: how many distinct values its A-class and its B-class have in common."""
-    pairs_a = _value_sets(a, values)
-    pairs_b = _value_sets(b, values)
-    joint = pd.DataFrame({"a": a, "b": b}).drop_duplicates(ignore_index=True)
+    return common_values(a, values, b, values, a, b)
+
+
+def common_values(
+    a_codes: np.ndarray,
+    a_values: np.ndarray,
+    b_codes: np.ndarray,
+    b_values: np.ndarray,
+    a_of: np.ndarray,
+    b_of: np.ndarray,
+) -> np.ndarray:
+    """Distinct values shared by the A-class ``a_of[j]`` and the B-class ``b_of[j]``, for each
+    record ``j`` an attacker places in both.
+
+    Class value sets are taken over all rows of each release (``a_codes[i]``, ``a_values[i]``
+    for A's rows; B likewise), so releases may cover different records.
+    """
+    pairs_a = _value_sets(a_codes, a_values)
+    pairs_b = _value_sets(b_codes, b_values)
+    joint = pd.DataFrame({"a": a_of, "b": b_of}).drop_duplicates(ignore_index=True)
     # (a, b) x values of a, kept where b has the same value: the common values of each pair.
     common = joint.merge(pairs_a.rename(columns={"c": "a"}), on="a").merge(
         pairs_b.rename(columns={"c": "b"}), on=["b", "v"]
     )
     sizes = common.groupby(["a", "b"], sort=False).size().rename("n").reset_index()
-    per_record = pd.DataFrame({"a": a, "b": b}).merge(sizes, on=["a", "b"], how="left")
+    per_record = pd.DataFrame({"a": a_of, "b": b_of}).merge(sizes, on=["a", "b"], how="left")
     return per_record["n"].fillna(0).to_numpy(dtype=np.int64)
 
 

@@ -1,0 +1,113 @@
+"""Lineage: which source record each released row describes, and what a release published about
+numeric columns over groups of records.
+
+The web keeps a release's lineage privately when it makes the release (the row mapping, the
+microaggregation groups, the groups of an aggregate table). On the command line a release file
+carries it in its id column (the *lineage form* of a release: the published columns plus the
+record id), and the aggregates are read off the values:
+
+* a quasi-identifier column is read as its generalized classes, as published;
+* a numeric column whose rows share a value is read as that group's mean, when it is one: the
+  source's values over those rows average to it (to within the released precision) and they are
+  not all equal to it (then the column is simply published as it is, or rounded). Noisy or
+  rounded columns therefore add no equation, and nothing is assumed that the data contradict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.conflicts.check import ReleaseView
+from anonweb.core.conflicts.inference import Aggregate
+from anonweb.core.errors import DataError
+from anonweb.core.io.frame import require_columns
+
+
+def source_ids(source: pd.DataFrame, id_column: str) -> pd.Index:
+    """The source's record ids (as text), checked unique and present."""
+    require_columns(source, [id_column], role="id column")
+    ids = source[id_column]
+    if ids.isna().any():
+        raise DataError(f"the id column {id_column!r} is empty in {int(ids.isna().sum())} row(s)")
+    index = pd.Index(ids.astype(str))
+    if not index.is_unique:
+        dupes = int(index.duplicated().sum())
+        raise DataError(f"the id column {id_column!r} is not unique ({dupes} repeated id(s))")
+    return index
+
+
+def view_from_lineage_form(
+    source: pd.DataFrame,
+    release: pd.DataFrame,
+    *,
+    label: str,
+    id_column: str,
+    ids: pd.Index,
+    quasi_identifiers: Sequence[str] = (),
+) -> ReleaseView:
+    """A release file in lineage form (published columns plus the id column) as a view."""
+    if id_column not in release.columns:
+        raise DataError(f"{label}: has no id column {id_column!r} (the lineage form carries it)")
+    rel_ids = release[id_column].astype(str)
+    rows = ids.get_indexer(rel_ids)
+    unknown = int((rows < 0).sum())
+    if unknown:
+        raise DataError(f"{label}: {unknown} id(s) are not in the source")
+    if np.unique(rows).size != rows.size:
+        raise DataError(f"{label}: lists {rows.size - np.unique(rows).size} record(s) twice")
+    frame = release.drop(columns=[id_column]).reset_index(drop=True)
+    aggregates = tuple(
+        agg
+        for col in frame.columns
+        if col in source.columns and col != id_column
+        for agg in [read_means(source[col], frame[col], rows, label=label, column=str(col))]
+        if agg is not None
+    )
+    qis = tuple(q for q in quasi_identifiers if q in frame.columns)
+    return ReleaseView(label, frame, rows.astype(np.int64), aggregates, qis)
+
+
+def read_means(
+    source_col: pd.Series, released: pd.Series, rows: np.ndarray, *, label: str, column: str
+) -> Aggregate | None:
+    """The groups of rows sharing a released value that is the mean of their source values."""
+    if not (pd.api.types.is_numeric_dtype(source_col) and pd.api.types.is_numeric_dtype(released)):
+        return None
+    v = pd.to_numeric(released, errors="coerce").to_numpy(dtype=float)
+    truth = pd.to_numeric(source_col, errors="coerce").to_numpy(dtype=float)[rows]
+    ok = np.isfinite(v) & np.isfinite(truth)
+    codes, uniques = pd.factorize(np.where(ok, v, np.nan))
+    if not uniques.size:
+        return None
+    inside = codes >= 0
+    size = np.bincount(codes[inside], minlength=uniques.size)
+    total = np.bincount(codes[inside], weights=truth[inside], minlength=uniques.size)
+    spread = np.zeros(uniques.size)
+    np.maximum.at(spread, codes[inside], np.abs(truth[inside] - v[inside]))
+    tol = np.array([_tolerance(float(u)) for u in uniques])
+    mean = total / np.maximum(size, 1)
+    accepted = (size >= 2) & (np.abs(mean - uniques) <= tol) & (spread > tol)
+    if not accepted.any():
+        return None
+    remap = np.full(uniques.size, -1, dtype=np.int64)
+    remap[accepted] = np.arange(int(accepted.sum()))
+    groups = np.full(source_col.size, -1, dtype=np.int64)
+    member = inside & accepted[np.maximum(codes, 0)]
+    groups[rows[member]] = remap[codes[member]]
+    return Aggregate(label, column, groups, np.asarray(uniques, dtype=float)[accepted])
+
+
+def _tolerance(value: float) -> float:
+    """Half a unit of the last decimal a released mean shows (47.33 -> 0.005); means printed
+    in full (or as whole numbers) must match to 1e-9."""
+    exact = 1e-9 * max(1.0, abs(value))
+    text = repr(value)
+    if "e" in text or "." not in text:
+        return exact
+    decimals = len(text.split(".")[1].rstrip("0"))
+    if decimals == 0 or decimals >= 12:
+        return exact
+    return max(exact, 0.5 * 10.0**-decimals)
