@@ -1,19 +1,30 @@
 """Generalization hierarchies in ARX's CSV format.
 
 A hierarchy file has no header; each line is ``value;level1;...;*``: column 0 is the original
-value, column *i* its generalization at level *i*, the last column the root. Values are compared
-as strings (``str(value)`` of the data column, so the integer 39 matches the line ``39;...``).
-Builders for intervals, masking, dates and groupings live in :mod:`anonweb.core.io.hierarchy_builders`.
+value, column *i* its generalization at level *i*, the last column the root.
+
+A data value is looked up by value, not by its text alone (:meth:`Hierarchy.rows_of`): first as
+written (``str(value)``), then, for a number, as the number the hierarchy's line denotes, so that
+39, 39.0 (an integer column with a blank, read as float64) and ``np.int64(39)`` all find the line
+``39;...``. A date at midnight also finds its ISO date. Text never matches a number: the code
+``02138`` stays distinct from 2138.
+Builders for intervals, masking, dates and groupings live in
+:mod:`anonweb.core.io.hierarchy_builders`.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
+import math
+import numbers
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import HierarchyError
@@ -29,6 +40,7 @@ class Hierarchy:
     rows: tuple[tuple[str, ...], ...]
     attribute: str | None = None
     _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _numbers: dict[float, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         rows = tuple(tuple(str(v) for v in row) for row in self.rows)
@@ -75,33 +87,91 @@ class Hierarchy:
         self._check_level(level)
         return {row[0]: row[level] for row in self.rows}
 
-    def uncovered(self, values: Iterable[object]) -> list[str]:
-        """The distinct values (as strings) that the hierarchy does not list, sorted."""
-        missing = {str(v) for v in values if not _is_missing(v)} - set(self._index)
-        return sorted(missing)
+    def row_of(self, value: object) -> int:
+        """The hierarchy row listing ``value``: :data:`MISSING` for a missing value,
+        :data:`UNCOVERED` when no line matches (see the module docstring for the matching)."""
+        if _is_missing(value):
+            return MISSING
+        found = self._index.get(str(value))
+        if found is not None:
+            return found
+        if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+            number = float(value)
+            if math.isfinite(number):
+                return self._number_index().get(number, UNCOVERED)
+            return UNCOVERED
+        if isinstance(value, dt.date):
+            stamp = pd.Timestamp(value)
+            if stamp == stamp.normalize():
+                return self._index.get(stamp.date().isoformat(), UNCOVERED)
+        return UNCOVERED
 
-    def validate_covers(self, series: pd.Series) -> None:
-        """Raise :class:`HierarchyError` listing every value of ``series`` not in the hierarchy."""
-        missing = self.uncovered(pd.unique(series))
-        if missing:
-            name = self.attribute or series.name
-            shown = ", ".join(repr(v) for v in missing[:20])
-            more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-            raise HierarchyError(
-                f"the hierarchy for {name!r} does not cover {len(missing)} value(s): {shown}{more}"
+    def rows_of(self, values: Iterable[object]) -> np.ndarray:
+        """:meth:`row_of` for each value (an int64 array)."""
+        if isinstance(values, pd.Index | pd.Series | np.ndarray):
+            values = values.tolist()  # Python scalars: str(np.float64(39.0)) is '39.0' too
+        return np.fromiter((self.row_of(v) for v in values), dtype=np.int64)
+
+    def _number_index(self) -> dict[float, int]:
+        # Lines whose value reads as one number; a number two lines share ('1', '1.0') is left
+        # out, and so is text with a leading zero (a code such as '02138', not a quantity).
+        if self._numbers is None:
+            found: dict[float, int] = {}
+            shared: set[float] = set()
+            for i, row in enumerate(self.rows):
+                text = row[0].strip()
+                if not _NUMBER.fullmatch(text) or _LEADING_ZERO.match(text):
+                    continue
+                number = float(text)
+                if number in found:
+                    shared.add(number)
+                found[number] = i
+            object.__setattr__(
+                self, "_numbers", {k: v for k, v in found.items() if k not in shared}
             )
+        assert self._numbers is not None
+        return self._numbers
+
+    def uncovered(self, values: Iterable[object]) -> list[str]:
+        """The distinct values (as text) that the hierarchy does not list, sorted."""
+        return sorted({str(v) for v in pd.unique(_as_array(values)) if self.row_of(v) == UNCOVERED})
+
+    def validate_covers(self, series: pd.Series | Iterable[object]) -> None:
+        """Raise :class:`HierarchyError` naming every value the hierarchy does not list.
+
+        A value that is not text is shown in both forms, as the data holds it and as the text
+        looked up, since a column read as numbers is the usual cause (``39.0`` against ``39``).
+        """
+        distinct = pd.unique(_as_array(series))
+        missing = [v for v in distinct if self.row_of(v) == UNCOVERED]
+        if not missing:
+            return
+        missing.sort(key=str)
+        name = self.attribute or getattr(series, "name", None) or "the column"
+        shown = ", ".join(_both_forms(v, series) for v in missing[:20])
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        sample = ", ".join(repr(r[0]) for r in self.rows[:3])
+        raise HierarchyError(
+            f"the hierarchy for {name!r} does not cover {len(missing)} value(s): {shown}{more} "
+            f"(its values look like {sample})"
+        )
 
     def generalize(self, series: pd.Series, level: int) -> pd.Series:
-        """Generalize a column to ``level``; missing values stay missing.
+        """Generalize a column to ``level``; missing values stay missing below the root and
+        become the root at the top level (the root stands for any value, "not recorded" too).
 
-        Raises :class:`HierarchyError` if a value is not covered.
+        Level 0 returns the column unchanged. Raises :class:`HierarchyError` if a value is not
+        covered.
         """
         self._check_level(level)
         self.validate_covers(series)
         if level == 0:
             return series.copy()
-        mapping = self.mapping(level)
-        return series.map(lambda v: v if _is_missing(v) else mapping[str(v)])
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        rows = self.rows_of(uniques)
+        absent = self.rows[0][-1] if level == self.height - 1 else None
+        labels = np.array([self.rows[r][level] for r in rows] + [absent], dtype=object)
+        return pd.Series(labels[codes], index=series.index, name=series.name, dtype=object)
 
     def to_rows(self) -> list[list[str]]:
         return [list(r) for r in self.rows]
@@ -120,11 +190,32 @@ class Hierarchy:
             )
 
 
+MISSING = -2  # row_of() of a missing value
+UNCOVERED = -1  # row_of() of a value no line lists
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_LEADING_ZERO = re.compile(r"^[+-]?0\d")
+
+
 def _is_missing(value: object) -> bool:
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+def _as_array(values: Iterable[object]) -> np.ndarray | pd.Series | pd.Index:
+    if isinstance(values, pd.Series | pd.Index | np.ndarray):
+        return values
+    return np.array(list(values), dtype=object)
+
+
+def _both_forms(value: object, series: object) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    dtype = getattr(series, "dtype", None)
+    numeric = dtype is not None and getattr(dtype, "kind", "O") != "O"
+    kind = f"{dtype} column" if numeric else type(value).__name__
+    return f"{str(value)!r} (the value {value!r} of a {kind})"
 
 
 def parse_hierarchy(text: str, *, sep: str = ";", attribute: str | None = None) -> Hierarchy:
