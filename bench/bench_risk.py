@@ -97,7 +97,8 @@ LARGE = r"""
 import resource, sys, time
 import numpy as np, pandas as pd
 sys.path.insert(0, {root!r})
-from anonweb.core.risk.classes import equivalence_classes, k_anonymity_of
+from anonweb.core.models.k_anonymity import k_anonymity_of
+from anonweb.core.risk.classes import equivalence_classes
 from anonweb.core.risk.reidentification import risk_of
 rows = {rows}
 rng = np.random.default_rng(0)

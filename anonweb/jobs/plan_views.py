@@ -39,6 +39,32 @@ class SuggestForm(forms.Form):
     l_diversity = forms.IntegerField(
         min_value=1, required=False, label="Distinct l-diversity for sensitive columns"
     )
+    metric = forms.ChoiceField(
+        choices=[
+            ("loss", "Loss (ARX's default)"),
+            ("entropy", "Non-uniform entropy"),
+            ("precision", "Precision"),
+            ("height", "Generalization height"),
+            ("discernibility", "Discernibility"),
+            ("aecs", "Average class size"),
+        ],
+        initial="loss",
+        required=False,
+        label="Information loss to minimise",
+    )
+    aggregate = forms.ChoiceField(
+        choices=[
+            ("", "The metric's default (geometric mean for Loss)"),
+            ("geometric", "Geometric mean"),
+            ("arithmetic", "Arithmetic mean"),
+            ("rank", "Rank (largest first)"),
+            ("sum", "Sum"),
+            ("max", "Maximum"),
+        ],
+        initial="",
+        required=False,
+        label="Combined over quasi-identifiers by",
+    )
     identifiers = forms.ChoiceField(
         choices=[("drop", "Drop them"), ("tokenize", "Replace with keyed HMAC tokens")],
         initial="drop",
@@ -114,6 +140,8 @@ def plan_page(request, *, dataset_id: int):
             else 0.02,
             l_diversity=options.get("l_diversity"),
             identifiers=options.get("identifiers") or "drop",
+            metric=options.get("metric") or "loss",
+            aggregate=options.get("aggregate") or None,
         )
         form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)
     from anonweb.core.release.plan import step_kinds

@@ -115,6 +115,8 @@ def suggest_plan(
     l_diversity: int | None = None,
     identifiers: str = "drop",
     epsilon: float = 1.0,
+    metric: str = "loss",
+    aggregate: str | None = None,
 ) -> dict[str, Any]:
     qis = dataset.quasi_identifiers
     plan: dict[str, Any] = {
@@ -136,12 +138,15 @@ def suggest_plan(
             {"model": "distinct_l", "sensitive": sa, "l": l_diversity} for sa in dataset.sensitive
         ]
     if qis:
-        plan["steps"].append(
-            {
-                "kind": "optimal_generalization",
-                "params": {"k": k, "suppression": suppression, "metric": "loss", "models": models},
-            }
-        )
+        from anonweb.core.search.metrics import DEFAULT_AGGREGATE
+
+        params: dict[str, Any] = {"k": k, "suppression": suppression, "metric": metric}
+        # the objective is written out, ARX's default included, so the plan explains itself
+        chosen = aggregate or DEFAULT_AGGREGATE.get(metric)
+        if chosen is not None:
+            params["aggregate"] = chosen
+        params["models"] = models
+        plan["steps"].append({"kind": "optimal_generalization", "params": params})
     from anonweb.datasets.selectors import hierarchies_for
 
     stored = hierarchies_for(dataset=dataset)

@@ -15,7 +15,8 @@ from anonweb.core.io.frame import read_table
 from anonweb.core.io.hierarchy import read_hierarchy
 from anonweb.core.models.closeness import t_closeness
 from anonweb.core.models.diversity import l_diversity
-from anonweb.core.risk.classes import equivalence_classes, k_anonymity
+from anonweb.core.models.k_anonymity import k_anonymity
+from anonweb.core.risk.classes import equivalence_classes
 from anonweb.core.risk.linkage import linkage_histogram
 from anonweb.core.risk.reidentification import record_risk, reidentification_risk
 
@@ -63,17 +64,31 @@ def test_journalist_and_marketer_risk_with_a_population_table():
 
 
 def test_delta_disclosure_by_hand():
-    # p(x) = p(y) = 1/2; class g1 has x 2/3, y 1/3: |log(2/3 / 1/2)| = log 1.5 is the largest.
+    # p(x) = p(y) = 1/2; class g1 has x 2/3, y 1/3: |log2(2/3 / 1/2)| = log2 1.5 is the largest.
     df = pd.DataFrame({"G": ["g1"] * 3 + ["g2"] * 3, "S": list("xxyxyy")})
     ld = l_diversity(df, quasi_identifiers=["G"], sensitive="S")
-    assert ld.delta_disclosure == pytest.approx(math.log(1.5))
-    # A class lacking a value of the table reveals "not that value": no finite δ.
+    assert ld.delta_disclosure == pytest.approx(math.log2(1.5))
+    assert ld.delta_disclosure_all_values == ld.delta_disclosure
+    # Over the values a class holds: p(y) = 1/4 in the table, 1/2 in g2 -> log2 2 = 1.
     df2 = pd.DataFrame({"G": ["g1", "g1", "g2", "g2"], "S": list("xxxy")})
     ld2 = l_diversity(df2, quasi_identifiers=["G"], sensitive="S")
-    assert ld2.delta_disclosure == math.inf
-    assert ld2.to_dict()["delta_disclosure"] is None
-    # Over present values only: p(y) = 1/4 in the table, 1/2 in g2 -> log 2.
-    assert ld2.delta_disclosure_present == pytest.approx(math.log(2))
+    assert ld2.delta_disclosure == pytest.approx(1.0)
+    # Counting the values a class lacks, g1 reveals "not y": no finite δ.
+    assert ld2.delta_disclosure_all_values == math.inf
+    assert ld2.to_dict()["delta_disclosure_all_values"] is None
+
+
+def test_delta_disclosure_model_is_strict_and_agrees_with_the_figure():
+    from anonweb.core.models import DeltaDisclosure, class_data
+
+    df = pd.DataFrame({"G": ["g1", "g1", "g2", "g2"], "S": list("xxxy")})
+    data = class_data(df, quasi_identifiers=["G"], sensitive=["S"])
+    reported = l_diversity(df, quasi_identifiers=["G"], sensitive="S").delta_disclosure
+    assert reported == pytest.approx(1.0)
+    # |log2 p(s|c)/p(s)| < δ: a class exactly at δ = 1 fails, just above passes
+    assert not DeltaDisclosure("S", 1.0).check(data).satisfied
+    assert DeltaDisclosure("S", 1.0 + 1e-9).check(data).satisfied
+    assert DeltaDisclosure("S", 1.0).check(data).value == pytest.approx(reported)
 
 
 def test_recursive_cl_diversity_by_hand():

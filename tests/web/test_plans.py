@@ -416,3 +416,51 @@ def test_a_plan_naming_an_unknown_uploaded_hierarchy_fails_its_job(officer, data
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
     assert "holds no uploaded hierarchy '000000000000' for that column" in job.error
+
+
+def test_the_suggested_plan_runs_on_a_numeric_quasi_identifier(
+    client, officer, team, django_capture_on_commit_callbacks
+):
+    # zip read as integers: level 0 keeps the numbers while a suppressed row gets "*", and the
+    # release's Parquet file once refused such a column (ArrowInvalid: could not convert '*')
+    import pandas as pd
+
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+    from tests.web.conftest import csv_upload
+
+    table = pd.DataFrame(
+        {
+            "name": [f"person {i}" for i in range(9)],
+            "zip": [47677] * 3 + [47602] * 3 + [47905] * 2 + [47909],
+            "age": [30] * 8 + [80],
+            "sex": ["F"] * 9,
+            "disease": ["flu", "cancer", "flu", "ulcer", "flu", "cancer", "flu", "ulcer", "flu"],
+        }
+    )
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="zips")
+    tags = {"name": "identifier", "zip": "quasi_identifier", "age": "quasi_identifier"}
+    ds = dataset_set_tags(
+        user=officer, dataset=ds, tags={**tags, "sex": "quasi_identifier", "disease": "sensitive"}
+    )
+    client.force_login(officer)
+    page = client.get(
+        reverse("jobs:plan", args=[ds.pk]), {"k": 2, "suppression": 0.12, "identifiers": "drop"}
+    )
+    plan = json.loads(page.context["form"].initial["plan"])
+    search = plan["steps"][-1]
+    assert search["params"]["metric"] == "loss" and search["params"]["aggregate"] == "geometric"
+    with django_capture_on_commit_callbacks(execute=False):
+        client.post(reverse("jobs:plan", args=[ds.pk]), {"title": "z", "plan": json.dumps(plan)})
+    job = Job.objects.get(kind=JobKind.ANONYMIZE)
+    job_execute(job_id=job.pk, worker="test")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get()
+    step = release.report["steps"][-1]
+    assert step["levels"]["zip"] == 0 and step["suppressed"] == 1
+    assert "geometric mean" in step["information_loss_measure"]
+    assert all(c["satisfied"] for c in step["model_checks"])
+    published = pd.read_parquet(release_dir(release.storage_key) / "data.parquet")
+    assert sorted(published["zip"]) == ["*"] + ["47602"] * 3 + ["47677"] * 3 + ["47905"] * 2
+    page = client.get(reverse("releases:detail", args=[release.pk]))
+    assert 'data-testid="search-summary"' in page.content.decode()

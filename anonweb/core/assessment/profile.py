@@ -17,14 +17,11 @@ import pandas as pd
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import Hierarchy
-from anonweb.core.models.closeness import TCloseness, t_closeness_of
-from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of, sensitive_counts
-from anonweb.core.risk.classes import (
-    EquivalenceClasses,
-    KAnonymity,
-    equivalence_classes,
-    k_anonymity_of,
-)
+from anonweb.core.models.closeness import TClosenessResult, t_closeness_of
+from anonweb.core.models.counts import sensitive_counts
+from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of
+from anonweb.core.models.k_anonymity import KAnonymityResult, k_anonymity_of
+from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
 from anonweb.core.risk.reidentification import (
     DEFAULT_THRESHOLDS,
@@ -39,7 +36,7 @@ class SensitiveProfile:
     """Homogeneity of one sensitive attribute: l-diversity, δ-disclosure and t-closeness."""
 
     diversity: LDiversity
-    closeness: TCloseness
+    closeness: TClosenessResult
     disclosing: tuple[dict, ...] = ()  # the largest classes that share one value, QI values shown
 
     def per_class(self) -> dict[str, list]:
@@ -58,7 +55,7 @@ class RiskProfile:
     """Everything ``assess_risk`` measured. ``to_dict()`` is JSON-safe."""
 
     quasi_identifiers: tuple[str, ...]
-    anonymity: KAnonymity
+    anonymity: KAnonymityResult
     risk: ReidentificationRisk
     population: PopulationUniqueness | None
     sensitive: Mapping[str, SensitiveProfile]

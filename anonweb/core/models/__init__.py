@@ -1,1 +1,67 @@
-"""models"""
+"""Privacy models, one module each, with the checks every path calls.
+
+* :mod:`.k_anonymity` — :class:`KAnonymity`
+* :mod:`.distinct_l`, :mod:`.entropy_l`, :mod:`.recursive_l` — the l-diversity variants
+* :mod:`.t_closeness` — :class:`TCloseness` with the equal, ordered and hierarchical distances
+* :mod:`.delta_disclosure` — :class:`DeltaDisclosure`
+* :mod:`.average_risk` — :class:`AverageRisk`
+
+Each model is a frozen dataclass of its parameters (:class:`~.base.PrivacyModel`) that checks
+classes given as :class:`~.counts.ClassData`, however they were formed::
+
+    from anonweb.core.models import DistinctL, class_data
+
+    data = class_data(df, quasi_identifiers=["age", "zip"], sensitive=["disease"])
+    DistinctL("disease", 2).check(data)     # ModelCheck(satisfied=..., value=..., ...)
+    DistinctL("disease", 2).passes(data)    # one bool per class
+
+The assessment (:mod:`anonweb.core.assessment.profile`), the search
+(:mod:`anonweb.core.search.flash`), the release report and the conflict check all call these.
+"""
+
+from __future__ import annotations
+
+from anonweb.core.models.average_risk import AverageRisk
+from anonweb.core.models.base import ModelCheck, PrivacyModel
+from anonweb.core.models.counts import (
+    ClassData,
+    SensitiveCounts,
+    SensitiveDomain,
+    class_data,
+    class_data_from_codes,
+    sensitive_counts,
+)
+from anonweb.core.models.delta_disclosure import DeltaDisclosure
+from anonweb.core.models.distinct_l import DistinctL
+from anonweb.core.models.entropy_l import EntropyL
+from anonweb.core.models.k_anonymity import KAnonymity
+from anonweb.core.models.recursive_l import RecursiveCL
+from anonweb.core.models.registry import MODEL_KINDS, model_from_dict, model_to_dict
+from anonweb.core.models.t_closeness import TCloseness
+
+__all__ = [
+    "MODEL_KINDS",
+    "AverageRisk",
+    "ClassData",
+    "DeltaDisclosure",
+    "DistinctL",
+    "EntropyL",
+    "KAnonymity",
+    "ModelCheck",
+    "PrivacyModel",
+    "RecursiveCL",
+    "SensitiveCounts",
+    "SensitiveDomain",
+    "TCloseness",
+    "check_models",
+    "class_data",
+    "class_data_from_codes",
+    "model_from_dict",
+    "model_to_dict",
+    "sensitive_counts",
+]
+
+
+def check_models(models: list[PrivacyModel], data: ClassData) -> list[ModelCheck]:
+    """Each model checked on the same classes."""
+    return [m.check(data) for m in models]

@@ -1,145 +1,49 @@
-"""Homogeneity of sensitive attributes within classes: l-diversity and δ-disclosure.
+"""Homogeneity of a sensitive attribute in a table: the l-diversity models and δ-disclosure.
 
-All measures start from the same sparse table of (class, sensitive value, count) triples built
-with one ``bincount``/``unique`` over integer codes, so no Python loop runs over rows or classes.
-A missing sensitive value is a value of its own (an attacker learns "not recorded" too).
-
-* distinct l: fewest distinct values in a class (Machanavajjhala et al. 2007).
-* entropy l: exp of the smallest class entropy (natural log), kept as a float. pycanon floors it
-  to an integer, which reports e.g. 2 for a class whose entropy l is 2.9.
-* recursive (c,l): a class satisfies it when r1 < c (r_l + ... + r_m), r_i its value counts in
-  descending order. For a given c the largest l every class satisfies is reported.
-* δ-disclosure (Brickell & Shmatikov 2008): |log(p(s|class) / p(s))| < δ for every class and
-  every value s of the table; the reported figure is the bound (the infimum of such δ), infinite
-  (``None`` in JSON) when some class lacks a value of the table. ``delta_disclosure_present``
-  takes the maximum over the values each class contains only, as pycanon does.
+The figures come from the model modules (one definition each): :mod:`.distinct_l`,
+:mod:`.entropy_l`, :mod:`.recursive_l`, :mod:`.delta_disclosure`. For each, the table's figure is
+the worst class's: the smallest l, the largest δ.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from anonweb.core.errors import ParameterError
-from anonweb.core.io.frame import require_columns
-from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes, json_value
+from anonweb.core.models.counts import SensitiveCounts, counts_for, sensitive_counts
+from anonweb.core.models.delta_disclosure import delta_all_values, delta_per_class
+from anonweb.core.models.distinct_l import distinct_values
+from anonweb.core.models.entropy_l import entropy, entropy_l
+from anonweb.core.models.recursive_l import DEFAULT_C, recursive_l
+from anonweb.core.risk.classes import json_value
 
-DEFAULT_C = 2.0
-
-
-@dataclass(frozen=True)
-class SensitiveCounts:
-    """(class, value, count) triples sorted by class, then count descending.
-
-    ``values`` holds the distinct sensitive values (index = value code), ``value_counts`` their
-    counts in the whole table; ``starts[j]`` is the first triple of class ``j``.
-    """
-
-    attribute: str
-    classes: EquivalenceClasses = field(repr=False)
-    cls: np.ndarray = field(repr=False)
-    val: np.ndarray = field(repr=False)
-    cnt: np.ndarray = field(repr=False)
-    values: pd.Index = field(repr=False)
-    value_counts: np.ndarray = field(repr=False)
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return self.classes.sizes
-
-    @property
-    def distinct(self) -> np.ndarray:
-        return np.bincount(self.cls, minlength=self.classes.count)
-
-    @property
-    def starts(self) -> np.ndarray:
-        d = self.distinct
-        return np.concatenate(([0], np.cumsum(d)[:-1]))
-
-    @property
-    def share(self) -> np.ndarray:
-        """p(value | class) of each triple."""
-        return self.cnt / self.sizes[self.cls]
-
-
-def sensitive_counts(ec: EquivalenceClasses, series: pd.Series) -> SensitiveCounts:
-    """Count each sensitive value in each class (sparse: only the pairs that occur)."""
-    codes, values = pd.factorize(series, use_na_sentinel=False)
-    vcodes, m = codes.astype(np.int64, copy=False), len(values)
-    n_classes = ec.count
-    key = ec.codes * m + vcodes
-    if n_classes * m <= max(4 * ec.rows, 1 << 20):
-        dense = np.bincount(key, minlength=n_classes * m)
-        key = np.flatnonzero(dense)
-        cnt = dense[key]
-    else:
-        key, cnt = np.unique(key, return_counts=True)
-    cls, val = np.divmod(key, m)
-    order = np.lexsort((-cnt, cls))
-    return SensitiveCounts(
-        attribute=str(series.name),
-        classes=ec,
-        cls=cls[order],
-        val=val[order],
-        cnt=cnt[order].astype(np.int64),
-        values=values,
-        value_counts=np.bincount(vcodes, minlength=m),
-    )
-
-
-def counts_for(
-    df: pd.DataFrame, *, quasi_identifiers: Sequence[str], sensitive: str
-) -> SensitiveCounts:
-    ec = equivalence_classes(df, quasi_identifiers=quasi_identifiers)
-    require_columns(df, [sensitive], role="sensitive attribute")
-    if sensitive in ec.quasi_identifiers:
-        raise ParameterError(f"{sensitive!r} cannot be both a quasi-identifier and sensitive")
-    return sensitive_counts(ec, df[sensitive])
-
-
-def recursive_l(sc: SensitiveCounts, c: float) -> np.ndarray:
-    """Per class, the largest l with r1 < c (r_l + ... + r_m); 0 if not even l = 1."""
-    if not c > 0:
-        raise ParameterError(f"recursive diversity needs c > 0, got {c}")
-    sizes = sc.sizes[sc.cls]
-    cum = np.cumsum(sc.cnt)
-    before = cum - sc.cnt  # counts of the triples before this one, over all classes
-    starts = sc.starts
-    within_before = before - before[starts][sc.cls]
-    tail = sizes - within_before  # r_l + ... + r_m for l = rank of this triple + 1
-    top = sc.cnt[starts][sc.cls]
-    # tail shrinks as l grows, so the ranks that pass form a prefix: count them.
-    ok = top < c * tail
-    return np.bincount(sc.cls, weights=ok, minlength=sc.classes.count).astype(np.int64)
-
-
-def entropy(sc: SensitiveCounts) -> np.ndarray:
-    """Natural-log entropy of the sensitive attribute within each class."""
-    p = sc.share
-    return -np.bincount(sc.cls, weights=p * np.log(p), minlength=sc.classes.count)
-
-
-def delta_per_class(sc: SensitiveCounts, *, present_only: bool = False) -> np.ndarray:
-    """Smallest δ bound per class: max |log(p(s|class)/p(s))|, inf if a value is absent.
-
-    ``present_only`` skips the values a class lacks (pycanon's reading): a weaker figure, since
-    learning that a target does *not* have a value is a disclosure too.
-    """
-    p_table = sc.value_counts[sc.val] / sc.classes.rows
-    ratio = np.abs(np.log(sc.share / p_table))
-    out = np.zeros(sc.classes.count)
-    np.maximum.at(out, sc.cls, ratio)
-    if not present_only:
-        out[sc.distinct < len(sc.values)] = np.inf
-    return out
+__all__ = [
+    "DEFAULT_C",
+    "LDiversity",
+    "SensitiveCounts",
+    "counts_for",
+    "delta_per_class",
+    "entropy",
+    "l_diversity",
+    "l_diversity_of",
+    "recursive_l",
+    "sensitive_counts",
+]
 
 
 @dataclass(frozen=True)
 class LDiversity:
-    """l-diversity of one sensitive attribute (table figures; per-class data in ``per_class``)."""
+    """l-diversity of one sensitive attribute (table figures; per-class data in ``per_class``).
+
+    ``delta_disclosure`` is the δ-disclosure model's figure (log2, over the values a class
+    holds); ``delta_disclosure_all_values`` counts the values a class lacks too (infinite, None
+    in JSON, when some class lacks a value of the table).
+    """
 
     attribute: str
     l_distinct: int
@@ -147,7 +51,7 @@ class LDiversity:
     recursive_c: float
     l_recursive: int
     delta_disclosure: float
-    delta_disclosure_present: float
+    delta_disclosure_all_values: float
     homogeneous_classes: int
     homogeneous_records: int
     counts: SensitiveCounts = field(repr=False, compare=False)
@@ -158,23 +62,25 @@ class LDiversity:
             raise ParameterError(f"recursive diversity needs l >= 1, got {l}")
         return bool((recursive_l(self.counts, c) >= l).all())
 
-    def per_class(self) -> dict[str, list]:
+    def per_class(self) -> dict[str, list[Any]]:
         """Per-class lists (aligned with the class order), ready for charts."""
         sc = self.counts
         starts = sc.starts
         return {
             "size": sc.sizes.tolist(),
-            "l_distinct": sc.distinct.tolist(),
-            "l_entropy": np.exp(entropy(sc)).tolist(),
+            "l_distinct": distinct_values(sc).tolist(),
+            "l_entropy": entropy_l(sc).tolist(),
             "l_recursive": recursive_l(sc, self.recursive_c).tolist(),
-            "delta": [None if np.isinf(d) else float(d) for d in delta_per_class(sc)],
+            "delta": delta_per_class(sc).tolist(),
             "top_value": [json_value(sc.values[v]) for v in sc.val[starts]],
             "top_share": (sc.cnt[starts] / sc.sizes).tolist(),
         }
 
-    def homogeneous(self, df: pd.DataFrame, *, limit: int | None = None) -> list[dict]:
+    def homogeneous(self, df: pd.DataFrame, *, limit: int | None = None) -> list[dict[str, Any]]:
         """Classes whose members all share one sensitive value: QI values, size and the value."""
         sc = self.counts
+        if sc.classes is None:
+            raise ParameterError("these counts were not grouped from a table")
         which = np.flatnonzero(sc.distinct == 1)
         which = which[np.argsort(-sc.sizes[which], kind="stable")][:limit]
         qis = sc.classes.describe(df, which)
@@ -184,14 +90,18 @@ class LDiversity:
             for q, j, v in zip(qis, which, sc.val[starts], strict=True)
         ]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "l_distinct": self.l_distinct,
             "l_entropy": self.l_entropy,
             "recursive_c": self.recursive_c,
             "l_recursive": self.l_recursive,
-            "delta_disclosure": None if np.isinf(self.delta_disclosure) else self.delta_disclosure,
-            "delta_disclosure_present": self.delta_disclosure_present,
+            "delta_disclosure": self.delta_disclosure,
+            "delta_disclosure_all_values": (
+                None
+                if np.isinf(self.delta_disclosure_all_values)
+                else self.delta_disclosure_all_values
+            ),
             "homogeneous_classes": self.homogeneous_classes,
             "homogeneous_records": self.homogeneous_records,
             "distinct_values": len(self.counts.values),
@@ -199,7 +109,7 @@ class LDiversity:
 
 
 def l_diversity_of(sc: SensitiveCounts, *, recursive_c: float = DEFAULT_C) -> LDiversity:
-    distinct = sc.distinct
+    distinct = distinct_values(sc)
     homogeneous = distinct == 1
     return LDiversity(
         attribute=sc.attribute,
@@ -208,7 +118,7 @@ def l_diversity_of(sc: SensitiveCounts, *, recursive_c: float = DEFAULT_C) -> LD
         recursive_c=float(recursive_c),
         l_recursive=int(recursive_l(sc, recursive_c).min()),
         delta_disclosure=float(delta_per_class(sc).max()),
-        delta_disclosure_present=float(delta_per_class(sc, present_only=True).max()),
+        delta_disclosure_all_values=float(delta_all_values(sc).max()),
         homogeneous_classes=int(homogeneous.sum()),
         homogeneous_records=int(sc.sizes[homogeneous].sum()),
         counts=sc,

@@ -179,38 +179,6 @@ def equivalence_classes(
     return EquivalenceClasses(tuple(qis), codes, np.bincount(codes))
 
 
-@dataclass(frozen=True)
-class KAnonymity:
-    """k (smallest class), number of classes, uniques and the class-size distribution."""
-
-    rows: int
-    classes: int
-    k: int
-    uniques: int
-    class_sizes: tuple[tuple[int, int], ...]  # (size, number of classes), ascending
-
-    def to_dict(self) -> dict:
-        return {
-            "rows": self.rows,
-            "classes": self.classes,
-            "k": self.k,
-            "uniques": self.uniques,
-            "class_sizes": [
-                {"size": s, "classes": c, "records": s * c} for s, c in self.class_sizes
-            ],
-        }
-
-
-def k_anonymity_of(ec: EquivalenceClasses) -> KAnonymity:
-    dist = tuple((d["size"], d["classes"]) for d in ec.size_distribution())
-    return KAnonymity(ec.rows, ec.count, ec.k, ec.uniques, dist)
-
-
-def k_anonymity(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -> KAnonymity:
-    """k-anonymity of ``df`` over the quasi-identifiers (missing values form their own class)."""
-    return k_anonymity_of(equivalence_classes(df, quasi_identifiers=quasi_identifiers))
-
-
 def json_value(value: object) -> object:
     """A cell value as JSON-safe Python: NaN/None/NaT become None, NumPy scalars plain."""
     if value is None:

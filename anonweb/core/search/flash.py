@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,9 @@ import pandas as pd
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
-from anonweb.core.models.criteria import AverageRisk, KAnonymity, TCloseness
+from anonweb.core.models.base import PrivacyModel
+from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
+from anonweb.core.models.k_anonymity import KAnonymity
 from anonweb.core.search.lattice import (
     ClassTable,
     ClassTableCache,
@@ -41,7 +43,7 @@ from anonweb.core.search.lattice import (
     pack_levels,
     packed_leq,
 )
-from anonweb.core.search.metrics import DiscernibilityMetric, Metric, make_metric
+from anonweb.core.search.metrics import Metric, make_metric
 
 MAX_LATTICE = 2_000_000
 SUPPRESSED = "*"
@@ -54,13 +56,15 @@ class SearchResult:
     suppressed: int
     k: int
     classes: int
-    information_loss: float
+    information_loss: float  # exactly the score minimised (see information_loss_measure)
     loss_per_qi: dict[str, float]
     metric: str
     models: tuple[str, ...]
     search: dict[str, Any]
     row_suppressed: np.ndarray = field(repr=False, compare=False)
     table: EncodedTable = field(repr=False, compare=False)
+    aggregate: str | None = None
+    information_loss_measure: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,23 +74,33 @@ class SearchResult:
             "k": self.k,
             "classes": self.classes,
             "information_loss": self.information_loss,
+            "information_loss_measure": self.information_loss_measure,
             "loss_per_qi": dict(self.loss_per_qi),
             "metric": self.metric,
+            "aggregate": self.aggregate,
             "models": list(self.models),
             "search": dict(self.search),
         }
 
     def apply(self, df: pd.DataFrame) -> pd.DataFrame:
-        """The generalized table: QIs at the chosen levels, suppressed rows ``*`` in every QI."""
+        """The generalized table: QIs at the chosen levels, suppressed rows ``*`` in every QI.
+
+        A generalized or suppressed column is text throughout (the hierarchy's labels; level 0
+        is each value as the hierarchy writes it), so that numbers never share a column with
+        ``*`` or interval labels and the table can be written to Parquet. A column left at
+        level 0 with nothing suppressed keeps its type.
+        """
         out = df.copy()
+        suppressed = self.row_suppressed.any()
         for q, name in zip(self.table.qis, self.quasi_identifiers):
             level = self.levels[name]
-            if level == 0:
-                col = df[name].astype(object)
-            else:
-                codes = q.level_codes[level][q.row_index]
-                col = pd.Series(q.labels[level][codes], index=df.index, dtype=object)
-            out[name] = col.where(~self.row_suppressed, SUPPRESSED)
+            if level == 0 and not suppressed:
+                continue
+            labels = q.labels[level].copy()
+            labels[pd.isna(labels)] = None  # a missing value stays missing, as None
+            col = labels[q.level_codes[level][q.row_index]]
+            col[self.row_suppressed] = SUPPRESSED
+            out[name] = pd.Series(col, index=df.index, dtype=object)
         return out
 
 
@@ -99,57 +113,67 @@ class _Eval:
 
 
 class _Checker:
-    """Per-class privacy checks for one node."""
+    """A node's classes checked against every model, through the models' own checks.
 
-    def __init__(self, table: EncodedTable, models: Sequence[Any], suppression: float) -> None:
+    Per-class models decide which classes are suppressed (the monotonic ones first: if their
+    failures alone exceed the limit, the node and all its specializations fail); table-wide
+    models (average risk) are then decided on the classes kept.
+    """
+
+    def __init__(
+        self, table: EncodedTable, models: Sequence[PrivacyModel], suppression: float
+    ) -> None:
         self.table = table
         self.max_out = math.floor(suppression * table.n + 1e-9)
-        ks = [m.k for m in models if isinstance(m, KAnonymity)]
-        self.k = max(ks) if ks else 1
-        self.sa_models = [m for m in models if getattr(m, "sensitive", None) is not None]
+        self.mono = [m for m in models if m.per_class and m.monotonic]
+        self.other = [m for m in models if m.per_class and not m.monotonic]
+        self.table_wide = [m for m in models if not m.per_class]
         self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
-        self.risk = [m for m in models if isinstance(m, AverageRisk)]
-        self.q = {s: table.sa_global(i) for i, s in enumerate(table.sensitive)}
-        self.qn = {s: q / q.sum() for s, q in self.q.items()}
+        self.domains = {
+            s: SensitiveDomain(s, table.sa_values[i], table.sa_global(i).astype(np.int64))
+            for s, i in self.sa_index.items()
+        }
         self.only_mono = all(m.monotonic for m in models)
+
+    def _data(self, sizes: np.ndarray, hist: Callable[[int], np.ndarray]) -> ClassData:
+        def counts(name: str) -> SensitiveCounts:
+            return SensitiveCounts.from_histogram(self.domains[name], hist(self.sa_index[name]))
+
+        return ClassData(sizes, counts)
 
     def check(self, levels: Sequence[int], parent: ClassTable | None = None) -> _Eval:
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
         sizes = ct.sizes
-        fail = sizes < self.k
-        for m in self.sa_models:
-            if m.monotonic:
-                fail |= ~m.passes(ct.hist(self.sa_index[m.sensitive]), self.q[m.sensitive])
+        data = self._data(sizes, ct.hist)
+        fail = np.zeros(len(sizes), dtype=bool)
+        for m in self.mono:
+            fail |= ~m.passes(data)
         if sizes[fail].sum() > self.max_out:
             return _Eval(False, False, ct)
-        for m in self.sa_models:
-            if not m.monotonic:
-                fail = fail | ~self._passes(m, ct.hist(self.sa_index[m.sensitive]), sizes)
+        for m in self.other:
+            fail |= ~m.passes(data)
         ok = bool(sizes[fail].sum() <= self.max_out)
-        kept = sizes[~fail]
-        for r in self.risk:
-            ok = ok and (len(kept) == 0 or len(kept) / kept.sum() <= r.threshold + 1e-12)
+        if ok and self.table_wide:
+            kept = data.select(~fail)
+            ok = all(m.satisfied(kept) for m in self.table_wide)
         return _Eval(True, ok, ct, fail)
 
     def check_many(self, nodes: np.ndarray, parents: Sequence[ClassTable]) -> list[_Eval]:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
         batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
         sizes = batch.sizes
-        fail = sizes < self.k
-        for m in self.sa_models:
-            if m.monotonic:
-                fail |= ~m.passes(batch.hists[self.sa_index[m.sensitive]], self.q[m.sensitive])
+        data = self._data(sizes, batch.hists.__getitem__)
+        fail = np.zeros(len(sizes), dtype=bool)
+        for m in self.mono:
+            fail |= ~m.passes(data)
         mono_out = batch.per_node(np.where(fail, sizes, 0))
-        for m in self.sa_models:
-            if not m.monotonic:
-                fail = fail | ~self._passes(m, batch.hists[self.sa_index[m.sensitive]], sizes)
+        for m in self.other:
+            fail |= ~m.passes(data)
         ok = batch.per_node(np.where(fail, sizes, 0)) <= self.max_out
-        if self.risk:
-            kept_classes = batch.per_node((~fail).astype(float))
-            kept_rows = batch.per_node(np.where(fail, 0, sizes))
-            for r in self.risk:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ok &= (kept_classes == 0) | (kept_classes / kept_rows <= r.threshold + 1e-12)
+        if self.table_wide:
+            kept = data.select(~fail)
+            for m in self.table_wide:
+                ok &= m.satisfied_in_groups(kept, batch.node_of[~fail], len(parents))
         evals = []
         for b in range(len(parents)):
             ct = batch.table(b)
@@ -160,27 +184,17 @@ class _Checker:
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
 
-    def _passes(self, model, hist, sizes):
-        q = self.q[model.sensitive]
-        if isinstance(model, TCloseness) and model.distance == "equal":
-            # emd() for the equal distance, with the class sizes already known (the same sums)
-            dist = 0.5 * np.abs(hist / sizes[:, None] - self.qn[model.sensitive]).sum(axis=1)
-            return dist <= model.t + 1e-12
-        if isinstance(model, TCloseness):
-            values = self.table.sa_values[self.sa_index[model.sensitive]]
-            return model.passes(hist, q, values)
-        return model.passes(hist, q)
 
-
-def _lex_less(keys: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Row-wise ``keys[i] < ref`` in lexicographic order."""
+def _lex_less(keys: np.ndarray, ref: np.ndarray, index: np.ndarray, ref_index: int) -> np.ndarray:
+    """Row-wise ``(keys[i], index[i]) < (ref, ref_index)`` in lexicographic order: equal keys
+    are ordered by node index, i.e. by the node's levels, first QI first."""
     result = np.zeros(len(keys), dtype=bool)
     undecided = np.ones(len(keys), dtype=bool)
     for col in range(keys.shape[1]):
         less, greater = keys[:, col] < ref[col], keys[:, col] > ref[col]
         result |= undecided & less
         undecided &= ~(less | greater)
-    return result
+    return result | (undecided & (index < ref_index))
 
 
 def validate_search(df, quasi_identifiers, hierarchies, models, suppression) -> None:
@@ -208,7 +222,7 @@ def optimal_generalization(
     k: int | None = None,
     suppression: float = 0.0,
     metric: str = "loss",
-    aggregate: str = "rank",
+    aggregate: str | None = None,
     max_nodes: int | None = None,
     time_limit: float | None = None,
     table: EncodedTable | None = None,
@@ -216,7 +230,10 @@ def optimal_generalization(
     """Find the full-domain generalization of least loss meeting every model.
 
     ``models`` are instances from :mod:`anonweb.core.models.criteria`; ``k`` is a shortcut for
-    ``KAnonymity(k)``. ``aggregate`` compares per-QI losses (ARX's default: ``rank``).
+    ``KAnonymity(k)``. ``metric`` and ``aggregate`` name the objective (ARX's default, Loss
+    aggregated by the geometric mean, when left out; see :mod:`anonweb.core.search.metrics`).
+    Among nodes of equal score, the one with the lowest levels, first QI first, wins, whatever
+    the order nodes were checked in.
     ``max_nodes`` / ``time_limit`` bound the exhaustive search (then a heuristic, reported in
     ``search``). ``table`` reuses an :class:`EncodedTable` of ``df`` built with the same QIs and
     sensitive columns (to search several settings without re-encoding).
@@ -271,6 +288,8 @@ def _result(df, table, checker, scorer, models, node, ev, values, run, started) 
         information_loss=scorer.summary(values),
         loss_per_qi=per_qi,
         metric=scorer.name,
+        aggregate=scorer.aggregate if scorer.per_qi else None,
+        information_loss_measure=scorer.describe(),
         models=tuple(m.describe() for m in models),
         search=search,
         row_suppressed=out_rows,
@@ -286,7 +305,7 @@ class _Search:
         self.optimal = True
         self.algorithm = "flash-bound"
         self.note = ""
-        self.best: tuple | None = None  # (key, node, eval, values)
+        self.best: tuple | None = None  # (key, node, eval, values, index)
         self.nodes = None
 
     def solve(self):
@@ -304,7 +323,8 @@ class _Search:
         self.packed = pack_levels(self.nodes)
         self.strides = np.array([int(np.prod(heights[i + 1 :])) for i in range(len(heights))])
         self.bkey = self.scorer.key(self.scorer.bounds(self.nodes))
-        self.order = np.lexsort(self.bkey.T[::-1])
+        self.order = np.lexsort(self.bkey.T[::-1])  # stable: equal bounds in node order
+        self.index = np.arange(size)
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
         self.status = np.zeros(size, dtype=np.int8)
@@ -323,7 +343,7 @@ class _Search:
                 return self._greedy()
         if self.best is None:
             return None, None, None
-        _, node, ev, values = self.best
+        _, node, ev, values, _ = self.best
         return node, ev, values
 
     def _budget(self) -> None:
@@ -384,12 +404,12 @@ class _Search:
     def _offer(self, idx: int, ev: _Eval) -> None:
         values = self._values(self.nodes[idx], ev)
         key = self.scorer.key(values[None, :])[0]
-        if self.best is None or tuple(key) < tuple(self.best[0]):
-            self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values)
-            self.alive &= _lex_less(self.bkey, key)
+        if self.best is None or (tuple(key), idx) < (tuple(self.best[0]), self.best[4]):
+            self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values, idx)
+            self.alive &= _lex_less(self.bkey, key, self.index, idx)
 
     def _values(self, node, ev: _Eval) -> np.ndarray:
-        if isinstance(self.scorer, DiscernibilityMetric):
+        if not self.scorer.per_qi:
             return self.scorer.from_classes(ev.ct.sizes, ev.out_classes)
         out = ev.out_classes
         return self.scorer.actual(node, ev.ct.rep[out], ev.ct.sizes[out])
@@ -425,7 +445,7 @@ class _Search:
     def _bound_phase(self) -> None:
         """Score the nodes passing the monotonic models, cheapest bound first."""
         exact = self.checker.only_mono and self.checker.max_out == 0
-        if exact and not isinstance(self.scorer, DiscernibilityMetric):
+        if exact and self.scorer.per_qi:
             for idx in self.order:
                 if not self.alive[idx]:
                     return

@@ -44,12 +44,9 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     """Encode ``series`` against ``hierarchy``; raises if a value is not covered."""
     # work on the distinct values only: a column has far fewer of them than rows
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    index = hierarchy._index  # value -> hierarchy row, built once with the hierarchy
-    found = np.fromiter(
-        (index.get(str(v), -1) for v in uniques), dtype=np.int64, count=len(uniques)
-    )
+    found = hierarchy.rows_of(uniques)  # by value: 39.0 of a float column finds the line 39
     if (found < 0).any():
-        hierarchy.validate_covers(pd.Series(uniques, dtype=object))  # raises, naming the values
+        hierarchy.validate_covers(series)  # raises, naming the values in both forms
     rows = hierarchy.rows
     size = len(rows)
     idx = np.append(found, size)[codes]  # code -1 (missing) takes the last entry
@@ -77,10 +74,10 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     return EncodedQI(str(series.name), hierarchy, idx, level_codes, labels, shares)
 
 
-def encode_sensitive(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def encode_sensitive(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """Codes per row and the distinct values (missing is a value of its own)."""
     codes, uniques = pd.factorize(series, use_na_sentinel=False)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    return codes.astype(np.int64), pd.Index(uniques)
 
 
 class EncodedTable:

@@ -1,115 +1,227 @@
-"""Information-loss metrics for full-domain generalization with suppression.
+"""Information-loss metrics for full-domain generalization with suppression (ARX's quality
+models, with ARX's defaults).
 
-* ``loss`` — ARX's default "Loss" (``MetricMDNMLoss`` with generalization/suppression factor 0.5):
-  per QI, each record costs the share of the domain its generalized value covers (leaves under
-  it / hierarchy size), a suppressed record costs 1; the sum is normalized to [0, 1] between
-  "no generalization" and "everything suppressed". Nodes are compared by ARX's default
-  aggregate, the *rank*: per-QI losses sorted in descending order, compared lexicographically.
+Per quasi-identifier metrics, aggregated over the QIs (``aggregate``):
+
+* ``loss`` — ARX's default "Loss" (``MetricMDNMLoss``, generalization/suppression factor 0.5):
+  per QI, each kept record costs the share of the domain its generalized value covers (leaves
+  under it / hierarchy size), a suppressed record costs 1; the sum is normalized to [0, 1]
+  between "no generalization" and "everything suppressed". Aggregated by the **geometric
+  mean**, prod(1 + v_i)^(1/d) - 1, ARX's default since version 3.3.0.
 * ``entropy`` — non-uniform entropy (``MetricMDNUEntropy``): per record and QI,
   ``-log2(freq(original) / freq(generalized))``; suppressed records count as generalized to the
-  root. Summed over QIs.
-* ``discernibility`` — ``MetricSDNMDiscernability``: a kept class of size s costs s², a
-  suppressed record costs n.
+  root. Aggregated by the sum.
+* ``precision`` — Sweeney's precision (``MetricMDNMPrecision``): per QI, level / height for a
+  kept record, 1 for a suppressed one, averaged over records. Aggregated by the arithmetic mean.
+* ``height`` — the generalization levels (``MetricMDHeight``); suppression is free. Summed.
 
-Each metric gives a lower bound computed without grouping (the loss ignoring suppression), which
-never decreases when a node is generalized further; the search uses it to prune.
+Whole-table metrics: ``discernibility`` (``MetricSDNMDiscernability``: a kept class of size s
+costs s², a suppressed record costs n) and ``aecs`` (``MetricSDAECS``: the average class size,
+the suppressed records forming one class).
+
+Aggregates: ``geometric``, ``arithmetic``, ``sum``, ``max``, and ``rank`` (per-QI values sorted
+in descending order, compared lexicographically: ARX's default before 3.3.0).
+
+As ARX does, each per-QI value keeps 10 decimals (the rest cut off), so that float noise cannot
+break ties; Loss and precision are computed from exact integers before that cut. The aggregate
+compared is rounded to 12 decimals, so that the same values in another order tie exactly; ties
+are then decided by the node (see :mod:`anonweb.core.search.flash`).
+
+Each metric gives a lower bound computed without grouping (the loss ignoring suppression),
+which never decreases when a node is generalized further; the search uses it to prune.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.search.lattice import EncodedTable
 
-METRICS = ("loss", "entropy", "discernibility")
-AGGREGATES = ("rank", "geometric", "arithmetic", "sum", "max")
+METRICS = ("loss", "entropy", "precision", "height", "discernibility", "aecs")
+AGGREGATES = ("geometric", "rank", "arithmetic", "sum", "max")
+DEFAULT_AGGREGATE = {"loss": "geometric", "entropy": "sum", "precision": "arithmetic"}
+_AGGREGATE_TEXT = {
+    "geometric": "geometric mean over the quasi-identifiers",
+    "arithmetic": "arithmetic mean over the quasi-identifiers",
+    "sum": "sum over the quasi-identifiers",
+    "max": "largest value over the quasi-identifiers",
+    "rank": (
+        "rank: per-QI values sorted, largest first, compared in that order "
+        "(the largest is reported)"
+    ),
+}
+_DIGITS = 10**10
+
+
+def floor10(values: np.ndarray) -> np.ndarray:
+    """Keep 10 decimals, cutting the rest off (ARX's ``Metric.round``)."""
+    return np.floor(np.asarray(values, dtype=float) * _DIGITS) / _DIGITS
+
+
+def exact_floor10(num: int, den: int) -> float:
+    """num / den with 10 decimals kept, computed on integers (no float noise)."""
+    if den <= 0 or num <= 0:
+        return 0.0
+    return (num * _DIGITS // den) / _DIGITS
+
+
+def aggregate_value(values: np.ndarray, how: str) -> np.ndarray:
+    """The aggregate of each row of per-QI values (rank: its largest value)."""
+    if how == "geometric":
+        d = values.shape[1]
+        return np.asarray(np.prod(values + 1.0, axis=1) ** (1.0 / d) - 1.0)
+    if how == "arithmetic":
+        return np.asarray(values.mean(axis=1))
+    if how == "sum":
+        return np.asarray(values.sum(axis=1))
+    return np.asarray(values.max(axis=1))  # max, and rank's leading value
 
 
 class Metric:
-    name = "metric"
-    per_qi = True
+    name: ClassVar[str] = "metric"
+    title: ClassVar[str] = "metric"
+    per_qi: ClassVar[bool] = True
 
-    def __init__(self, table: EncodedTable, aggregate: str = "rank") -> None:
+    def __init__(self, table: EncodedTable, aggregate: str | None = None) -> None:
+        aggregate = aggregate or DEFAULT_AGGREGATE.get(self.name, "sum")
         if aggregate not in AGGREGATES:
             raise ParameterError(
                 f"unknown aggregate {aggregate!r} (one of {', '.join(AGGREGATES)})"
             )
         self.table = table
-        self.aggregate = aggregate
-        self.cost: list[list[np.ndarray]] = []  # per QI, per level: cost per distinct row
-        self.out_cost: list[np.ndarray] = []  # per QI: cost of a suppressed distinct row
-        self.level_sums: list[np.ndarray] = []  # per QI: bound (sum of costs) per level
-
-    def _finish(self) -> None:
-        # plain multiply-and-sum: a BLAS dot product may spin threads on a busy machine
-        w = self.table.weights.astype(float)
-        self.level_sums = [np.array([float((w * c).sum()) for c in levels]) for levels in self.cost]
+        self.aggregate = aggregate if self.per_qi else "sum"
+        self.level_values: list[np.ndarray] = []  # per QI: the value per level, nothing out
 
     def bounds(self, nodes: np.ndarray) -> np.ndarray:
-        raw = np.column_stack([self.level_sums[i][nodes[:, i]] for i in range(nodes.shape[1])])
-        return self.normalize(raw)
+        """Per-QI lower bounds of each node (its values if nothing were suppressed)."""
+        return np.column_stack([self.level_values[i][nodes[:, i]] for i in range(nodes.shape[1])])
 
-    def actual(self, levels, rep_out: np.ndarray, sizes_out: np.ndarray) -> np.ndarray:
-        """Per-QI loss of a node whose suppressed classes have representatives ``rep_out``.
+    def actual(
+        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
+    ) -> np.ndarray:
+        """Per-QI values of a node whose suppressed classes have representatives ``rep_out``
+        (one distinct row each) and sizes ``sizes_out``."""
+        raise NotImplementedError
 
-        The extra cost of suppressing a record depends only on its generalized value, so one
-        representative row per suppressed class is enough.
-        """
-        raw = np.array([self.level_sums[i][lv] for i, lv in enumerate(levels)], dtype=float)
-        if len(rep_out):
-            w = sizes_out.astype(float)
-            for i, lv in enumerate(levels):
-                raw[i] += (w * (self.out_cost[i][rep_out] - self.cost[i][lv][rep_out])).sum()
-        return self.normalize(raw[None, :])[0]
-
-    def normalize(self, raw: np.ndarray) -> np.ndarray:
-        return raw
+    def from_classes(self, sizes: np.ndarray, out_classes: np.ndarray) -> np.ndarray:
+        """For a whole-table metric: its value from the node's classes."""
+        raise NotImplementedError
 
     def key(self, values: np.ndarray) -> np.ndarray:
         """Sortable key (rows compared lexicographically; smaller is better)."""
         if self.aggregate == "rank":
             return -np.sort(-values, axis=1)
-        if self.aggregate == "geometric":
-            d = values.shape[1]
-            return (np.prod(values + 1.0, axis=1) ** (1.0 / d) - 1.0)[:, None]
-        if self.aggregate == "arithmetic":
-            return values.mean(axis=1, keepdims=True)
-        if self.aggregate == "max":
-            return values.max(axis=1, keepdims=True)
-        return values.sum(axis=1, keepdims=True)
+        return np.round(aggregate_value(values, self.aggregate), 12)[:, None]
 
     def summary(self, values: np.ndarray) -> float:
-        """One number for reports: the mean over QIs (or the single value)."""
-        return float(np.round(values.mean(), 10))
+        """The score minimised, as one number for reports (rank: the largest per-QI value)."""
+        return float(aggregate_value(np.asarray(values, dtype=float)[None, :], self.aggregate)[0])
+
+    def describe(self) -> str:
+        """What ``information_loss`` is, in words."""
+        if not self.per_qi:
+            return self.title
+        return f"{self.title}, {_AGGREGATE_TEXT[self.aggregate]}"
 
 
 class LossMetric(Metric):
     name = "loss"
+    title = "ARX's Loss (share of each value's domain covered, suppressed records cost 1)"
 
-    def __init__(self, table: EncodedTable, aggregate: str = "rank") -> None:
+    def __init__(self, table: EncodedTable, aggregate: str | None = None) -> None:
         super().__init__(table, aggregate)
         n = table.n
-        self.lo = np.array([n / len(q.hierarchy.rows) for q in table.qis])
-        self.hi = float(n)
+        w = table.weights
+        self.leaves: list[list[np.ndarray]] = []  # per QI, per level: leaves per distinct row
+        self.size: list[int] = []  # per QI: hierarchy size (leaves under the root)
+        self.level_sums: list[list[int]] = []  # per QI, per level: sum of leaves over records
         for i, q in enumerate(table.qis):
-            self.cost.append([q.shares[lv][table.full_codes[i][lv]] for lv in range(q.height)])
-            self.out_cost.append(np.ones(table.m))
-        self._finish()
+            size = len(q.hierarchy.rows)
+            per_level = [
+                np.rint(q.shares[lv][table.full_codes[i][lv]] * size).astype(np.int64)
+                for lv in range(q.height)
+            ]
+            self.leaves.append(per_level)
+            self.size.append(size)
+            self.level_sums.append([int((w * leaves).sum()) for leaves in per_level])
+        self.level_values = [
+            np.array([self._normalize(i, s) for s in sums])
+            for i, sums in enumerate(self.level_sums)
+        ]
+        self.n = n
 
-    def normalize(self, raw: np.ndarray) -> np.ndarray:
-        span = np.where(self.hi - self.lo > 0, self.hi - self.lo, 1.0)
-        # rounded so that float noise cannot break ties differently from ARX
-        return np.round(np.maximum((raw - self.lo) / span, 0.0), 12)
+    def _normalize(self, i: int, raw: int) -> float:
+        # (raw / size - n / size) / (n - n / size), multiplied through by size
+        n, size = self.table.n, self.size[i]
+        return exact_floor10(raw - n, n * (size - 1))
+
+    def actual(
+        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
+    ) -> np.ndarray:
+        out = np.empty(len(levels))
+        w = sizes_out.astype(np.int64)
+        for i, lv in enumerate(levels):
+            raw = self.level_sums[i][lv]
+            if len(rep_out):
+                raw += int((w * (self.size[i] - self.leaves[i][lv][rep_out])).sum())
+            out[i] = self._normalize(i, raw)
+        return out
+
+
+class PrecisionMetric(Metric):
+    name = "precision"
+    title = "precision (level / height per record, suppressed records cost 1)"
+
+    def __init__(self, table: EncodedTable, aggregate: str | None = None) -> None:
+        super().__init__(table, aggregate)
+        self.heights = [max(q.height - 1, 0) for q in table.qis]
+        self.level_values = [
+            np.array([exact_floor10(lv, h) if h else 0.0 for lv in range(h + 1)])
+            for h in self.heights
+        ]
+
+    def actual(
+        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
+    ) -> np.ndarray:
+        n, out_n = self.table.n, int(sizes_out.sum())
+        values = []
+        for lv, h in zip(levels, self.heights):
+            if h == 0:
+                values.append(exact_floor10(out_n, n))
+            else:
+                values.append(exact_floor10((n - out_n) * int(lv) + out_n * h, n * h))
+        return np.array(values)
+
+
+class HeightMetric(Metric):
+    name = "height"
+    title = "generalization height (levels; suppression is free)"
+
+    def __init__(self, table: EncodedTable, aggregate: str | None = None) -> None:
+        super().__init__(table, aggregate)
+        self.level_values = [np.arange(q.height, dtype=float) for q in table.qis]
+
+    def actual(
+        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
+    ) -> np.ndarray:
+        return np.asarray(levels, dtype=float)
 
 
 class EntropyMetric(Metric):
     name = "entropy"
+    title = "non-uniform entropy (bits lost per record)"
 
-    def __init__(self, table: EncodedTable, aggregate: str = "sum") -> None:
-        super().__init__(table, "sum" if aggregate == "rank" else aggregate)
+    def __init__(self, table: EncodedTable, aggregate: str | None = None) -> None:
+        super().__init__(table, aggregate)
         w = table.weights
         logn = np.log2(table.n)
+        wf = w.astype(float)
+        self.cost: list[list[np.ndarray]] = []
+        self.out_cost: list[np.ndarray] = []
         for i in range(len(table.qis)):
             freqs = [
                 np.bincount(c, weights=w, minlength=card)
@@ -118,18 +230,25 @@ class EntropyMetric(Metric):
             base = np.log2(freqs[0][table.codes[i][0]])
             self.cost.append([np.log2(f[c]) - base for f, c in zip(freqs, table.codes[i])])
             self.out_cost.append(logn - base)
-        self._finish()
+        # plain multiply-and-sum: a BLAS dot product may spin threads on a busy machine
+        self.level_sums = [np.array([float((wf * c).sum()) for c in lv]) for lv in self.cost]
+        self.level_values = [floor10(s) for s in self.level_sums]
 
-    def normalize(self, raw: np.ndarray) -> np.ndarray:
-        return np.round(raw, 9)
+    def actual(
+        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
+    ) -> np.ndarray:
+        raw = np.array([self.level_sums[i][lv] for i, lv in enumerate(levels)], dtype=float)
+        if len(rep_out):
+            w = sizes_out.astype(float)
+            for i, lv in enumerate(levels):
+                raw[i] += (w * (self.out_cost[i][rep_out] - self.cost[i][lv][rep_out])).sum()
+        return floor10(raw)
 
 
 class DiscernibilityMetric(Metric):
     name = "discernibility"
+    title = "discernibility (sum of squared class sizes, suppressed records cost n each)"
     per_qi = False
-
-    def __init__(self, table: EncodedTable, aggregate: str = "sum") -> None:
-        super().__init__(table, "sum")
 
     def bounds(self, nodes: np.ndarray) -> np.ndarray:
         # No cheap bound: every kept class costs at least its size, suppressed records more.
@@ -140,15 +259,46 @@ class DiscernibilityMetric(Metric):
         value = float((kept**2).sum() + sizes[out_classes].sum() * float(self.table.n))
         return np.array([value])
 
-    def summary(self, values: np.ndarray) -> float:
-        return float(values[0])
+
+class AECSMetric(Metric):
+    name = "aecs"
+    title = "average equivalence class size (the suppressed records forming one class)"
+    per_qi = False
+
+    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+        # a node has at most as many classes as the table has distinct rows
+        return np.full((len(nodes), 1), floor10(np.array(self.table.n / self.table.m)))
+
+    def from_classes(self, sizes: np.ndarray, out_classes: np.ndarray) -> np.ndarray:
+        groups = int((~out_classes).sum()) + (1 if out_classes.any() else 0)
+        return floor10(np.array([self.table.n / max(groups, 1)]))
 
 
-def make_metric(name: str, table: EncodedTable, aggregate: str = "rank") -> Metric:
-    if name == "loss":
-        return LossMetric(table, aggregate)
-    if name == "entropy":
-        return EntropyMetric(table, aggregate)
-    if name == "discernibility":
-        return DiscernibilityMetric(table, aggregate)
-    raise ParameterError(f"unknown metric {name!r} (one of {', '.join(METRICS)})")
+_METRIC_CLASSES: dict[str, type[Metric]] = {
+    m.name: m
+    for m in (
+        LossMetric,
+        EntropyMetric,
+        PrecisionMetric,
+        HeightMetric,
+        DiscernibilityMetric,
+        AECSMetric,
+    )
+}
+
+
+def make_metric(name: str, table: EncodedTable, aggregate: str | None = None) -> Metric:
+    """The metric ``name`` over ``table``; ``aggregate`` None takes ARX's default for it."""
+    try:
+        cls = _METRIC_CLASSES[name]
+    except KeyError:
+        raise ParameterError(f"unknown metric {name!r} (one of {', '.join(METRICS)})") from None
+    return cls(table, aggregate)
+
+
+def check_objective(metric: object, aggregate: object) -> None:
+    """Raise :class:`ParameterError` for an unknown metric or aggregate (before any data)."""
+    if metric not in METRICS:
+        raise ParameterError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
+    if aggregate is not None and aggregate not in AGGREGATES:
+        raise ParameterError(f"unknown aggregate {aggregate!r} (one of {', '.join(AGGREGATES)})")

@@ -4,9 +4,13 @@ Step kinds:
 
 * ``generalize`` — ``{"levels": {"age": 2, "zip": 3}}``: each column to a hierarchy level.
 * ``optimal_generalization`` — ``{"k": 5, "suppression": 0.02, "metric": "loss",
-  "models": [{"model": "distinct_l", "sensitive": "disease", "l": 2}], "max_nodes": 10000,
-  "time_limit": 60}``: the least-loss full-domain generalization of the plan's
-  quasi-identifiers; suppressed records get ``*`` in every QI.
+  "aggregate": "geometric", "models": [{"model": "distinct_l", "sensitive": "disease", "l": 2}],
+  "max_nodes": 10000, "time_limit": 60}``: the least-loss full-domain generalization of the
+  plan's quasi-identifiers; suppressed records get ``*`` in every QI. ``metric`` and
+  ``aggregate`` default to ARX's (Loss, geometric mean; see :mod:`anonweb.core.search.metrics`).
+  The report's ``information_loss`` is the score minimised (``information_loss_measure`` says
+  which), and ``model_checks`` gives each model checked again on the output table by the
+  model's own check (suppressed records excluded).
 * ``mondrian`` — ``{"k": 5, "columns": [...]}``: strict multidimensional partitioning of
   numeric quasi-identifiers (default: the plan's), each value replaced by its partition's range.
 """
@@ -20,7 +24,8 @@ import pandas as pd
 
 from anonweb.core.errors import HierarchyError, ParameterError
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
-from anonweb.core.models.criteria import model_from_dict
+from anonweb.core.models import KAnonymity, class_data, model_from_dict
+from anonweb.core.models.base import require_int
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
@@ -28,7 +33,7 @@ from anonweb.core.release.plan import (
     StepOutcome,
     register_step,
 )
-from anonweb.core.search.metrics import METRICS
+from anonweb.core.search.metrics import check_objective
 
 
 def _check_levels(params: Mapping[str, Any]) -> None:
@@ -69,17 +74,15 @@ def generalize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) ->
 
 
 def _check_search(params: Mapping[str, Any]) -> None:
-    k = params.get("k", 1)
-    if not isinstance(k, int) or k < 1:
-        raise ParameterError(f"k must be a positive integer, got {k!r}")
+    require_int(params.get("k", 1), "k", minimum=1)
     s = params.get("suppression", 0.0)
-    if not isinstance(s, int | float) or not 0 <= s < 1:
+    if isinstance(s, bool) or not isinstance(s, int | float) or not 0 <= s < 1:
         raise ParameterError(f"suppression is a fraction of rows in [0, 1), got {s!r}")
-    if params.get("metric", "loss") not in METRICS:
-        raise ParameterError(
-            f"unknown metric {params.get('metric')!r} (one of {', '.join(METRICS)})"
-        )
-    for spec in params.get("models", []):
+    check_objective(params.get("metric", "loss"), params.get("aggregate"))
+    models = params.get("models", [])
+    if not isinstance(models, list):
+        raise ParameterError("'models' must be a list of privacy models")
+    for spec in models:
         if isinstance(spec, dict) and spec.get("distance") == "hierarchical":
             continue  # needs the plan's hierarchies; checked when the step runs
         model_from_dict(spec)
@@ -113,11 +116,23 @@ def optimal_generalization_step(
         k=params.get("k", 1),
         suppression=float(params.get("suppression", 0.0)),
         metric=params.get("metric", "loss"),
+        aggregate=params.get("aggregate"),
         max_nodes=params.get("max_nodes"),
         time_limit=params.get("time_limit"),
     )
     ctx.state["search"] = result
-    return StepOutcome(result.apply(df), result.to_dict())
+    out = result.apply(df)
+    report = result.to_dict()
+    # the output checked again by each model's own check: what the release shows
+    checked = [KAnonymity(int(params.get("k", 1))), *models]
+    data = class_data(
+        out,
+        quasi_identifiers=list(ctx.quasi_identifiers),
+        sensitive=sorted({m.sensitive for m in models if m.sensitive is not None}),
+        exclude=result.row_suppressed,
+    )
+    report["model_checks"] = [m.check(data).to_dict() for m in checked]
+    return StepOutcome(out, report)
 
 
 def _check_mondrian(params: Mapping[str, Any]) -> None:

@@ -4,6 +4,10 @@
     python manage.py anonymize adult.csv --sep ';' --qi age,sex --hierarchy age=age.csv \\
         --hierarchy sex=sex.csv --k 5 --suppression 0.02 --out out.csv --report report.json
 
+The search minimises ARX's default objective, Loss aggregated by the geometric mean over the
+quasi-identifiers; ``--metric`` and ``--aggregate`` choose another (the report's
+``information_loss`` is the score minimised, ``information_loss_measure`` says which).
+
 Bad input exits with status 2 and one line on stderr; no output file is left behind (files are
 written to a temporary name beside the target and renamed only on success). Keys come from files
 (``--secret NAME=PATH``), never from the command line; the seed is never written anywhere.
@@ -15,6 +19,8 @@ import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+
+from anonweb.core.search.metrics import AGGREGATES, METRICS
 
 
 def _pairs(values, option):
@@ -54,8 +60,21 @@ class Command(BaseCommand):
         parser.add_argument("--l-recursive", action="append", help="SA=C,L")
         parser.add_argument("--t-equal", action="append", help="SA=T")
         parser.add_argument("--t-ordered", action="append", help="SA=T")
+        parser.add_argument("--delta-disclosure", action="append", help="SA=DELTA")
         parser.add_argument(
-            "--metric", default="loss", choices=["loss", "discernibility", "entropy"]
+            "--average-risk", type=float, default=None, help="ceiling on the average risk"
+        )
+        parser.add_argument(
+            "--metric",
+            default="loss",
+            choices=list(METRICS),
+            help="information loss to minimise (default: ARX's Loss)",
+        )
+        parser.add_argument(
+            "--aggregate",
+            default=None,
+            choices=list(AGGREGATES),
+            help="how per-attribute losses combine (default: the metric's, geometric for Loss)",
         )
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
@@ -114,13 +133,15 @@ class Command(BaseCommand):
             "metric": opts["metric"],
             "models": models,
         }
+        if opts["aggregate"] is not None:
+            params["aggregate"] = opts["aggregate"]
         for key in ("max_nodes", "time_limit"):
             if opts[key] is not None:
                 params[key] = opts[key]
         return Plan(
             steps=(Step("optimal_generalization", params),),
             quasi_identifiers=tuple(qis),
-            sensitive=tuple(sorted({m["sensitive"] for m in models})),
+            sensitive=tuple(sorted({m["sensitive"] for m in models if "sensitive" in m})),
             hierarchies={q: {"path": str(Path(files[q]).resolve())} for q in qis},
         )
 
@@ -142,6 +163,16 @@ class Command(BaseCommand):
                     "l": _number(l_, "--l-recursive", int),
                 }
             )
+        for sa, v in _pairs(opts["delta_disclosure"], "--delta-disclosure").items():
+            models.append(
+                {
+                    "model": "delta_disclosure",
+                    "sensitive": sa,
+                    "delta": _number(v, "--delta-disclosure"),
+                }
+            )
+        if opts["average_risk"] is not None:
+            models.append({"model": "average_risk", "threshold": opts["average_risk"]})
         for option, distance in (("t_equal", "equal"), ("t_ordered", "ordered")):
             for sa, v in _pairs(opts[option], "--" + option.replace("_", "-")).items():
                 models.append(
@@ -170,16 +201,31 @@ class Command(BaseCommand):
         summary = {"plan": plan_to_dict(plan), **report}
         search = next((s for s in report["steps"] if s["kind"] == "optimal_generalization"), None)
         if search is not None:
-            for key in ("levels", "suppressed", "k", "classes", "information_loss", "search"):
+            for key in (
+                "levels",
+                "suppressed",
+                "k",
+                "classes",
+                "information_loss",
+                "information_loss_measure",
+                "metric",
+                "aggregate",
+                "model_checks",
+                "search",
+            ):
                 summary[key] = search[key]
         return summary
 
     @staticmethod
     def _line(summary, rows):
         if "levels" in summary:
+            objective = summary["metric"] + (
+                f", {summary['aggregate']}" if summary.get("aggregate") else ""
+            )
             return (
-                f"wrote {rows} rows: levels {summary['levels']}, {summary['suppressed']} suppressed, "
-                f"smallest class {summary['k']}"
+                f"wrote {rows} rows: levels {summary['levels']}, "
+                f"{summary['suppressed']} suppressed, smallest class {summary['k']}, "
+                f"information loss {summary['information_loss']:.6f} ({objective})"
             )
         return f"wrote {rows} rows"
 

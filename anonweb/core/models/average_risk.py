@@ -1,0 +1,64 @@
+"""A ceiling on the average prosecutor re-identification risk: classes / records kept.
+
+A property of the kept table as a whole, not of each class: the search evaluates it after
+deciding which classes to suppress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from anonweb.core.errors import ParameterError
+from anonweb.core.models.base import PrivacyModel, require_number
+from anonweb.core.models.counts import ClassData
+
+TOLERANCE = 1e-12
+
+
+def average_risk(sizes: np.ndarray) -> float:
+    """Mean over records of 1 / (size of the record's class) = classes / records."""
+    records = int(sizes.sum())
+    return len(sizes) / records if records else 0.0
+
+
+@dataclass(frozen=True)
+class AverageRisk(PrivacyModel):
+    """Ceiling on the average prosecutor re-identification risk (classes / records kept)."""
+
+    threshold: float
+    sensitive: None = field(default=None, init=False, repr=False, compare=False)
+    kind = "average_risk"
+    monotonic = False
+    per_class = False
+    worst = "max"
+    fields = ("threshold",)
+
+    def __post_init__(self) -> None:
+        value = require_number(self.threshold, "the average-risk ceiling")
+        if not 0 < value <= 1:
+            raise ParameterError(
+                f"the average-risk ceiling must be in (0, 1], got {self.threshold}"
+            )
+
+    def describe(self) -> str:
+        return f"average re-identification risk <= {self.threshold}"
+
+    def measure(self, data: ClassData) -> np.ndarray:
+        """Each class's prosecutor risk, 1 / size."""
+        return 1.0 / np.maximum(data.sizes, 1)
+
+    def passes(self, data: ClassData) -> np.ndarray:
+        """Not a per-class model: every class shares the table's answer."""
+        return np.full(len(data), self.satisfied(data))
+
+    def satisfied_in_groups(self, data: ClassData, groups: np.ndarray, n_groups: int) -> np.ndarray:
+        # classes / records of each table; a table with nothing kept discloses nothing
+        classes = np.bincount(groups, minlength=n_groups)
+        records = np.bincount(groups, weights=data.sizes, minlength=n_groups)
+        risk = np.where(records > 0, classes / np.maximum(records, 1), 0.0)
+        return np.asarray(risk <= self.threshold + TOLERANCE)
+
+    def table_value(self, data: ClassData) -> float | None:
+        return average_risk(data.sizes) if len(data) else None

@@ -1,0 +1,310 @@
+"""What the privacy models read: class sizes and, per sensitive column, sparse value counts.
+
+Every model (:mod:`anonweb.core.models`) checks classes through a :class:`ClassData`, however
+the classes were formed: grouped from a table (the assessment, the release report), joined across
+two releases (the conflict check) or rolled up over a lattice node (the search). So a model is
+written once and every path gives the same answer.
+
+A sensitive column is described by its :class:`SensitiveDomain` (its distinct values and their
+counts in the whole table, the distribution t-closeness and δ-disclosure compare with) and, per
+set of classes, by :class:`SensitiveCounts`: (class, value, count) triples, only for the pairs that
+occur. A missing sensitive value is a value of its own (an attacker learns "not recorded" too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.io.frame import require_columns
+from anonweb.core.risk.classes import (
+    EquivalenceClasses,
+    check_columns,
+    equivalence_classes,
+    group_codes,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class SensitiveDomain:
+    """One sensitive column over the whole table: distinct values (code = position), counts.
+
+    ``rows`` counts every record of the table, including records a check leaves out of its
+    classes (suppressed ones): t-closeness and δ-disclosure compare a class with the table as
+    it was, as ARX does.
+    """
+
+    attribute: str
+    values: pd.Index
+    counts: np.ndarray
+    _cache: dict[object, object] = field(default_factory=dict, repr=False)
+
+    @property
+    def rows(self) -> int:
+        return int(self.counts.sum())
+
+    @cached_property
+    def share(self) -> np.ndarray:
+        """p(value) in the whole table, per value code."""
+        return self.counts / max(self.rows, 1)
+
+    @cached_property
+    def ranks(self) -> np.ndarray:
+        """Rank (0-based) of each value in ascending order; missing values last."""
+        return value_ranks(self.values)
+
+    def cached(self, key: object, build: Callable[[], object]) -> object:
+        """A per-domain cache for what a model derives from the values alone (hierarchy paths),
+        so that a search checking thousands of nodes derives it once."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+
+def sensitive_domain(series: pd.Series) -> tuple[SensitiveDomain, np.ndarray]:
+    """The domain of a column and the value code of each row."""
+    codes, values = pd.factorize(series, use_na_sentinel=False)
+    codes = codes.astype(np.int64, copy=False)
+    counts = np.bincount(codes, minlength=len(values)).astype(np.int64)
+    return SensitiveDomain(str(series.name), pd.Index(values), counts), codes
+
+
+def value_ranks(values: pd.Index) -> np.ndarray:
+    """Rank (0-based) of each distinct value in ascending order; missing values last."""
+    s = pd.Series(values, dtype=values.dtype if values.dtype != bool else object)
+    try:
+        ranks = s.rank(method="first", na_option="bottom")
+    except TypeError:  # mixed types: order by text
+        ranks = s.where(s.isna(), s.astype(str)).rank(method="first", na_option="bottom")
+    return np.asarray(ranks.to_numpy(), dtype=np.int64) - 1
+
+
+@dataclass(frozen=True, eq=False)
+class SensitiveCounts:
+    """(class, value, count) triples sorted by class, then count descending.
+
+    ``sizes[j]`` is the number of records in class ``j``; ``starts[j]`` its first triple.
+    ``classes`` is kept when the classes come from grouping a table, to describe them.
+    """
+
+    domain: SensitiveDomain
+    sizes: np.ndarray = field(repr=False)
+    cls: np.ndarray = field(repr=False)
+    val: np.ndarray = field(repr=False)
+    cnt: np.ndarray = field(repr=False)
+    classes: EquivalenceClasses | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_codes(
+        cls,
+        domain: SensitiveDomain,
+        class_codes: np.ndarray,
+        value_codes: np.ndarray,
+        n_classes: int,
+        *,
+        classes: EquivalenceClasses | None = None,
+    ) -> SensitiveCounts:
+        """Count each value in each class from per-row codes (sparse: only pairs that occur)."""
+        m = len(domain.values)
+        key = class_codes.astype(np.int64, copy=False) * m + value_codes
+        rows = len(key)
+        if n_classes * m <= max(4 * rows, 1 << 20):
+            dense = np.bincount(key, minlength=n_classes * m)
+            key = np.flatnonzero(dense)
+            cnt = dense[key]
+        else:
+            key, cnt = np.unique(key, return_counts=True)
+        c, v = np.divmod(key, m)
+        sizes = np.bincount(class_codes, minlength=n_classes).astype(np.int64)
+        return cls._sorted(domain, sizes, c, v, cnt, classes)
+
+    @classmethod
+    def from_histogram(cls, domain: SensitiveDomain, hist: np.ndarray) -> SensitiveCounts:
+        """From a dense (classes x values) matrix of counts, as the search keeps them."""
+        c, v = np.nonzero(hist)
+        cnt = hist[c, v]
+        sizes = np.rint(hist.sum(axis=1)).astype(np.int64)
+        return cls._sorted(domain, sizes, c, v, cnt, None)
+
+    @classmethod
+    def _sorted(
+        cls,
+        domain: SensitiveDomain,
+        sizes: np.ndarray,
+        c: np.ndarray,
+        v: np.ndarray,
+        cnt: np.ndarray,
+        classes: EquivalenceClasses | None,
+    ) -> SensitiveCounts:
+        cnt = np.rint(cnt).astype(np.int64)
+        order = np.lexsort((-cnt, c))
+        return cls(
+            domain,
+            sizes,
+            c[order].astype(np.int64),
+            v[order].astype(np.int64),
+            cnt[order],
+            classes,
+        )
+
+    @property
+    def attribute(self) -> str:
+        return self.domain.attribute
+
+    @property
+    def values(self) -> pd.Index:
+        return self.domain.values
+
+    @property
+    def value_counts(self) -> np.ndarray:
+        return self.domain.counts
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.sizes)
+
+    @cached_property
+    def distinct(self) -> np.ndarray:
+        """Number of distinct values in each class."""
+        return np.bincount(self.cls, minlength=self.n_classes)
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        d = self.distinct
+        return np.concatenate(([0], np.cumsum(d)[:-1])).astype(np.int64)
+
+    @cached_property
+    def share(self) -> np.ndarray:
+        """p(value | class) of each triple."""
+        return self.cnt / self.sizes[self.cls]
+
+
+class ClassData:
+    """The classes a set of models is checked on: their sizes and sensitive value counts.
+
+    ``counts`` maps a sensitive column to its :class:`SensitiveCounts` for these classes; it may
+    build them on first use (the search skips the histograms of nodes k-anonymity rejects).
+    """
+
+    def __init__(
+        self,
+        sizes: np.ndarray,
+        counts: Mapping[str, SensitiveCounts] | Callable[[str], SensitiveCounts] | None = None,
+    ) -> None:
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self._counts = counts
+        self._built: dict[str, SensitiveCounts] = {}
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def sensitive(self, name: str) -> SensitiveCounts:
+        """The value counts of sensitive column ``name`` in these classes."""
+        got = self._built.get(name)
+        if got is None:
+            source = self._counts
+            if callable(source):
+                got = source(name)
+            elif source is not None and name in source:
+                got = source[name]
+            else:
+                got = _no_counts(name)
+            self._built[name] = got
+        return got
+
+    def select(self, mask: np.ndarray) -> ClassData:
+        """The same data for the classes where ``mask`` is true (the others dropped)."""
+        keep = np.flatnonzero(mask)
+        remap = np.full(len(self.sizes), -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+
+        def counts(name: str) -> SensitiveCounts:
+            sc = self.sensitive(name)
+            rows = np.isin(sc.cls, keep)
+            return SensitiveCounts(
+                sc.domain, sc.sizes[keep], remap[sc.cls[rows]], sc.val[rows], sc.cnt[rows]
+            )
+
+        return ClassData(self.sizes[keep], counts)
+
+
+def _no_counts(name: str) -> SensitiveCounts:
+    raise ParameterError(
+        f"{name!r} is not among the sensitive columns these classes were built with"
+    )
+
+
+def sensitive_counts(ec: EquivalenceClasses, series: pd.Series) -> SensitiveCounts:
+    """Count each sensitive value in each class of ``ec`` (rows aligned by position)."""
+    domain, codes = sensitive_domain(series)
+    return SensitiveCounts.from_codes(domain, ec.codes, codes, ec.count, classes=ec)
+
+
+def counts_for(
+    df: pd.DataFrame, *, quasi_identifiers: Sequence[str], sensitive: str
+) -> SensitiveCounts:
+    """Group ``df`` by its quasi-identifiers and count ``sensitive`` in each class."""
+    ec = equivalence_classes(df, quasi_identifiers=quasi_identifiers)
+    require_columns(df, [sensitive], role="sensitive attribute")
+    if sensitive in ec.quasi_identifiers:
+        raise ParameterError(f"{sensitive!r} cannot be both a quasi-identifier and sensitive")
+    return sensitive_counts(ec, df[sensitive])
+
+
+def class_data(
+    df: pd.DataFrame,
+    *,
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str] = (),
+    exclude: np.ndarray | pd.Series | None = None,
+) -> ClassData:
+    """The classes of ``df`` over its quasi-identifiers, for checking models on a table.
+
+    ``exclude`` marks rows that form no class (suppressed records); they still count in the
+    table's distribution of each sensitive column.
+    """
+    qis = check_columns(df, quasi_identifiers)
+    return class_data_from_codes(
+        group_codes(df, qis), df, sensitive=sensitive, exclude=exclude, quasi_identifiers=qis
+    )
+
+
+def class_data_from_codes(
+    codes: np.ndarray,
+    df: pd.DataFrame,
+    *,
+    sensitive: Sequence[str] = (),
+    exclude: np.ndarray | pd.Series | None = None,
+    quasi_identifiers: Sequence[str] = (),
+) -> ClassData:
+    """Classes given as one code per row of ``df`` (e.g. classes joined across two releases)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if len(codes) != len(df):
+        raise DataError(f"{len(codes)} class codes for a table of {len(df)} rows")
+    require_columns(df, list(sensitive), role="sensitive attribute")
+    both = sorted(set(sensitive) & set(quasi_identifiers))
+    if both:
+        raise ParameterError(
+            f"columns cannot be both quasi-identifier and sensitive: {', '.join(both)}"
+        )
+    keep = np.ones(len(df), dtype=bool) if exclude is None else ~np.asarray(exclude, dtype=bool)
+    kept_codes, n_classes = _compact(codes[keep])
+    sizes = np.bincount(kept_codes, minlength=n_classes)
+
+    def counts(name: str) -> SensitiveCounts:
+        if name not in sensitive:
+            _no_counts(name)
+        domain, values = sensitive_domain(df[name])
+        return SensitiveCounts.from_codes(domain, kept_codes, values[keep], n_classes)
+
+    return ClassData(sizes, counts)
+
+
+def _compact(codes: np.ndarray) -> tuple[np.ndarray, int]:
+    uniq, inv = np.unique(codes, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64), len(uniq)

@@ -1,0 +1,73 @@
+"""k-anonymity (Sweeney 2002): every class holds at least k records.
+
+Also the table's k-anonymity figures (smallest class, classes, uniques, class-size histogram)
+that the risk profile reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.models.base import PrivacyModel, require_int
+from anonweb.core.models.counts import ClassData
+from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes
+
+
+@dataclass(frozen=True)
+class KAnonymity(PrivacyModel):
+    """Every class (kept after suppression) has at least ``k`` records."""
+
+    k: int
+    sensitive: None = field(default=None, init=False, repr=False, compare=False)
+    kind = "k_anonymity"
+    monotonic = True
+    fields = ("k",)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", require_int(self.k, "k", minimum=1))
+
+    def describe(self) -> str:
+        return f"{self.k}-anonymity"
+
+    def measure(self, data: ClassData) -> np.ndarray:
+        return data.sizes
+
+    def passes(self, data: ClassData) -> np.ndarray:
+        return data.sizes >= self.k
+
+
+@dataclass(frozen=True)
+class KAnonymityResult:
+    """k (smallest class), number of classes, uniques and the class-size distribution."""
+
+    rows: int
+    classes: int
+    k: int
+    uniques: int
+    class_sizes: tuple[tuple[int, int], ...]  # (size, number of classes), ascending
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "classes": self.classes,
+            "k": self.k,
+            "uniques": self.uniques,
+            "class_sizes": [
+                {"size": s, "classes": c, "records": s * c} for s, c in self.class_sizes
+            ],
+        }
+
+
+def k_anonymity_of(ec: EquivalenceClasses) -> KAnonymityResult:
+    dist = tuple((d["size"], d["classes"]) for d in ec.size_distribution())
+    return KAnonymityResult(ec.rows, ec.count, ec.k, ec.uniques, dist)
+
+
+def k_anonymity(df: pd.DataFrame, *, quasi_identifiers: Sequence[str]) -> KAnonymityResult:
+    """k-anonymity of ``df`` over the quasi-identifiers (missing values form their own class)."""
+    return k_anonymity_of(equivalence_classes(df, quasi_identifiers=quasi_identifiers))

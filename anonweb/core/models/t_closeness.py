@@ -1,0 +1,213 @@
+"""t-closeness (Li, Li & Venkatasubramanian 2007): in every class, the Earth Mover's Distance
+between the class's sensitive distribution and the whole table's is at most t.
+
+Three ground distances, each computed from the sparse (class, value, count) triples: a class
+only pays for the values it contains, plus closed forms for the values it lacks.
+
+* equal (categorical): EMD = 1/2 sum |p_i - q_i| over all values of the table.
+* ordered (numeric): over the m sorted distinct values of the whole table,
+  EMD = 1/(m-1) sum_i |sum_{j<=i} (p_j - q_j)|; a missing value sorts last.
+* hierarchical (a value hierarchy is given): EMD = sum over inner nodes N of
+  height(N)/H * min(pos_extra(N), neg_extra(N)); a missing value is a leaf of its own directly
+  under the root, so a class of missing values is as far from the others as the tree allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.errors import ParameterError
+from anonweb.core.io.hierarchy import MISSING, UNCOVERED, Hierarchy
+from anonweb.core.models.base import PrivacyModel, require_column, require_number
+from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
+from anonweb.core.risk.classes import dense_codes
+
+DISTANCES = ("equal", "ordered", "hierarchical")
+# a class exactly at t passes though the EMD's float sums land a hair above it
+TOLERANCE = 1e-12
+
+
+def pick_distance(series: pd.Series, hierarchy: Hierarchy | None, distance: str | None) -> str:
+    """Hierarchical if a hierarchy is given, ordered for a numeric column, equal otherwise."""
+    if distance is None:
+        if hierarchy is not None:
+            return "hierarchical"
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        return "ordered" if numeric else "equal"
+    if distance not in DISTANCES:
+        raise ParameterError(
+            f"unknown t-closeness distance {distance!r}: use {', '.join(DISTANCES)}"
+        )
+    if distance == "hierarchical" and hierarchy is None:
+        raise ParameterError(
+            f"hierarchical t-closeness for {series.name!r} needs a hierarchy for that column"
+        )
+    return distance
+
+
+def equal_distance(sc: SensitiveCounts) -> np.ndarray:
+    """Per-class EMD with every pair of values at distance 1."""
+    q = sc.domain.share[sc.val]
+    n = sc.n_classes
+    present = np.bincount(sc.cls, weights=np.abs(sc.share - q), minlength=n)
+    q_present = np.bincount(sc.cls, weights=q, minlength=n)
+    # Values absent from a class contribute their table share q_i each.
+    return np.clip(0.5 * (present + 1.0 - q_present), 0.0, 1.0)
+
+
+def ordered_distance(sc: SensitiveCounts) -> np.ndarray:
+    """Per-class EMD over the sorted distinct values (ground distance |i-j| / (m-1))."""
+    m = len(sc.values)
+    n = sc.n_classes
+    if m < 2:
+        return np.zeros(n)
+    rank = sc.domain.ranks
+    q_sorted = np.zeros(m)
+    q_sorted[rank] = sc.domain.share
+    big_q = np.cumsum(q_sorted)  # Q_i: the table's cumulative share up to sorted value i
+    prefix = np.concatenate(([0.0], np.cumsum(big_q)))  # prefix[i] = Q_0 + ... + Q_{i-1}
+    pos = rank[sc.val]
+    order = np.lexsort((pos, sc.cls))
+    cls, pos, p = sc.cls[order], pos[order], sc.share[order]
+    # Running class cumulative P within each class.
+    cum = np.cumsum(p)
+    first = np.r_[True, cls[1:] != cls[:-1]]
+    offset = np.maximum.accumulate(np.where(first, cum - p, 0.0))
+    big_p = cum - offset
+    # Segment of each triple: from its value to just before the class's next value.
+    last = np.r_[cls[1:] != cls[:-1], True]
+    end = np.where(last, m - 1, np.r_[pos[1:], 0] - 1)
+    total = _abs_sum(big_p, pos, end, big_q, prefix)
+    # Before a class's first value its cumulative P is 0, so the gap is Q itself.
+    total += np.where(first, prefix[pos], 0.0)
+    return np.clip(np.bincount(cls, weights=total, minlength=n) / (m - 1), 0.0, 1.0)
+
+
+def _abs_sum(
+    level: np.ndarray, a: np.ndarray, b: np.ndarray, big_q: np.ndarray, prefix: np.ndarray
+) -> np.ndarray:
+    """sum_{i=a..b} |level - Q_i| for sorted Q, vectorized over segments."""
+    t = np.clip(np.searchsorted(big_q, level, side="right"), a, b + 1)
+    below = (t - a) * level - (prefix[t] - prefix[a])
+    above = (prefix[b + 1] - prefix[t]) - (b + 1 - t) * level
+    return np.asarray(below + above)
+
+
+def hierarchy_nodes(hierarchy: Hierarchy, values: pd.Index) -> list[np.ndarray]:
+    """Node code per value code at each level 0..H-1; a missing value is a leaf under the root.
+
+    Values are matched as :meth:`Hierarchy.rows_of` does (by value, so 39.0 finds ``39``).
+    """
+    rows = hierarchy.rows_of(values)
+    if (rows == UNCOVERED).any():
+        hierarchy.validate_covers(pd.Series(values[rows == UNCOVERED], name=hierarchy.attribute))
+    height = hierarchy.height
+    levels = []
+    for level in range(height):
+        top = level == height - 1
+        labels = [
+            hierarchy.rows[r][level]
+            if r != MISSING
+            else (hierarchy.rows[0][-1] if top else "\x00missing")
+            for r in rows
+        ]
+        levels.append(dense_codes(np.asarray(labels, dtype=object))[0])
+    return levels
+
+
+def _domain_nodes(domain: SensitiveDomain, hierarchy: Hierarchy) -> list[np.ndarray]:
+    # keyed by the hierarchy object, held in the value so that its id cannot be reused
+    got = domain.cached(
+        ("hierarchy", id(hierarchy)), lambda: (hierarchy, hierarchy_nodes(hierarchy, domain.values))
+    )
+    return got[1]  # type: ignore[index,no-any-return]
+
+
+def hierarchical_distance(sc: SensitiveCounts, hierarchy: Hierarchy) -> np.ndarray:
+    """Per-class hierarchical EMD (the t-closeness paper's formula)."""
+    nodes = _domain_nodes(sc.domain, hierarchy)
+    top = len(nodes) - 1
+    n = sc.n_classes
+    if top < 1:
+        return np.zeros(n)
+    q_value = sc.domain.share
+    cost = np.zeros(n)
+    for level in range(1, top + 1):  # one vectorized pass per hierarchy level, not per class
+        cost += level / top * _level_cost(sc, nodes[level - 1], nodes[level], q_value, n)
+    return np.clip(cost, 0.0, 1.0)
+
+
+def _level_cost(
+    sc: SensitiveCounts, child_of: np.ndarray, parent_of: np.ndarray, q_value: np.ndarray, n: int
+) -> np.ndarray:
+    mc, mp = int(child_of.max()) + 1, int(parent_of.max()) + 1
+    q_child = np.bincount(child_of, weights=q_value, minlength=mc)
+    q_parent = np.bincount(parent_of, weights=q_value, minlength=mp)
+    parent_of_child = np.zeros(mc, dtype=np.int64)
+    parent_of_child[child_of] = parent_of
+    # Class mass on each child node it touches, then the positive surplus per child.
+    ck, cinv = np.unique(sc.cls * mc + child_of[sc.val], return_inverse=True)
+    cinv = cinv.reshape(-1)
+    p_child = np.bincount(cinv, weights=sc.share)
+    c_cls, c_node = np.divmod(ck, mc)
+    surplus = np.maximum(p_child - q_child[c_node], 0.0)
+    pk, pinv = np.unique(c_cls * mp + parent_of_child[c_node], return_inverse=True)
+    pinv = pinv.reshape(-1)
+    pos = np.bincount(pinv, weights=surplus)
+    p_parent = np.bincount(pinv, weights=p_child)
+    p_cls, p_node = np.divmod(pk, mp)
+    # Children's extras sum to the parent's extra, so neg_extra = pos_extra - extra(parent).
+    neg = pos - (p_parent - q_parent[p_node])
+    return np.bincount(p_cls, weights=np.maximum(np.minimum(pos, neg), 0.0), minlength=n)
+
+
+def distance_per_class(
+    sc: SensitiveCounts, distance: str, hierarchy: Hierarchy | None = None
+) -> np.ndarray:
+    """Each class's EMD to the table under the named ground distance."""
+    if distance == "equal":
+        return equal_distance(sc)
+    if distance == "ordered":
+        return ordered_distance(sc)
+    if distance == "hierarchical":
+        if hierarchy is None:
+            raise ParameterError(f"hierarchical t-closeness for {sc.attribute!r} needs a hierarchy")
+        return hierarchical_distance(sc, hierarchy)
+    raise ParameterError(f"unknown t-closeness distance {distance!r}: use {', '.join(DISTANCES)}")
+
+
+@dataclass(frozen=True)
+class TCloseness(PrivacyModel):
+    sensitive: str
+    t: float
+    distance: str = "equal"  # equal | ordered | hierarchical
+    hierarchy: Hierarchy | None = None
+    kind = "t_closeness"
+    monotonic = False
+    worst = "max"
+    fields = ("sensitive", "t", "distance")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sensitive", require_column(self.sensitive))
+        if not 0 <= require_number(self.t, "t") <= 1:
+            raise ParameterError(f"t must be between 0 and 1, got {self.t}")
+        if self.distance not in DISTANCES:
+            raise ParameterError(
+                f"unknown t-closeness distance {self.distance!r} (equal, ordered, hierarchical)"
+            )
+        if self.distance == "hierarchical" and self.hierarchy is None:
+            raise ParameterError(
+                f"hierarchical t-closeness on {self.sensitive!r} needs a hierarchy"
+            )
+
+    def describe(self) -> str:
+        return f"{self.distance}-distance {self.t}-closeness on {self.sensitive}"
+
+    def measure(self, data: ClassData) -> np.ndarray:
+        return distance_per_class(data.sensitive(self.sensitive), self.distance, self.hierarchy)
+
+    def passes(self, data: ClassData) -> np.ndarray:
+        return self.measure(data) <= self.t + TOLERANCE

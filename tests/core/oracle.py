@@ -1,0 +1,230 @@
+"""Independent reference implementations for the tests: plain pandas and Python, written from the
+definitions (papers, ARX's documentation), importing nothing from ``anonweb``.
+
+They are slow and simple on purpose: a bug in the core cannot be copied into them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+# --- privacy models, per class --------------------------------------------------------------
+
+
+def class_ok(model: dict, values: list, table: Counter, hierarchy_rows=None) -> bool:
+    """Whether one class (its sensitive ``values``, one per record) satisfies ``model``, a dict
+    in the plan's JSON form; ``table`` counts the sensitive values of the whole table."""
+    kind = model["model"]
+    counts = Counter(values)
+    n = len(values)
+    if kind == "k_anonymity":
+        return n >= model["k"]
+    if kind == "distinct_l":
+        return len(counts) >= model["l"]
+    if kind == "entropy_l":
+        h = -sum(c / n * math.log(c / n) for c in counts.values())
+        return h >= math.log(model["l"]) - 1e-9
+    if kind == "recursive_cl":
+        r = sorted(counts.values(), reverse=True)
+        l_, c = model["l"], model["c"]
+        return len(r) >= l_ and r[0] < c * sum(r[l_ - 1 :])
+    if kind == "delta_disclosure":
+        total = sum(table.values())
+        worst = max(abs(math.log2((c / n) / (table[v] / total))) for v, c in counts.items())
+        return worst < model["delta"]
+    if kind == "t_closeness":
+        dist = emd(counts, table, model.get("distance", "equal"), hierarchy_rows)
+        return dist <= model["t"] + 1e-9
+    raise ValueError(kind)
+
+
+MISSING = "\x00missing"  # a missing sensitive value, as a value of its own
+
+
+def _key(v):
+    return MISSING if _missing(v) else v
+
+
+def _missing(v) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def emd(counts: Counter, table: Counter, distance: str, hierarchy_rows=None) -> float:
+    """Earth mover's distance between a class's distribution and the table's (Li et al. 2007)."""
+    n, total = sum(counts.values()), sum(table.values())
+    keys = list(table)
+    p = {k: counts.get(k, 0) / n for k in keys}
+    q = {k: table[k] / total for k in keys}
+    if distance == "equal":
+        return 0.5 * sum(abs(p[k] - q[k]) for k in keys)
+    if distance == "ordered":
+        present = [k for k in keys if k != MISSING]
+        order = sorted(present) + [k for k in keys if k == MISSING]
+        m = len(order)
+        if m < 2:
+            return 0.0
+        acc, cost = 0.0, 0.0
+        for k in order:
+            acc += p[k] - q[k]
+            cost += abs(acc)
+        return cost / (m - 1)
+    # hierarchical: each inner node at height h moves min(positive, negative) extra of its
+    # children at cost h / H; a missing value is a leaf directly under the root
+    rows = {r[0]: r for r in hierarchy_rows}
+    height = len(hierarchy_rows[0]) - 1
+
+    def path(k):
+        if k == MISSING:
+            return [MISSING] * height + [hierarchy_rows[0][-1]]
+        r = rows.get(str(k))
+        if r is None and isinstance(k, float) and k.is_integer():
+            r = rows[str(int(k))]
+        return list(r)
+
+    extra = {("leaf", k): p[k] - q[k] for k in keys}
+    parent = {("leaf", k): (1, path(k)[1]) for k in keys}
+    cost = 0.0
+    for level in range(1, height + 1):
+        nodes: dict = {}
+        for child, node in parent.items():
+            nodes.setdefault(node, []).append(child)
+        new_extra, new_parent = {}, {}
+        for node, children in nodes.items():
+            pos = sum(extra[c] for c in children if extra[c] > 0)
+            neg = -sum(extra[c] for c in children if extra[c] < 0)
+            cost += level / height * min(pos, neg)
+            new_extra[node] = pos - neg
+            if level < height:
+                some_leaf = next(k for k in keys if (level, path(k)[level]) == node)
+                new_parent[node] = (level + 1, path(some_leaf)[level + 1])
+        extra, parent = new_extra, new_parent
+    return cost
+
+
+def per_class_ok(
+    df: pd.DataFrame, qis: list[str], model: dict, hierarchy_rows=None
+) -> dict[tuple, bool]:
+    """For each class (QI values, missing as None), whether it satisfies ``model``."""
+    sens = model.get("sensitive")
+    table = Counter(_key(v) for v in df[sens]) if sens else Counter()
+    out = {}
+    keys = [tuple(None if _missing(v) else v for v in row) for row in df[qis].itertuples(False)]
+    groups: dict[tuple, list] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    for key, rows in groups.items():
+        values = [_key(v) for v in df[sens].iloc[rows]] if sens else [None] * len(rows)
+        out[key] = class_ok(model, values, table, hierarchy_rows)
+    return out
+
+
+# --- ARX's Loss, from the definition ---------------------------------------------------------
+
+
+def arx_floor(x: Fraction) -> float:
+    """ARX keeps 10 decimals of each per-attribute loss, cutting the rest off (computed here on
+    exact fractions, so float noise cannot move a value across a cut)."""
+    return math.floor(x * 10**10) / 1e10
+
+
+def loss_per_qi(
+    hierarchy_rows: list[list[str]], level: int, generalized: list, suppressed: list[bool]
+) -> float:
+    """ARX's Loss for one attribute: each kept record costs the share of the hierarchy's values
+    its generalized value covers, a suppressed one costs 1; normalised between no
+    generalization (1 / domain size each) and everything suppressed (1 each)."""
+    size = len(hierarchy_rows)
+    under = Counter(row[level] for row in hierarchy_rows)
+    n = len(generalized)
+    total = sum(
+        Fraction(1) if s else Fraction(1 if _missing(g) else under[str(g)], size)
+        for g, s in zip(generalized, suppressed)
+    )
+    lo = Fraction(n, size)
+    return arx_floor(max((total - lo) / (n - lo), Fraction(0))) if n > lo else 0.0
+
+
+def aggregate(values: list[float], how: str) -> float:
+    if how == "geometric":
+        return math.prod(1 + v for v in values) ** (1 / len(values)) - 1
+    if how == "arithmetic":
+        return sum(values) / len(values)
+    if how == "sum":
+        return sum(values)
+    if how == "max":
+        return max(values)
+    raise ValueError(how)
+
+
+# --- a full-domain generalization and a brute-force search ----------------------------------
+
+
+def generalize(df: pd.DataFrame, hierarchies: dict[str, list[list[str]]], node: dict[str, int]):
+    """Each QI to its level by looking its text up in the hierarchy rows (missing stays)."""
+    out = df.copy()
+    for q, lv in node.items():
+        rows = hierarchies[q]
+        table = {r[0]: r[lv] for r in rows}
+        # at the root a missing value is generalized like any other
+        absent = rows[0][-1] if lv == len(rows[0]) - 1 else None
+        out[q] = [absent if _missing(v) else table[_text(v)] for v in df[q]]
+    return out
+
+
+def _text(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def brute_force(
+    df: pd.DataFrame,
+    hierarchies: dict[str, list[list[str]]],
+    qis: list[str],
+    models: list[dict],
+    suppression: float,
+    how: str = "geometric",
+):
+    """Every node of the lattice: classes failing any model are suppressed if they fit within
+    the limit; the node of least aggregated Loss wins (ties: the lexicographically first node).
+    Returns (score, node, per-QI losses, suppressed rows) or None."""
+    limit = math.floor(suppression * len(df) + 1e-9)
+    heights = [len(hierarchies[q][0]) for q in qis]
+    best = None
+    t_hier = {m["sensitive"]: m.get("hierarchy_rows") for m in models if "sensitive" in m}
+    for levels in itertools.product(*[range(h) for h in heights]):
+        node = dict(zip(qis, levels))
+        gen = generalize(df, hierarchies, node)
+        bad = np.zeros(len(df), dtype=bool)
+        keys = [tuple(None if _missing(v) else v for v in r) for r in gen[qis].itertuples(False)]
+        for m in models:
+            if m["model"] == "average_risk":
+                continue
+            spec = {k: v for k, v in m.items() if k != "hierarchy_rows"}
+            ok = per_class_ok(gen, qis, spec, t_hier.get(m.get("sensitive")))
+            bad |= np.array([not ok[k] for k in keys])
+        if bad.sum() > limit:
+            continue
+        kept = Counter(k for k, b in zip(keys, bad) if not b)
+        risk = [m for m in models if m["model"] == "average_risk"]
+        if risk and kept and len(kept) / sum(kept.values()) > risk[0]["threshold"] + 1e-12:
+            continue
+        losses = [
+            loss_per_qi(hierarchies[q], lv, list(gen[q]), list(bad)) for q, lv in zip(qis, levels)
+        ]
+        if how == "rank":
+            score = tuple(sorted(losses, reverse=True))
+        else:
+            score = (round(aggregate(losses, how), 12),)
+        if best is None or (score, levels) < (best[0], best[1]):
+            best = (score, levels, losses, int(bad.sum()))
+    return best
