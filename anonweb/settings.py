@@ -20,7 +20,16 @@ try:
     DEBUG = env_bool("DEBUG", default=False)
     VAR_DIR = Path(env_str("ANONWEB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
     DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ANONWEB_MAX_FORM_BYTES", 5 * 1024 * 1024)
-    ANONWEB_MAX_UPLOAD_BYTES = env_int("ANONWEB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+    # Uploads are streamed to disk and read by a background job, so the limit is about disk
+    # and patience, not memory. A request whose declared size is over it is refused (413)
+    # before a byte of its body is read.
+    ANONWEB_MAX_UPLOAD_BYTES = env_int("ANONWEB_MAX_UPLOAD_BYTES", 2 * 1024**3)
+    # What one table may hold, checked while it is read (a hostile file is stopped early).
+    ANONWEB_MAX_COLUMNS = env_int("ANONWEB_MAX_COLUMNS", 5_000)
+    ANONWEB_MAX_CELLS = env_int("ANONWEB_MAX_CELLS", 500_000_000)
+    ANONWEB_MAX_EXPANDED_BYTES = env_int("ANONWEB_MAX_EXPANDED_BYTES", 1024**3)
+    # The column-tag form posts one field per column.
+    DATA_UPLOAD_MAX_NUMBER_FIELDS = ANONWEB_MAX_COLUMNS + 100
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
     CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
     ANONWEB_JOB_STALE_SECONDS = env_int("ANONWEB_JOB_STALE_SECONDS", 60)
@@ -61,6 +70,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "anonweb.datasets.uploads.UploadLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -138,7 +148,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 MEDIA_ROOT = VAR_DIR / "media"
-FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Every uploaded file goes straight to MEDIA_ROOT/incoming as it arrives, hashed on the way, and
+# is moved (not copied) into its dataset's folder: no upload is held in memory or read twice.
+FILE_UPLOAD_HANDLERS = ["anonweb.datasets.uploads.StreamedUploadHandler"]
 
 SESSION_COOKIE_HTTPONLY = True
 try:

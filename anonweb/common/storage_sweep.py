@@ -51,7 +51,7 @@ def _orphans(root: Path, known_keys, cutoff: float) -> list[Path]:
 def sweep_storage(*, older_than: timedelta = LEFTOVER_AGE, now: float | None = None) -> list[str]:
     """Remove stale temporaries and row-less folders under MEDIA_ROOT; return what went, as
     paths relative to MEDIA_ROOT (for the log: names only, never content)."""
-    from anonweb.datasets.models import Dataset
+    from anonweb.datasets.models import Dataset, DatasetStatus
     from anonweb.releases.models import Release
 
     media = Path(settings.MEDIA_ROOT)
@@ -60,6 +60,8 @@ def sweep_storage(*, older_than: timedelta = LEFTOVER_AGE, now: float | None = N
     doomed = [p for p in releases.glob(".tmp-*") if _old(p, cutoff)]
     doomed += [p for p in datasets.glob(".tmp-*") if _old(p, cutoff)]
     doomed += [p for p in datasets.glob("*/.tmp-*") if _old(p, cutoff)]
+    # Uploads received by a request that died before the dataset service moved them.
+    doomed += [p for p in (media / "incoming").glob("*") if _old(p, cutoff)]
     doomed += _orphans(
         releases,
         lambda keys: Release.objects.filter(storage_key__in=keys).values_list(
@@ -67,10 +69,13 @@ def sweep_storage(*, older_than: timedelta = LEFTOVER_AGE, now: float | None = N
         ),
         cutoff,
     )
+    # A dataset whose upload could not be read keeps its row (with the reason), not its files.
     doomed += _orphans(
         datasets,
-        lambda keys: Dataset.objects.filter(storage_key__in=keys).values_list(
-            "storage_key", flat=True
+        lambda keys: (
+            Dataset.objects.filter(storage_key__in=keys)
+            .exclude(status=DatasetStatus.FAILED)
+            .values_list("storage_key", flat=True)
         ),
         cutoff,
     )

@@ -14,6 +14,12 @@ class ColumnRole(models.TextChoices):
     OTHER = "other", "Other"
 
 
+class DatasetStatus(models.TextChoices):
+    PARSING = "parsing", "Reading the file"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Could not be read"
+
+
 class Dataset(models.Model):
     team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=200)
@@ -28,8 +34,16 @@ class Dataset(models.Model):
     # SHA-256 of the raw uploaded file, byte for byte: it recognises the source, so an identical
     # re-upload shares the privacy budget ledger (anonweb.releases.budget) of the first one.
     source_sha256 = models.CharField(max_length=64, db_index=True)
-    rows = models.BigIntegerField()
-    columns = models.JSONField(default=list)  # [{"name", "dtype", "missing", "distinct"}]
+    # An upload is read by a background job: "parsing" until then, "ready" with its rows and
+    # columns, or "failed" with a one-line reason (and no data kept).
+    status = models.CharField(
+        max_length=16, choices=DatasetStatus.choices, default=DatasetStatus.READY, db_index=True
+    )
+    error = models.TextField(blank=True)
+    encoding = models.CharField(max_length=32, blank=True)  # of a text upload, as read
+    rows = models.BigIntegerField(default=0)
+    # [{"name", "dtype": "numeric"|"text", "type": "integer"|"float"|"text", "missing", "distinct"}]
+    columns = models.JSONField(default=list)
     tags = models.JSONField(default=dict)  # {column: ColumnRole}
     # Size of the population the rows were sampled from (e.g. the census count of the area):
     # with it, journalist risk and population uniqueness are estimated, not just sample risk.
@@ -47,6 +61,10 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_ready(self) -> bool:
+        return self.status == DatasetStatus.READY
 
     @property
     def is_purged(self) -> bool:

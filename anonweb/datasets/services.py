@@ -1,5 +1,6 @@
-"""Dataset use cases: upload, tag columns, profile. Each write is one transaction with its
-audit event; files are written before the row and removed again if the row is not."""
+"""Dataset use cases: tag columns, hierarchies, profile, budget, retention, purge. Each write is
+one transaction with its audit event. Uploading lives in :mod:`anonweb.datasets.ingest` and is
+importable from here."""
 
 from __future__ import annotations
 
@@ -7,70 +8,23 @@ import hashlib
 import json
 import re
 import shutil
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.db import transaction
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.io.frame import (
-    EXCEL_SUFFIXES,
-    PARQUET_SUFFIXES,
-    TEXT_SUFFIXES,
-    infer_types,
-    read_table,
-)
-from anonweb.datasets.models import ColumnRole, Dataset, Hierarchy
-from anonweb.datasets.storage import (
-    dataset_dir,
-    load_distinct,
-    load_frame,
-    parquet_path,
-    write_parquet_atomic,
-)
+from anonweb.datasets.models import ColumnRole, Dataset, DatasetStatus, Hierarchy
+from anonweb.datasets.storage import dataset_dir, load_distinct, load_frame
 
-ALLOWED_SUFFIXES = (TEXT_SUFFIXES - {""}) | EXCEL_SUFFIXES | PARQUET_SUFFIXES
 # Column names that almost always hold direct identifiers; only a first guess for the officer.
 _IDENTIFIER_NAME = re.compile(
     r"(^|[_\s-])(name|full.?name|first.?name|last.?name|surname|ssn|social.?security|e-?mail|"
     r"phone|telephone|mobile|address|street|passport|licen[cs]e|iban|account|patient.?id|mrn)($|[_\s-])",
     re.IGNORECASE,
 )
-
-
-def normalize_frame(df: pd.DataFrame, *, typed: bool = False) -> pd.DataFrame:
-    """Make every column storable in Parquet.
-
-    Text files (``typed=False``) carry no types: numbers are recognised as in CSV reading (codes
-    with leading zeros stay text). Excel and Parquet cells are typed: a column is numeric when
-    every value is a number, and text (as written) otherwise, so a ZIP column stored as text
-    stays text.
-    """
-    out = {}
-    for col in df.columns:
-        s = df[col]
-        if s.dtype == object:
-            present = s.dropna()
-            if (
-                typed
-                and len(present)
-                and present.map(
-                    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                ).all()
-            ):
-                s = pd.to_numeric(s)
-            else:
-                s = s.map(
-                    lambda v: v if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-                )
-        out[str(col)] = s
-    frame = pd.DataFrame(out)
-    return frame if typed else infer_types(frame)
 
 
 def guess_tags(columns: list[str]) -> dict[str, str]:
@@ -92,75 +46,17 @@ def describe_columns(df: pd.DataFrame) -> list[dict]:
     ]
 
 
-def dataset_create(
-    *, user, team, upload, name: str, description: str = "", sep: str | None = None
-) -> Dataset:
-    require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
-    original_name = Path(upload.name or "upload").name
-    suffix = Path(original_name).suffix.lower()
-    if suffix not in ALLOWED_SUFFIXES:
-        raise DataError(
-            f"{original_name}: unsupported file type {suffix or '(none)'}; "
-            "upload CSV, TSV, Excel (.xlsx) or Parquet"
-        )
-    limit = settings.ANONWEB_MAX_UPLOAD_BYTES
-    if upload.size > limit:
-        raise DataError(
-            f"{original_name}: {upload.size:,} bytes is over the upload limit of {limit:,} bytes"
-        )
-    if Dataset.objects.filter(team=team, name=name).exists():
-        raise DataError(f"team {team.name} already has a dataset named {name!r}")
-    digest = hashlib.sha256()
-    for chunk in upload.chunks():
-        digest.update(chunk)
-    upload.seek(0)
-    typed = suffix in EXCEL_SUFFIXES | PARQUET_SUFFIXES
-    df = normalize_frame(read_table(upload, sep=sep, name=original_name), typed=typed)
-    dataset = Dataset(
-        team=team,
-        name=name,
-        description=description,
-        uploaded_by=user,
-        original_name=original_name,
-        file_format=suffix.lstrip("."),
-        size_bytes=upload.size,
-        source_sha256=digest.hexdigest(),
-        rows=len(df),
-        columns=describe_columns(df),
-        tags=guess_tags([str(c) for c in df.columns]),
-    )
-    folder = dataset_dir(dataset.storage_key)
-    try:
-        folder.mkdir(parents=True, exist_ok=False)
-        upload.seek(0)
-        with open(folder / f"original{suffix}", "wb") as fh:
-            for chunk in upload.chunks():
-                fh.write(chunk)
-        write_parquet_atomic(df, parquet_path(dataset.storage_key))
-        with transaction.atomic():
-            dataset.save()
-            audit_record(
-                actor=user,
-                team=team,
-                action="dataset.uploaded",
-                target=dataset,
-                details={
-                    "name": name,
-                    "file": original_name,
-                    "rows": dataset.rows,
-                    "columns": dataset.column_names,
-                    "sha256": dataset.source_sha256,
-                    "bytes": upload.size,
-                },
-            )
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return dataset
+def require_ready(dataset: Dataset) -> None:
+    """Refuse to work on a dataset whose upload is still being read, or could not be."""
+    if dataset.status == DatasetStatus.PARSING:
+        raise DataError(f"{dataset.name} is still being read; wait until it is ready")
+    if dataset.status == DatasetStatus.FAILED:
+        raise DataError(f"{dataset.name} could not be read: {dataset.error}")
 
 
 def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset:
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    require_ready(dataset)
     unknown = sorted(set(tags) - set(dataset.column_names))
     if unknown:
         raise DataError(f"unknown column(s): {', '.join(unknown)}")
@@ -219,11 +115,17 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
 MAX_HIERARCHY_BYTES = 20 * 1024 * 1024
 
 
-def dataset_set_hierarchy(*, user, dataset: Dataset, column: str, upload) -> Hierarchy:
-    """Attach an ARX-format hierarchy file (``value;level1;...;*``) to a column after checking
-    that it covers every value of that column."""
+def dataset_set_hierarchy(
+    *, user, dataset: Dataset, column: str, upload=None, spec: dict | None = None
+) -> Hierarchy:
+    """Attach a hierarchy to a column: an ARX-format file (``upload``, ``value;level1;...;*``)
+    or a spec in the plans' own form (``spec``, see :func:`dataset_set_hierarchy_spec`)."""
     from anonweb.core.io.hierarchy import parse_hierarchy
 
+    if (upload is None) == (spec is None):
+        raise ParameterError("give either a hierarchy file or a hierarchy spec")
+    if spec is not None:
+        return dataset_set_hierarchy_spec(user=user, dataset=dataset, column=column, spec=spec)
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     if upload.size is not None and upload.size > MAX_HIERARCHY_BYTES:
         raise DataError("a hierarchy file may be at most 20 MB")
@@ -252,6 +154,7 @@ def dataset_set_hierarchy_spec(*, user, dataset: Dataset, column: str, spec: dic
     from anonweb.core.io.hierarchy_builders import build_hierarchy
 
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    require_ready(dataset)
     if column not in dataset.column_names:
         raise DataError(f"unknown column: {column}")
     if not isinstance(spec, dict) or ("rows" in spec) == ("builder" in spec):
@@ -408,3 +311,27 @@ def dataset_set_population(*, user, dataset: Dataset, population_size: int | Non
         )
     dataset.population_size = population_size
     return dataset
+
+
+# Uploading (streamed to disk, read by a background job): importable from here, as every use case.
+from anonweb.datasets.ingest import (  # noqa: E402
+    UnsupportedFileType,
+    UploadTooLarge,
+    dataset_create,
+    dataset_discard,
+    dataset_parse,
+    dataset_parse_failed,
+    dataset_store,
+    dataset_upload,
+)
+
+__all__ = [
+    "UnsupportedFileType",
+    "UploadTooLarge",
+    "dataset_create",
+    "dataset_discard",
+    "dataset_parse",
+    "dataset_parse_failed",
+    "dataset_store",
+    "dataset_upload",
+]

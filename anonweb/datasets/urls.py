@@ -13,4 +13,5 @@ urlpatterns = [
     path("<int:dataset_id>/retention/", views.dataset_retention, name="retention"),
     path("<int:dataset_id>/population/", views.dataset_population, name="population"),
     path("<int:dataset_id>/purge/", views.dataset_purge_view, name="purge"),
+    path("<int:dataset_id>/discard/", views.dataset_discard_view, name="discard"),
 ]

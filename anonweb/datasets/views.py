@@ -12,10 +12,12 @@ from anonweb.datasets.selectors import (
     datasets_for_user,
     hierarchies_for,
 )
-from anonweb.datasets.services import dataset_create, dataset_set_tags
+from anonweb.datasets.services import dataset_set_tags
+from anonweb.datasets.services import dataset_upload as upload_and_read
 from anonweb.datasets.storage import load_head
+from anonweb.datasets.uploads import upload_refused
 from anonweb.jobs.models import JobKind
-from anonweb.jobs.selectors import latest_profile
+from anonweb.jobs.selectors import latest_profile, parse_job
 from anonweb.jobs.services import job_create
 
 PREVIEW_ROWS = 20
@@ -31,9 +33,14 @@ def dataset_upload(request):
         messages.error(request, "Uploading needs the privacy officer role in a team.")
         return redirect("datasets:list")
     form = UploadForm(request.POST or None, request.FILES or None, teams=teams)
-    if request.method == "POST" and form.is_valid():
+    refused = upload_refused(request) if request.method == "POST" else None
+    if refused:
+        form.is_valid()
+        form.errors.clear()
+        form.add_error("file", refused)
+    elif request.method == "POST" and form.is_valid():
         try:
-            dataset = dataset_create(
+            dataset, _job = upload_and_read(
                 user=request.user,
                 team=form.cleaned_data["team"],
                 upload=form.cleaned_data["file"],
@@ -44,7 +51,9 @@ def dataset_upload(request):
         except CoreError as exc:
             form.add_error("file", str(exc))
         else:
-            messages.success(request, f"Uploaded {dataset.rows:,} rows. Tag the columns next.")
+            messages.success(
+                request, f"Uploaded {dataset.original_name}; it is being read in the background."
+            )
             return redirect("datasets:detail", dataset_id=dataset.pk)
     return render(
         request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200
@@ -54,6 +63,12 @@ def dataset_upload(request):
 def dataset_detail(request, dataset_id: int):
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     is_officer = user_has_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if not dataset.is_ready:
+        return render(
+            request,
+            "datasets/reading.html",
+            {"dataset": dataset, "is_officer": is_officer, "job": parse_job(dataset=dataset)},
+        )
     form = TagForm(request.POST or None, dataset=dataset)
     if request.method == "POST":
         if not is_officer:
@@ -116,8 +131,28 @@ def dataset_assess(request, dataset_id: int):
             request, "The raw data of this dataset has been purged; nothing can be run on it."
         )
         return redirect("datasets:detail", dataset_id=dataset.pk)
-    job = job_create(user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
+    try:
+        job = job_create(
+            user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset
+        )
+    except CoreError as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:detail", dataset_id=dataset.pk)
     return redirect("jobs:detail", job_id=job.pk)
+
+
+@require_POST
+def dataset_discard_view(request, dataset_id: int):
+    from anonweb.datasets.services import dataset_discard
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    try:
+        dataset_discard(user=request.user, dataset=dataset)
+    except CoreError as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    messages.success(request, f"Removed the upload {dataset.name}.")
+    return redirect("datasets:list")
 
 
 @require_POST

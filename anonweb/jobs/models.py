@@ -16,6 +16,7 @@ TERMINAL = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 class JobKind(models.TextChoices):
+    PARSE = "parse", "Read the uploaded file"
     PROFILE = "profile", "Profile and risk assessment"
     ANONYMIZE = "anonymize", "Anonymize (release plan)"
     DEMO_SLEEP = "demo_sleep", "Queue check (waits a few seconds)"

@@ -13,7 +13,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import dataset_get_for_user
-from anonweb.datasets.storage import load_frame
+from anonweb.datasets.storage import load_distinct
 from anonweb.jobs.planning import check_web_plan, plan_privacy, suggest_plan
 from anonweb.jobs.services import anonymize_launch
 
@@ -103,6 +103,8 @@ def plan_page(request, *, dataset_id: int):
             request, "The raw data of this dataset has been purged; nothing can be run on it."
         )
         return redirect("datasets:detail", dataset_id=dataset.pk)
+    if not dataset.is_ready:
+        return redirect("datasets:detail", dataset_id=dataset.pk)
     suggest = SuggestForm(request.GET or None)
     options = suggest.cleaned_data if suggest.is_valid() else {}
     privacy = None
@@ -128,10 +130,12 @@ def plan_page(request, *, dataset_id: int):
                     )
                     return redirect("jobs:detail", job_id=job.pk)
     else:
-        frame = load_frame(dataset.storage_key)
+        # A suggestion needs only the distinct values of the tagged columns, not the table.
+        needed = dict.fromkeys([*dataset.quasi_identifiers, *dataset.sensitive])
+        values = {c: load_distinct(dataset.storage_key, c) for c in needed}
         plan = suggest_plan(
             dataset,
-            frame,
+            values,
             mode=options.get("mode") or "k_anonymity",
             epsilon=options.get("epsilon") or 1.0,
             k=options.get("k") or 5,

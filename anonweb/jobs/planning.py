@@ -4,6 +4,7 @@ submitted from the web, and the public copy of a plan that is stored with a rele
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,9 @@ def _dp_histogram_steps(dataset: Dataset, epsilon: float) -> list[dict[str, Any]
     ]
 
 
-def _ldp_steps(dataset: Dataset, frame: pd.DataFrame, epsilon: float) -> list[dict[str, Any]]:
+def _ldp_steps(
+    dataset: Dataset, frame: Mapping[str, pd.Series], epsilon: float
+) -> list[dict[str, Any]]:
     """Randomized response per sensitive column; numeric ones get Laplace noise within bounds.
 
     The suggested bounds are the column's range rounded outwards: replace them with public
@@ -107,7 +110,7 @@ def _ldp_steps(dataset: Dataset, frame: pd.DataFrame, epsilon: float) -> list[di
 
 def suggest_plan(
     dataset: Dataset,
-    frame: pd.DataFrame,
+    frame: Mapping[str, pd.Series],
     *,
     mode: str = "k_anonymity",
     k: int = 5,
@@ -118,6 +121,9 @@ def suggest_plan(
     metric: str = "loss",
     aggregate: str | None = None,
 ) -> dict[str, Any]:
+    """A plan for the dataset from its tags. ``frame`` maps each tagged column to its values:
+    the table's columns, or (as the plan page passes) only their distinct values, which is all
+    a suggestion reads (ranges, lengths, formats, categories)."""
     qis = dataset.quasi_identifiers
     plan: dict[str, Any] = {
         "version": 1,

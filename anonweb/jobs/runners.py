@@ -30,6 +30,13 @@ def run_demo_sleep(job: Job, progress: Progress) -> dict:
     return {"steps": steps}
 
 
+@runner(JobKind.PARSE)
+def run_parse(job: Job, progress: Progress) -> dict:
+    from anonweb.datasets.services import dataset_parse
+
+    return dataset_parse(dataset=job.dataset, progress=progress, sep=job.params.get("sep"))
+
+
 @runner(JobKind.PROFILE)
 def run_profile(job: Job, progress: Progress) -> dict:
     from anonweb.datasets.services import dataset_profile

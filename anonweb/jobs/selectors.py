@@ -26,3 +26,8 @@ def latest_profile(*, dataset) -> Job | None:
         .order_by("-finished_at", "-id")
         .first()
     )
+
+
+def parse_job(*, dataset) -> Job | None:
+    """The job that read (or is reading) the dataset's upload."""
+    return Job.objects.filter(dataset=dataset, kind=JobKind.PARSE).order_by("-id").first()

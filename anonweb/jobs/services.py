@@ -67,7 +67,13 @@ def job_complete_claimed(*, job: Job, result: dict) -> None:
 
 def job_create(*, user, team, kind: str, dataset=None, params: dict | None = None) -> Job:
     """Create a queued job and enqueue it once the transaction commits."""
+    from anonweb.jobs.models import JobKind
+
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
+    if dataset is not None and kind != JobKind.PARSE:
+        from anonweb.datasets.services import require_ready
+
+        require_ready(dataset)
     with transaction.atomic():
         job = Job.objects.create(
             team=team,
@@ -206,7 +212,22 @@ def _set_terminal(
             audit_record(
                 actor=None, team=job.team, action=f"job.{status}", target=job, details=details
             )
+            if status != JobStatus.SUCCEEDED:
+                _after_unsuccessful(job, error or message or status)
     return bool(changed)
+
+
+def _after_unsuccessful(job: Job, reason: str) -> None:
+    """A job that reads an upload and ends without success leaves a failed dataset with the
+    reason, and none of its files (whether it failed, was cancelled or lost its worker)."""
+    from anonweb.jobs.models import JobKind
+
+    if job.kind == JobKind.PARSE and job.dataset_id is not None:
+        from anonweb.datasets.services import dataset_parse_failed
+
+        if job.status == JobStatus.CANCELLED:
+            reason = "the upload was cancelled before it was read"
+        dataset_parse_failed(dataset_id=job.dataset_id, error=reason)
 
 
 def job_cancel(*, user, job: Job) -> Job:
@@ -226,6 +247,8 @@ def job_cancel(*, user, job: Job) -> Job:
             audit_record(
                 actor=user, team=job.team, action="job.cancelled", target=job, details=details
             )
+            job.status = JobStatus.CANCELLED
+            _after_unsuccessful(job, "cancelled")
         elif Job.objects.filter(id=job.pk, status=JobStatus.RUNNING).update(
             cancel_requested=True, message="cancellation requested"
         ):

@@ -64,6 +64,9 @@ def test_upload_tag_assess_anonymize_approve_download(
     officer.set_input_files("#id_file", str(source))
     officer.click("main button[type=submit]")
     officer.wait_for_url("**/datasets/*/")
+    # The upload returns at once; the page follows the job reading it, then shows the table.
+    officer.wait_for_selector("#id_col_0", timeout=60_000)
+    assert officer.locator("[data-testid=reading]").count() == 0
     roles = {
         "zip": "quasi_identifier",
         "age": "quasi_identifier",

@@ -1,60 +1,107 @@
+import hashlib
+import html
+
 import pytest
+from django.test import TestCase
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.models import Dataset
-from anonweb.jobs.models import Job
+from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.jobs.services import job_execute
 from tests.web.conftest import csv_upload
 
 pytestmark = pytest.mark.django_db
 
 
-def test_upload_works_for_a_privacy_officer(client, officer, team):
+def _read_queued_uploads() -> list[Job]:
+    """Run the queued jobs that read uploads, as the worker would."""
+    jobs = list(Job.objects.filter(kind=JobKind.PARSE, status=JobStatus.QUEUED))
+    for job in jobs:
+        with TestCase.captureOnCommitCallbacks(execute=True):  # files go once rows commit
+            job_execute(job_id=job.pk, worker="test")
+        job.refresh_from_db()
+    return jobs
+
+
+def _files_left(settings) -> list[str]:
+    root = settings.MEDIA_ROOT
+    return sorted(
+        str(p.relative_to(root))
+        for sub in ("datasets", "incoming")
+        if (root / sub).exists()
+        for p in (root / sub).rglob("*")
+        if p.is_file()
+    )
+
+
+def test_upload_returns_at_once_and_a_job_reads_the_file(client, officer, team, settings):
     client.force_login(officer)
     response = client.post(
         reverse("datasets:upload"), {"team": team.pk, "name": "visits", "file": csv_upload(sep=";")}
     )
-    assert response.status_code == 302
     ds = Dataset.objects.get(name="visits")
-    assert ds.rows == 6
+    assert response.status_code == 302 and response.url == reverse("datasets:detail", args=[ds.pk])
+    # Nothing was read in the request: the file is in place, hashed, and a job will read it.
+    assert ds.status == "parsing" and ds.rows == 0 and ds.columns == []
+    assert ds.source_sha256 == hashlib.sha256(csv_upload(sep=";").read()).hexdigest()
+    assert _files_left(settings) == [f"datasets/{ds.storage_key}/original.csv"]
+    assert oct((settings.MEDIA_ROOT / _files_left(settings)[0]).stat().st_mode & 0o777) == "0o600"
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert 'data-testid="reading"' in page and "Reading the file" in page
+    (job,) = _read_queued_uploads()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    ds.refresh_from_db()
+    assert ds.status == "ready" and ds.rows == 6
     assert ds.column_names == ["name", "zip", "age", "sex", "disease"]
+    assert {c["name"]: c["type"] for c in ds.columns}["age"] == "integer"
     assert ds.tags["name"] == "identifier"  # guessed from the column name
-    event = AuditEvent.objects.get(action="dataset.uploaded")
-    assert event.details["rows"] == 6
-    assert "Ann Lee" not in str(event.details)  # never raw values
+    uploaded = AuditEvent.objects.get(action="dataset.uploaded")
+    assert (
+        uploaded.details["bytes"] == ds.size_bytes
+        and uploaded.details["sha256"] == ds.source_sha256
+    )
+    assert AuditEvent.objects.get(action="dataset.parsed").details["rows"] == 6
+    assert "Ann Lee" not in str(list(AuditEvent.objects.values_list("details", flat=True)))
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert "Ann Lee" in page and 'data-testid="reading"' not in page
+    assert sorted(_files_left(settings)) == [
+        f"datasets/{ds.storage_key}/data.parquet",
+        f"datasets/{ds.storage_key}/original.csv",
+    ]
 
 
 @pytest.mark.parametrize("role_user", ["steward", "analyst"])
-def test_upload_needs_the_privacy_officer_role(client, request, role_user, team):
+def test_upload_needs_the_privacy_officer_role(client, request, role_user, team, settings):
     user = request.getfixturevalue(role_user)
     client.force_login(user)
     response = client.post(
         reverse("datasets:upload"), {"team": team.pk, "name": "x", "file": csv_upload()}
     )
     assert response.status_code == 302
-    assert not Dataset.objects.exists()
+    assert not Dataset.objects.exists() and not Job.objects.exists()
+    assert _files_left(settings) == []
 
 
-def test_upload_into_another_team_is_refused(client, officer, other_team):
+def test_upload_into_another_team_is_refused(client, officer, other_team, settings):
     client.force_login(officer)
     response = client.post(
         reverse("datasets:upload"), {"team": other_team.pk, "name": "x", "file": csv_upload()}
     )
     assert response.status_code == 400
     assert not Dataset.objects.exists()
+    assert _files_left(settings) == []
 
 
 @pytest.mark.parametrize(
-    "content,name,message",
+    "name,content,message",
     [
-        (b"", "empty.csv", b"is empty"),
-        (b"a,b\n", "header.csv", b"no data rows"),
-        (b"\x00\x01\x02garbage", "data.parquet", b"cannot be read as parquet"),
-        (b"a,b\n1,2\n", "evil.exe", b"unsupported file type"),
+        ("evil.exe", b"a,b\n1,2\n", "unsupported file type"),
+        ("empty.csv", b"", "The submitted file is empty"),
     ],
 )
-def test_bad_files_get_a_clear_message_and_leave_nothing(
-    client, officer, team, content, name, message, settings
+def test_what_the_request_can_tell_is_refused_at_once(
+    client, officer, team, settings, name, content, message
 ):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -64,20 +111,124 @@ def test_bad_files_get_a_clear_message_and_leave_nothing(
         {"team": team.pk, "name": "bad", "file": SimpleUploadedFile(name, content)},
     )
     assert response.status_code == 400
-    assert message in response.content
-    assert not Dataset.objects.exists()
-    media = settings.MEDIA_ROOT / "datasets"
-    assert not media.exists() or not any(media.iterdir())
+    assert message in response.content.decode()
+    assert not Dataset.objects.exists() and _files_left(settings) == []
 
 
-def test_upload_limit(client, officer, team, settings):
+@pytest.mark.parametrize(
+    "content,name,message",
+    [
+        (b"\n\n  \n", "blank.csv", "is empty"),
+        (b"a,b\n", "header.csv", "no data rows"),
+        (b"\x00\x01\x02garbage", "data.parquet", "cannot be read as parquet"),
+        (b"a,b\n1,2\n3,4,5\n", "ragged.csv", "row 3 (the header is row 1) has 3 value(s)"),
+        (b"a,b\n1,\x002\n", "nul.csv", "line 2 contains a NUL byte"),
+        (b"PK\x03\x04 not really", "book.xlsx", "not an .xlsx workbook"),
+    ],
+)
+def test_a_file_that_cannot_be_read_fails_with_a_reason_and_leaves_nothing(
+    client, officer, team, content, name, message, settings
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(officer)
+    response = client.post(
+        reverse("datasets:upload"),
+        {"team": team.pk, "name": "bad", "file": SimpleUploadedFile(name, content)},
+    )
+    assert response.status_code == 302
+    (job,) = _read_queued_uploads()
+    ds = Dataset.objects.get(name="bad")
+    assert job.status == JobStatus.FAILED and message in job.error
+    assert ds.status == "failed" and message in ds.error and "\n" not in ds.error
+    assert ds.rows == 0 and ds.columns == []
+    assert _files_left(settings) == []  # not the upload, not half a table
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert 'data-testid="read-failed"' in page and html.escape(message) in page
+    # The officer corrects the file and uploads it again under the same name.
+    response = client.post(
+        reverse("datasets:upload"), {"team": team.pk, "name": "bad", "file": csv_upload()}
+    )
+    assert response.status_code == 302
+    _read_queued_uploads()
+    assert Dataset.objects.get(name="bad").status == "ready"
+    assert AuditEvent.objects.filter(action="dataset.discarded").count() == 1
+
+
+def test_work_waits_until_the_upload_is_read(client, officer, team):
+    from anonweb.core.errors import CoreError
+    from anonweb.datasets.services import dataset_set_tags
+
+    client.force_login(officer)
+    client.post(reverse("datasets:upload"), {"team": team.pk, "name": "v", "file": csv_upload()})
+    ds = Dataset.objects.get(name="v")
+    with pytest.raises(CoreError, match="still being read"):
+        dataset_set_tags(user=officer, dataset=ds, tags={"age": "quasi_identifier"})
+    response = client.post(reverse("datasets:assess", args=[ds.pk]), follow=True)
+    assert "still being read" in response.content.decode()
+    assert client.get(reverse("jobs:plan", args=[ds.pk])).status_code == 302
+    assert not Job.objects.exclude(kind=JobKind.PARSE).exists()
+
+
+def test_cancelling_the_read_fails_the_upload_and_keeps_nothing(client, officer, team, settings):
+    client.force_login(officer)
+    client.post(reverse("datasets:upload"), {"team": team.pk, "name": "v", "file": csv_upload()})
+    job = Job.objects.get(kind=JobKind.PARSE)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        client.post(reverse("jobs:cancel", args=[job.pk]))
+    ds = Dataset.objects.get(name="v")
+    assert ds.status == "failed" and "cancelled" in ds.error
+    assert _files_left(settings) == []
+
+
+def test_a_lost_worker_fails_the_upload(officer, team, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from anonweb.datasets.services import dataset_upload
+    from anonweb.jobs.services import jobs_reap_stale
+
+    dataset, job = dataset_upload(user=officer, team=team, upload=csv_upload(), name="v")
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert jobs_reap_stale() == 1
+    dataset.refresh_from_db()
+    assert dataset.status == "failed" and "worker stopped" in dataset.error
+    assert _files_left(settings) == []
+
+
+def test_upload_limit_while_the_file_arrives(client, officer, team, settings):
     settings.ANONWEB_MAX_UPLOAD_BYTES = 50
     client.force_login(officer)
     response = client.post(
         reverse("datasets:upload"), {"team": team.pk, "name": "big", "file": csv_upload()}
     )
     assert response.status_code == 400
-    assert b"over the upload limit" in response.content
+    assert b"over the limit of 50 bytes" in response.content
+    assert not Dataset.objects.exists() and _files_left(settings) == []
+
+
+@pytest.mark.parametrize("path", ["/datasets/upload/", "/api/v1/datasets/"])
+def test_a_body_declared_over_the_limit_is_refused_before_it_is_read(client, officer, path):
+    client.force_login(officer)
+    # FakePayload raises if anything reads past its (empty) content: the body is never read.
+    response = client.generic(
+        "POST",
+        path,
+        b"",
+        content_type="multipart/form-data; boundary=x",
+        CONTENT_LENGTH=str(3 * 1024**3),
+    )
+    assert response.status_code == 413
+    assert "over the limit of 2.0 GB" in response.content.decode()
+    if path.startswith("/api/"):
+        assert response.json() == {
+            "error": "the upload is 3.0 GB, over the limit of 2.0 GB (ANONWEB_MAX_UPLOAD_BYTES)"
+        }
+    assert not Dataset.objects.exists()
 
 
 def test_detail_works_and_shows_raw_rows_to_officers_only(client, dataset, officer, steward):
@@ -178,6 +329,8 @@ def test_excel_parquet_and_tsv_uploads(client, officer, team, fmt, tmp_path):
         reverse("datasets:upload"), {"team": team.pk, "name": fmt, "file": upload}
     )
     assert response.status_code == 302, response.content.decode()[:500]
+    (job,) = _read_queued_uploads()
+    assert job.status == JobStatus.SUCCEEDED, job.error
     ds = Dataset.objects.get(name=fmt)
     assert ds.rows == 6 and ds.column_names == list(df.columns)
     assert {c["name"]: c["dtype"] for c in ds.columns}["age"] == "numeric"
@@ -208,3 +361,32 @@ def test_population_size_adds_journalist_risk_and_population_uniqueness(
     assert risk["population"]["population_size"] == 60000
     assert risk["journalist_risk"]["max"] < risk["prosecutor_risk"]["max"]
     assert risk["population"]["model"] in {"pitman", "zayatz", "snb"}
+
+
+def test_the_sweep_removes_abandoned_incoming_files_and_failed_uploads(officer, team, settings):
+    import os
+    import time
+
+    from anonweb.common.storage_sweep import LEFTOVER_AGE, sweep_storage
+    from anonweb.datasets.services import dataset_upload
+
+    old = time.time() - LEFTOVER_AGE.total_seconds() - 60
+    incoming = settings.MEDIA_ROOT / "incoming"
+    incoming.mkdir(parents=True)
+    (incoming / "tmpabandoned.upload").write_bytes(b"a,b\n1,2\n")
+    (incoming / "tmpreceiving.upload").write_bytes(b"a,b\n")
+    os.utime(incoming / "tmpabandoned.upload", (old, old))
+    dataset, _job = dataset_upload(user=officer, team=team, upload=csv_upload(), name="v")
+    # The process died after marking the upload failed, before its files were removed.
+    Dataset.objects.filter(pk=dataset.pk).update(status="failed", error="x")
+    folder = settings.MEDIA_ROOT / "datasets" / str(dataset.storage_key)
+    os.utime(folder, (old, old))
+
+    removed = sweep_storage()
+
+    assert not (incoming / "tmpabandoned.upload").exists() and not folder.exists()
+    assert (incoming / "tmpreceiving.upload").exists(), "an upload may still be arriving"
+    assert sorted(removed) == [
+        "datasets/" + str(dataset.storage_key),
+        "incoming/tmpabandoned.upload",
+    ]

@@ -1,0 +1,371 @@
+"""Turning an uploaded file into a table with one type per column, in bounded memory.
+
+:func:`convert_to_parquet` streams a file of any size to Parquet: batches are read (see
+:mod:`anonweb.core.io.sources`), checked against the limits and written as text to a staging
+file while each column's kind is tracked; once the whole file is seen, columns of numbers are
+cast from the staging file, batch by batch, into the final file. Memory stays at a few batches,
+and a column's type is decided by all of its values, not by the first block.
+
+:func:`load_table` reads a file into a pandas frame with the same rules (the command line).
+
+Types: a column whose values are all integers (up to 18 digits, no leading zero) is an integer
+column, kept as integers even when cells are blank (pandas' nullable ``Int64``; a float would
+turn 39 into ``39.0`` and break hierarchies); all numbers gives floats; anything else is text,
+exactly as written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from anonweb.core.errors import DataError
+from anonweb.core.io.sources import (
+    EMPTY,
+    FLOAT,
+    INT,
+    KIND_NAMES,
+    TEXT,
+    Limits,
+    ParquetSource,
+    ReadAgain,
+    check_cells,
+    open_source,
+)
+
+EXCEL_SUFFIXES = {".xlsx", ".xlsm", ".xls"}
+PARQUET_SUFFIXES = {".parquet", ".pq"}
+TEXT_SUFFIXES = {".csv", ".tsv", ".txt", ".tab", ""}
+ARROW_TYPES = {EMPTY: pa.string(), INT: pa.int64(), FLOAT: pa.float64(), TEXT: pa.string()}
+COMPRESSION = "snappy"
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str  # "integer", "float" or "text"
+    missing: int
+    distinct: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dtype": "text" if self.type == "text" else "numeric",
+            "type": self.type,
+            "missing": self.missing,
+            "distinct": self.distinct,
+        }
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    rows: int
+    columns: tuple[ColumnInfo, ...]
+    format: str
+    encoding: str | None = None
+    separator: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "columns": [c.to_dict() for c in self.columns],
+            "format": self.format,
+            "encoding": self.encoding,
+            "separator": self.separator,
+        }
+
+
+def format_of(name: str | None, fmt: str | None = None) -> str:
+    """``csv``, ``excel`` or ``parquet`` from an explicit ``fmt`` or the file name's suffix."""
+    if fmt:
+        return fmt
+    suffix = Path(name or "").suffix.lower()
+    if suffix in EXCEL_SUFFIXES:
+        return "excel"
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    return "csv"
+
+
+def pandas_metadata(names: list[str], kinds: list[int], missing: list[int]) -> dict[bytes, bytes]:
+    """Schema metadata that makes pandas read an integer column with blanks as ``Int64``."""
+    dtypes = {
+        INT: lambda m: "Int64" if m else "int64",
+        FLOAT: lambda m: "float64",
+        TEXT: lambda m: object,
+        EMPTY: lambda m: object,
+    }
+    sample = pd.DataFrame(
+        {
+            name: pd.Series([], dtype=dtypes[kind](miss))
+            for name, kind, miss in zip(names, kinds, missing, strict=True)
+        }
+    )
+    # An empty object column says "empty"; say what it holds.
+    schema = pa.Schema.from_pandas(sample, preserve_index=False)
+    meta = dict(schema.metadata or {})
+    import json
+
+    doc = json.loads(meta[b"pandas"])
+    for col, kind in zip(doc["columns"], kinds, strict=True):
+        if kind in (TEXT, EMPTY):
+            col["pandas_type"] = "unicode"
+    meta[b"pandas"] = json.dumps(doc).encode()
+    return meta
+
+
+def final_schema(names: list[str], kinds: list[int], missing: list[int]) -> pa.Schema:
+    fields = [pa.field(n, ARROW_TYPES[k]) for n, k in zip(names, kinds, strict=True)]
+    return pa.schema(fields, metadata=pandas_metadata(names, kinds, missing))
+
+
+def cast_column(values: pa.Array | pa.ChunkedArray, kind: int):
+    """Strings of a column whose kind is known to fit (checked by the source) to its type."""
+    if kind in (TEXT, EMPTY) or values.type == ARROW_TYPES[kind]:
+        return values
+    return pc.cast(values, ARROW_TYPES[kind])
+
+
+class _Tally:
+    """What the batches showed: rows, each column's kind and missing values."""
+
+    def __init__(self, label: str, limits: Limits):
+        self.label, self.limits = label, limits
+        self.rows = 0
+        self.kinds: list[int] = []
+        self.missing: list[int] = []
+
+    def add(self, columns: list[pa.Array], kinds: list[int]) -> None:
+        if not self.kinds:
+            self.kinds = [EMPTY] * len(columns)
+            self.missing = [0] * len(columns)
+        self.rows += len(columns[0]) if columns else 0
+        check_cells(self.rows, len(columns), label=self.label, limits=self.limits)
+        for i, (values, kind) in enumerate(zip(columns, kinds, strict=True)):
+            if kind > self.kinds[i]:
+                self.kinds[i] = kind
+            self.missing[i] += values.null_count
+
+    def check_rows(self) -> None:
+        if self.rows == 0:
+            raise DataError(f"{self.label}: has a header but no data rows")
+
+
+def _read_all(source, tally: _Tally, progress: Progress | None, sink) -> None:
+    """Feed every batch to ``sink``, reading again from the start if the source asks."""
+    for _attempt in range(2):
+        try:
+            for columns, kinds in source.batches():
+                tally.add(columns, kinds)
+                sink(source.names, columns)
+                if progress is not None:
+                    fraction = source.fraction()
+                    progress(fraction or 0.0, f"read {tally.rows:,} rows")
+            return
+        except ReadAgain:
+            tally.__init__(tally.label, tally.limits)
+            sink(None, None)  # drop what was written
+    raise DataError(f"{tally.label}: cannot decide the file's encoding")  # pragma: no cover
+
+
+class _StagingWriter:
+    def __init__(self, path: Path):
+        self.path = path
+        self.writer: pq.ParquetWriter | None = None
+        self.schema: pa.Schema | None = None
+
+    def __call__(self, names: list[str] | None, columns: list[pa.Array] | None) -> None:
+        if names is None:
+            self.close()
+            self.path.unlink(missing_ok=True)
+            return
+        assert columns is not None
+        if self.writer is None:
+            self.schema = pa.schema([pa.field(n, c.type) for n, c in zip(names, columns)])
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
+        self.writer.write_batch(pa.record_batch(columns, schema=self.schema))
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+def convert_to_parquet(
+    path: str | Path,
+    dest: str | Path,
+    *,
+    fmt: str | None = None,
+    sep: str | None = None,
+    name: str | None = None,
+    limits: Limits | None = None,
+    progress: Progress | None = None,
+) -> TableInfo:
+    """Read the file at ``path`` and write it to ``dest`` as Parquet, in bounded memory.
+
+    ``dest`` appears only once it is complete (written next to it, then renamed); on any error
+    nothing is left behind. ``progress(fraction, message)`` is called as the work goes on; an
+    exception it raises (a cancellation) stops the work and cleans up the same way.
+    """
+    path, dest = Path(path), Path(dest)
+    label = name or path.name
+    limits = limits or Limits()
+    fmt = format_of(name or path.name, fmt)
+    if not path.exists():
+        raise DataError(f"{label}: no such file")
+    if path.stat().st_size == 0:
+        raise DataError(f"{label}: the file is empty")
+    report = progress or (lambda fraction, message: None)
+    token = uuid.uuid4().hex[:12]
+    staging = dest.parent / f".tmp-{token}-staging.parquet"
+    final = dest.parent / f".tmp-{token}.parquet"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    source = open_source(path, fmt=fmt, label=label, limits=limits, sep=sep)
+    try:
+        report(0.0, "checking the file")
+        tally = _Tally(label, limits)
+        if isinstance(source, ParquetSource):
+            _write_typed(source, final, tally, lambda f, m: report(0.85 * f, m))
+        else:
+            writer = _StagingWriter(staging)
+            try:
+                _read_all(source, tally, lambda f, m: report(0.7 * f, m), writer)
+            finally:
+                writer.close()
+            tally.check_rows()
+            report(0.7, "storing each column with its type")
+            _finish(staging, final, source.names, tally, lambda f, m: report(0.7 + 0.15 * f, m))
+        report(0.85, "counting distinct values")
+        distinct = _distinct_counts(final, source.names, lambda f, m: report(0.85 + 0.14 * f, m))
+        os.replace(final, dest)
+    except BaseException:
+        final.unlink(missing_ok=True)
+        raise
+    finally:
+        staging.unlink(missing_ok=True)
+        with contextlib.suppress(Exception):
+            getattr(source, "close", lambda: None)()
+    columns = tuple(
+        ColumnInfo(n, KIND_NAMES[k], m, d)
+        for n, k, m, d in zip(source.names, tally.kinds, tally.missing, distinct, strict=True)
+    )
+    return TableInfo(tally.rows, columns, fmt, source.encoding, source.separator)
+
+
+def _write_typed(source: ParquetSource, final: Path, tally: _Tally, report: Progress) -> None:
+    """A Parquet upload keeps its types: written in one pass, once the columns' missing counts
+    (which decide pandas' integer type) are known from the file's statistics or a read of the
+    integer columns alone."""
+    missing = source.null_counts()
+    for i, (count, kind) in enumerate(zip(missing, source.kinds, strict=True)):
+        if count is None:
+            missing[i] = _count_missing(source, i) if kind == INT else 0
+    schema = final_schema(source.names, source.kinds, [m or 0 for m in missing])
+    with pq.ParquetWriter(final, schema, compression=COMPRESSION) as writer:
+
+        def sink(names, columns):
+            writer.write_batch(pa.record_batch(columns, schema=schema))
+
+        _read_all(source, tally, report, sink)
+    tally.check_rows()
+
+
+def _count_missing(source: ParquetSource, index: int) -> int:
+    name = source._file.schema_arrow.names[source._keep[index]]
+    return sum(
+        batch.column(0).null_count
+        for batch in source._file.iter_batches(columns=[name], use_threads=False)
+    )
+
+
+def _finish(staging: Path, final: Path, names: list[str], tally: _Tally, report: Progress) -> None:
+    """Cast the staged text columns to their types, one row group at a time."""
+    if all(k in (TEXT, EMPTY) for k in tally.kinds):
+        os.replace(staging, final)  # all text: the staged file is the table
+        return
+    schema = final_schema(names, tally.kinds, tally.missing)
+    staged = pq.ParquetFile(staging)
+    groups = staged.metadata.num_row_groups
+    with pq.ParquetWriter(final, schema, compression=COMPRESSION) as writer:
+        for g in range(groups):
+            group = staged.read_row_group(g, use_threads=False)
+            columns = [cast_column(group.column(i), kind) for i, kind in enumerate(tally.kinds)]
+            writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+            report((g + 1) / groups, f"stored {g + 1:,} of {groups:,} blocks")
+
+
+def _distinct_counts(final: Path, names: list[str], report: Progress) -> list[int]:
+    """Distinct values per column, one column in memory at a time."""
+    parquet = pq.ParquetFile(final)
+    counts = []
+    for i, name in enumerate(names):
+        values = parquet.read(columns=[name], use_threads=False).column(0)
+        counts.append(int(pc.count_distinct(values, mode="only_valid").as_py()))
+        report((i + 1) / len(names), f"counted distinct values of {i + 1} of {len(names)} columns")
+    return counts
+
+
+def load_table(
+    source: str | Path | BinaryIO,
+    *,
+    fmt: str | None = None,
+    sep: str | None = None,
+    name: str | None = None,
+    na_values=None,
+    limits: Limits | None = None,
+) -> pd.DataFrame:
+    """Read a whole table into pandas with the upload's rules (types, limits, messages)."""
+    limits = limits or Limits(max_cells=10**12, max_expanded_bytes=2**62)
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        label = name or str(source)
+        if not path.exists():
+            raise DataError(f"{label}: no such file")
+        if path.is_dir():
+            raise DataError(f"{label}: is a directory, not a file")
+        if path.stat().st_size == 0:
+            raise DataError(f"{label}: the file is empty")
+        fmt = format_of(name or path.name, fmt)
+        reader = open_source(
+            path, fmt=fmt, label=label, limits=limits, sep=sep, na_values=na_values
+        )
+    else:
+        label = name or getattr(source, "name", None) or "the upload"
+        fmt = format_of(name or getattr(source, "name", None), fmt)
+        reader = open_source(
+            fileobj=source, fmt=fmt, label=str(label), limits=limits, sep=sep, na_values=na_values
+        )
+    tally = _Tally(str(label), limits)
+    chunks: list[list[pa.Array]] = []
+
+    def sink(names, columns):
+        if names is None:
+            chunks.clear()
+        else:
+            chunks.append(columns)
+
+    try:
+        _read_all(reader, tally, None, sink)
+    finally:
+        with contextlib.suppress(Exception):
+            getattr(reader, "close", lambda: None)()
+    tally.check_rows()
+    names = reader.names
+    arrays = [
+        cast_column(pa.chunked_array([c[i] for c in chunks], type=chunks[0][i].type), kind)
+        for i, kind in enumerate(tally.kinds)
+    ]
+    table = pa.Table.from_arrays(arrays, schema=final_schema(names, tally.kinds, tally.missing))
+    return table.to_pandas()

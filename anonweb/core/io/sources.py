@@ -1,0 +1,770 @@
+"""Reading a delimited text, an Excel workbook or a Parquet file in batches of columns.
+
+Each source checks the file against :class:`Limits` while it reads (columns from the header,
+cells as rows arrive, expanded bytes before anything is decompressed), so a hostile file is
+refused before it costs more than the limits allow. Every refusal is a :class:`DataError` with a
+one-line reason naming the line, row or column, and never quoting a cell.
+
+Text and Excel sources yield strings plus what each column's values looked like (``EMPTY``,
+``INT``, ``FLOAT`` or ``TEXT``); the caller decides a column's type once the whole file is seen.
+A Parquet source yields its final types directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import re
+import warnings
+import zipfile
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from anonweb.core.errors import DataError
+
+# What a column's values look like, ordered so that the type of a column is the max over batches.
+EMPTY, INT, FLOAT, TEXT = 0, 1, 2, 3
+KIND_NAMES = {EMPTY: "text", INT: "integer", FLOAT: "float", TEXT: "text"}
+
+SNIFF_DELIMITERS = ",;\t|"
+DEFAULT_NA_VALUES = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "?")
+EXCEL_MAX_ROWS = 1_048_576  # a worksheet cannot have more (Excel's own limit)
+
+# Integers up to 18 digits; longer digit strings are identifiers (kept exactly, as text). A
+# leading zero (ZIP 02138, IDs) also keeps a column as text, as it was written.
+_INT = r"^-?(0|[1-9][0-9]{0,17})$"
+_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_NOT_A_NUMBER = r"^[+-]?0[0-9]|^[+-]?[0-9]{19,}$"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one upload may hold. Checked while reading, never after the fact."""
+
+    max_columns: int = 5_000
+    max_cells: int = 500_000_000
+    # Bytes a compressed file may expand to (an xlsx's XML, a Parquet row group).
+    max_expanded_bytes: int = 1024**3
+    # An xlsx this much larger than its compressed size (and over bomb_min_bytes) is a zip bomb.
+    max_expansion_ratio: int = 100
+    bomb_min_bytes: int = 100 * 1024**2
+    max_name_length: int = 300
+    # The longest row of a text file (the CSV reader's block).
+    max_row_bytes: int = 16 * 1024**2
+
+
+def size_text(n: float) -> str:
+    """Bytes as people read them (1024-based, as Django's filesizeformat)."""
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"  # pragma: no cover
+
+
+def column_names(raw: Sequence[Any], *, label: str, limits: Limits) -> list[str]:
+    """Header cells as column names: stripped, blanks named as pandas names them, and refused
+    when there are too many, when one is too long, or when two are the same (in linear time:
+    a 100,000-column header must not cost a quadratic check)."""
+    if len(raw) > limits.max_columns:
+        raise DataError(
+            f"{label}: {len(raw):,} columns; at most {limits.max_columns:,} can be read"
+        )
+    names = []
+    for i, cell in enumerate(raw):
+        name = "" if cell is None else str(cell).strip()
+        if "\x00" in name:
+            raise DataError(f"{label}: the name of column {i + 1} contains a NUL character")
+        if len(name) > limits.max_name_length:
+            raise DataError(
+                f"{label}: the name of column {i + 1} has {len(name):,} characters; "
+                f"at most {limits.max_name_length} are allowed"
+            )
+        names.append(name or f"Unnamed: {i}")
+    if not names:
+        raise DataError(f"{label}: no columns found")
+    if all(n.startswith("Unnamed: ") for n in names):
+        raise DataError(f"{label}: the header row is missing")
+    dupes = sorted(n for n, count in Counter(names).items() if count > 1)
+    if dupes:
+        shown = ", ".join(dupes[:10]) + (f" and {len(dupes) - 10} more" if len(dupes) > 10 else "")
+        raise DataError(f"{label}: duplicate column names: {shown}")
+    return names
+
+
+def check_cells(rows: int, columns: int, *, label: str, limits: Limits) -> None:
+    if rows * columns > limits.max_cells:
+        raise DataError(
+            f"{label}: more than {limits.max_cells:,} cells ({rows:,} rows of {columns:,} "
+            "columns read so far); split the table or drop columns before uploading"
+        )
+
+
+def text_kind(values: pa.Array, known: int) -> int:
+    """The kind of a batch of strings given what earlier batches showed (``known``)."""
+    if known == TEXT:
+        return TEXT
+    if values.null_count == len(values):
+        return known
+    if pc.any(pc.match_substring_regex(values, _NOT_A_NUMBER)).as_py():
+        return TEXT
+    if known <= INT and pc.all(pc.match_substring_regex(values, _INT)).as_py():
+        return INT
+    if pc.all(pc.match_substring_regex(values, _FLOAT)).as_py():
+        return FLOAT
+    return TEXT
+
+
+def sniff_separator(sample: str) -> str:
+    """Guess the field separator of a delimited text sample.
+
+    ``csv.Sniffer`` first; if it cannot decide, the candidate that occurs most often in the
+    header line and the same number of times in the next lines wins.
+    """
+    lines = [line for line in sample.splitlines() if line.strip()]
+    if not lines:
+        raise DataError("the file is empty")
+    with contextlib.suppress(csv.Error):
+        return csv.Sniffer().sniff("\n".join(lines[:50]), delimiters=SNIFF_DELIMITERS).delimiter
+    header = lines[0]
+    best, best_count = ",", 0
+    for cand in SNIFF_DELIMITERS:
+        count = header.count(cand)
+        if count > best_count:
+            best, best_count = cand, count
+    return best
+
+
+# --- delimited text -----------------------------------------------------------------------
+
+# Bytes that are no character in Windows-1252, and byte pairs that are UTF-8's encoding of
+# Latin letters and punctuation (Ã©, â€™): seen in a Windows-1252 file, they mean two encodings.
+_UNDEFINED_1252 = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")
+_UTF8_SIGNS = re.compile(rb"[\xc2\xc3][\x80-\xbf]|\xe2\x80[\x80-\xbf]")
+
+
+class _NotUtf8(Exception):
+    def __init__(self, line: int, byte: int, after_utf8: bool):
+        super().__init__(line)
+        self.line, self.byte, self.after_utf8 = line, byte, after_utf8
+
+
+class _CheckedStream:
+    """The raw bytes of a text file as the CSV parser reads them, checked on the way: no NUL
+    byte, and valid in the chosen encoding. Counts lines so that an error can name one."""
+
+    closed = False
+
+    def __init__(self, fh: BinaryIO, *, label: str, encoding: str):
+        self.fh, self.label, self.encoding = fh, label, encoding
+        self.offset = 0
+        self.lines = 0
+        self.non_ascii = False
+        self._tail = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.fh.read(n if n and n > 0 else 1 << 24)
+        if isinstance(chunk, str):
+            raise DataError(f"{self.label}: expected bytes, got text")
+        self._check(chunk, final=not chunk)
+        self.offset += len(chunk)
+        self.lines += chunk.count(b"\n")
+        return chunk
+
+    def _line(self, data: bytes, i: int) -> int:
+        return self.lines + data.count(b"\n", 0, i) + 1
+
+    def _check(self, chunk: bytes, *, final: bool) -> None:
+        nul = chunk.find(b"\x00")
+        if nul >= 0:
+            raise DataError(
+                f"{self.label}: line {self._line(chunk, nul):,} contains a NUL byte, which text "
+                "never holds (is it a binary file, or UTF-16 text? save it as UTF-8 CSV)"
+            )
+        if self.encoding == "utf-8":
+            data = self._tail + chunk
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if not final and exc.end == len(data) and exc.reason == "unexpected end of data":
+                    self._tail = data[exc.start :]
+                    self.non_ascii = self.non_ascii or not data[: exc.start].isascii()
+                    return
+                raise _NotUtf8(
+                    self._line(data, exc.start),
+                    data[exc.start],
+                    self.non_ascii or not data[: exc.start].isascii(),
+                ) from None
+            self._tail = b""
+            self.non_ascii = self.non_ascii or not chunk.isascii()
+            return
+        bad = _UNDEFINED_1252.search(chunk)
+        if bad:
+            raise DataError(
+                f"{self.label}: line {self._line(chunk, bad.start()):,} holds byte "
+                f"0x{chunk[bad.start()]:02x}, which is a character neither in UTF-8 nor in "
+                "Windows-1252 (Latin-1); save the file as UTF-8"
+            )
+        sign = _UTF8_SIGNS.search(chunk)
+        if sign:
+            raise DataError(
+                f"{self.label}: the file mixes encodings: line {self._line(chunk, sign.start()):,} "
+                "is UTF-8 text, earlier lines are not; save the whole file as UTF-8"
+            )
+
+
+class TextSource:
+    """A delimited text file (CSV, TSV, ...), read in blocks by pyarrow's streaming CSV reader
+    as strings. UTF-8 is expected; a file with no UTF-8 at all is read as Windows-1252 (the
+    encoding spreadsheet programs call Latin-1), and says so; anything else is refused."""
+
+    typed = False
+
+    def __init__(
+        self,
+        open_binary,
+        *,
+        label: str,
+        limits: Limits,
+        sep: str | None = None,
+        na_values: Sequence[str] | None = None,
+    ):
+        self.open_binary, self.label, self.limits = open_binary, label, limits
+        self.na_values = list(DEFAULT_NA_VALUES if na_values is None else na_values)
+        self.encoding = "utf-8"
+        head = self._head()
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            raise DataError(f"{self.label}: the file is UTF-16 text; save it as UTF-8 CSV")
+        sample = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+        if not sample.strip():
+            raise DataError(f"{self.label}: the file is empty")
+        if sep is not None and len(sep) != 1:
+            raise DataError(f"{self.label}: the separator must be a single character, not {sep!r}")
+        self.separator = sep or sniff_separator(sample[:65536])
+        header = next(csv.reader(io.StringIO(sample), delimiter=self.separator), [])
+        # The header is counted before the parser sees it: a 100,000-column file is refused
+        # here, in microseconds.
+        column_names(header, label=label, limits=limits)
+        self.width = len(header)
+        self.names: list[str] = []
+        self._stream: _CheckedStream | None = None
+        self._size: int | None = None
+
+    def _head(self) -> bytes:
+        with self.open_binary() as fh:
+            return fh.read(min(self.limits.max_row_bytes, 8 * 1024 * 1024))
+
+    def fraction(self) -> float | None:
+        if self._stream is None or not self._size:
+            return None
+        return min(1.0, self._stream.offset / self._size)
+
+    def batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
+        """Batches of string columns and their kinds. Raises :class:`ReadAgain` when the file
+        turns out not to be UTF-8 after batches were handed on: the caller drops what it has
+        and calls again (the source then reads Windows-1252)."""
+        if self.encoding != "utf-8":
+            yield from self._batches()
+            return
+        try:
+            yield from self._batches()
+        except _NotUtf8 as exc:
+            if exc.after_utf8:
+                raise DataError(
+                    f"{self.label}: line {exc.line:,} is not UTF-8 text (byte 0x{exc.byte:02x}) "
+                    "although earlier lines are: the file mixes encodings; save it as UTF-8"
+                ) from None
+            self.encoding = "cp1252"
+            if self.names:
+                raise ReadAgain() from None
+            yield from self._batches()
+
+    def _batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
+        import pyarrow.csv as pcsv
+
+        invalid: list[tuple[int | None, int]] = []
+
+        def on_invalid(row) -> str:
+            invalid.append((row.number, row.actual_columns))
+            return "skip"
+
+        fields = [f"f{i}" for i in range(self.width)]
+        with self.open_binary() as fh:
+            with contextlib.suppress(OSError, AttributeError):
+                self._size = fh.seek(0, io.SEEK_END)
+                fh.seek(0)
+            self._stream = _CheckedStream(fh, label=self.label, encoding=self.encoding)
+            try:
+                reader = pcsv.open_csv(
+                    self._stream,
+                    read_options=pcsv.ReadOptions(
+                        use_threads=False,
+                        block_size=self.limits.max_row_bytes,
+                        column_names=fields,
+                        encoding="utf8" if self.encoding == "utf-8" else self.encoding,
+                    ),
+                    parse_options=pcsv.ParseOptions(
+                        delimiter=self.separator,
+                        newlines_in_values=True,
+                        ignore_empty_lines=True,
+                        invalid_row_handler=on_invalid,
+                    ),
+                    convert_options=pcsv.ConvertOptions(
+                        column_types=dict.fromkeys(fields, pa.string()),
+                        null_values=self.na_values,
+                        strings_can_be_null=True,
+                        quoted_strings_can_be_null=True,
+                    ),
+                )
+                first = True
+                for batch in reader:
+                    self._check_invalid(invalid)
+                    columns = list(batch.columns)
+                    if first:
+                        first = False
+                        self._take_header(columns)
+                        columns = [c.slice(1) for c in columns]
+                    columns = [self._clean(c) for c in columns]
+                    yield columns, [text_kind(c, EMPTY) for c in columns]
+                self._check_invalid(invalid)
+                if first:
+                    raise DataError(f"{self.label}: the file is empty")
+            except pa.ArrowInvalid as exc:
+                raise DataError(self._explain(exc)) from None
+
+    def _take_header(self, columns: list[pa.Array]) -> None:
+        raw = [c[0].as_py() if len(c) else None for c in columns]
+        self.names = column_names(raw, label=self.label, limits=self.limits)
+
+    def _clean(self, values: pa.Array) -> pa.Array:
+        # Spaces after a separator are not part of the value (as pandas' skipinitialspace).
+        if pc.any(pc.starts_with(values, " ")).as_py():
+            values = pc.utf8_ltrim(values, characters=" ")
+            values = pc.if_else(
+                pc.is_in(values, value_set=pa.array(self.na_values, pa.string())),
+                pa.scalar(None, pa.string()),
+                values,
+            )
+        return values
+
+    def _check_invalid(self, invalid: list[tuple[int | None, int]]) -> None:
+        if not invalid:
+            return
+        number, actual = invalid[0]
+        where = f"row {number:,}" if number else "a row"
+        hint = (
+            ' (a missing separator, or a quote " that is never closed?)'
+            if actual < self.width
+            else " (a separator inside a value that is not quoted?)"
+        )
+        raise DataError(
+            f"{self.label}: {where} (the header is row 1) has {actual:,} value(s) where the "
+            f"header has {self.width:,}{hint}"
+        )
+
+    def _explain(self, exc: pa.ArrowInvalid) -> str:
+        text = str(exc)
+        if "straddling" in text or "block" in text:
+            return (
+                f"{self.label}: a row is longer than {size_text(self.limits.max_row_bytes)}, or a "
+                'quote " is never closed'
+            )
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        # pyarrow quotes the offending row; a message may be stored and shown, cells may not.
+        first = first.split(":", 1)[0] if "CSV parse error" in first else first
+        return f"{self.label}: cannot be read as delimited text ({first})"
+
+
+class ReadAgain(Exception):
+    """A file found not to be UTF-8 after rows were already handed on: read it again."""
+
+
+# --- Excel --------------------------------------------------------------------------------
+
+
+class ExcelSource:
+    """The first worksheet of an .xlsx workbook, read row by row (openpyxl's read-only mode).
+
+    The zip's declared sizes bound what decompression can produce (Python's zip reader stops
+    there and fails the checksum of a member that claims less than it holds), so the expanded
+    size and the expansion ratio are checked before a single XML element is parsed."""
+
+    typed = True
+    encoding = None
+    separator = None
+
+    def __init__(self, open_binary, *, label: str, limits: Limits, batch_rows: int = 20_000):
+        self.open_binary, self.label, self.limits = open_binary, label, limits
+        self.batch_rows = batch_rows
+        self.names: list[str] = []
+        self._rows_read = 0
+        self._rows_declared: int | None = None
+
+    def fraction(self) -> float | None:
+        if not self._rows_declared:
+            return None
+        return min(1.0, self._rows_read / self._rows_declared)
+
+    def _check_archive(self, archive: zipfile.ZipFile) -> None:
+        members = archive.infolist()
+        expanded = sum(m.file_size for m in members)
+        packed = sum(m.compress_size for m in members) or 1
+        if expanded > self.limits.max_expanded_bytes:
+            raise DataError(
+                f"{self.label}: the workbook expands to {size_text(expanded)}, over the limit of "
+                f"{size_text(self.limits.max_expanded_bytes)}; save the sheet as CSV instead"
+            )
+        if (
+            expanded > self.limits.bomb_min_bytes
+            and expanded / packed > self.limits.max_expansion_ratio
+        ):
+            raise DataError(
+                f"{self.label}: the workbook expands {expanded / packed:,.0f} times "
+                f"({size_text(packed)} to {size_text(expanded)}), which only a zip bomb does; "
+                "save the sheet as CSV instead"
+            )
+
+    def batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
+        import openpyxl
+
+        with self.open_binary() as fh:
+            try:
+                archive = zipfile.ZipFile(fh)
+            except (zipfile.BadZipFile, OSError, ValueError):
+                raise DataError(
+                    f"{self.label}: not an .xlsx workbook (an old .xls file must be saved as "
+                    ".xlsx or CSV first)"
+                ) from None
+            with archive:
+                self._check_archive(archive)
+                fh.seek(0)
+                with warnings.catch_warnings():
+                    # openpyxl warns about styles and extensions it ignores; values are intact.
+                    warnings.simplefilter("ignore")
+                    try:
+                        book = openpyxl.load_workbook(fh, read_only=True, data_only=True)
+                    except DataError:
+                        raise
+                    except Exception as exc:
+                        raise DataError(
+                            f"{self.label}: cannot be read as an Excel workbook "
+                            f"({type(exc).__name__})"
+                        ) from None
+                    try:
+                        yield from self._sheet(book)
+                    except DataError:
+                        raise
+                    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, EOFError) as exc:
+                        raise DataError(
+                            f"{self.label}: the workbook is damaged ({type(exc).__name__})"
+                        ) from None
+                    finally:
+                        book.close()
+
+    def _sheet(self, book) -> Iterator[tuple[list[pa.Array], list[int]]]:
+        if not book.worksheets:
+            raise DataError(f"{self.label}: the workbook has no worksheet")
+        sheet = book.worksheets[0]
+        self._rows_declared = sheet.max_row if isinstance(sheet.max_row, int) else None
+        # A declared size is only a claim; rows are not padded to it.
+        sheet.reset_dimensions()
+        rows = sheet.iter_rows(values_only=True)
+        seen = 0
+        header = None
+        for row in rows:
+            seen += 1
+            if any(v is not None and v != "" for v in row):
+                header = row
+                break
+            self._guard_rows(seen)
+        if header is None:
+            raise DataError(f"{self.label}: the first worksheet is empty")
+        last = max(i for i, v in enumerate(header) if v is not None and v != "")
+        self.names = column_names(header[: last + 1], label=self.label, limits=self.limits)
+        width = len(self.names)
+        buffer: list[list[str | None]] = [[] for _ in range(width)]
+        kinds = [EMPTY] * width
+        count = 0
+        for row in rows:
+            seen += 1
+            self._guard_rows(seen)
+            if not any(v is not None and v != "" for v in row):
+                continue
+            if len(row) > width and any(v is not None and v != "" for v in row[width:]):
+                raise DataError(
+                    f"{self.label}: row {seen:,} of the sheet has a value beyond the header's "
+                    f"{width:,} columns"
+                )
+            for i in range(width):
+                value = row[i] if i < len(row) else None
+                text, kind = _cell(value)
+                if kind == TEXT and "\x00" in text:
+                    raise DataError(
+                        f"{self.label}: row {seen:,}, column {self.names[i]!r} contains a NUL "
+                        "character"
+                    )
+                buffer[i].append(text)
+                if kind > kinds[i]:
+                    kinds[i] = kind
+            count += 1
+            self._rows_read = seen
+            if count == self.batch_rows:
+                yield self._flush(buffer, kinds)
+                buffer = [[] for _ in range(width)]
+                kinds = [EMPTY] * width
+                count = 0
+        if count:
+            yield self._flush(buffer, kinds)
+
+    def _guard_rows(self, seen: int) -> None:
+        if seen > EXCEL_MAX_ROWS:
+            raise DataError(
+                f"{self.label}: the sheet claims more than {EXCEL_MAX_ROWS:,} rows, which Excel "
+                "cannot hold; the file is damaged"
+            )
+
+    @staticmethod
+    def _flush(buffer, kinds) -> tuple[list[pa.Array], list[int]]:
+        return [pa.array(values, pa.string()) for values in buffer], list(kinds)
+
+
+def _cell(value: Any) -> tuple[str | None, int]:
+    """A cell as text, and its kind: numbers stay numbers only if the cell holds a number, so
+    a ZIP code typed as text stays text with its leading zero."""
+    import datetime as dt
+
+    if value is None or value == "":
+        return None, EMPTY
+    if isinstance(value, bool):
+        return str(value), TEXT
+    if isinstance(value, int):
+        return str(value), INT if abs(value) < 10**18 else TEXT
+    if isinstance(value, float):
+        if value != value:  # NaN: Excel's #NUM! is read as missing
+            return None, EMPTY
+        return repr(value), FLOAT
+    if isinstance(value, dt.datetime):
+        if value.time() == dt.time(0) and value.tzinfo is None:
+            return value.date().isoformat(), TEXT
+        return value.isoformat(sep=" "), TEXT
+    if isinstance(value, (dt.date, dt.time, dt.timedelta)):
+        return str(value), TEXT
+    return str(value), TEXT
+
+
+# --- Parquet ------------------------------------------------------------------------------
+
+
+class ParquetSource:
+    """A Parquet file, read row group by row group. Numbers keep their type, text stays text;
+    dates and times become ISO text (as from Excel); nested and binary columns are refused,
+    since a cell must be one value that can be generalised, not a structure."""
+
+    typed = True
+    encoding = None
+    separator = None
+    # pandas stores a non-default index as a column of this name; it is not data.
+    _INDEX = re.compile(r"^__index_level_\d+__$")
+
+    def __init__(self, open_binary, *, label: str, limits: Limits, batch_rows: int = 65_536):
+        self.open_binary, self.label, self.limits = open_binary, label, limits
+        self.batch_rows = batch_rows
+        self._fh = open_binary()
+        try:
+            self._open(label, limits)
+        except BaseException:
+            self._fh.close()
+            raise
+
+    def _open(self, label: str, limits: Limits) -> None:
+        import pyarrow.parquet as pq
+
+        try:
+            self._file = pq.ParquetFile(self._fh)
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(f"{label}: cannot be read as parquet ({reason[:200]})") from None
+        schema = self._file.schema_arrow
+        self._keep = [i for i, f in enumerate(schema) if not self._INDEX.match(f.name)]
+        fields = [schema.field(i) for i in self._keep]
+        self.names = column_names([f.name for f in fields], label=label, limits=limits)
+        for name, f in zip(self.names, fields, strict=True):
+            self._check_type(name, f.type)
+        meta = self._file.metadata
+        check_cells(meta.num_rows, len(self.names), label=label, limits=limits)
+        for i in range(meta.num_row_groups):
+            size = meta.row_group(i).total_byte_size
+            if size > limits.max_expanded_bytes:
+                raise DataError(
+                    f"{label}: row group {i + 1} expands to {size_text(size)}, over the limit of "
+                    f"{size_text(limits.max_expanded_bytes)}; write the file with smaller row groups"
+                )
+        self.kinds = [self._kind(f.type) for f in fields]
+        self._rows = meta.num_rows
+        self._read = 0
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def fraction(self) -> float | None:
+        return min(1.0, self._read / self._rows) if self._rows else None
+
+    def _check_type(self, name: str, t: pa.DataType) -> None:
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if pa.types.is_nested(t):
+            raise DataError(
+                f"{self.label}: column {name!r} holds nested values ({t}); flatten it into "
+                "one column per field before uploading"
+            )
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+            raise DataError(f"{self.label}: column {name!r} holds binary data, not values")
+
+    @staticmethod
+    def _kind(t: pa.DataType) -> int:
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if pa.types.is_integer(t):
+            return INT
+        if pa.types.is_floating(t):
+            return FLOAT
+        return TEXT
+
+    def null_counts(self) -> list[int | None]:
+        """Missing values per column from the file's statistics (None where it has none)."""
+        meta = self._file.metadata
+        counts: list[int | None] = []
+        for i in self._keep:
+            total = 0
+            for g in range(meta.num_row_groups):
+                stats = meta.row_group(g).column(i).statistics
+                if stats is None or not stats.has_null_count:
+                    total = None
+                    break
+                total += stats.null_count
+            counts.append(total)
+        return counts
+
+    def batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
+        names = self._file.schema_arrow.names
+        columns = [names[i] for i in self._keep]
+        try:
+            for batch in self._file.iter_batches(
+                batch_size=self.batch_rows, columns=columns, use_threads=False
+            ):
+                self._read += batch.num_rows
+                converted = [
+                    self.convert(name, batch.column(i), kind)
+                    for i, (name, kind) in enumerate(zip(self.names, self.kinds, strict=True))
+                ]
+                yield converted, list(self.kinds)
+        except DataError:
+            raise
+        except Exception as exc:  # pyarrow raises its own types on a damaged file
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(f"{self.label}: the file is damaged ({reason[:200]})") from None
+
+    def convert(self, name: str, values: pa.Array, kind: int) -> pa.Array:
+        values = self._convert(values, kind)
+        if kind == TEXT and pc.any(pc.match_substring(values, "\x00")).as_py():
+            raise DataError(f"{self.label}: column {name!r} contains a NUL character")
+        return values
+
+    def _convert(self, values: pa.Array, kind: int) -> pa.Array:
+        t = values.type
+        if pa.types.is_dictionary(t):
+            values = values.dictionary_decode()
+            t = values.type
+        if kind == INT:
+            if pa.types.is_uint64(t) and (pc.max(values).as_py() or 0) >= 2**63:
+                raise DataError(f"{self.label}: a column holds integers of 2^63 or more")
+            return values.cast(pa.int64())
+        if kind == FLOAT:
+            return values.cast(pa.float64())
+        if pa.types.is_string(t):
+            return values
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return values.cast(pa.string())
+        if pa.types.is_timestamp(t):
+            seconds = values.cast(pa.timestamp("s", t.tz), safe=False)
+            return pc.strftime(seconds, format="%Y-%m-%d %H:%M:%S")
+        if pa.types.is_boolean(t):
+            return pc.if_else(values, "True", "False")
+        try:
+            return values.cast(pa.string())
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            raise DataError(
+                f"{self.label}: a column of type {t} cannot be read as values"
+            ) from None
+
+
+def open_source(
+    path: str | Path | None = None,
+    *,
+    fileobj: BinaryIO | None = None,
+    fmt: str,
+    label: str,
+    limits: Limits,
+    sep: str | None = None,
+    na_values: Sequence[str] | None = None,
+):
+    """The reader for ``fmt`` (``csv``, ``excel`` or ``parquet``) over a path or a seekable
+    binary file object."""
+
+    def reopen() -> BinaryIO:
+        if path is not None:
+            return open(path, "rb")  # noqa: SIM115 - the readers close it
+        assert fileobj is not None
+        fileobj.seek(0)
+        return _Unclosable(fileobj)  # type: ignore[return-value]
+
+    if fmt == "csv":
+        return TextSource(reopen, label=label, limits=limits, sep=sep, na_values=na_values)
+    if fmt == "excel":
+        return ExcelSource(reopen, label=label, limits=limits)
+    if fmt == "parquet":
+        return ParquetSource(reopen, label=label, limits=limits)
+    raise DataError(f"unknown format {fmt!r}: use csv, excel or parquet")
+
+
+class _Unclosable(io.RawIOBase):
+    """A caller's file object, handed to readers that close what they open."""
+
+    def __init__(self, fh: BinaryIO):
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        return self._fh.read(n)
+
+    def readinto(self, b) -> int:
+        data = self._fh.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._fh.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def close(self) -> None:
+        pass
