@@ -62,7 +62,7 @@ def test_upload_returns_at_once_and_a_job_reads_the_file(client, officer, team, 
         and uploaded.details["sha256"] == ds.source_sha256
     )
     assert AuditEvent.objects.get(action="dataset.parsed").details["rows"] == 6
-    assert "Ann Lee" not in str(list(AuditEvent.objects.values_list("details", flat=True)))
+    assert "Ann Lee" not in str(list(AuditEvent.objects.values_list("details_text", flat=True)))
     page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
     assert "Ann Lee" in page and 'data-testid="reading"' not in page
     assert sorted(_files_left(settings)) == [
