@@ -19,3 +19,13 @@ class HierarchyError(CoreError):
 
 class ParameterError(CoreError):
     """A parameter is out of range or inconsistent with the others."""
+
+
+class PlanError(ParameterError):
+    """A plan refused before it runs; ``errors`` lists every problem found, one sentence each."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = list(errors)
+        more = len(self.errors) - 1
+        text = self.errors[0] if self.errors else "the plan was refused"
+        super().__init__(text + (f" (and {more} more problem{'s' * (more > 1)})" if more else ""))

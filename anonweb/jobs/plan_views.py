@@ -14,7 +14,7 @@ from anonweb.accounts.selectors import require_role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_distinct
-from anonweb.jobs.planning import check_web_plan, plan_privacy, suggest_plan
+from anonweb.jobs.planning import plan_privacy, suggest_plan, validate_web_plan
 from anonweb.jobs.services import anonymize_launch
 
 
@@ -78,18 +78,19 @@ class PlanForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "code"})
     )
 
-    def __init__(self, *args, columns, **kwargs):
+    def __init__(self, *args, dataset, **kwargs):
         super().__init__(*args, **kwargs)
-        self.columns = columns
+        self.dataset = dataset
 
     def clean_plan(self):
-        from anonweb.core.release.plan import plan_from_json, plan_to_dict, validate_plan
+        from anonweb.core.errors import PlanError
+        from anonweb.core.release.plan import plan_from_json, plan_to_dict
 
         text = self.cleaned_data["plan"]
         try:
-            plan = plan_from_json(text)
-            check_web_plan(json.loads(text))
-            validate_plan(plan, self.columns)
+            plan = validate_web_plan(self.dataset, plan_to_dict(plan_from_json(text)))
+        except PlanError as exc:
+            raise forms.ValidationError(exc.errors) from None
         except CoreError as exc:
             raise forms.ValidationError(str(exc)) from None
         return plan_to_dict(plan)
@@ -109,7 +110,7 @@ def plan_page(request, *, dataset_id: int):
     options = suggest.cleaned_data if suggest.is_valid() else {}
     privacy = None
     if request.method == "POST":
-        form = PlanForm(request.POST, columns=dataset.column_names)
+        form = PlanForm(request.POST, dataset=dataset)
         if form.is_valid():
             plan = form.cleaned_data["plan"]
             privacy = plan_privacy(plan)
@@ -147,7 +148,7 @@ def plan_page(request, *, dataset_id: int):
             metric=options.get("metric") or "loss",
             aggregate=options.get("aggregate") or None,
         )
-        form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, columns=dataset.column_names)
+        form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, dataset=dataset)
     from anonweb.core.release.plan import step_kinds
     from anonweb.releases.budget import ledger_for
 

@@ -162,17 +162,47 @@ def suggest_plan(
 
 def check_web_plan(plan: dict[str, Any]) -> None:
     """Plans from the web may not read files on the server: hierarchies come as rows or builders."""
+    from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
+
     for column, spec in (plan.get("hierarchies") or {}).items():
         if isinstance(spec, str) or (isinstance(spec, dict) and "path" in spec):
-            raise ParameterError(
-                f"hierarchy for {column!r}: upload the hierarchy file on the dataset page "
-                "instead of naming a path on the server"
-            )
+            raise ParameterError(hierarchy_spec_errors(column, spec, files=False)[0])
         if isinstance(spec, dict) and "uploaded" in spec and not isinstance(spec["uploaded"], str):
             raise ParameterError(
                 f"hierarchy for {column!r}: 'uploaded' names a hierarchy of the dataset by its "
                 "SHA-256 (as the suggested plan writes it)"
             )
+
+
+def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
+    """Check a plan submitted from the page or the API against the dataset, before anything is
+    queued: every step and hierarchy against its declared schema, every column against the
+    dataset's columns and types, group sizes against its row count, and no file paths.
+
+    Returns the parsed :class:`~anonweb.core.release.plan.Plan`; raises
+    :class:`~anonweb.core.errors.PlanError` whose ``errors`` lists every problem."""
+    from anonweb.core.errors import PlanError
+    from anonweb.core.release.plan import plan_from_dict, validate_plan
+    from anonweb.datasets.selectors import plan_with_hierarchies
+
+    try:
+        parsed = plan_from_dict(plan)
+        check_web_plan(plan)
+        # An uploaded hierarchy is named by digest; it must be one the dataset holds, and its
+        # rows tell how many levels a fixed generalization may ask for.
+        resolved = plan_from_dict(plan_with_hierarchies(dataset=dataset, plan=plan))
+    except PlanError:
+        raise
+    except ParameterError as exc:
+        raise PlanError([str(exc)]) from None
+    validate_plan(
+        resolved,
+        dataset.column_names,
+        types={c["name"]: c.get("dtype", "text") for c in dataset.columns},
+        rows=dataset.rows,
+        files=False,
+    )
+    return parsed
 
 
 def public_plan(plan: dict[str, Any]) -> dict[str, Any]:

@@ -297,5 +297,5 @@ def test_unknown_privacy_model_fails_validation():
             ],
         }
     )
-    with pytest.raises(ParameterError, match="unknown privacy model 'magic'"):
+    with pytest.raises(ParameterError, match="unknown model 'magic'"):
         apply_plan(pd.DataFrame({"a": ["1", "1"]}), plan, rng=np.random.default_rng(0))

@@ -1,6 +1,7 @@
 """Release plans from the web: suggestion, validation before launch, the anonymize job and
 what its release keeps (never keys or seeds)."""
 
+import html
 import json
 import re
 
@@ -81,8 +82,63 @@ def test_plan_page_is_for_officers_of_the_team(client, steward, outsider, datase
                     "steps": [{"kind": "optimal_generalization", "params": {"k": 0}}],
                 }
             ),
-            "k must be a positive integer",
+            "must be a whole number between 1 and 1,000,000, not 0",
         ),
+        (
+            json.dumps(
+                {
+                    "quasi_identifiers": ["age"],
+                    "hierarchies": {"age": {"builder": "interval", "width": 10}},
+                    "steps": [{"kind": "optimal_generalization", "params": {"k": True}}],
+                }
+            ),
+            "must be a whole number between 1 and 1,000,000, not true",
+        ),
+        (
+            json.dumps(
+                {
+                    "quasi_identifiers": ["age"],
+                    "hierarchies": {"age": {"builder": "interval", "width": 10}},
+                    "steps": [{"kind": "optimal_generalization", "params": {"k": 7}}],
+                }
+            ),
+            "but the table has only 6 rows",
+        ),
+        (
+            json.dumps(
+                {
+                    "steps": [
+                        {
+                            "kind": "ldp_randomized_response",
+                            "params": {"column": "sex", "epsilon": 800},
+                        }
+                    ]
+                }
+            ),
+            "at most 30, not 800",
+        ),
+        (
+            json.dumps(
+                {
+                    "steps": [
+                        {
+                            "kind": "regex_mask",
+                            "params": {"columns": ["name"], "pattern": "(a)\\1", "replacement": ""},
+                        }
+                    ]
+                }
+            ),
+            "without backreferences or lookaround",
+        ),
+        (
+            json.dumps({"hierarchies": {"zip": {"builder": "mask", "length": 5}}, "steps": []}),
+            "unknown parameter",
+        ),
+        (
+            json.dumps({"steps": [{"kind": "add_noise", "params": {"columns": ["sex"], "sd": 1}}]}),
+            "is not numeric",
+        ),
+        ('{"steps": ' + "[" * 5000 + "]" * 5000 + "}", "nested more than 32 levels"),
     ],
 )
 def test_a_bad_plan_is_refused_before_anything_runs(client, officer, dataset, plan_text, message):
@@ -91,7 +147,7 @@ def test_a_bad_plan_is_refused_before_anything_runs(client, officer, dataset, pl
         reverse("jobs:plan", args=[dataset.pk]), {"title": "x", "plan": plan_text}
     )
     assert response.status_code == 400
-    assert message in response.content.decode()
+    assert message in html.unescape(response.content.decode())
     assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
 
 
@@ -464,3 +520,23 @@ def test_the_suggested_plan_runs_on_a_numeric_quasi_identifier(
     assert sorted(published["zip"]) == ["*"] + ["47602"] * 3 + ["47677"] * 3 + ["47905"] * 2
     page = client.get(reverse("releases:detail", args=[release.pk]))
     assert 'data-testid="search-summary"' in page.content.decode()
+
+
+def test_the_launch_service_refuses_a_bad_plan_with_every_problem(officer, dataset):
+    """The service the page and the API share checks the plan itself, so an API client gets
+    the same refusal (each problem listed) and nothing is queued."""
+    from anonweb.core.errors import PlanError
+    from anonweb.jobs.services import anonymize_launch
+
+    plan = {
+        "quasi_identifiers": ["age"],
+        "steps": [
+            {"kind": "optimal_generalization", "params": {"k": True}},
+            {"kind": "drop", "params": {"columns": ["nope"]}},
+        ],
+    }
+    with pytest.raises(PlanError) as info:
+        anonymize_launch(user=officer, dataset=dataset, plan=plan, title="x")
+    assert len(info.value.errors) == 2
+    assert "not true" in info.value.errors[0] and "unknown column 'nope'" in info.value.errors[1]
+    assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()

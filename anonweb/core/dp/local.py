@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
 from anonweb.core.dp.mechanisms import MISSING, cell_labels
 from anonweb.core.errors import DataError, ParameterError
@@ -166,6 +167,62 @@ def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: An
     return LDPResult(out, report)
 
 
+# Randomized response keeps the true value with p = e^ε / (e^ε + K − 1); beyond this ε, p rounds
+# to 1 in floating point for two categories and OpenDP refuses the mechanism (and e^ε itself
+# overflows past ε ≈ 709). Local ε this large protects nobody anyway.
+MAX_LOCAL_EPSILON = 30.0
+LOCAL_EPSILON = sch.number(
+    "Privacy loss of each person's randomized value",
+    exclusive_minimum=0,
+    maximum=MAX_LOCAL_EPSILON,
+)
+RR_SCHEMA = sch.obj(
+    {
+        "column": sch.column("The categorical column to randomize", role="writes"),
+        "epsilon": LOCAL_EPSILON,
+        "categories": sch.array(
+            sch.one_of(sch.string(max_length=None), sch.number()),
+            "Public categories (default: those in the column, assumed public)",
+            min_items=2,
+            max_items=10_000,
+            unique=True,
+        ),
+    },
+    required=["column", "epsilon"],
+    title="Local DP: randomized response",
+)
+LAPLACE_SCHEMA = sch.obj(
+    {
+        "column": sch.column("The numeric column to randomize", role="writes", numeric=True),
+        "epsilon": LOCAL_EPSILON,
+        "bounds": sch.one_of(
+            sch.array(sch.number(minimum=-1e15, maximum=1e15), min_items=2, max_items=2),
+            sch.string(min_length=3, max_length=100),
+            description="Public clamping bounds [lo, hi]",
+        ),
+    },
+    required=["column", "epsilon", "bounds"],
+    title="Local DP: Laplace noise",
+)
+LOCAL_PUBLIC_REPORT = (
+    "kind",
+    "column",
+    "epsilon_spent",
+    "model",
+    "categories",
+    "categories_source",
+    "p_keep",
+    "q_other",
+    "observed_counts",
+    "estimated_counts",
+    "estimate_sd",
+    "bounds",
+    "noise",
+    "ci95_halfwidth",
+    "missing_kept",
+)
+
+
 def _register() -> None:
     try:
         from anonweb.core.release.plan import ROW_WISE, UNBOUNDED, StepOutcome, register_step
@@ -173,9 +230,13 @@ def _register() -> None:
         return
 
     def check_rr(params: Mapping[str, Any]) -> None:
-        acc.check_epsilon(params.get("epsilon"))
+        eps = acc.check_epsilon(params.get("epsilon"))
         if not params.get("column"):
             raise ParameterError("randomized response needs a column")
+        if eps > MAX_LOCAL_EPSILON:
+            raise ParameterError(
+                f"local epsilon must be at most {MAX_LOCAL_EPSILON:g}, not {eps:g}"
+            )
 
     def check_laplace(params: Mapping[str, Any]) -> None:
         check_rr(params)
@@ -196,8 +257,9 @@ def _register() -> None:
         "ldp_randomized_response",
         validate=check_rr,
         privacy_cost=cost,
-        columns=lambda p: [p["column"]],
         stability=rr_stability,
+        schema=RR_SCHEMA,
+        public_report=LOCAL_PUBLIC_REPORT,
     )
     def rr_step(df, params, ctx):
         result = randomize_categories(
@@ -212,8 +274,10 @@ def _register() -> None:
         "ldp_laplace",
         validate=check_laplace,
         privacy_cost=cost,
-        columns=lambda p: [p["column"]],
         stability=ROW_WISE,
+        schema=LAPLACE_SCHEMA,
+        perturbs=True,
+        public_report=LOCAL_PUBLIC_REPORT,
     )
     def laplace_step(df, params, ctx):
         result = randomize_numeric(

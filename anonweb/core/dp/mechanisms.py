@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
@@ -426,6 +427,78 @@ def _finish_tree(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[st
 # -- plan steps ------------------------------------------------------------------------------
 
 
+MAX_EPSILON = 100.0  # beyond this a DP guarantee says nothing; larger values are typos
+EPSILON = sch.number(
+    "Privacy-loss budget of this statistic", exclusive_minimum=0, maximum=MAX_EPSILON
+)
+DELTA = sch.number(
+    "Probability that the ε guarantee fails", exclusive_minimum=0, exclusive_maximum=1
+)
+BOUNDS = sch.one_of(
+    sch.array(sch.number(minimum=-1e15, maximum=1e15), min_items=2, max_items=2),
+    sch.string(min_length=3, max_length=100),
+    description="Public clamping bounds [lo, hi] (never read off the data)",
+)
+CATEGORY = sch.one_of(sch.string(max_length=None), sch.number(), sch.boolean())
+DP_RELEASE_SCHEMA = sch.obj(
+    {
+        "kind": sch.string("The statistic", enum=KINDS),
+        "epsilon": EPSILON,
+        "columns": sch.one_of(
+            sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+        ),
+        "categories": sch.mapping(
+            sch.array(CATEGORY, min_items=1, max_items=1_000_000),
+            "Public categories per histogram column",
+            keys="reads",
+        ),
+        "delta": DELTA,
+        "bounds": BOUNDS,
+        "alphas": sch.one_of(
+            sch.number(minimum=0, maximum=1),
+            sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
+            description="Quantile levels",
+        ),
+        "bins": sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
+        "identifier": sch.column("The column identifying a person (unit of privacy)"),
+        "max_contributions": sch.integer(
+            "Most rows kept per person", minimum=1, maximum=1_000_000, default=1
+        ),
+        "count_missing": sch.boolean("Count missing values as a category", default=True),
+    },
+    required=["kind", "epsilon"],
+    title="Differentially private statistic",
+)
+# A DP step's report holds the query's public parameters, its cost and accuracy: all computed
+# without data, except rows_out, the number of released cells (the released table shows it).
+DP_PUBLIC_REPORT = (
+    "kind",
+    "columns",
+    "epsilon_requested",
+    "epsilon_spent",
+    "delta_spent",
+    "ci95_halfwidth",
+    "noise",
+    "unit_of_privacy",
+    "categories",
+    "cells",
+    "threshold",
+    "suppressed_keys",
+    "mechanism",
+    "bins",
+    "bounds",
+    "branching_factor",
+    "tree_depth",
+    "alphas",
+    "range_ci95_halfwidth_approx",
+    "bin_width",
+    "edges",
+    "count_scale",
+    "mean_ci95_halfwidth_approx",
+    "rows_out",
+)
+
+
 def _register() -> None:
     try:
         from anonweb.core.release.plan import StepOutcome, register_step
@@ -443,7 +516,14 @@ def _register() -> None:
         return list(q.columns) + ([q.identifier] if q.identifier else [])
 
     @register_step(
-        "dp_release", validate=validate, privacy_cost=cost, columns=columns, measurement=True
+        "dp_release",
+        validate=validate,
+        privacy_cost=cost,
+        columns=columns,
+        measurement=True,
+        schema=DP_RELEASE_SCHEMA,
+        output="aggregate",
+        public_report=DP_PUBLIC_REPORT,
     )
     def dp_release_step(df, params, ctx):
         result = release(df, DPQuery.from_params(params), rng=ctx.rng, distance=ctx.distance)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
 from anonweb.core.dp import mechanisms as dp
 from anonweb.core.errors import ParameterError
@@ -232,6 +233,31 @@ def _num(x: float) -> float | None:
     return None if pd.isna(x) else float(x)
 
 
+SYNTHETIC_SCHEMA = sch.obj(
+    {
+        "columns": sch.columns("Columns of the synthetic table", role="reads"),
+        "epsilon": dp.EPSILON,
+        "categories": sch.mapping(
+            sch.array(dp.CATEGORY, min_items=1, max_items=100_000),
+            "Public categories of the categorical columns",
+            keys="reads",
+        ),
+        "bounds": sch.mapping(dp.BOUNDS, "Public bounds of the numeric columns", keys="reads"),
+        "bins": sch.integer("Bins per numeric column", minimum=2, maximum=10_000, default=10),
+        "n_rows": sch.integer(
+            "Synthetic rows to draw (default: the noisy total)", minimum=1, maximum=100_000_000
+        ),
+        "identifier": sch.column("The column identifying a person (unit of privacy)"),
+        "max_contributions": sch.integer(
+            "Most rows kept per person", minimum=1, maximum=1_000_000, default=1
+        ),
+        "count_missing": sch.boolean("Give missing values a cell of their own", default=False),
+    },
+    required=["columns", "epsilon"],
+    title="DP synthetic data",
+)
+
+
 def _register() -> None:
     try:
         from anonweb.core.release.plan import StepOutcome, register_step
@@ -249,7 +275,25 @@ def _register() -> None:
         return list(spec.columns) + ([spec.identifier] if spec.identifier else [])
 
     @register_step(
-        "dp_synthetic", validate=validate, privacy_cost=cost, columns=columns, measurement=True
+        "dp_synthetic",
+        validate=validate,
+        privacy_cost=cost,
+        columns=columns,
+        measurement=True,
+        schema=SYNTHETIC_SCHEMA,
+        output="synthetic",
+        public_report=(
+            "kind",
+            "method",
+            "epsilon_spent",
+            "delta_spent",
+            "ci95_halfwidth",
+            "noise",
+            "unit_of_privacy",
+            "cells",
+            "cells_kept",
+            "rows_out",
+        ),
     )
     def dp_synthetic_step(df, params, ctx):
         result = dp_synthetic(

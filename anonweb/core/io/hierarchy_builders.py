@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import HierarchyError, ParameterError
 from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
 
@@ -192,7 +193,7 @@ def date_hierarchy(
     parsed = pd.to_datetime(pd.Series([str(v) for v in distinct]), format=fmt, errors="coerce")
     bad = [str(v) for v, p in zip(distinct, parsed) if pd.isna(p)]
     if bad:
-        raise HierarchyError(f"date hierarchy: not dates: {', '.join(bad[:10])}")
+        raise HierarchyError(f"date hierarchy: not dates: {', '.join(repr(v) for v in bad[:10])}")
     label = {
         "week": lambda d: f"{d.isocalendar().year}-W{d.isocalendar().week:02d}",
         "month": lambda d: f"{d.year:04d}-{d.month:02d}",
@@ -210,6 +211,173 @@ BUILDERS = {
     "date": date_hierarchy,
 }
 
+_BOUND = 1e15  # interval cuts beyond this lose integer precision as floats
+_LEVELS = 64
+
+# The parameters each builder accepts, checked when a plan is submitted.
+BUILDER_SCHEMAS: dict[str, sch.Schema] = {
+    "interval": sch.obj(
+        {
+            "width": sch.number(
+                "Width of the smallest intervals", exclusive_minimum=0, maximum=_BOUND
+            ),
+            "breaks": sch.array(
+                sch.number(minimum=-_BOUND, maximum=_BOUND),
+                "Custom interval boundaries instead of a width",
+                min_items=2,
+                max_items=10_000,
+                unique=True,
+            ),
+            "start": sch.number(
+                "Where the first interval starts (default: below the smallest value)",
+                minimum=-_BOUND,
+                maximum=_BOUND,
+            ),
+            "bottom": sch.number(
+                "Values below this become '<bottom' (bottom coding)",
+                minimum=-_BOUND,
+                maximum=_BOUND,
+            ),
+            "top": sch.number(
+                "Values from this up become '>=top' (top coding)", minimum=-_BOUND, maximum=_BOUND
+            ),
+            "fanout": sch.integer(
+                "Intervals merged into one at each higher level", minimum=2, maximum=1000, default=2
+            ),
+            "levels": sch.integer(
+                "Most interval levels (default: until one interval is left)",
+                minimum=1,
+                maximum=_LEVELS,
+            ),
+        },
+        exactly_one=[["width"], ["breaks"]],
+        title="Intervals",
+        description="Numbers into intervals [lo, hi[, wider at each level.",
+    ),
+    "grouping": sch.obj(
+        {
+            "group_size": sch.integer(
+                "Values per group at the first level", minimum=1, maximum=1_000_000
+            ),
+            "order": sch.array(
+                sch.one_of(sch.string(), sch.number()),
+                "The order of the values (default: natural order)",
+                min_items=1,
+                max_items=1_000_000,
+                unique=True,
+            ),
+            "fanout": sch.integer(
+                "Groups merged into one at each higher level", minimum=2, maximum=1000, default=2
+            ),
+        },
+        required=["group_size"],
+        title="Ordered groups",
+        description="Ordered values in consecutive groups labelled first-last.",
+    ),
+    "mask": sch.obj(
+        {
+            "char": sch.string("The masking character", min_length=1, max_length=1, default="*"),
+        },
+        title="Mask from the right",
+        description="One more character masked from the right at each level (ZIP codes).",
+    ),
+    "date": sch.obj(
+        {
+            "levels": sch.array(
+                sch.string(enum=("week", *DATE_LEVELS)),
+                "Levels above the day, in order",
+                min_items=1,
+                max_items=4,
+                unique=True,
+                default=list(DATE_LEVELS),
+            ),
+            "fmt": sch.string(
+                "strftime format of the dates (default: ISO, YYYY-MM-DD)", max_length=50
+            ),
+        },
+        title="Dates",
+        description="Day, then month, year, decade, then *.",
+    ),
+}
+
+_ROWS_SCHEMA = sch.obj(
+    {
+        "rows": sch.array(
+            sch.array(
+                sch.one_of(sch.string(max_length=None), sch.number()), min_items=2, max_items=100
+            ),
+            "ARX hierarchy lines: value, level 1, ..., '*'",
+            min_items=1,
+        )
+    },
+    required=["rows"],
+)
+_PATH_SCHEMA = sch.obj(
+    {
+        "path": sch.string("A hierarchy file in ARX's format", min_length=1, max_length=4096),
+        "sep": sch.string("Field separator of the file", min_length=1, max_length=1),
+    },
+    required=["path"],
+)
+
+
+_UPLOADED_SCHEMA = sch.obj(
+    {
+        "uploaded": sch.string(
+            "SHA-256 of a hierarchy stored with the dataset (resolved when the plan runs)",
+            pattern=r"^[0-9a-f]{64}$",
+        ),
+        "values": sch.integer("Values the stored hierarchy lists", minimum=0),
+        "levels": sch.integer("Levels of the stored hierarchy", minimum=0),
+    },
+    required=["uploaded"],
+)
+_UPLOADED_SCHEMA["properties"]["uploaded"]["x-pattern-hint"] = (
+    "the SHA-256 of a hierarchy uploaded on the dataset page, as the suggested plan writes it"
+)
+
+
+def hierarchy_spec_errors(column: str, spec: Any, *, files: bool = True) -> list[str]:
+    """Every problem of one hierarchy spec of a plan, found without reading data.
+
+    ``files=False`` refuses specs that read a file on the server (plans from the web)."""
+    where = f"hierarchy for {column!r}"
+    if isinstance(spec, str) or (isinstance(spec, Mapping) and "path" in spec):
+        if not files:
+            return [
+                f"{where}: upload the hierarchy file on the dataset page instead of naming "
+                "a path on the server"
+            ]
+        if isinstance(spec, str):
+            return [] if spec else [f"{where}: the file name is empty"]
+        return [f"{where}: {e}" for e in sch.check(_PATH_SCHEMA, spec)]
+    if not isinstance(spec, Mapping):
+        return [f"{where}: expected a file path, rows or a builder"]
+    if "uploaded" in spec:
+        return [f"{where}: {e}" for e in sch.check(_UPLOADED_SCHEMA, spec)]
+    if "rows" in spec:
+        errors = [f"{where}: {e}" for e in sch.check(_ROWS_SCHEMA, spec)]
+        if not errors:
+            try:
+                Hierarchy(rows=tuple(tuple(r) for r in spec["rows"]), attribute=column)
+            except HierarchyError as exc:
+                errors.append(str(exc))
+        return errors
+    if "builder" in spec:
+        name = spec["builder"]
+        if name not in BUILDER_SCHEMAS:
+            known = ", ".join(BUILDER_SCHEMAS)
+            return [f"{where}: unknown builder {name!r} (one of {known})"]
+        params = {k: v for k, v in spec.items() if k != "builder"}
+        errors = sch.check(BUILDER_SCHEMAS[name], params)
+        return [f"{where} ({name} builder): {e}" for e in errors]
+    return [f"{where}: expected a file path, rows or a builder"]
+
+
+def builder_schemas() -> dict[str, sch.Schema]:
+    """Each builder's parameters as JSON Schema (``{"builder": name}`` plus these)."""
+    return {name: dict(schema) for name, schema in BUILDER_SCHEMAS.items()}
+
 
 def build_hierarchy(spec: Mapping[str, Any], series: pd.Series) -> Hierarchy:
     """A hierarchy from a builder spec such as ``{"builder": "interval", "width": 10}``."""
@@ -217,6 +385,9 @@ def build_hierarchy(spec: Mapping[str, Any], series: pd.Series) -> Hierarchy:
     name = params.pop("builder")
     if name not in BUILDERS:
         raise ParameterError(f"unknown hierarchy builder {name!r} (one of {', '.join(BUILDERS)})")
+    errors = sch.check(BUILDER_SCHEMAS[name], params)
+    if errors:
+        raise ParameterError(f"hierarchy builder {name!r} for {series.name!r}: {errors[0]}")
     try:
         return BUILDERS[name](series, attribute=str(series.name), **params)
     except TypeError as exc:

@@ -8,7 +8,7 @@ A plan lists the quasi-identifiers, the sensitive columns, the hierarchies and t
       "sensitive": ["disease"],
       "hierarchies": {
         "age": {"builder": "interval", "width": 10},
-        "zip": {"builder": "mask", "length": 5},
+        "zip": {"builder": "mask"},
         "sex": {"path": "hierarchies/sex.csv"},
         "race": {"rows": [["White", "*"], ["Black", "*"]]}
       },
@@ -59,6 +59,11 @@ Hierarchy specs (``hierarchies``): a file path, ``{"path": ..., "sep": ...}``, i
 ``{"rows": [[value, level1, ..., "*"], ...]}`` or a builder from
 :mod:`anonweb.core.io.hierarchy_builders` (``interval``, ``grouping``, ``mask``, ``date``).
 
+Every step kind and every builder declares its parameters as a JSON Schema
+(:mod:`anonweb.core.schema`); :func:`validate_plan` checks a plan against them, and against the
+table's columns, before anything runs, and :func:`step_schemas` exports them all (for forms and
+API documentation).
+
 The report of :func:`apply_plan` lists, per step, what it did (levels chosen, rows suppressed,
 information loss, search statistics, ...), the summed privacy cost, and the risk profile of
 :func:`anonweb.core.assessment.profile.assess_risk` before and after, for the plan's quasi-identifiers.
@@ -81,9 +86,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core.errors import CoreError, ParameterError
+from anonweb.core import schema as sch
+from anonweb.core.errors import CoreError, ParameterError, PlanError
 
 PLAN_VERSION = 1
+# A plan is a short document; anything nested deeper is refused before it is walked.
+MAX_DEPTH = 32
+MAX_STEPS = 200
 
 
 @dataclass
@@ -136,7 +145,19 @@ CostFunc = Callable[..., Mapping[str, float] | None]
 
 
 @dataclass(frozen=True)
+class PlanContext:
+    """What is known about the table a plan is checked against (each part optional)."""
+
+    plan: Plan
+    columns: tuple[str, ...] | None = None
+    types: Mapping[str, str] | None = None  # column -> "numeric" | "text"
+    rows: int | None = None
+
+
+@dataclass(frozen=True)
 class StepSpec:
+    """A step kind and what it declares about itself (see :func:`register_step`)."""
+
     kind: str
     func: StepFunc
     validate: Callable[[Mapping[str, Any]], None] | None = None
@@ -144,6 +165,30 @@ class StepSpec:
     columns: Callable[[Mapping[str, Any]], list[str]] | None = None
     stability: StabilityDecl = UNBOUNDED
     measurement: bool = False
+    schema: sch.Schema | None = None
+    output: str = "rows"
+    perturbs: bool = False
+    public_report: tuple[str, ...] = ()
+    removes: Callable[[Mapping[str, Any]], list[str]] | None = None
+    plan_check: Callable[[Mapping[str, Any], PlanContext], list[str]] | None = None
+
+    def columns_read(self, params: Mapping[str, Any]) -> list[str]:
+        """Input columns the step needs (from ``columns`` or, failing that, its schema)."""
+        if self.columns is not None:
+            return list(self.columns(params))
+        if self.schema is None:
+            return []
+        named = sch.columns_named(self.schema, params)
+        return list(dict.fromkeys(named["reads"] + named["writes"]))
+
+    def columns_written(self, params: Mapping[str, Any], plan: Plan) -> list[str]:
+        """Columns whose values the step changes (``["*"]``: its output replaces the table)."""
+        if self.output != "rows":
+            return ["*"]
+        named = sch.columns_named(self.schema, params)["writes"] if self.schema else []
+        if self.schema and self.schema.get("x-writes") == "quasi_identifiers":
+            named = named or list(plan.quasi_identifiers)
+        return named
 
     def stability_of(self, params: Mapping[str, Any], plan: Plan) -> Stability:
         value = self.stability(params, plan) if callable(self.stability) else self.stability
@@ -160,6 +205,7 @@ class StepSpec:
 
 
 _REGISTRY: dict[str, StepSpec] = {}
+OUTPUTS = ("rows", "aggregate", "synthetic")
 
 
 def _with_distance(func: CostFunc | None) -> CostFunc | None:
@@ -182,6 +228,12 @@ def register_step(
     columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
     stability: StabilityDecl = UNBOUNDED,
     measurement: bool = False,
+    schema: sch.Schema | None = None,
+    output: str = "rows",
+    perturbs: bool = False,
+    public_report: tuple[str, ...] = (),
+    removes: Callable[[Mapping[str, Any]], list[str]] | None = None,
+    plan_check: Callable[[Mapping[str, Any], PlanContext], list[str]] | None = None,
 ) -> Callable[[StepFunc], StepFunc]:
     """Register ``func`` as the step ``kind``.
 
@@ -196,14 +248,38 @@ def register_step(
     row's output depends on other rows, or a function ``(params, plan) -> int | None`` when it
     depends on the parameters. ``measurement`` marks a differentially private release (its output
     replaces the table; later steps are post-processing of it).
+
+    ``schema`` (JSON Schema, see :mod:`anonweb.core.schema`) declares every parameter; it is
+    checked before ``validate``, which then checks what a schema cannot say. ``output`` says what
+    the step's rows are: ``"rows"`` (one output row per input row, in order), ``"aggregate"``
+    (a table of statistics) or ``"synthetic"`` (new records). ``perturbs`` marks steps that move
+    numeric values (checked by the maximum-knowledge intruder). ``public_report`` names the keys
+    of its report that show only what the released data shows or public parameters (the
+    published report keeps those and nothing else). ``removes(params)`` lists the columns it
+    removes; ``plan_check(params, ctx)`` returns problems found against the rest of the plan
+    (hierarchies, quasi-identifiers, the table's size).
     """
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
 
     def decorator(func: StepFunc) -> StepFunc:
         existing = _REGISTRY.get(kind)
         if existing is not None and existing.func.__qualname__ != func.__qualname__:
             raise ValueError(f"step kind {kind!r} is already registered")
         _REGISTRY[kind] = StepSpec(
-            kind, func, validate, _with_distance(privacy_cost), columns, stability, measurement
+            kind,
+            func,
+            validate,
+            _with_distance(privacy_cost),
+            columns,
+            stability,
+            measurement,
+            schema,
+            output,
+            perturbs,
+            tuple(public_report),
+            removes,
+            plan_check,
         )
         return func
 
@@ -259,6 +335,8 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     """Build a :class:`Plan` from its JSON form; raises :class:`ParameterError` on a bad shape."""
     if not isinstance(data, Mapping):
         raise ParameterError("a plan must be a JSON object")
+    if sch.depth(data, limit=MAX_DEPTH) > MAX_DEPTH:
+        raise ParameterError(f"the plan is nested more than {MAX_DEPTH} levels deep")
     unknown = set(data) - {"version", "quasi_identifiers", "sensitive", "hierarchies", "steps"}
     if unknown:
         raise ParameterError(f"unknown plan field(s): {', '.join(sorted(unknown))}")
@@ -268,6 +346,8 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     steps = data.get("steps", [])
     if not isinstance(steps, list):
         raise ParameterError("plan 'steps' must be a list")
+    if len(steps) > MAX_STEPS:
+        raise ParameterError(f"a plan may have at most {MAX_STEPS} steps, not {len(steps)}")
     parsed = []
     for i, raw in enumerate(steps, 1):
         if not isinstance(raw, Mapping) or not isinstance(raw.get("kind"), str):
@@ -303,6 +383,8 @@ def plan_from_json(text: str) -> Plan:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParameterError(f"the plan is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        raise ParameterError(f"the plan is nested more than {MAX_DEPTH} levels deep") from None
     return plan_from_dict(data)
 
 
@@ -334,32 +416,149 @@ class PlanReport:
         }
 
 
-def validate_plan(plan: Plan, columns: list[str] | None = None) -> list[StepSpec]:
-    """Check every step's kind and parameters (and columns, if given) before touching data."""
-    specs = []
-    for i, step in enumerate(plan.steps, 1):
-        spec = get_step(step.kind)
-        try:
-            if spec.validate is not None:
-                spec.validate(step.params)
-            if columns is not None and spec.columns is not None:
-                missing = [c for c in spec.columns(step.params) if c not in columns]
-                if missing:
-                    raise ParameterError(f"unknown column(s): {', '.join(map(str, missing))}")
-        except CoreError as exc:
-            raise type(exc)(f"step {i} ({step.kind}): {exc}") from None
-        specs.append(spec)
-    if columns is not None:
-        from anonweb.core.io.frame import require_columns
+def validate_plan(
+    plan: Plan,
+    columns: list[str] | None = None,
+    *,
+    types: Mapping[str, str] | None = None,
+    rows: int | None = None,
+    files: bool = True,
+) -> list[StepSpec]:
+    """Check every step and hierarchy of ``plan`` before touching data.
 
-        require_columns(
-            pd.DataFrame(columns=columns), list(plan.quasi_identifiers), role="quasi-identifier"
-        )
-        require_columns(
-            pd.DataFrame(columns=columns), list(plan.sensitive), role="sensitive column"
-        )
-    plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
+    Each step's parameters are checked against its declared schema, then by its own
+    ``validate`` and ``plan_check``; with ``columns`` (and ``types``, ``rows``) every column a
+    step names must exist at that point of the plan (a column dropped by an earlier step is
+    gone) and have the right type. ``files=False`` refuses hierarchy specs that read a file on
+    the server. Raises :class:`~anonweb.core.errors.PlanError` listing every problem found.
+    """
+    errors: list[str] = []
+    specs: list[StepSpec] = []
+    ctx = PlanContext(plan, None if columns is None else tuple(columns), types, rows)
+    available: list[str] | None = None if columns is None else list(columns)
+    removed: dict[str, str] = {}
+    for i, step in enumerate(plan.steps, 1):
+        where = f"step {i} ({step.kind})"
+        try:
+            spec = get_step(step.kind)
+        except CoreError as exc:
+            errors.append(f"step {i}: {exc}")
+            available = None
+            continue
+        specs.append(spec)
+        problems = _step_problems(spec, step, ctx, available, removed)
+        errors += [f"{where}: {p}" for p in problems]
+        if spec.output != "rows":
+            available = None  # the table after an aggregate is not the source's
+        elif available is not None and spec.removes is not None and not problems:
+            gone = set(spec.removes(step.params))
+            available = [c for c in available if c not in gone]
+            removed.update({c: where for c in gone})
+    errors += _plan_level_problems(plan, ctx, files)
+    if not errors:
+        try:
+            plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
+        except CoreError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise PlanError(errors)
     return specs
+
+
+def _step_problems(
+    spec: StepSpec,
+    step: Step,
+    ctx: PlanContext,
+    available: list[str] | None,
+    removed: Mapping[str, str],
+) -> list[str]:
+    if spec.schema is not None:
+        problems = sch.check(
+            spec.schema, step.params, columns=available, types=ctx.types, removed=removed
+        )
+        if problems:
+            return problems
+    try:
+        if spec.validate is not None:
+            spec.validate(step.params)
+        if available is not None and spec.schema is None and spec.columns is not None:
+            missing = [c for c in spec.columns(step.params) if c not in available]
+            if missing:
+                return [f"unknown column(s): {', '.join(map(str, missing))}"]
+    except CoreError as exc:
+        return [str(exc)]
+    except Exception as exc:  # a validator that fails on odd input still refuses the plan
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return [f"the parameters were refused ({first})"]
+    if spec.plan_check is not None:
+        return list(spec.plan_check(step.params, ctx))
+    return []
+
+
+def _plan_level_problems(plan: Plan, ctx: PlanContext, files: bool) -> list[str]:
+    from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
+
+    errors = []
+    if ctx.columns is not None:
+        for role, names in (
+            ("quasi-identifier", plan.quasi_identifiers),
+            ("sensitive column", plan.sensitive),
+        ):
+            missing = [n for n in names if n not in ctx.columns]
+            if missing:
+                errors.append(f"unknown {role}(s): {', '.join(map(repr, missing))}")
+        unknown = [c for c in plan.hierarchies if c not in ctx.columns]
+        if unknown:
+            errors.append(f"hierarchies name unknown column(s): {', '.join(map(repr, unknown))}")
+    both = sorted(set(plan.quasi_identifiers) & set(plan.sensitive))
+    if both:
+        errors.append(
+            "a column cannot be both quasi-identifier and sensitive: " + ", ".join(map(repr, both))
+        )
+    for column, spec in plan.hierarchies.items():
+        errors += hierarchy_spec_errors(column, spec, files=files)
+    return errors
+
+
+def hierarchy_height(spec: Any) -> int | None:
+    """Levels of an inline hierarchy (builders and files are only known with the data)."""
+    if isinstance(spec, Mapping) and isinstance(spec.get("rows"), list) and spec["rows"]:
+        first = spec["rows"][0]
+        return len(first) if isinstance(first, list) else None
+    return None
+
+
+def hierarchy_problems(columns: list[str], ctx: PlanContext, *, what: str) -> list[str]:
+    """Columns that ``what`` generalizes but the plan gives no hierarchy for."""
+    missing = [c for c in columns if c not in ctx.plan.hierarchies]
+    if missing:
+        return [f"{what} needs a hierarchy for {', '.join(map(repr, missing))}"]
+    return []
+
+
+def size_problems(k: Any, ctx: PlanContext, *, name: str = "k") -> list[str]:
+    """A group size larger than the table can never be met."""
+    if ctx.rows is not None and isinstance(k, int) and k > ctx.rows:
+        return [f"{name!r} is {k} but the table has only {ctx.rows} rows"]
+    return []
+
+
+def step_schemas() -> dict[str, Any]:
+    """Every declared schema, JSON-serialisable: ``{"steps": {kind: {...}},
+    "hierarchy_builders": {name: schema}}``. A step entry holds its parameter ``schema``,
+    ``output`` and whether it ``perturbs`` values or has a ``privacy_cost``."""
+    from anonweb.core.io.hierarchy_builders import builder_schemas
+
+    steps = {}
+    for kind in step_kinds():
+        spec = _REGISTRY[kind]
+        steps[kind] = {
+            "schema": json.loads(json.dumps(spec.schema or {"type": "object"})),
+            "output": spec.output,
+            "perturbs": spec.perturbs,
+            "privacy_cost": spec.privacy_cost is not None,
+        }
+    return {"steps": steps, "hierarchy_builders": json.loads(json.dumps(builder_schemas()))}
 
 
 @dataclass(frozen=True)

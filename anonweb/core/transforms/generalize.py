@@ -22,18 +22,24 @@ from typing import Any
 
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import HierarchyError, ParameterError
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
+from anonweb.core.models.schemas import MODEL_SCHEMA
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
+    PlanContext,
     StepContext,
     StepOutcome,
+    hierarchy_height,
+    hierarchy_problems,
     register_step,
+    size_problems,
 )
-from anonweb.core.search.metrics import check_objective
+from anonweb.core.search.metrics import AGGREGATES, METRICS, check_objective
 
 
 def _check_levels(params: Mapping[str, Any]) -> None:
@@ -60,11 +66,36 @@ def _generalize_stability(params: Mapping[str, Any], plan) -> int | None:
     return ROW_WISE if fixed else UNBOUNDED
 
 
+def _levels_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    levels = params["levels"]
+    problems = hierarchy_problems(list(levels), ctx, what="generalize")
+    for col, level in levels.items():
+        height = hierarchy_height(ctx.plan.hierarchies.get(col))
+        if height is not None and level >= height:
+            problems.append(
+                f"level {level} for {col!r} is out of range (its hierarchy has levels 0..{height - 1})"
+            )
+    return problems
+
+
 @register_step(
     "generalize",
     validate=_check_levels,
-    columns=lambda p: list(p["levels"]),
     stability=_generalize_stability,
+    schema=sch.obj(
+        {
+            "levels": sch.mapping(
+                sch.integer(minimum=0, maximum=100),
+                "Column -> hierarchy level (0 keeps the value)",
+                keys="writes",
+                min_properties=1,
+            )
+        },
+        required=["levels"],
+        title="Generalize to fixed levels",
+    ),
+    plan_check=_levels_plan,
+    public_report=("levels",),
 )
 def generalize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
@@ -94,11 +125,74 @@ def _search_columns(params: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _search_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    qis = list(ctx.plan.quasi_identifiers)
+    if not qis:
+        return ["the plan declares no quasi-identifiers to generalize"]
+    problems = hierarchy_problems(qis, ctx, what="the search")
+    for spec in params.get("models", []):
+        if spec.get("distance") == "hierarchical" and spec["sensitive"] not in ctx.plan.hierarchies:
+            problems.append(
+                f"hierarchical t-closeness on {spec['sensitive']!r} needs a hierarchy for it"
+            )
+        if spec.get("sensitive") in qis:
+            problems.append(f"{spec['sensitive']!r} is a quasi-identifier, not a sensitive column")
+        if spec.get("model") == "k_anonymity":
+            problems += size_problems(spec["k"], ctx)
+    return problems + size_problems(params.get("k", 1), ctx)
+
+
+SEARCH_REPORT = (
+    "levels",
+    "suppressed",
+    "k",
+    "classes",
+    "information_loss",
+    "information_loss_measure",
+    "loss_per_qi",
+    "metric",
+    "aggregate",
+    "models",
+    "model_checks",
+    "search",
+    "quasi_identifiers",
+)
+
+
 @register_step(
     "optimal_generalization",
     validate=_check_search,
     columns=_search_columns,
     stability=UNBOUNDED,
+    schema=sch.obj(
+        {
+            "k": sch.integer("Smallest class size", minimum=1, maximum=sch.MAX_K, default=1),
+            "suppression": sch.number(
+                "Largest fraction of rows that may be suppressed",
+                minimum=0,
+                exclusive_maximum=1,
+                default=0.0,
+            ),
+            "metric": sch.string("Information loss to minimise", enum=METRICS, default="loss"),
+            "aggregate": sch.string(
+                "How per-column losses combine (default: ARX's geometric mean)",
+                enum=AGGREGATES,
+            ),
+            "models": sch.array(
+                MODEL_SCHEMA, "Privacy models besides k-anonymity", max_items=50, default=[]
+            ),
+            "max_nodes": sch.integer(
+                "Stop after checking this many lattice nodes", minimum=1, maximum=100_000_000
+            ),
+            "time_limit": sch.number(
+                "Stop after this many seconds", exclusive_minimum=0, maximum=86_400
+            ),
+        },
+        title="Optimal generalization (k-anonymity search)",
+        **{"x-writes": "quasi_identifiers"},
+    ),
+    plan_check=_search_plan,
+    public_report=SEARCH_REPORT,
 )
 def optimal_generalization_step(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
@@ -141,11 +235,36 @@ def _check_mondrian(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"k must be a positive integer, got {k!r}")
 
 
+def _mondrian_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    if not params.get("columns") and not ctx.plan.quasi_identifiers:
+        return ["mondrian needs columns (or the plan's quasi-identifiers)"]
+    return size_problems(params["k"], ctx)
+
+
 @register_step(
     "mondrian",
     validate=_check_mondrian,
-    columns=lambda p: list(p.get("columns", [])),
     stability=UNBOUNDED,
+    schema=sch.obj(
+        {
+            "k": sch.integer("Smallest partition size", minimum=1, maximum=sch.MAX_K),
+            "columns": sch.columns(
+                "Numeric columns to partition (default: the plan's quasi-identifiers)",
+                numeric=True,
+            ),
+        },
+        required=["k"],
+        title="Mondrian (multidimensional partitioning)",
+        **{"x-writes": "quasi_identifiers"},
+    ),
+    plan_check=_mondrian_plan,
+    public_report=(
+        "quasi_identifiers",
+        "k",
+        "partitions",
+        "smallest_partition",
+        "information_loss",
+    ),
 )
 def mondrian_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     from anonweb.core.search.mondrian import mondrian

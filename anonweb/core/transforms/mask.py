@@ -12,7 +12,10 @@ Step kinds and parameters:
   (``"suppress"`` turns values missing from the codebook into ``*``).
 * ``regex_mask`` — ``{"columns": [...], "pattern": "...", "replacement": "..."}``, or a preset:
   ``{"preset": "keep_last_digits", "n": 4}`` (``123-45-6789`` -> ``***-**-6789``) or
-  ``{"preset": "first_word"}`` (``Ada Lovelace`` -> ``Ada``).
+  ``{"preset": "first_word"}`` (``Ada Lovelace`` -> ``Ada``). Patterns are RE2 syntax, run by
+  Google's RE2 engine in time linear in the value's length: backreferences and lookaround are
+  refused when the plan is submitted, so no pattern can stall a worker (catastrophic
+  backtracking). Replacements refer to groups as ``\\1`` or ``\\g<name>``.
 * ``date_shift`` — ``{"columns": ["admitted"], "person": "patient_id", "max_days": 30}``: each
   person's dates move by the same random number of days in ``[-max_days, max_days]``, so
   intervals within a person survive; offsets come from the plan's rng and are not reported.
@@ -30,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
 from anonweb.core.release.plan import (
     ROW_WISE,
@@ -40,6 +44,13 @@ from anonweb.core.release.plan import (
 )
 
 MASK = "*"
+SECRET_NAME = sch.string(
+    "Name of a secret supplied with the plan (never the key itself)",
+    min_length=1,
+    max_length=64,
+    pattern=r"^[A-Za-z0-9_.-]+$",
+)
+SECRET_NAME["x-pattern-hint"] = "a secret's name: letters, digits, '_', '.', '-'"
 
 
 def _columns(params: Mapping[str, Any]) -> list[str]:
@@ -49,11 +60,6 @@ def _columns(params: Mapping[str, Any]) -> list[str]:
     return cols
 
 
-def _cols_of(params: Mapping[str, Any]) -> list[str]:
-    cols = list(params.get("columns") or [])
-    return cols + ([params["person"]] if isinstance(params.get("person"), str) else [])
-
-
 def _map_distinct(series: pd.Series, func) -> pd.Series:
     """Apply ``func`` once per distinct non-missing value (fast on repetitive columns)."""
     values = pd.unique(series.dropna())
@@ -61,7 +67,17 @@ def _map_distinct(series: pd.Series, func) -> pd.Series:
     return series.map(mapping).where(series.notna(), series).astype(object)
 
 
-@register_step("drop", validate=_columns, columns=_cols_of, stability=ROW_WISE)
+@register_step(
+    "drop",
+    stability=ROW_WISE,
+    schema=sch.obj(
+        {"columns": sch.columns("Columns to remove from the release")},
+        required=["columns"],
+        title="Drop columns",
+    ),
+    removes=lambda p: list(p["columns"]),
+    public_report=("dropped",),
+)
 def drop(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     return StepOutcome(df.drop(columns=params["columns"]), {"dropped": list(params["columns"])})
 
@@ -82,7 +98,27 @@ def _suppress_stability(params: Mapping[str, Any], plan) -> int | None:
 
 
 @register_step(
-    "suppress", validate=_check_suppress, columns=_cols_of, stability=_suppress_stability
+    "suppress",
+    validate=_check_suppress,
+    stability=_suppress_stability,
+    schema=sch.obj(
+        {
+            "columns": sch.columns("Columns whose values are replaced by '*'"),
+            "values": sch.array(
+                sch.one_of(sch.string(max_length=None), sch.number(), sch.boolean()),
+                "Only these values (default: every value)",
+                min_items=1,
+                max_items=100_000,
+            ),
+            "rare": sch.integer(
+                "Only values seen fewer than this many times", minimum=1, maximum=sch.MAX_K
+            ),
+        },
+        required=["columns"],
+        at_most_one=["values", "rare"],
+        title="Suppress values",
+    ),
+    public_report=(),
 )
 def suppress(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
@@ -110,7 +146,23 @@ def _check_tokenize(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"'length' must be an integer between 8 and 64, got {length!r}")
 
 
-@register_step("tokenize", validate=_check_tokenize, columns=_cols_of, stability=ROW_WISE)
+@register_step(
+    "tokenize",
+    validate=_check_tokenize,
+    stability=ROW_WISE,
+    schema=sch.obj(
+        {
+            "columns": sch.columns("Columns replaced by keyed HMAC-SHA256 tokens"),
+            "key": SECRET_NAME,
+            "length": sch.integer(
+                "Hex characters kept of each token", minimum=8, maximum=64, default=16
+            ),
+        },
+        required=["columns", "key"],
+        title="Tokenize (keyed pseudonyms)",
+    ),
+    public_report=("columns", "key_name", "length"),
+)
 def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     key = ctx.secret(params["key"])
     length = params.get("length", 16)
@@ -135,7 +187,28 @@ def _check_substitute(params: Mapping[str, Any]) -> None:
         raise ParameterError("'unmatched' must be 'keep' or 'suppress'")
 
 
-@register_step("substitute", validate=_check_substitute, columns=_cols_of, stability=ROW_WISE)
+@register_step(
+    "substitute",
+    validate=_check_substitute,
+    stability=ROW_WISE,
+    schema=sch.obj(
+        {
+            "columns": sch.columns("Columns whose values are looked up in the codebook"),
+            "codebook": sch.mapping(
+                sch.one_of(sch.string(max_length=None), sch.number(), {"type": "null"}),
+                "Original value -> replacement (kept secret: only its size is published)",
+                min_properties=1,
+                max_properties=1_000_000,
+            ),
+            "unmatched": sch.string(
+                "Values missing from the codebook", enum=("keep", "suppress"), default="keep"
+            ),
+        },
+        required=["columns", "codebook"],
+        title="Substitute from a codebook",
+    ),
+    public_report=("codebook_entries",),
+)
 def substitute(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     book = {str(k): v for k, v in params["codebook"].items()}
     keep = params.get("unmatched", "keep") == "keep"
@@ -149,6 +222,30 @@ def substitute(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) ->
 
 
 PRESETS = ("keep_last_digits", "first_word")
+MAX_PATTERN = 500
+_GROUP_REF = re.compile(r"\\(\d+)|\\g<([^>]*)>")
+
+
+def _re2_options():
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the error comes back as an exception; keep stderr clean
+    options.max_mem = 8 << 20  # a pattern whose program needs more is refused
+    return re2, options
+
+
+def compile_pattern(pattern: str):
+    """The pattern compiled by RE2 (linear-time matching), or a :class:`ParameterError`."""
+    re2, options = _re2_options()
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ParameterError(
+            f"the pattern is not accepted ({reason}); patterns use RE2 syntax, without "
+            "backreferences or lookaround, so that masking takes time linear in each value"
+        ) from None
 
 
 def _check_regex(params: Mapping[str, Any]) -> None:
@@ -160,10 +257,16 @@ def _check_regex(params: Mapping[str, Any]) -> None:
         return
     if not isinstance(params.get("pattern"), str) or not isinstance(params.get("replacement"), str):
         raise ParameterError("regex_mask needs 'pattern' and 'replacement' (or a 'preset')")
-    try:
-        re.compile(params["pattern"])
-    except re.error as exc:
-        raise ParameterError(f"invalid regular expression: {exc}") from None
+    compiled = compile_pattern(params["pattern"])
+    for number, name in _GROUP_REF.findall(params["replacement"]):
+        if name and name not in compiled.groupindex and not name.isdigit():
+            raise ParameterError(f"the replacement refers to a group {name!r} the pattern lacks")
+        index = int(number or (name if name.isdigit() else 0))
+        if index > compiled.groups:
+            raise ParameterError(
+                f"the replacement refers to group {index}, but the pattern has "
+                f"{compiled.groups} group(s)"
+            )
 
 
 def _keep_last_digits(text: str, n: int, char: str) -> str:
@@ -178,7 +281,31 @@ def _keep_last_digits(text: str, n: int, char: str) -> str:
     return "".join(out)
 
 
-@register_step("regex_mask", validate=_check_regex, columns=_cols_of, stability=ROW_WISE)
+@register_step(
+    "regex_mask",
+    validate=_check_regex,
+    stability=ROW_WISE,
+    schema=sch.obj(
+        {
+            "columns": sch.columns("Columns to mask"),
+            "preset": sch.string("A ready-made mask", enum=PRESETS),
+            "n": sch.integer(
+                "keep_last_digits: digits kept at the end", minimum=0, maximum=64, default=4
+            ),
+            "char": sch.string(
+                "keep_last_digits: the masking character", min_length=1, max_length=4, default="*"
+            ),
+            "pattern": sch.string(
+                "A regular expression (RE2 syntax)", min_length=1, max_length=MAX_PATTERN
+            ),
+            "replacement": sch.string("What each match becomes", max_length=MAX_PATTERN),
+        },
+        required=["columns"],
+        exactly_one=[["preset"], ["pattern", "replacement"]],
+        title="Mask with a pattern",
+    ),
+    public_report=("columns", "preset"),
+)
 def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     preset = params.get("preset")
     if preset == "keep_last_digits":
@@ -187,7 +314,7 @@ def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) ->
     elif preset == "first_word":
         func = lambda v: (str(v).split() or [""])[0]  # noqa: E731
     else:
-        rx, repl = re.compile(params["pattern"]), params["replacement"]
+        rx, repl = compile_pattern(params["pattern"]), params["replacement"]
         func = lambda v: rx.sub(repl, str(v))  # noqa: E731
     out = df.copy()
     for col in params["columns"]:
@@ -205,7 +332,24 @@ def _check_shift(params: Mapping[str, Any]) -> None:
 
 
 # Each person's offset is an independent draw: the rows of one person move, nobody else's.
-@register_step("date_shift", validate=_check_shift, columns=_cols_of, stability=ROW_WISE)
+@register_step(
+    "date_shift",
+    validate=_check_shift,
+    stability=ROW_WISE,
+    schema=sch.obj(
+        {
+            "columns": sch.columns("Date columns to shift"),
+            "person": sch.column("The column identifying a person (same shift per person)"),
+            "max_days": sch.integer(
+                "Largest shift, in days, either way", minimum=1, maximum=36_500
+            ),
+            "format": sch.string("strftime format of the dates (default: ISO)", max_length=50),
+        },
+        required=["columns", "person", "max_days"],
+        title="Shift dates per person",
+    ),
+    public_report=("columns", "max_days"),
+)
 def date_shift(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     days = params["max_days"]
     person = df[params["person"]]

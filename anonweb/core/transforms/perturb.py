@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.release.plan import (
     ROW_WISE,
@@ -31,7 +32,7 @@ from anonweb.core.release.plan import (
     StepOutcome,
     register_step,
 )
-from anonweb.core.transforms.mask import _cols_of, _columns
+from anonweb.core.transforms.mask import _columns
 
 
 def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
@@ -56,12 +57,34 @@ def _check_noise(params: Mapping[str, Any]) -> None:
     _positive(params, "scale" if "scale" in params else "sd")
 
 
+NUMERIC = sch.columns("Numeric columns to perturb", numeric=True)
+NOISE_PUBLIC = ("columns", "scale", "sd", "p", "k", "noise_sd")
+
+
 def _noise_stability(params: Mapping[str, Any], plan) -> int | None:
     # A "scale" is relative to the column's standard deviation, which every row moves.
     return ROW_WISE if "sd" in params else UNBOUNDED
 
 
-@register_step("add_noise", validate=_check_noise, columns=_cols_of, stability=_noise_stability)
+@register_step(
+    "add_noise",
+    validate=_check_noise,
+    stability=_noise_stability,
+    schema=sch.obj(
+        {
+            "columns": NUMERIC,
+            "scale": sch.number(
+                "Noise sd as a multiple of the column's sd", exclusive_minimum=0, maximum=100
+            ),
+            "sd": sch.number("Noise sd in the column's units", exclusive_minimum=0, maximum=1e15),
+        },
+        required=["columns"],
+        exactly_one=[["scale"], ["sd"]],
+        title="Add Gaussian noise",
+    ),
+    perturbs=True,
+    public_report=NOISE_PUBLIC,
+)
 def add_noise(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out, used = df.copy(), {}
     for col in params["columns"]:
@@ -77,7 +100,23 @@ def _check_mult(params: Mapping[str, Any]) -> None:
     _positive(params, "scale")
 
 
-@register_step("multiplicative_noise", validate=_check_mult, columns=_cols_of, stability=ROW_WISE)
+@register_step(
+    "multiplicative_noise",
+    validate=_check_mult,
+    stability=ROW_WISE,
+    schema=sch.obj(
+        {
+            "columns": NUMERIC,
+            "scale": sch.number(
+                "sd of the factor 1 + N(0, scale)", exclusive_minimum=0, maximum=10
+            ),
+        },
+        required=["columns", "scale"],
+        title="Multiplicative noise",
+    ),
+    perturbs=True,
+    public_report=NOISE_PUBLIC,
+)
 def multiplicative_noise(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
 ) -> StepOutcome:
@@ -116,7 +155,25 @@ def rank_swap_values(x: np.ndarray, p: float, rng: np.random.Generator) -> np.nd
     return out
 
 
-@register_step("rank_swap", validate=_check_swap, columns=_cols_of, stability=UNBOUNDED)
+@register_step(
+    "rank_swap",
+    validate=_check_swap,
+    stability=UNBOUNDED,
+    schema=sch.obj(
+        {
+            "columns": NUMERIC,
+            "p": sch.number(
+                "Largest rank distance of a swap, in % of the rows",
+                exclusive_minimum=0,
+                maximum=100,
+            ),
+        },
+        required=["columns", "p"],
+        title="Rank swapping",
+    ),
+    perturbs=True,
+    public_report=NOISE_PUBLIC,
+)
 def rank_swap(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
     for col in params["columns"]:
@@ -161,7 +218,28 @@ def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
     return labels
 
 
-@register_step("microaggregation", validate=_check_mdav, columns=_cols_of, stability=UNBOUNDED)
+def _mdav_plan(params: Mapping[str, Any], ctx) -> list[str]:
+    from anonweb.core.release.plan import size_problems
+
+    return size_problems(params["k"], ctx)
+
+
+@register_step(
+    "microaggregation",
+    validate=_check_mdav,
+    stability=UNBOUNDED,
+    schema=sch.obj(
+        {
+            "columns": NUMERIC,
+            "k": sch.integer("Smallest group size", minimum=2, maximum=sch.MAX_K),
+        },
+        required=["columns", "k"],
+        title="Microaggregation (MDAV)",
+    ),
+    plan_check=_mdav_plan,
+    perturbs=True,
+    public_report=(*NOISE_PUBLIC, "groups", "smallest_group"),
+)
 def microaggregation(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     cols = params["columns"]
     raw = np.column_stack([_numeric(df, c) for c in cols])
@@ -232,8 +310,23 @@ def _pram_stability(params: Mapping[str, Any], plan) -> int | None:
 @register_step(
     "pram",
     validate=_check_pram,
-    columns=lambda p: [p["column"]] if "column" in p else [],
     stability=_pram_stability,
+    schema=sch.obj(
+        {
+            "column": sch.column("The categorical column to perturb", role="writes"),
+            "matrix": sch.mapping(
+                sch.mapping(sch.number(minimum=0, maximum=1)),
+                "Category -> {category: probability}, each row summing to 1",
+                min_properties=1,
+                max_properties=10_000,
+            ),
+            "p_keep": sch.number("Probability of keeping a value", minimum=0, maximum=1),
+        },
+        required=["column"],
+        exactly_one=[["matrix"], ["p_keep"]],
+        title="PRAM (post-randomisation)",
+    ),
+    public_report=("column", "p_keep"),
 )
 def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     col = params["column"]
@@ -255,7 +348,17 @@ def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepO
     return StepOutcome(out, {**_public(params), "changed_cells": changed})
 
 
-@register_step("shuffle", validate=_columns, columns=_cols_of, stability=UNBOUNDED)
+@register_step(
+    "shuffle",
+    stability=UNBOUNDED,
+    schema=sch.obj(
+        {"columns": sch.columns("Columns whose values are permuted together across rows")},
+        required=["columns"],
+        title="Shuffle columns",
+    ),
+    perturbs=True,
+    public_report=("columns",),
+)
 def shuffle(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     perm = ctx.rng.permutation(len(df))
     out = df.copy()
