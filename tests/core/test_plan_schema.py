@@ -65,8 +65,14 @@ def _strict(schema):
     return STRICT(schema)
 
 
+def builtin_kinds() -> list[str]:
+    """Step kinds of the core (tests register throwaway kinds of their own)."""
+    return [k for k in step_kinds() if get_step(k).func.__module__.startswith("anonweb.core")]
+
+
 def test_every_step_kind_and_builder_declares_a_schema():
-    for kind in step_kinds():
+    assert len(builtin_kinds()) >= 19
+    for kind in builtin_kinds():
         assert get_step(kind).schema is not None, kind
     assert set(BUILDER_SCHEMAS) == {"interval", "grouping", "mask", "date"}
 
@@ -75,7 +81,8 @@ def test_schemas_are_well_formed_json_schema_and_exported_as_json():
     exported = step_schemas()
     assert json.loads(json.dumps(exported)) == exported
     assert set(exported["steps"]) == set(step_kinds())
-    for kind, entry in exported["steps"].items():
+    for kind in builtin_kinds():
+        entry = exported["steps"][kind]
         jsonschema.Draft202012Validator.check_schema(entry["schema"])
         assert entry["output"] in ("rows", "aggregate", "synthetic"), kind
     for schema in exported["hierarchy_builders"].values():
@@ -104,7 +111,7 @@ def _params(kind_schema):
     return st.dictionaries(keys, json_values, max_size=4)
 
 
-@pytest.mark.parametrize("kind", sorted(set(step_kinds())))
+@pytest.mark.parametrize("kind", sorted(builtin_kinds()))
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_our_validator_agrees_with_jsonschema(kind, data):
