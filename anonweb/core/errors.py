@@ -22,10 +22,9 @@ class ParameterError(CoreError):
 
 
 class PlanError(ParameterError):
-    """A plan refused before it runs; ``errors`` lists every problem found, one sentence each."""
+    """A plan refused before it runs; ``errors`` lists every problem found, one sentence each
+    (the message joins them with "; ")."""
 
     def __init__(self, errors: list[str]):
-        self.errors = list(errors)
-        more = len(self.errors) - 1
-        text = self.errors[0] if self.errors else "the plan was refused"
-        super().__init__(text + (f" (and {more} more problem{'s' * (more > 1)})" if more else ""))
+        self.errors = list(errors) or ["the plan was refused"]
+        super().__init__("; ".join(self.errors))

@@ -358,11 +358,18 @@ def test_a_valid_plan_with_every_family_passes():
                     "models": [{"model": "distinct_l", "sensitive": "disease", "l": 2}],
                 },
             },
-            {
-                "kind": "dp_release",
-                "params": {"kind": "histogram", "epsilon": 1, "columns": ["sex"], "delta": 1e-6},
-            },
         ],
     }
     specs = validate_plan(plan_from_dict(doc), COLUMNS, types=TYPES, rows=1000, files=False)
     assert [s.kind for s in specs] == [s["kind"] for s in doc["steps"]]
+    dp = {
+        "steps": [
+            {"kind": "drop", "params": {"columns": ["name"]}},
+            {
+                "kind": "dp_release",
+                "params": {"kind": "histogram", "epsilon": 1, "columns": ["sex"], "delta": 1e-6},
+            },
+            {"kind": "dp_release", "params": {"kind": "count", "epsilon": 0.5}},
+        ]
+    }
+    validate_plan(plan_from_dict(dp), COLUMNS, types=TYPES, rows=1000, files=False)

@@ -455,11 +455,14 @@ def validate_plan(
             available = [c for c in available if c not in gone]
             removed.update({c: where for c in gone})
     errors += _plan_level_problems(plan, ctx, files)
-    if not errors:
+    if len(specs) == len(plan.steps):
         try:
             plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
         except CoreError as exc:
             errors.append(str(exc))
+        except Exception:  # a cost function choking on parameters already refused above
+            if not errors:
+                raise
     if errors:
         raise PlanError(errors)
     return specs
