@@ -373,3 +373,12 @@ def test_a_valid_plan_with_every_family_passes():
         ]
     }
     validate_plan(plan_from_dict(dp), COLUMNS, types=TYPES, rows=1000, files=False)
+
+
+def test_each_privacy_model_declares_exactly_its_fields():
+    from anonweb.core.models.registry import MODEL_KINDS
+    from anonweb.core.models.schemas import MODEL_SCHEMAS
+
+    assert set(MODEL_SCHEMAS) == set(MODEL_KINDS)
+    for name, (_cls, fields) in MODEL_KINDS.items():
+        assert set(MODEL_SCHEMAS[name]["properties"]) == set(fields), name
