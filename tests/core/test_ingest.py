@@ -290,6 +290,42 @@ def test_excel_integers_with_a_blank_stay_integers(tmp_path):
     assert str(df["age"].dtype) == "Int64" and df["age"].tolist()[0] == 39
 
 
+def _wide_sheet(columns: int, rows: int) -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet()
+    sheet.append([f"c{i}" for i in range(columns)])
+    for r in range(rows):
+        sheet.append([r * columns + i for i in range(columns)])
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def test_a_wide_sheet_is_read_in_batches_bounded_by_cells(tmp_path, monkeypatch):
+    from anonweb.core.io.sources import ExcelSource, open_source
+
+    monkeypatch.setattr(ExcelSource, "batch_cells", 100, raising=False)
+    path = tmp_path / "wide.xlsx"
+    path.write_bytes(_wide_sheet(20, 30))
+    source = open_source(path, fmt="excel", label="wide.xlsx", limits=Limits())
+    sizes = [len(columns[0]) for columns, _ in source.batches()]
+    # 100 cells of 20 columns: 5 rows per batch, never a whole sheet held as Python objects.
+    assert sizes == [5] * 6
+
+
+def test_the_cell_limit_stops_an_excel_read_at_the_row_that_crosses_it(tmp_path):
+    from anonweb.core.io.sources import open_source
+
+    path = tmp_path / "big.xlsx"
+    path.write_bytes(_wide_sheet(10, 200))
+    source = open_source(path, fmt="excel", label="big.xlsx", limits=Limits(max_cells=100))
+    with pytest.raises(DataError, match=r"more than 100 cells \(11 rows of 10 columns"):
+        for _ in source.batches():
+            pass
+
+
 def _sheet_xml(rows: str, dimension: str = "") -> bytes:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>'

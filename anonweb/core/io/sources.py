@@ -406,6 +406,9 @@ class ExcelSource:
     encoding = None
     separator = None
 
+    # Cells held in Python objects before a batch is handed on: a wide sheet gets short batches.
+    batch_cells = 1_000_000
+
     def __init__(self, open_binary, *, label: str, limits: Limits, batch_rows: int = 20_000):
         self.open_binary, self.label, self.limits = open_binary, label, limits
         self.batch_rows = batch_rows
@@ -495,9 +498,11 @@ class ExcelSource:
         last = max(i for i, v in enumerate(header) if v is not None and v != "")
         self.names = column_names(header[: last + 1], label=self.label, limits=self.limits)
         width = len(self.names)
+        batch_rows = max(1, min(self.batch_rows, self.batch_cells // width))
         buffer: list[list[str | None]] = [[] for _ in range(width)]
         kinds = [EMPTY] * width
         count = 0
+        total = 0
         for row in rows:
             seen += 1
             self._guard_rows(seen)
@@ -520,8 +525,11 @@ class ExcelSource:
                 if kind > kinds[i]:
                     kinds[i] = kind
             count += 1
+            total += 1
             self._rows_read = seen
-            if count == self.batch_rows:
+            # Checked per row (the caller checks per batch): reading stops at the limit.
+            check_cells(total, width, label=self.label, limits=self.limits)
+            if count == batch_rows:
                 yield self._flush(buffer, kinds)
                 buffer = [[] for _ in range(width)]
                 kinds = [EMPTY] * width
