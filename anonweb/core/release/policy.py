@@ -1,0 +1,471 @@
+"""The release policy: one function that every path (web job, API, command line) calls on a
+release before it can be approved, returning :class:`~anonweb.core.findings.Finding` objects.
+
+:func:`evaluate_release` looks at what a release would publish, given the source, the plan, the
+dataset's column tags and the team's :class:`PolicyThresholds`:
+
+* a column tagged ``identifier`` that goes out unchanged (``identifier_released``) or only partly
+  masked (``identifier_partly_masked``; the part kept counts as a quasi-identifier below);
+* a text column with mostly distinct or long values going out verbatim (``free_text``) unless
+  tagged ``keep`` ("keep as is", an explicit decision), and any released column never tagged
+  (``column_untagged``);
+* the risk after, measured on the tagged quasi-identifiers together with the plan's (and the
+  partly masked identifiers), with the privacy-model objects of :mod:`anonweb.core.models`:
+  k-anonymity (``risk_k``), distinct l-diversity of each sensitive column (``risk_l``; l = 2
+  means no class discloses its value), t-closeness if the team sets a t (``risk_t``) and the
+  largest prosecutor risk (``risk_prosecutor``); with no quasi-identifier anywhere, a
+  record-level release is blocked (``no_quasi_identifiers``);
+* conflicts with earlier releases, as found by :func:`anonweb.core.conflicts.check.check_conflicts`
+  and turned into findings by :func:`anonweb.core.conflicts.gate.conflict_findings`;
+* a differentially private release whose published report would carry exact figures of the
+  source (``dp_exact_figures``).
+
+Every finding names columns and counts records; none holds a cell value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.conflicts.check import ConflictReport
+from anonweb.core.conflicts.gate import conflict_findings
+from anonweb.core.errors import ParameterError
+from anonweb.core.findings import BLOCK, Finding
+from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
+from anonweb.core.models.base import require_int, require_number
+from anonweb.core.release.plan import Plan, get_step, plan_from_dict
+
+# Column roles as the datasets app stores them; "keep" is the explicit "keep as is".
+IDENTIFIER, QUASI_IDENTIFIER, SENSITIVE, OTHER, KEEP = (
+    "identifier",
+    "quasi_identifier",
+    "sensitive",
+    "other",
+    "keep",
+)
+ROLES = (IDENTIFIER, QUASI_IDENTIFIER, SENSITIVE, OTHER, KEEP)
+# Steps that replace an identifier by a pseudonym unrelated to its digits (keyed tokens, a
+# codebook): the result is not "partly masked".
+PSEUDONYMS = {"tokenize", "substitute"}
+# Free text: a text column whose non-missing values are mostly distinct, or long.
+FREE_TEXT_DISTINCT = 0.5
+FREE_TEXT_MIN_ROWS = 20
+FREE_TEXT_LENGTH = 60  # mean characters
+# A column is "unchanged" when at least this share of its released values occur in the source.
+UNCHANGED_SHARE = 0.5
+SUPPRESSED = "*"
+# Report keys describing the source itself: a DP release must not publish them.
+SOURCE_KEYS = ("rows_in", "risk_before", "risk_after", "utility", "source")
+# What the plan runner adds to every step's report: public parameters and timings.
+STEP_PUBLIC = {"step", "kind", "privacy_cost", "input_distance", "seconds"}
+
+
+@dataclass(frozen=True)
+class PolicyThresholds:
+    """The team's release policy: what the risk after must satisfy."""
+
+    k: int = 5
+    l: int = 2  # noqa: E741  (the literature's letter; 2: no class discloses its value)
+    t: float | None = None
+    max_prosecutor_risk: float = 0.2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", require_int(self.k, "the policy's k", minimum=1))
+        object.__setattr__(self, "l", require_int(self.l, "the policy's l", minimum=1))
+        if self.t is not None:
+            t = require_number(self.t, "the policy's t")
+            if not 0 < t <= 1:
+                raise ParameterError(f"the policy's t must be in (0, 1], got {self.t}")
+            object.__setattr__(self, "t", t)
+        risk = require_number(self.max_prosecutor_risk, "the policy's maximum prosecutor risk")
+        if not 0 < risk <= 1:
+            raise ParameterError(
+                f"the policy's maximum prosecutor risk must be in (0, 1], got {risk}"
+            )
+        object.__setattr__(self, "max_prosecutor_risk", risk)
+
+    @property
+    def prosecutor_k(self) -> int:
+        """Smallest class size whose prosecutor risk (1 / size) is within the maximum."""
+        return max(1, math.ceil(1.0 / self.max_prosecutor_risk - 1e-9))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "l": self.l,
+            "t": self.t,
+            "max_prosecutor_risk": self.max_prosecutor_risk,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> PolicyThresholds:
+        data = dict(data or {})
+        unknown = set(data) - {"k", "l", "t", "max_prosecutor_risk"}
+        if unknown:
+            raise ParameterError(f"unknown policy threshold(s): {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """The findings, and the risk after as the policy measured it (figures only)."""
+
+    findings: tuple[Finding, ...]
+    thresholds: PolicyThresholds
+    risk: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def blocking(self) -> list[Finding]:
+        return [f for f in self.findings if f.blocks]
+
+    @property
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_dict() for f in self.findings],
+            "blocking": len(self.blocking),
+            "thresholds": self.thresholds.to_dict(),
+            "risk": dict(self.risk),
+        }
+
+
+def evaluate_release(
+    source: pd.DataFrame,
+    released: pd.DataFrame,
+    *,
+    plan: Plan | Mapping[str, Any],
+    tags: Mapping[str, str | None],
+    thresholds: PolicyThresholds | None = None,
+    report: Mapping[str, Any] | None = None,
+    conflicts: ConflictReport | None = None,
+    statuses: Mapping[str, str] | None = None,
+) -> PolicyResult:
+    """Evaluate a release of ``source`` (never modified) that publishes ``released``.
+
+    ``tags`` maps a source column to its role (missing or empty: never tagged); ``report`` is the
+    report that would be published with the release; ``conflicts`` the conflict check of this
+    release against the earlier approved or pending ones, ``statuses`` their review status by
+    label."""
+    plan = plan if isinstance(plan, Plan) else plan_from_dict(plan)
+    thresholds = thresholds or PolicyThresholds()
+    output = _output_kind(plan)
+    findings: list[Finding] = []
+    extra_qis: list[str] = []
+    risk: dict[str, Any] = {"output": output}
+    if output == "rows":
+        shared = [c for c in released.columns if c in source.columns]
+        masked, found = _identifier_findings(source, released, plan, tags, shared, thresholds)
+        findings += found
+        extra_qis += masked
+        findings += _column_findings(source, released, tags, shared)
+        found, risk = _risk_findings(released, plan, tags, extra_qis, thresholds)
+        findings += found
+    findings += conflict_findings(conflicts, statuses=statuses)
+    if output != "rows" or _has_measurement(plan):
+        findings += _dp_findings(report, plan)
+    return PolicyResult(tuple(findings), thresholds, risk)
+
+
+def _output_kind(plan: Plan) -> str:
+    """What the release's rows are: "rows" (record-level), "aggregate" or "synthetic"."""
+    kind = "rows"
+    for step in plan.steps:
+        spec = get_step(step.kind)
+        if spec.measurement:
+            kind = spec.output
+    return kind
+
+
+def _has_measurement(plan: Plan) -> bool:
+    return any(get_step(s.kind).measurement for s in plan.steps)
+
+
+def _written_by(plan: Plan) -> dict[str, set[str]]:
+    """Column -> the step kinds that change its values."""
+    out: dict[str, set[str]] = {}
+    for step in plan.steps:
+        for col in get_step(step.kind).columns_written(step.params, plan):
+            out.setdefault(col, set()).add(step.kind)
+    return out
+
+
+def _in_source(source: pd.Series, released: pd.Series) -> np.ndarray:
+    """For each non-missing released value, whether the source column holds it (as text, so a
+    generalized or masked value never matches by accident of type)."""
+    values = released.dropna()
+    known = pd.Index(source.dropna().astype(str).unique())
+    return np.asarray(known.get_indexer(values.astype(str)) >= 0)
+
+
+def _identifier_findings(source, released, plan, tags, shared, thresholds):
+    masked: list[str] = []
+    findings: list[Finding] = []
+    written = _written_by(plan)
+    for col in shared:
+        if tags.get(col) != IDENTIFIER:
+            continue
+        values = released[col].dropna()
+        if values.empty or (values.astype(str) == SUPPRESSED).all():
+            continue  # suppressed entirely
+        found = _in_source(source[col], released[col])
+        if found.mean() >= UNCHANGED_SHARE:
+            findings.append(
+                Finding(
+                    "identifier_released",
+                    BLOCK,
+                    f"{col} is tagged identifier and goes out unchanged: {int(found.sum())} of "
+                    f"{len(released)} released records show the source's value. Drop, tokenize "
+                    "or suppress it.",
+                    (col,),
+                    int(found.sum()),
+                    {"unchanged": int(found.sum()), "rows": len(released)},
+                )
+            )
+            continue
+        if written.get(col, set()) & PSEUDONYMS:
+            continue
+        sizes = released.groupby(col, dropna=False, sort=False, observed=True)[col].transform(
+            "size"
+        )
+        unique = int((released[col].notna() & (sizes == 1)).sum())
+        below_k = int((released[col].notna() & (sizes < thresholds.k)).sum())
+        share = unique / len(released) if len(released) else 0.0
+        masked.append(col)
+        findings.append(
+            Finding(
+                "identifier_partly_masked",
+                BLOCK,
+                f"{col} is tagged identifier but only partly masked: {unique} of "
+                f"{len(released)} records ({share:.0%}) are unique on what is kept of it "
+                f"alone, and {below_k} share it with fewer than {thresholds.k}. It is counted "
+                "as a quasi-identifier in the risk after; drop or tokenize it instead.",
+                (col,),
+                below_k,
+                {"unique": unique, "unique_share": round(share, 4), "rows": len(released)},
+            )
+        )
+    return masked, findings
+
+
+def free_text(series: pd.Series) -> dict[str, Any] | None:
+    """Why ``series`` looks like free text (mostly distinct or long values), or None."""
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return None
+    values = series.dropna()
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return None
+    if values.empty:
+        return None
+    text = values.astype(str)
+    distinct = int(text.nunique())
+    mean_length = float(text.str.len().mean())
+    if len(text) >= FREE_TEXT_MIN_ROWS and distinct / len(text) > FREE_TEXT_DISTINCT:
+        return {"distinct": distinct, "values": len(text), "mean_length": round(mean_length, 1)}
+    if mean_length >= FREE_TEXT_LENGTH:
+        return {"distinct": distinct, "values": len(text), "mean_length": round(mean_length, 1)}
+    return None
+
+
+def _column_findings(source, released, tags, shared) -> list[Finding]:
+    findings = []
+    for col in shared:
+        tag = tags.get(col) or None
+        if tag == IDENTIFIER:
+            continue
+        if tag is None:
+            findings.append(
+                Finding(
+                    "column_untagged",
+                    BLOCK,
+                    f"{col} was never tagged and goes out in this release: tag it "
+                    "(identifier, quasi-identifier, sensitive, other or keep as is).",
+                    (col,),
+                    int(released[col].notna().sum()),
+                )
+            )
+        if tag in (QUASI_IDENTIFIER, KEEP):
+            continue  # measured in the risk after, or reviewed and kept on purpose
+        why = free_text(source[col])
+        if why is None:
+            continue
+        found = _in_source(source[col], released[col])
+        if found.size and found.mean() >= UNCHANGED_SHARE:
+            findings.append(
+                Finding(
+                    "free_text",
+                    BLOCK,
+                    f"{col} looks like free text ({why['distinct']} distinct values in "
+                    f"{why['values']}, {why['mean_length']:g} characters on average) and goes "
+                    f"out verbatim in {int(found.sum())} records. Tag it quasi-identifier, "
+                    "transform or drop it, or tag it 'keep as is' once reviewed.",
+                    (col,),
+                    int(found.sum()),
+                    why,
+                )
+            )
+    return findings
+
+
+def quasi_identifiers_for(
+    plan: Plan, tags: Mapping[str, str | None], extra: Sequence[str] = ()
+) -> list[str]:
+    """The quasi-identifiers the risk after is measured on: the tagged ones, the plan's, and the
+    partly masked identifiers."""
+    tagged = [c for c, r in tags.items() if r == QUASI_IDENTIFIER]
+    return list(dict.fromkeys([*tagged, *plan.quasi_identifiers, *extra]))
+
+
+def _risk_findings(released, plan, tags, extra_qis, thresholds):
+    qis_all = quasi_identifiers_for(plan, tags, extra_qis)
+    qis = [q for q in qis_all if q in released.columns]
+    sensitive = [
+        s
+        for s in dict.fromkeys([*(c for c, r in tags.items() if r == SENSITIVE), *plan.sensitive])
+        if s in released.columns and s not in qis
+    ]
+    risk: dict[str, Any] = {"output": "rows", "quasi_identifiers": qis, "sensitive": sensitive}
+    if not qis_all:
+        return [
+            Finding(
+                "no_quasi_identifiers",
+                BLOCK,
+                "No column is tagged quasi-identifier and the plan lists none, so the risk of "
+                "re-identifying a record in this release cannot be measured. Tag the columns an "
+                "attacker could know (age, sex, postcode, dates, ...).",
+                (),
+                len(released),
+            )
+        ], risk
+    if not qis or released.empty:
+        risk["note"] = "no quasi-identifier is released"
+        return [], risk
+    exclude = _suppressed_rows(released, [q for q in plan.quasi_identifiers if q in qis])
+    data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
+    findings = []
+    k_check = KAnonymity(thresholds.k).check(data)
+    risk.update(
+        k=None if k_check.value is None else int(k_check.value),
+        classes=len(data),
+        records=int(data.sizes.sum()),
+        suppressed=int(exclude.sum()),
+        max_prosecutor_risk=None if k_check.value is None else round(1.0 / k_check.value, 6),
+    )
+    if not k_check.satisfied:
+        findings.append(
+            Finding(
+                "risk_k",
+                BLOCK,
+                f"After the plan, k is {risk['k']} on {', '.join(qis)}: "
+                f"{k_check.failing_records} record(s) in {k_check.failing_classes} class(es) "
+                f"smaller than the policy's k = {thresholds.k}.",
+                tuple(qis),
+                k_check.failing_records,
+                {"k": risk["k"], "policy_k": thresholds.k, "classes": k_check.failing_classes},
+            )
+        )
+    p_check = KAnonymity(thresholds.prosecutor_k).check(data)
+    if not p_check.satisfied:
+        findings.append(
+            Finding(
+                "risk_prosecutor",
+                BLOCK,
+                f"After the plan, the highest prosecutor risk is {risk['max_prosecutor_risk']:.2g}"
+                f" (1 / {risk['k']}); {p_check.failing_records} record(s) exceed the policy's "
+                f"maximum of {thresholds.max_prosecutor_risk:g}.",
+                tuple(qis),
+                p_check.failing_records,
+                {
+                    "max_prosecutor_risk": risk["max_prosecutor_risk"],
+                    "policy_max": thresholds.max_prosecutor_risk,
+                },
+            )
+        )
+    risk["l"], risk["t"] = {}, {}
+    for s in sensitive:
+        l_check = DistinctL(s, thresholds.l).check(data)
+        risk["l"][s] = None if l_check.value is None else int(l_check.value)
+        if not l_check.satisfied:
+            what = (
+                "every member shares the same value, which is disclosed"
+                if thresholds.l == 2
+                else f"fewer than {thresholds.l} distinct values"
+            )
+            findings.append(
+                Finding(
+                    "risk_l",
+                    BLOCK,
+                    f"After the plan, {l_check.failing_records} record(s) in "
+                    f"{l_check.failing_classes} class(es) on {', '.join(qis)} have {s} where "
+                    f"{what} (policy: l = {thresholds.l}).",
+                    (s,),
+                    l_check.failing_records,
+                    {"l": risk["l"][s], "policy_l": thresholds.l},
+                )
+            )
+        if thresholds.t is not None:
+            t_check = TCloseness(s, thresholds.t).check(data)
+            risk["t"][s] = t_check.value
+            if not t_check.satisfied:
+                findings.append(
+                    Finding(
+                        "risk_t",
+                        BLOCK,
+                        f"After the plan, {t_check.failing_records} record(s) in "
+                        f"{t_check.failing_classes} class(es) have a {s} distribution further "
+                        f"than t = {thresholds.t:g} from the table's (largest: "
+                        f"{t_check.value:.3g}).",
+                        (s,),
+                        t_check.failing_records,
+                        {"t": t_check.value, "policy_t": thresholds.t},
+                    )
+                )
+    return findings, risk
+
+
+def _suppressed_rows(released: pd.DataFrame, plan_qis: list[str]) -> np.ndarray:
+    """Records the plan suppressed (``*`` in every one of its quasi-identifiers) form no class."""
+    if not plan_qis:
+        return np.zeros(len(released), dtype=bool)
+    star = np.ones(len(released), dtype=bool)
+    for q in plan_qis:
+        star &= released[q].astype(object).to_numpy() == SUPPRESSED
+    return star
+
+
+def _dp_findings(report: Mapping[str, Any] | None, plan: Plan) -> list[Finding]:
+    if not report:
+        return []
+    exposed = [k for k in SOURCE_KEYS if report.get(k) not in (None, {}, [])]
+    for i, step in enumerate(report.get("steps") or [], 1):
+        # a step's report may use "kind" for its own (a DP count); the plan says which step
+        number = step.get("step", i)
+        planned = (
+            plan.steps[number - 1]
+            if isinstance(number, int) and 0 < number <= len(plan.steps)
+            else None
+        )
+        public = set(STEP_PUBLIC)
+        if planned is not None:
+            public |= set(get_step(planned.kind).public_report)
+        exposed += [f"step {number} {key}" for key in step if key not in public]
+    if not exposed:
+        return []
+    return [
+        Finding(
+            "dp_exact_figures",
+            BLOCK,
+            "This differentially private release would also publish exact figures of the "
+            f"source ({', '.join(exposed)}), which the noise does not protect.",
+            (),
+            0,
+            {"exposed": exposed},
+        )
+    ]
