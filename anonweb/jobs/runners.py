@@ -91,21 +91,42 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     output, report = apply_plan(frame, plan, rng=rng, secrets=keys, before_spending=before_spending)
     report_dict = _without_source_values(report.to_dict())
     source_rows = None
-    if _row_preserving(plan_dict) and len(output) == len(frame):
-        from anonweb.releases.conflicts import conflicts_with_earlier
+    aggregates: tuple = ()
+    dp = not _row_preserving(plan_dict)
+    if not dp and len(output) == len(frame):
+        from anonweb.core.conflicts.lineage import microaggregated
 
-        progress(75, "checking for conflicts with earlier releases")
-        report_dict["conflicts"] = conflicts_with_earlier(
-            dataset=job.dataset, source=frame, aligned=output.reset_index(drop=True), plan=plan_dict
-        )
-        intruder = _intruder(frame, output.reset_index(drop=True), plan_dict, rng)
+        aligned = output.reset_index(drop=True)
+        intruder = _intruder(frame, aligned, plan_dict, rng)
         if intruder is not None:
-            progress(80, "verifying the perturbation against a maximum-knowledge intruder")
+            progress(75, "verifying the perturbation against a maximum-knowledge intruder")
             report_dict["intruder"] = intruder
+        # The lineage: which source record each row is, and the means microaggregation published.
+        aggregates = microaggregated(
+            frame,
+            aligned,
+            np.arange(len(aligned)),
+            columns=_microaggregated_columns(plan_dict),
+            label="this release",
+        )
         # Published rows are shuffled so that two releases cannot be joined by row position;
         # the mapping back to source rows stays private, for later conflict checks.
         source_rows = rng.permutation(len(output))
         output = output.iloc[source_rows].reset_index(drop=True)
+    conflicts = None
+    if dp or source_rows is not None:
+        from anonweb.releases.conflicts import release_conflict_check
+
+        progress(80, "checking for conflicts with earlier releases")
+        conflicts = release_conflict_check(
+            dataset=job.dataset,
+            source=frame,
+            plan=plan_dict,
+            frame=output if source_rows is not None else None,
+            rows=source_rows,
+            aggregates=aggregates,
+            dp=dp,
+        )
     progress(85, "writing the release")
     release = release_create(
         job=job,
@@ -114,6 +135,9 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         report=report_dict,
         title=job.params.get("title") or "release",
         source_rows=source_rows,
+        aggregates=aggregates,
+        dp=dp,
+        conflicts=conflicts,
     )
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
 
@@ -152,6 +176,15 @@ def _intruder(source, aligned, plan_dict: dict, rng) -> dict | None:
     if not columns or len(source) < 20:
         return None
     return intruder_check(source, aligned, columns=columns, rng=rng).to_dict()
+
+
+def _microaggregated_columns(plan_dict: dict) -> list[str]:
+    return [
+        c
+        for step in plan_dict.get("steps", [])
+        if step.get("kind") == "microaggregation"
+        for c in step.get("params", {}).get("columns") or []
+    ]
 
 
 # Steps whose output rows are not the source's rows (aggregates, synthetic records).

@@ -1,60 +1,219 @@
-"""Checking a new release against the earlier releases of the same source."""
+"""Checking a new release against the earlier releases of the same source.
+
+A release keeps its lineage privately (:func:`~anonweb.releases.storage.load_lineage`). When a
+release job finishes, :func:`release_conflict_check` puts the new release beside every earlier
+release of the source that is approved or awaiting review and runs the core check
+(:func:`anonweb.core.conflicts.check.check_conflicts`): intersection, exact inference,
+differencing and linkage. It is the one function the release gate calls for conflicts.
+"""
 
 from __future__ import annotations
 
-import logging
+import copy
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
-from anonweb.core.conflicts.intersection import release_conflicts
+from anonweb.core.conflicts.check import ReleaseView, check_conflicts
+from anonweb.core.conflicts.inference import Aggregate
+from anonweb.core.conflicts.lineage import relabel
+from anonweb.core.models.diversity import l_diversity
 from anonweb.releases.models import Release, ReleaseStatus
-from anonweb.releases.storage import load_aligned
+from anonweb.releases.storage import load_lineage
 
-log = logging.getLogger(__name__)
+# The new release has no version until it is saved; its label is filled in then.
+NEW_LABEL = "release \u27e8new\u27e9"
+DEFAULT_K = 5  # the policy's default k (issue: k >= 5)
+DEFAULT_L = 2  # no class may disclose its sensitive value
+FINDINGS_FILE = "conflicts.json"
+CHECKED_STATUSES = (ReleaseStatus.APPROVED, ReleaseStatus.PENDING)
 
 
-def conflicts_with_earlier(
-    *, dataset, source: pd.DataFrame, aligned: pd.DataFrame, plan: dict
-) -> list[dict]:
-    """Compare a new row-per-source-row release (``aligned``: in source order) with every earlier
-    release of the source that is not rejected. Returns one entry per comparison."""
-    qis = [q for q in plan.get("quasi_identifiers", []) if q in aligned.columns]
+def release_label(version: int) -> str:
+    return f"release {version}"
+
+
+@dataclass
+class ConflictCheck:
+    """The outcome: ``public`` findings (counts, columns, explanation without figures: for the
+    release pages and the gate) and ``private`` ones (records and inferred values: officers
+    only), in the same order; ``checked`` the ids of the releases compared with."""
+
+    public: list[dict] = field(default_factory=list)
+    private: list[dict] = field(default_factory=list)
+    checked: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def blocking(self) -> bool:
+        return bool(self.public)
+
+    def relabelled(self, version: int) -> ConflictCheck:
+        """A copy giving the new release its label, once its version is known."""
+        new = release_label(version)
+        out = copy.deepcopy(self)
+        for entry in (*out.public, *out.private):
+            entry["explanation"] = entry["explanation"].replace(NEW_LABEL, new)
+            if "releases" in entry:
+                entry["releases"] = [new if r == NEW_LABEL else r for r in entry["releases"]]
+            if "labels" in entry and NEW_LABEL in entry["labels"]:
+                entry["labels"][new] = entry["labels"].pop(NEW_LABEL)
+            for key in ("l_by_release",):
+                if key in entry.get("facts", {}) and NEW_LABEL in entry["facts"][key]:
+                    entry["facts"][key][new] = entry["facts"][key].pop(NEW_LABEL)
+        return out
+
+    def summary(self) -> dict:
+        """Counts only, for the audit trail (no values, no explanations)."""
+        by_type: dict[str, int] = {}
+        for entry in self.public:
+            by_type[entry["type"]] = by_type.get(entry["type"], 0) + 1
+        return {"checked": list(self.checked), "findings": by_type}
+
+
+def earlier_releases(*, dataset, exclude_id: int | None = None):
+    qs = Release.objects.filter(dataset=dataset, status__in=CHECKED_STATUSES).order_by("version")
+    return qs.exclude(pk=exclude_id) if exclude_id is not None else qs
+
+
+def release_conflict_check(
+    *,
+    dataset,
+    source: pd.DataFrame,
+    plan: dict,
+    frame: pd.DataFrame | None,
+    rows: np.ndarray | None,
+    aggregates: Sequence[Aggregate] = (),
+    dp: bool = False,
+    k: int | None = None,
+    l: int | None = None,  # noqa: E741 (the literature's letter)
+    exclude_id: int | None = None,
+) -> ConflictCheck:
+    """Check a new release (its published ``frame``, ``rows[j]`` the source row of row ``j``, the
+    ``aggregates`` it publishes, ``dp`` if differentially private) against the earlier releases
+    of ``dataset`` that are approved or awaiting review. ``k`` and ``l`` are the policy's."""
+    k = DEFAULT_K if k is None else k
+    l = DEFAULT_L if l is None else l  # noqa: E741
+    out = ConflictCheck()
+    if dp:
+        out.notes.append("a differentially private release: its noise is counted in the budget")
+        return out
     sensitive = [
-        s
-        for s in dict.fromkeys([*dataset.sensitive, *plan.get("sensitive", [])])
-        if s in source.columns
+        s for s in dict.fromkeys([*dataset.sensitive, *plan.get("sensitive", [])]) if s in source
     ]
-    if not qis or not sensitive:
-        return []
-    out = []
-    earlier = (
-        Release.objects.filter(dataset=dataset)
-        .exclude(status=ReleaseStatus.REJECTED)
-        .order_by("version")
-    )
-    for other in earlier:
-        other_aligned = load_aligned(other.storage_key)
-        other_qis = [
-            q
-            for q in (other.plan or {}).get("quasi_identifiers", [])
-            if other_aligned is not None and q in other_aligned.columns
-        ]
-        if other_aligned is None or not other_qis or len(other_aligned) != len(source):
-            continue
-        report = release_conflicts(
-            source,
-            aligned,
-            other_aligned,
-            quasi_identifiers_a=qis,
-            quasi_identifiers_b=other_qis,
-            sensitive=sensitive,
+    views = [
+        ReleaseView(
+            NEW_LABEL,
+            frame.reset_index(drop=True) if frame is not None else None,
+            None if rows is None else np.asarray(rows, dtype=np.int64),
+            tuple(relabel(a, NEW_LABEL) for a in aggregates),
+            _qis(plan, frame),
         )
-        out.append(
+    ]
+    ids = {NEW_LABEL: None}
+    for other in earlier_releases(dataset=dataset, exclude_id=exclude_id):
+        label = release_label(other.version)
+        lineage = load_lineage(other.storage_key, label=label)
+        if lineage.rows is not None and (
+            lineage.rows.size and int(lineage.rows.max()) >= len(source)
+        ):
+            continue  # made from another upload of the data: rows do not align
+        if lineage.aggregates and lineage.aggregates[0].groups.size != len(source):
+            continue
+        views.append(
+            ReleaseView(
+                label,
+                lineage.frame,
+                lineage.rows,
+                lineage.aggregates,
+                _qis(other.plan or {}, lineage.frame),
+                lineage.dp,
+            )
+        )
+        ids[label] = other.pk
+        out.checked.append(other.pk)
+    if len(views) == 1:
+        return out
+    report = check_conflicts(
+        source, views, sensitive=sensitive, k=k, l=l, new=NEW_LABEL, unlinked_k=False
+    )
+    out.notes += list(report.notes)
+    l_alone = _l_alone(views, sensitive)
+    for finding in report.findings:
+        private = finding.to_dict()
+        labels = {r: ids[r] for r in finding.releases if r in ids}
+        facts = {key: value for key, value in private.items() if key not in _NOT_FACTS}
+        columns_l = {
+            r: l_alone[(r, c)]
+            for r in finding.releases
+            for c in finding.columns
+            if (r, c) in l_alone
+        }
+        if columns_l:
+            facts["l_by_release"] = columns_l
+        out.private.append(private)
+        out.public.append(
             {
-                "release_id": other.pk,
-                "version": other.version,
-                "status": other.status,
-                **report.to_dict(),
+                "type": finding.type,
+                "records": len(finding.records),
+                "columns": list(finding.columns),
+                "releases": list(finding.releases),
+                "labels": labels,
+                "explanation": without_figures(finding.explanation),
+                "facts": facts,
+            }
+        )
+    for text in report.incomplete:
+        out.private.append({"type": "undecided", "explanation": text, "records": []})
+        out.public.append(
+            {
+                "type": "undecided",
+                "records": 0,
+                "columns": [],
+                "releases": [],
+                "labels": {},
+                "explanation": without_figures(text),
+                "facts": {},
             }
         )
     return out
+
+
+_NOT_FACTS = {"type", "records", "explanation", "releases", "columns", "values", "intervals"}
+
+
+def _qis(plan: dict, frame: pd.DataFrame | None) -> tuple[str, ...]:
+    if frame is None:
+        return ()
+    return tuple(q for q in plan.get("quasi_identifiers", []) if q in frame.columns)
+
+
+def _l_alone(views: Sequence[ReleaseView], sensitive: Sequence[str]) -> dict:
+    """Distinct l of each record-level release alone, per sensitive column it shows."""
+    out = {}
+    for v in views:
+        if v.frame is None or not v.quasi_identifiers or v.frame.empty:
+            continue
+        for s in sensitive:
+            if s in v.frame.columns:
+                out[(v.label, s)] = l_diversity(
+                    v.frame, quasi_identifiers=list(v.quasi_identifiers), sensitive=s
+                ).l_distinct
+    return out
+
+
+_FIGURE = r"-?[\d,]*\.?\d+(?:e[+-]?\d+)?"
+
+
+def without_figures(text: str) -> str:
+    """The explanation without the figures from which a value could be worked out (the
+    published group figures, the arithmetic, the column's bounds): for everyone but officers."""
+    text = re.sub(rf" \({_FIGURE}\)", "", text)
+    text = re.sub(rf"bounds, {_FIGURE} to {_FIGURE}\)", "bounds)", text)
+    term = rf"{_FIGURE}(?: × {_FIGURE})?"
+    text = re.sub(rf": {term} − {term}$", "", text)
+    text = re.sub(rf"; {term} − {term} is that person's", "; the difference is that person's", text)
+    return text

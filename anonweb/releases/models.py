@@ -41,6 +41,9 @@ class Release(models.Model):
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_note = models.TextField(blank=True)
+    # Ids of the earlier releases this one was checked against when it was made (None: never
+    # checked, as for a differentially private release).
+    conflicts_checked = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -111,3 +114,32 @@ class PrivacyCharge(models.Model):
 
     def __str__(self) -> str:
         return f"charge ε={self.epsilon:g} δ={self.delta:g} ({self.state}) for job {self.job_id}"
+
+
+class ConflictFinding(models.Model):
+    """What a release discloses together with earlier releases of the same source, found by the
+    check run when it was made. Holds counts, columns and a plain explanation without figures;
+    the records concerned and the values an attacker would infer stay in the release's private
+    files (privacy officers only)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="conflict_findings")
+    involved = models.ManyToManyField(Release, related_name="conflicts_involving")
+    position = models.PositiveIntegerField()  # index in the private findings file
+    type = models.CharField(max_length=32)
+    records = models.PositiveIntegerField()
+    columns = models.JSONField(default=list)
+    labels = models.JSONField(default=dict)  # release label in the text -> release id
+    explanation = models.TextField()
+    facts = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["release_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "position"], name="unique_conflict_finding_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} ({self.records} records) found by release {self.release_id}"

@@ -4,8 +4,9 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.selectors import user_has_role
 from anonweb.datasets.selectors import STAFF_ROLES
-from anonweb.releases.models import Release, ReleaseStatus
+from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 
 
 def releases_for_user(*, user) -> QuerySet[Release]:
@@ -28,24 +29,63 @@ def release_get_for_user(*, user, release_id: int) -> Release:
         raise Http404("No such release.") from None
 
 
-def conflicts_for(*, release: Release) -> list[dict]:
-    """Conflict checks involving this release: those it ran against earlier releases, and those
-    later releases ran against it (each computed once, when the later release was made)."""
-    found = []
-    for entry in (release.report or {}).get("conflicts", []):
-        found.append({**entry, "other_version": entry["version"], "other_id": entry["release_id"]})
-    later = Release.objects.filter(dataset=release.dataset, version__gt=release.version).exclude(
-        status=ReleaseStatus.REJECTED
+TYPE_LABELS = {
+    "exact_inference": "Exact inference",
+    "differencing": "Differencing",
+    "intersection": "Intersection",
+    "linkage": "Linkage",
+    "undecided": "Not decided within the work budget",
+}
+
+
+def conflicts_for(*, release: Release, user) -> list[dict]:
+    """Conflict findings involving this release: those its own check found against earlier
+    releases, and those later releases' checks found with it. Every release named carries its
+    live status. Only a privacy officer of the team gets the records and the values an attacker
+    would infer (from the finding release's private files)."""
+    from anonweb.releases.conflicts import FINDINGS_FILE
+    from anonweb.releases.storage import read_private_json
+
+    findings = (
+        ConflictFinding.objects.filter(involved=release)
+        .select_related("release")
+        .prefetch_related("involved")
+        .order_by("release__version", "position")
     )
-    for other in later:
-        for entry in (other.report or {}).get("conflicts", []):
-            if entry.get("release_id") == release.pk:
-                found.append(
-                    {
-                        **entry,
-                        "other_version": other.version,
-                        "other_id": other.pk,
-                        "status": other.status,
-                    }
+    officer = user_has_role(user=user, team=release.team, role=Role.PRIVACY_OFFICER)
+    private_files: dict[int, list] = {}
+    out = []
+    for f in findings:
+        involved = sorted(f.involved.all(), key=lambda r: r.version)
+        entry = {
+            "id": f.pk,
+            "type": f.type,
+            "type_label": TYPE_LABELS.get(f.type, f.type),
+            "records": f.records,
+            "columns": f.columns,
+            "explanation": f.explanation,
+            "facts": f.facts,
+            "found_by": f.release,
+            "releases": [
+                {"release": r, "label": f"release {r.version}", "live": r.status != "rejected"}
+                for r in involved
+            ],
+            "live": all(r.status != ReleaseStatus.REJECTED for r in involved),
+            "l_by_release": sorted((f.facts.get("l_by_release") or {}).items()),
+        }
+        if officer:
+            if f.release_id not in private_files:
+                private_files[f.release_id] = (
+                    read_private_json(f.release.storage_key, FINDINGS_FILE) or []
                 )
-    return sorted(found, key=lambda e: e["other_version"])
+            rows = private_files[f.release_id]
+            if f.position < len(rows):
+                detail = rows[f.position]
+                entry["private"] = {
+                    "explanation": detail.get("explanation", ""),
+                    "records": detail.get("records", []),
+                    "values": detail.get("values", {}),
+                    "intervals": detail.get("intervals", {}),
+                }
+        out.append(entry)
+    return out

@@ -10,8 +10,12 @@ from django.utils import timezone
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
-from anonweb.releases.models import Release, ReleaseStatus
-from anonweb.releases.storage import remove_release_files, write_release_files
+from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
+from anonweb.releases.storage import (
+    remove_release_files,
+    write_private_json,
+    write_release_files,
+)
 
 
 class ReviewError(Exception):
@@ -19,10 +23,24 @@ class ReviewError(Exception):
 
 
 def release_create(
-    *, job, frame, plan: dict, report: dict, title: str, source_rows=None
+    *,
+    job,
+    frame,
+    plan: dict,
+    report: dict,
+    title: str,
+    source_rows=None,
+    aggregates=(),
+    dp: bool = False,
+    conflicts=None,
 ) -> Release:
-    """Files first (atomically renamed into place), then the row, its audit event and the job's
-    success in one transaction; if the row cannot be written the files are removed again.
+    """Files first (atomically renamed into place), then the row, its conflict findings, its
+    audit event and the job's success in one transaction; if the row cannot be written the
+    files are removed again.
+
+    ``source_rows``, ``aggregates`` and ``dp`` are the release's lineage (kept privately);
+    ``conflicts`` the :class:`~anonweb.releases.conflicts.ConflictCheck` of the new release
+    against the earlier ones.
 
     ``job`` must be running under the claim of the worker calling this: a job that the reaper
     failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
@@ -41,7 +59,10 @@ def release_create(
         columns=[str(c) for c in frame.columns],
         requested_by=job.created_by,
     )
-    release.sha256 = write_release_files(release.storage_key, frame, source_rows=source_rows)
+    release.sha256 = write_release_files(
+        release.storage_key, frame, source_rows=source_rows, aggregates=aggregates, dp=dp
+    )
+    found = None
     try:
         for _attempt in range(3):
             try:
@@ -50,7 +71,13 @@ def release_create(
                         "v"
                     ]
                     release.version = (last or 0) + 1
+                    release.conflicts_checked = (
+                        list(conflicts.checked) if conflicts is not None else None
+                    )
                     release.save()
+                    found = conflicts.relabelled(release.version) if conflicts else None
+                    if found is not None:
+                        _save_findings(release, found)
                     audit_record(
                         actor=job.created_by,
                         team=job.team,
@@ -63,6 +90,7 @@ def release_create(
                             "rows": release.rows,
                             "sha256": release.sha256,
                             "plan": plan,
+                            **({"conflicts": found.summary()} if found is not None else {}),
                         },
                     )
                     job_complete_claimed(
@@ -82,7 +110,28 @@ def release_create(
     except BaseException:
         remove_release_files(release.storage_key)
         raise
+    if found is not None:
+        from anonweb.releases.conflicts import FINDINGS_FILE
+
+        write_private_json(release.storage_key, FINDINGS_FILE, found.private)
     return release
+
+
+def _save_findings(release: Release, found) -> None:
+    by_id = {r.pk: r for r in Release.objects.filter(pk__in=found.checked)}
+    for position, entry in enumerate(found.public):
+        finding = ConflictFinding.objects.create(
+            release=release,
+            position=position,
+            type=entry["type"],
+            records=entry["records"],
+            columns=entry["columns"],
+            labels=entry["labels"],
+            explanation=entry["explanation"],
+            facts=entry["facts"],
+        )
+        involved = [release] + [by_id[i] for i in entry["labels"].values() if i in by_id]
+        finding.involved.set(involved)
 
 
 def _review(*, user, release: Release, status: str, note: str) -> Release:

@@ -6,15 +6,20 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from django.conf import settings
+
+from anonweb.core.conflicts.inference import Aggregate
 
 # A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
@@ -56,22 +61,29 @@ def safe_csv_bytes(df: pd.DataFrame) -> bytes:
 
 
 PRIVATE_DIR = "private"  # never served: how published rows map to source rows
+LINEAGE_FILE = "lineage.json"
 
 
 def write_release_files(
-    storage_key, df: pd.DataFrame, *, source_rows: np.ndarray | None = None
+    storage_key,
+    df: pd.DataFrame,
+    *,
+    source_rows: np.ndarray | None = None,
+    aggregates: Sequence[Aggregate] = (),
+    dp: bool = False,
 ) -> str:
     """Write data.parquet and data.csv atomically; return the CSV's SHA-256.
 
-    ``source_rows[j]`` is the source row of published row ``j``; it is kept privately so that
-    later releases can be checked for conflicts with this one."""
+    The release's lineage is kept privately so that later releases can be checked for
+    conflicts with this one: ``source_rows[j]`` is the source row of published row ``j``;
+    ``aggregates`` what it published about numeric columns over groups of source records (their
+    members and figures); ``dp`` marks a differentially private output."""
     final = release_dir(storage_key)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
     try:
-        if source_rows is not None:
-            (tmp / PRIVATE_DIR).mkdir()
-            np.save(tmp / PRIVATE_DIR / "source_rows.npy", np.asarray(source_rows, dtype=np.int64))
+        (tmp / PRIVATE_DIR).mkdir()
+        _write_lineage(tmp / PRIVATE_DIR, source_rows, aggregates, dp)
         df.to_parquet(tmp / "data.parquet", index=False)
         data = safe_csv_bytes(df)
         (tmp / "data.csv").write_bytes(data)
@@ -80,6 +92,78 @@ def write_release_files(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return hashlib.sha256(data).hexdigest()
+
+
+def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:
+    if source_rows is not None:
+        np.save(folder / "source_rows.npy", np.asarray(source_rows, dtype=np.int64))
+    arrays = {}
+    for i, a in enumerate(aggregates):
+        arrays[f"groups_{i}"] = np.asarray(a.groups, dtype=np.int64)
+        arrays[f"figures_{i}"] = np.asarray(a.figures, dtype=float)
+    if arrays:
+        np.savez(folder / "aggregates.npz", **arrays)
+    meta = {
+        "dp": bool(dp),
+        "record_level": source_rows is not None,
+        "aggregates": [
+            {"column": str(a.column), "statistic": a.statistic, "table": bool(a.table)}
+            for a in aggregates
+        ],
+    }
+    (folder / LINEAGE_FILE).write_text(json.dumps(meta))
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """A release as the conflict check reads it: published rows, their source rows, the
+    aggregates it published (labelled with ``label``) and whether it is DP."""
+
+    frame: pd.DataFrame | None
+    rows: np.ndarray | None
+    aggregates: tuple[Aggregate, ...]
+    dp: bool
+
+
+def load_lineage(storage_key, *, label: str) -> Lineage:
+    folder = release_dir(storage_key)
+    private = folder / PRIVATE_DIR
+    meta_path = private / LINEAGE_FILE
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    rows = None
+    frame = None
+    if (private / "source_rows.npy").exists():
+        rows = np.load(private / "source_rows.npy")
+        frame = pd.read_parquet(folder / "data.parquet")
+    aggregates: list[Aggregate] = []
+    if meta.get("aggregates"):
+        with np.load(private / "aggregates.npz") as arrays:
+            for i, spec in enumerate(meta["aggregates"]):
+                aggregates.append(
+                    Aggregate(
+                        label,
+                        spec["column"],
+                        arrays[f"groups_{i}"],
+                        arrays[f"figures_{i}"],
+                        spec.get("statistic", "mean"),
+                        bool(spec.get("table", False)),
+                    )
+                )
+    return Lineage(frame, rows, tuple(aggregates), bool(meta.get("dp", False)))
+
+
+def write_private_json(storage_key, name: str, data) -> None:
+    """A private file beside the lineage (written to a temporary name and renamed)."""
+    private = release_dir(storage_key) / PRIVATE_DIR
+    private.mkdir(parents=True, exist_ok=True)
+    tmp = private / f".{name}.tmp"
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, private / name)
+
+
+def read_private_json(storage_key, name: str):
+    path = release_dir(storage_key) / PRIVATE_DIR / name
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def remove_release_files(storage_key) -> None:

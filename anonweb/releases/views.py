@@ -36,7 +36,7 @@ def release_detail(request, release_id: int):
         charts = risk_charts(risk_after)
     from anonweb.releases.selectors import conflicts_for
 
-    conflicts = conflicts_for(release=release)
+    conflicts = conflicts_for(release=release, user=request.user)
     intruder = (release.report or {}).get("intruder")
     if intruder:
         from anonweb.core.assessment.charts import intruder_chart
@@ -51,7 +51,8 @@ def release_detail(request, release_id: int):
             "can_review": can_review,
             "charts": charts,
             "conflicts": conflicts,
-            "conflicting": [c for c in conflicts if c.get("conflicting")],
+            "conflicts_live": [c for c in conflicts if c["live"]],
+            "checked": release.conflicts_checked,
         },
     )
 

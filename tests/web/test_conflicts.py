@@ -62,16 +62,17 @@ def _release(officer, dataset, keep, drop):
 
 def test_the_second_release_is_flagged_and_the_first_shows_it_too(client, officer, steward, source):
     first = _release(officer, source, keep="h", drop="g")
-    assert first.report["conflicts"] == []
+    assert first.conflicts_checked == [] and not first.conflict_findings.exists()
     second = _release(officer, source, keep="g", drop="h")
-    (entry,) = second.report["conflicts"]
-    assert entry["release_id"] == first.pk and entry["conflicting"] is True
-    assert entry["sensitive"][0]["newly_disclosed"] == 6
+    (finding,) = second.conflict_findings.all()
+    assert finding.type == "intersection" and finding.records == 6
+    assert finding.facts["l_combined"] == 1
+    assert finding.facts["l_by_release"] == {"release 1": 2, "release 2": 2}
     client.force_login(steward)
     for release in (first, second):
         page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
         assert 'data-testid="conflicts"' in page
-        assert "disclosed only when both are combined" in page
+        assert "release 1 l = 2; release 2 l = 2; combined l = 1" in page
 
 
 def test_published_rows_are_shuffled_and_the_alignment_stays_private(

@@ -111,3 +111,39 @@ def _tolerance(value: float) -> float:
     if decimals == 0 or decimals >= 12:
         return exact
     return max(exact, 0.5 * 10.0**-decimals)
+
+
+def microaggregated(
+    source: pd.DataFrame,
+    released: pd.DataFrame,
+    rows: np.ndarray,
+    *,
+    columns: Sequence[str],
+    label: str,
+) -> tuple[Aggregate, ...]:
+    """What a release published about ``columns`` as microaggregated means: for each column, the
+    groups of records shown their group's mean (``released`` row ``j`` is source row
+    ``rows[j]``). This is the lineage a release keeps privately when it is made."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = []
+    for col in dict.fromkeys(columns):
+        if col not in source.columns or col not in released.columns:
+            continue
+        agg = read_means(
+            source[col], released[col].reset_index(drop=True), rows, label=label, column=str(col)
+        )
+        if agg is not None:
+            out.append(agg)
+    return tuple(out)
+
+
+def relabel(aggregate: Aggregate, label: str) -> Aggregate:
+    """The same figures under another release label."""
+    return Aggregate(
+        label,
+        aggregate.column,
+        aggregate.groups,
+        aggregate.figures,
+        aggregate.statistic,
+        aggregate.table,
+    )
