@@ -183,3 +183,41 @@ def test_adult_k5_s2_matches_arx(datasets_dir, tmp_path):
     ours = pd.read_csv(out, sep=";", dtype=str)
     expected = pd.read_csv(datasets_dir / "arx-outputs" / "adult_k5_s2.csv", sep=";", dtype=str)
     pd.testing.assert_frame_equal(ours[QI8], expected[QI8])
+
+
+def test_an_integer_quasi_identifier_with_blanks_takes_an_arx_hierarchy(tmp_path):
+    """Ages read as integers with two blank cells: an ARX hierarchy file written as '39;30-39;*'
+    covers them (a float column would read '39.0'), the blank rows form a class of their own,
+    and the output keeps integers as written beside the '*' of the suppressed row."""
+    src = tmp_path / "people.csv"
+    rows = [(39, "F")] * 3 + [(40, "F")] * 3 + [("", "F")] * 2 + [(85, "F")]
+    src.write_text("age,sex\n" + "".join(f"{a},{s}\n" for a, s in rows))
+    age = tmp_path / "age.csv"
+    age.write_text("".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*\n" for a in range(100)))
+    sex = tmp_path / "sex.csv"
+    sex.write_text("F;*\nM;*\n")
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    p = run(
+        str(src),
+        "--qi",
+        "age,sex",
+        "--hierarchy",
+        f"age={age}",
+        "--hierarchy",
+        f"sex={sex}",
+        "--k",
+        "2",
+        "--suppression",
+        "0.12",
+        "--out",
+        str(out),
+        "--report",
+        str(rep),
+    )
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    assert report["levels"] == {"age": 0, "sex": 0} and report["suppressed"] == 1
+    assert report["k"] == 2 and report["classes"] == 3
+    lines = out.read_text().splitlines()
+    assert lines[0] == "age,sex"
+    assert sorted(lines[1:]) == sorted(["39,F"] * 3 + ["40,F"] * 3 + [",F"] * 2 + ["*,*"])

@@ -540,3 +540,65 @@ def test_the_launch_service_refuses_a_bad_plan_with_every_problem(officer, datas
     assert len(info.value.errors) == 2
     assert "not true" in info.value.errors[0] and "unknown column 'nope'" in info.value.errors[1]
     assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
+
+
+def test_an_integer_column_with_blanks_takes_an_uploaded_arx_hierarchy(
+    client, officer, team, django_capture_on_commit_callbacks
+):
+    """Ages with blank cells are read as integers, so ARX's '39;30-39;*' covers them on upload
+    (a float column would show '39.0'); the suggested plan refers to the uploaded hierarchy
+    and its release keeps the integers as written beside the suppressed row's '*'."""
+    import pandas as pd
+
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+    from tests.web.conftest import csv_upload
+
+    table = pd.DataFrame(
+        {
+            "age": [39] * 3 + [40] * 3 + [None] * 2 + [85],
+            "sex": ["F"] * 9,
+            "disease": ["flu", "cancer", "flu", "ulcer", "flu", "cancer", "flu", "ulcer", "flu"],
+        },
+    ).astype({"age": "Int64"})
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="ages")
+    ds.refresh_from_db()
+    assert {c["name"]: c["type"] for c in ds.columns}["age"] == "integer"
+    ds = dataset_set_tags(
+        user=officer,
+        dataset=ds,
+        tags={"age": "quasi_identifier", "sex": "quasi_identifier", "disease": "sensitive"},
+    )
+    from anonweb.jobs.services import job_create
+
+    profile = job_create(user=officer, team=team, kind=JobKind.PROFILE, dataset=ds)
+    job_execute(job_id=profile.pk, worker="test")
+    profile.refresh_from_db()
+    assert profile.status == JobStatus.SUCCEEDED, profile.error
+    client.force_login(officer)
+    for column, rows in (("age", AGE_HIERARCHY), ("sex", b"F;*\nM;*\n")):
+        response = client.post(
+            reverse("datasets:hierarchy", args=[ds.pk]),
+            {"column": column, "file": SimpleUploadedFile(f"{column}.csv", rows)},
+            follow=True,
+        )
+        assert "does not cover" not in response.content.decode()
+    assert hierarchy_spec(dataset=ds, column="age")["rows"][39] == ["39", "30-39", "*"]
+    page = client.get(
+        reverse("jobs:plan", args=[ds.pk]), {"k": 2, "suppression": 0.12, "identifiers": "drop"}
+    )
+    plan = json.loads(page.context["form"].initial["plan"])
+    assert plan["hierarchies"]["age"]["uploaded"] == hierarchies_for(dataset=ds)["age"].sha256
+    with django_capture_on_commit_callbacks(execute=False):
+        client.post(reverse("jobs:plan", args=[ds.pk]), {"title": "a", "plan": json.dumps(plan)})
+    job = Job.objects.get(kind=JobKind.ANONYMIZE)
+    job_execute(job_id=job.pk, worker="test")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get()
+    step = release.report["steps"][-1]
+    assert step["levels"] == {"age": 0, "sex": 0} and step["suppressed"] == 1
+    assert release.report["risk_before"]["k"] == 1
+    published = pd.read_parquet(release_dir(release.storage_key) / "data.parquet")
+    assert sorted(published["age"].fillna("")) == ["", "", "*"] + ["39"] * 3 + ["40"] * 3
+    csv = (release_dir(release.storage_key) / "data.csv").read_text().splitlines()
+    assert sorted(line.split(",")[0] for line in csv[1:]) == sorted(published["age"].fillna(""))

@@ -685,7 +685,7 @@ def apply_plan(
             measured.append((_statistic_label(i, step, outcome.report), outcome.frame))
             frame = _stack(measured)
         else:
-            frame = outcome.frame
+            frame = one_type_per_column(outcome.frame)
         entry = {"step": i, "kind": step.kind, **outcome.report}
         entry["seconds"] = round(time.perf_counter() - started, 4)
         if cost:
@@ -698,6 +698,36 @@ def apply_plan(
     total = plan_total_cost(list(costs.values()))
     report = PlanReport(tuple(reports), before, after, total, len(df), len(frame))
     return frame, report
+
+
+def one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every column holding values of one type.
+
+    A step that writes text into part of a numeric column (``*`` for a suppressed cell, a
+    codebook's label, an interval) leaves numbers and text side by side; such a column becomes
+    text throughout, each number written as it reads (``47677``, not ``47677.0``), so that the
+    table can be stored (Parquet refuses mixed columns) and equal cells look equal. Missing
+    values stay missing; other columns are returned as they are."""
+    mixed = [
+        c
+        for c in df.columns
+        if df[c].dtype == object
+        and pd.api.types.infer_dtype(df[c], skipna=True) in ("mixed", "mixed-integer")
+    ]
+    if not mixed:
+        return df
+    out = df.copy()
+    for c in mixed:
+        out[c] = df[c].map(_as_text, na_action="ignore").astype(object)
+    return out
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 STATISTIC_COLUMN = "statistic"

@@ -67,6 +67,21 @@ def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
             card += 1
         return codes, max(card, 1)
     if dtype is not None and dtype.kind in "iu" and len(values):
+        if isinstance(dtype, pd.api.extensions.ExtensionDtype):
+            # Nullable integers (``Int64``): a missing value is a value of its own, coded
+            # below the smallest integer present.
+            series = pd.Series(values, copy=False)
+            missing = series.isna().to_numpy()
+            if missing.all():
+                return np.zeros(series.size, dtype=np.int64), 1
+            present = series.to_numpy(dtype=np.int64, na_value=0)
+            lo = int(present[~missing].min())
+            hi = int(present[~missing].max())
+            if hi - lo <= 2 * present.size + 1024:
+                codes = present - lo + 1
+                codes[missing] = 0
+                return codes, hi - lo + 2
+            return dense_codes(series)
         arr = np.asarray(values, dtype=np.int64)
         lo, hi = int(arr.min()), int(arr.max())
         if hi - lo <= 2 * arr.size + 1024:
