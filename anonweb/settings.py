@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "anonweb.common",
     "anonweb.accounts",
     "anonweb.audit",
@@ -79,6 +80,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "anonweb.urls"
@@ -123,6 +126,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Logins are throttled per account and per address (django-axes): after
+# ANONWEB_LOGIN_FAILURE_LIMIT failures, either is refused (429) for ANONWEB_LOGIN_COOLOFF_MINUTES,
+# counted again from each refused try. Failures and lockouts are audit events
+# (anonweb/accounts/signals.py). Behind a proxy, REMOTE_ADDR must be the client's address.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+try:
+    AXES_FAILURE_LIMIT = env_int("ANONWEB_LOGIN_FAILURE_LIMIT", 5)
+    AXES_COOLOFF_TIME = __import__("datetime").timedelta(
+        minutes=env_int("ANONWEB_LOGIN_COOLOFF_MINUTES", 15)
+    )
+except ImproperlyConfiguredVariable as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

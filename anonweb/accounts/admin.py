@@ -1,6 +1,29 @@
+"""Teams and memberships in the admin. Every membership change goes through
+``anonweb.accounts.services``, so it is audited with the administrator as the actor."""
+
 from django.contrib import admin
 
 from anonweb.accounts.models import Membership, Team
+from anonweb.accounts.services import membership_grant, membership_revoke, membership_set_role
+
+
+def _save_membership(request, obj: Membership, change: bool) -> Membership:
+    if not change or obj.pk is None:
+        saved = membership_grant(
+            actor=request.user, team=obj.team, user=obj.user, role=obj.role, via="admin"
+        )
+        obj.pk = saved.pk
+        return saved
+    previous = Membership.objects.get(pk=obj.pk)
+    if (previous.team_id, previous.user_id) != (obj.team_id, obj.user_id):
+        # Moving a membership to another person or team is a revocation and a grant.
+        membership_revoke(actor=request.user, membership=previous, via="admin")
+        saved = membership_grant(
+            actor=request.user, team=obj.team, user=obj.user, role=obj.role, via="admin"
+        )
+        obj.pk = saved.pk
+        return saved
+    return membership_set_role(actor=request.user, membership=obj, role=obj.role, via="admin")
 
 
 class MembershipInline(admin.TabularInline):
@@ -14,8 +37,29 @@ class TeamAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
 
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not Membership:
+            return super().save_formset(request, form, formset, change)
+        memberships = formset.save(commit=False)
+        for obj in formset.deleted_objects:
+            membership_revoke(actor=request.user, membership=obj, via="admin")
+        for obj in memberships:
+            obj.team = form.instance
+            _save_membership(request, obj, change=obj.pk is not None)
+        formset.save_m2m()
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
     list_display = ("user", "team", "role", "created_at")
     list_filter = ("role", "team")
+
+    def save_model(self, request, obj, form, change):
+        _save_membership(request, obj, change)
+
+    def delete_model(self, request, obj):
+        membership_revoke(actor=request.user, membership=obj, via="admin")
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            membership_revoke(actor=request.user, membership=obj, via="admin")

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.core.management.base import BaseCommand, CommandError
 
-from anonweb.accounts.models import Membership, Role, Team
-from anonweb.audit.services import audit_record
+from anonweb.accounts.models import Role, Team
+from anonweb.accounts.services import membership_grant
 
 DEMO_USERS = [
     ("officer", Role.PRIVACY_OFFICER, "Olivia", "Officer"),
@@ -61,9 +62,16 @@ class Command(BaseCommand):
             self._dataset(team)
 
     def _password(self, username: str) -> str:
-        return os.environ.get(f"ANONWEB_DEMO_PASSWORD_{username.upper()}") or secrets.token_urlsafe(
-            9
-        )
+        variable = f"ANONWEB_DEMO_PASSWORD_{username.upper()}"
+        chosen = os.environ.get(variable)
+        if not chosen:
+            return secrets.token_urlsafe(12)
+        # A chosen password meets the same rules as one set through the site.
+        try:
+            validate_password(chosen, user=get_user_model()(username=username))
+        except ValidationError as exc:
+            raise CommandError(f"{variable} is refused: {' '.join(exc.messages)}") from None
+        return chosen
 
     def _user(self, team, username, role, first, last):
         User = get_user_model()
@@ -74,16 +82,7 @@ class Command(BaseCommand):
             user = User.objects.create_user(
                 username=username, password=password, first_name=first, last_name=last
             )
-        with transaction.atomic():
-            _, created = Membership.objects.get_or_create(team=team, user=user, role=role)
-            if created:
-                audit_record(
-                    actor=None,
-                    team=team,
-                    action="membership.created",
-                    target=user,
-                    details={"username": username, "role": role},
-                )
+        membership_grant(actor=None, team=team, user=user, role=role, via="bootstrap_demo")
         return (username, password, Role(role).label)
 
     def _admin(self):

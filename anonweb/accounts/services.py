@@ -1,0 +1,99 @@
+"""Changing who belongs to a team and in which role: every path goes through here.
+
+The admin, the demo bootstrap and scripts call :func:`membership_grant`,
+:func:`membership_set_role` and :func:`membership_revoke`; each writes the change and its audit
+event in one transaction, naming who made it. A membership saved or deleted any other way (a
+shell, a cascade when a user or a team is deleted) is still audited, by the model's signals in
+``anonweb.accounts.signals``, with the actor unknown and ``"via": "direct"``.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from anonweb.accounts.models import Membership, Role, Team
+from anonweb.audit.services import audit_record
+
+
+class MembershipError(ValueError):
+    """A membership change that cannot be made (unknown role, already a member)."""
+
+
+def _details(membership: Membership, via: str, **extra) -> dict:
+    return {
+        "username": membership.user.get_username(),
+        "user_id": membership.user_id,
+        "role": membership.role,
+        "via": via,
+        **extra,
+    }
+
+
+def audit_membership(*, actor, membership: Membership, action: str, via: str, **extra) -> None:
+    audit_record(
+        actor=actor,
+        team=membership.team,
+        action=action,
+        target=membership.user,
+        details=_details(membership, via, **extra),
+    )
+
+
+def _check_role(role: str) -> str:
+    if role not in Role.values:
+        raise MembershipError(f"unknown role {role!r}; one of {', '.join(Role.values)}")
+    return role
+
+
+def membership_grant(*, actor, team: Team, user, role: str, via: str = "service") -> Membership:
+    """Give ``user`` the ``role`` in ``team`` (nothing happens if they already have it)."""
+    _check_role(role)
+    with transaction.atomic():
+        existing = Membership.objects.filter(team=team, user=user, role=role).first()
+        if existing is not None:
+            return existing
+        membership = Membership(team=team, user=user, role=role)
+        membership._audited = True
+        membership.save()
+        audit_membership(actor=actor, membership=membership, action="membership.granted", via=via)
+    return membership
+
+
+def membership_set_role(
+    *, actor, membership: Membership, role: str, via: str = "service"
+) -> Membership:
+    """Change the role of an existing membership."""
+    _check_role(role)
+    with transaction.atomic():
+        current = Membership.objects.select_for_update().get(pk=membership.pk)
+        if current.role == role:
+            return current
+        if Membership.objects.filter(team=current.team, user=current.user, role=role).exists():
+            raise MembershipError(
+                f"{current.user.get_username()} is already {Role(role).label} in {current.team}"
+            )
+        previous = current.role
+        current.role = role
+        current._audited = True
+        current.save(update_fields=["role"])
+        audit_membership(
+            actor=actor,
+            membership=current,
+            action="membership.role_changed",
+            via=via,
+            previous_role=previous,
+        )
+    membership.role = role
+    return current
+
+
+def membership_revoke(*, actor, membership: Membership, via: str = "service") -> None:
+    """Remove a membership."""
+    with transaction.atomic():
+        current = Membership.objects.select_for_update().filter(pk=membership.pk).first()
+        if current is None:
+            return
+        current._audited = True
+        current.delete()
+        current.pk = membership.pk
+        audit_membership(actor=actor, membership=current, action="membership.revoked", via=via)

@@ -1,0 +1,105 @@
+"""Audit for what does not go through the services: direct membership saves and deletions
+(a shell, a cascade when a user or a team is deleted) and login failures and lockouts."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.contrib.auth.signals import user_login_failed
+from django.core.cache import cache
+from django.db.models.signals import post_delete, post_save, pre_save
+from django.dispatch import receiver
+
+from anonweb.accounts.models import Membership
+from anonweb.audit.services import audit_record
+
+USERNAME_LIMIT = 150
+
+
+@receiver(pre_save, sender=Membership)
+def _remember_role(sender, instance: Membership, raw=False, **kwargs):
+    if raw or getattr(instance, "_audited", False) or instance.pk is None:
+        return
+    instance._previous_role = (
+        Membership.objects.filter(pk=instance.pk).values_list("role", flat=True).first()
+    )
+
+
+@receiver(post_save, sender=Membership)
+def _audit_direct_save(sender, instance: Membership, created: bool, raw=False, **kwargs):
+    from anonweb.accounts.services import audit_membership
+
+    if raw or getattr(instance, "_audited", False):
+        return
+    previous = getattr(instance, "_previous_role", None)
+    if created:
+        audit_membership(actor=None, membership=instance, action="membership.granted", via="direct")
+    elif previous != instance.role:
+        audit_membership(
+            actor=None,
+            membership=instance,
+            action="membership.role_changed",
+            via="direct",
+            previous_role=previous,
+        )
+
+
+@receiver(post_delete, sender=Membership)
+def _audit_direct_delete(sender, instance: Membership, **kwargs):
+    from anonweb.accounts.services import audit_membership
+
+    if getattr(instance, "_audited", False):
+        return
+    audit_membership(actor=None, membership=instance, action="membership.revoked", via="direct")
+
+
+def _address(request) -> str:
+    return getattr(request, "axes_ip_address", None) or request.META.get("REMOTE_ADDR", "") or ""
+
+
+def _username(credentials: dict) -> str:
+    name = credentials.get(settings.AXES_USERNAME_FORM_FIELD) or credentials.get("username") or ""
+    return str(name)[:USERNAME_LIMIT]
+
+
+@receiver(user_login_failed)
+def _audit_login_failed(sender, credentials: dict, request=None, **kwargs):
+    """Every failed login is an event (the password is never part of it)."""
+    if request is None:
+        return
+    audit_record(
+        actor=None,
+        action="auth.login_failed",
+        details={
+            "username": _username(credentials),
+            "address": _address(request),
+            "locked_out": bool(getattr(request, "axes_locked_out", False)),
+        },
+    )
+
+
+def _audit_locked_out(sender, request=None, username=None, ip_address=None, **kwargs):
+    """A lockout is recorded once per account and address while it lasts."""
+    username = str(username or "")[:USERNAME_LIMIT]
+    address = ip_address or (_address(request) if request is not None else "")
+    cooloff = settings.AXES_COOLOFF_TIME
+    seconds = int(cooloff.total_seconds()) if isinstance(cooloff, dt.timedelta) else 3600
+    if not cache.add(f"anonweb:lockout:{username}:{address}", 1, timeout=seconds):
+        return
+    audit_record(
+        actor=None,
+        action="auth.locked_out",
+        details={
+            "username": username,
+            "address": address,
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+            "cooloff_seconds": seconds,
+        },
+    )
+
+
+def connect_lockout_signal() -> None:
+    from axes.signals import user_locked_out
+
+    user_locked_out.connect(_audit_locked_out, dispatch_uid="anonweb-audit-lockout")
