@@ -10,6 +10,7 @@ differencing and linkage. It is the one function the release gate calls for conf
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from anonweb.core.conflicts.check import ReleaseView, check_conflicts
+from anonweb.core.conflicts.check import ConflictReport, ReleaseView, check_conflicts
+from anonweb.core.conflicts.gate import conflict_findings
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.lineage import relabel
 from anonweb.core.models.diversity import l_diversity
@@ -26,6 +28,7 @@ from anonweb.releases.storage import load_lineage
 
 # The new release has no version until it is saved; its label is filled in then.
 NEW_LABEL = "release \u27e8new\u27e9"
+GATE_NEW_LABEL = "this release"
 DEFAULT_K = 5  # the policy's default k (issue: k >= 5)
 DEFAULT_L = 2  # no class may disclose its sensitive value
 FINDINGS_FILE = "conflicts.json"
@@ -46,15 +49,34 @@ class ConflictCheck:
     private: list[dict] = field(default_factory=list)
     checked: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The core's report (the new release labelled NEW_LABEL) and each label's review status
+    # ("new" for the release being checked): what the release policy reads.
+    report: ConflictReport | None = None
+    statuses: dict[str, str] = field(default_factory=dict)
 
     @property
     def blocking(self) -> bool:
         return bool(self.public)
 
+    def gate_findings(self) -> list:
+        """The release gate's ``block`` findings for these conflicts (counts, never values),
+        with the new release called "this release"."""
+        found = conflict_findings(self.report, statuses=self.statuses)
+        return [
+            dataclasses.replace(
+                f,
+                message=f.message.replace(NEW_LABEL, GATE_NEW_LABEL),
+                facts=_relabel_facts(f.facts),
+            )
+            for f in found
+        ]
+
     def relabelled(self, version: int) -> ConflictCheck:
         """A copy giving the new release its label, once its version is known."""
         new = release_label(version)
-        out = copy.deepcopy(self)
+        out = dataclasses.replace(
+            self, public=copy.deepcopy(self.public), private=copy.deepcopy(self.private)
+        )
         for entry in (*out.public, *out.private):
             entry["explanation"] = entry["explanation"].replace(NEW_LABEL, new)
             if "releases" in entry:
@@ -72,6 +94,17 @@ class ConflictCheck:
         for entry in self.public:
             by_type[entry["type"]] = by_type.get(entry["type"], 0) + 1
         return {"checked": list(self.checked), "findings": by_type}
+
+
+def _relabel_facts(facts) -> dict:
+    out = dict(facts)
+    if "releases" in out:
+        out["releases"] = [GATE_NEW_LABEL if r == NEW_LABEL else r for r in out["releases"]]
+    if "statuses" in out:
+        out["statuses"] = {
+            (GATE_NEW_LABEL if r == NEW_LABEL else r): v for r, v in out["statuses"].items()
+        }
+    return out
 
 
 def earlier_releases(*, dataset, exclude_id: int | None = None):
@@ -114,6 +147,7 @@ def release_conflict_check(
         )
     ]
     ids = {NEW_LABEL: None}
+    out.statuses[NEW_LABEL] = "new"
     for other in earlier_releases(dataset=dataset, exclude_id=exclude_id):
         label = release_label(other.version)
         lineage = load_lineage(other.storage_key, label=label)
@@ -134,12 +168,14 @@ def release_conflict_check(
             )
         )
         ids[label] = other.pk
+        out.statuses[label] = other.status
         out.checked.append(other.pk)
     if len(views) == 1:
         return out
     report = check_conflicts(
         source, views, sensitive=sensitive, k=k, l=l, new=NEW_LABEL, unlinked_k=False
     )
+    out.report = report
     out.notes += list(report.notes)
     l_alone = _l_alone(views, sensitive)
     for finding in report.findings:

@@ -196,3 +196,34 @@ def test_a_reading_unique_per_record_in_two_releases_joins_them(client, officer,
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[a.pk])).content.decode()
     assert 'data-type="linkage"' in page and "k if linked" in page
+
+
+def test_the_check_gives_the_release_gate_block_findings(officer, steward, bmi):
+    from anonweb.core.conflicts.lineage import microaggregated
+    from anonweb.core.findings import BLOCK
+    from anonweb.datasets.storage import load_frame
+    from anonweb.releases.conflicts import release_conflict_check
+    from anonweb.releases.services import release_approve
+
+    first_plan, second_plan = bmi_plans()
+    first = _release(officer, bmi, first_plan)
+    release_approve(user=steward, release=first)
+    source = load_frame(bmi.storage_key)
+    # The second scheme, as the job makes it: rows shuffled, the means microaggregation publishes.
+    groups = np.array([0, 0, 0, 1, 1, 1, 1])
+    means = np.bincount(groups, weights=BMI) / np.bincount(groups)
+    released = pd.DataFrame({"bmi": means[groups]}).iloc[::-1].reset_index(drop=True)
+    rows = np.arange(7)[::-1].copy()
+    check = release_conflict_check(
+        dataset=bmi,
+        source=source,
+        plan=second_plan,
+        frame=released,
+        rows=rows,
+        aggregates=microaggregated(source, released, rows, columns=["bmi"], label="x"),
+    )
+    (finding,) = check.gate_findings()
+    assert finding.code == "conflict_exact_inference" and finding.severity == BLOCK
+    assert finding.records == 1 and finding.columns == ("bmi",)
+    assert finding.facts["statuses"] == {"release 1": "approved", "this release": "new"}
+    assert "this release" in finding.message and "43" not in finding.message
