@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from anonweb.accounts import views as account_views
 from anonweb.common import views as common_views
 
 urlpatterns = [
@@ -13,5 +14,7 @@ urlpatterns = [
     path("jobs/", include("anonweb.jobs.urls")),
     path("releases/", include("anonweb.releases.urls")),
     path("audit/", include("anonweb.audit.urls")),
+    path("accounts/profile/", account_views.profile, name="profile"),
+    path("api/", include("anonweb.api.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,4 +1,5 @@
-"""Changing who belongs to a team and in which role: every path goes through here.
+"""Changing who belongs to a team and in which role: every path goes through here. Also a
+user's API token (DRF's own Token model, one per user).
 
 The admin, the demo bootstrap and scripts call :func:`membership_grant`,
 :func:`membership_set_role` and :func:`membership_revoke`; each writes the change and its audit
@@ -97,3 +98,31 @@ def membership_revoke(*, actor, membership: Membership, via: str = "service") ->
         current.delete()
         current.pk = membership.pk
         audit_membership(actor=actor, membership=current, action="membership.revoked", via=via)
+
+
+def api_token_create(*, user) -> str:
+    """Create the user's API token, replacing any previous one (which stops working at once);
+    returns the new key. The key itself is never written to the audit trail."""
+    from rest_framework.authtoken.models import Token
+
+    with transaction.atomic():
+        replaced = Token.objects.filter(user=user).delete()[0] > 0
+        token = Token.objects.create(user=user)
+        audit_record(
+            actor=user,
+            action="account.token_created",
+            target=user,
+            details={"replaced": replaced},
+        )
+    return token.key
+
+
+def api_token_revoke(*, user) -> bool:
+    """Revoke the user's API token; False if there was none."""
+    from rest_framework.authtoken.models import Token
+
+    with transaction.atomic():
+        deleted = Token.objects.filter(user=user).delete()[0] > 0
+        if deleted:
+            audit_record(actor=user, action="account.token_revoked", target=user, details={})
+    return deleted

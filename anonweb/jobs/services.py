@@ -74,6 +74,10 @@ def job_create(*, user, team, kind: str, dataset=None, params: dict | None = Non
         from anonweb.datasets.services import require_ready
 
         require_ready(dataset)
+        if dataset.is_purged:
+            raise CoreError(
+                f"The raw data of {dataset.name} has been purged; nothing can be run on it."
+            )
     with transaction.atomic():
         job = Job.objects.create(
             team=team,

@@ -29,6 +29,20 @@ def release_get_for_user(*, user, release_id: int) -> Release:
         raise Http404("No such release.") from None
 
 
+def release_get_downloadable(*, user, release_id: int) -> Release:
+    """A release the user may download (page and API): analysts an approved one, the team's
+    officers and stewards any that is not rejected. Hidden ones are 404, rejected ones 403."""
+    from django.core.exceptions import PermissionDenied
+
+    release = release_get_for_user(user=user, release_id=release_id)
+    staff = Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
+    if release.status != ReleaseStatus.APPROVED and not staff:
+        raise Http404("No such release.")
+    if release.status == ReleaseStatus.REJECTED:
+        raise PermissionDenied("A rejected release cannot be downloaded.")
+    return release
+
+
 TYPE_LABELS = {
     "exact_inference": "Exact inference",
     "differencing": "Differencing",

@@ -94,6 +94,41 @@ def write_release_files(
     return hashlib.sha256(data).hexdigest()
 
 
+def release_file(storage_key, fmt: str) -> Path | bytes:
+    """A release's published table as a file: ``csv`` and ``parquet`` are stored (their path),
+    ``xlsx`` is written from the Parquet copy with every text cell neutralised as in the CSV
+    (its bytes). Raises Http404 when the files are missing."""
+    from django.http import Http404
+
+    from anonweb.core.errors import DataError
+
+    folder = release_dir(storage_key)
+    stored = {"csv": folder / "data.csv", "parquet": folder / "data.parquet"}
+    source = stored.get(fmt, folder / "data.parquet")
+    if not source.exists():
+        raise Http404("The release file is missing.")
+    if fmt in stored:
+        return source
+    if fmt != "xlsx":
+        raise DataError(f"unknown download format {fmt!r}; use csv, parquet or xlsx")
+    df = pd.read_parquet(source)
+    if len(df) > XLSX_MAX_ROWS:
+        raise DataError(
+            f"the release has {len(df):,} rows, more than a spreadsheet holds "
+            f"({XLSX_MAX_ROWS:,}); download it as csv or parquet"
+        )
+    for col in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[col]):
+            df[col] = df[col].map(neutralise_cell)
+    df.columns = [neutralise_cell(str(c)) for c in df.columns]
+    buf = io.BytesIO()
+    df.to_excel(buf, index=False, engine="openpyxl")
+    return buf.getvalue()
+
+
+XLSX_MAX_ROWS = 1_048_575  # one row of the sheet holds the header
+
+
 def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:
     if source_rows is not None:
         np.save(folder / "source_rows.npy", np.asarray(source_rows, dtype=np.int64))

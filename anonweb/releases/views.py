@@ -82,14 +82,9 @@ def release_review(request, release_id: int):
 
 
 def release_download(request, release_id: int):
-    release = release_get_for_user(user=request.user, release_id=release_id)
-    staff = user_has_role(
-        user=request.user, team=release.team, role=Role.PRIVACY_OFFICER
-    ) or user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
-    if release.status != ReleaseStatus.APPROVED and not staff:
-        raise Http404("No such release.")
-    if release.status == ReleaseStatus.REJECTED:
-        raise PermissionDenied("A rejected release cannot be downloaded.")
+    from anonweb.releases.selectors import release_get_downloadable
+
+    release = release_get_downloadable(user=request.user, release_id=release_id)
     path = release_dir(release.storage_key) / "data.csv"
     if not path.exists():
         raise Http404("The release file is missing.")

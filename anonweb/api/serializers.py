@@ -1,0 +1,188 @@
+"""Request bodies (validated, and documented in the schema) and the JSON form of each object.
+
+The ``*_json`` functions are the only place an object's API form is written, so a list and a
+detail never differ."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from anonweb.datasets.models import ColumnRole
+
+# ---- requests ---------------------------------------------------------------------------------
+
+
+class UploadRequest(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV/TSV, Excel (.xlsx) or Parquet")
+    name = serializers.CharField(max_length=200)
+    sep = serializers.CharField(
+        required=False, allow_blank=True, max_length=4, help_text="field separator"
+    )
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    team = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="team slug or id; needed only when you are a privacy officer in several teams",
+    )
+
+
+class RolesRequest(serializers.Serializer):
+    roles = serializers.DictField(
+        child=serializers.ChoiceField(choices=ColumnRole.values),
+        help_text='{"COLUMN": "identifier"|"quasi_identifier"|"sensitive"|"other"}',
+    )
+
+
+class HierarchyRequest(serializers.Serializer):
+    """A hierarchy in the plans' own form: rows, or a builder spec (its own fields pass through)."""
+
+    rows = serializers.ListField(
+        child=serializers.ListField(child=serializers.JSONField()),
+        required=False,
+        help_text='[[value, level1, ..., "*"], ...]',
+    )
+    builder = serializers.CharField(
+        required=False, help_text='"interval", "mask", "date", ... with the builder\'s parameters'
+    )
+
+
+class ReleaseRequest(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    purpose = serializers.CharField(required=False, allow_blank=True, default="")
+    recipient = serializers.CharField(required=False, allow_blank=True, default="")
+    plan = serializers.JSONField(help_text='a release plan: {"steps": [...], ...}')
+
+
+class ReviewRequest(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+    override = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="justification for approving despite blocking findings",
+    )
+
+
+class BudgetRequest(serializers.Serializer):
+    epsilon = serializers.FloatField(allow_null=True)
+    delta = serializers.FloatField(required=False, allow_null=True, default=None)
+
+
+# ---- responses ----------------------------------------------------------------------------------
+
+
+class AcceptedUpload(serializers.Serializer):
+    id = serializers.IntegerField()
+    job = serializers.IntegerField()
+
+
+class AcceptedJob(serializers.Serializer):
+    job = serializers.IntegerField()
+
+
+class ColumnOut(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField()
+    role = serializers.ChoiceField(choices=ColumnRole.values)
+
+
+class DatasetOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    team = serializers.CharField()
+    status = serializers.ChoiceField(choices=["parsing", "ready", "failed"])
+    error = serializers.CharField()
+    rows = serializers.IntegerField()
+    columns = ColumnOut(many=True)
+    hierarchies = serializers.DictField(child=serializers.DictField())
+    population_size = serializers.IntegerField(allow_null=True)
+    purged = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class JobOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+    progress = serializers.IntegerField()
+    message = serializers.CharField()
+    error = serializers.CharField()
+    dataset = serializers.IntegerField(allow_null=True)
+    release = serializers.IntegerField(allow_null=True)
+
+
+class ErrorOut(serializers.Serializer):
+    error = serializers.CharField()
+
+
+class ErrorsOut(serializers.Serializer):
+    errors = serializers.ListField(child=serializers.CharField())
+
+
+class TokenOut(serializers.Serializer):
+    token = serializers.CharField()
+
+
+# ---- object forms -----------------------------------------------------------------------------
+
+
+def dataset_json(dataset) -> dict:
+    from anonweb.datasets.selectors import hierarchies_for
+
+    hierarchies = hierarchies_for(dataset=dataset) if dataset.is_ready else {}
+    return {
+        "id": dataset.pk,
+        "name": dataset.name,
+        "team": dataset.team.slug,
+        "status": dataset.status,
+        "error": dataset.error,
+        "rows": dataset.rows,
+        "columns": [
+            {
+                "name": c["name"],
+                "type": c.get("type") or c.get("dtype") or "text",
+                "role": dataset.tags.get(c["name"], ColumnRole.OTHER),
+            }
+            for c in dataset.columns
+        ],
+        "hierarchies": {
+            col: {"kind": h.kind, "levels": h.levels, "values": h.values, "sha256": h.sha256}
+            for col, h in hierarchies.items()
+        },
+        "population_size": dataset.population_size,
+        "purged": dataset.is_purged,
+        "created_at": dataset.created_at.isoformat(),
+    }
+
+
+def job_json(job) -> dict:
+    from anonweb.releases.models import Release
+
+    release_id = Release.objects.filter(job=job).values_list("pk", flat=True).first()
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "status": job.status,
+        "progress": job.progress,
+        "message": job.message,
+        "error": job.error,
+        "dataset": job.dataset_id,
+        "release": release_id,
+    }
+
+
+def audit_json(event) -> dict:
+    return {
+        "id": event.pk,
+        "seq": event.seq,
+        "at": event.created_at.isoformat(),
+        "actor": event.actor_name,
+        "team": event.team_name,
+        "action": event.action,
+        "target": f"{event.target_type}:{event.target_id}" if event.target_type else "",
+        "details": event.details,
+        "hash": event.hash,
+    }

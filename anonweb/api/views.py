@@ -1,0 +1,531 @@
+"""The automation API: thin views over the same selectors (reads, team-scoped: other teams'
+objects are 404) and services (writes: role checks, one transaction, one audit event) as the
+pages. A view parses the request, calls one service or selector and writes JSON; every error a
+service raises becomes JSON in :mod:`anonweb.api.errors`.
+
+Each operation names the roles it is for in the schema (``x-roles``); the access test checks
+every route against that declaration, as anonymous, as each role and as another team's member.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from anonweb.accounts.models import Role
+from anonweb.api import serializers as s
+
+OFFICER = Role.PRIVACY_OFFICER.value
+STEWARD = Role.DATA_STEWARD.value
+ANALYST = Role.ANALYST.value
+STAFF = [OFFICER, STEWARD]
+EVERYONE = [OFFICER, STEWARD, ANALYST]
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorsOut, description="the request is invalid (each problem listed)"),
+    401: OpenApiResponse(s.ErrorOut, description="no or a wrong token"),
+    403: OpenApiResponse(s.ErrorOut, description="your role in the team does not allow this"),
+    404: OpenApiResponse(s.ErrorOut, description="no such object in your teams"),
+}
+
+
+def doc(*, roles: list[str], responses: dict | None = None, example=None, **kwargs):
+    """extend_schema with the roles an operation is for (``x-roles``), the usual errors and an
+    example request body (``example``; the access test sends it)."""
+    if example is not None:
+        kwargs["examples"] = [OpenApiExample("example", value=example, request_only=True)]
+    return extend_schema(
+        responses={**ERRORS, **(responses or {})},
+        extensions={"x-roles": list(roles)},
+        **kwargs,
+    )
+
+
+EXAMPLE_PLAN = {
+    "version": 1,
+    "quasi_identifiers": ["age", "sex"],
+    "sensitive": ["disease"],
+    "hierarchies": {
+        "age": {"builder": "interval", "width": 10},
+        "sex": {"rows": [["F", "*"], ["M", "*"]]},
+    },
+    "steps": [
+        {"kind": "drop", "params": {"columns": ["name"]}},
+        {"kind": "optimal_generalization", "params": {"k": 2, "suppression": 0.0}},
+    ],
+}
+
+
+class ApiView(APIView):
+    parser_classes = [JSONParser]
+
+    def valid(self, serializer_class, data=None) -> dict:
+        serializer = serializer_class(data=self.request.data if data is None else data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+def _int_param(request, name: str) -> int | None:
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        from rest_framework.exceptions import ValidationError
+
+        raise ValidationError({name: f"expected a whole number, got {raw!r}"})
+    return int(raw)
+
+
+# ---- datasets -----------------------------------------------------------------------------------
+
+
+class DatasetCollection(ApiView):
+    parser_classes = [MultiPartParser]
+
+    @doc(
+        roles=STAFF,
+        responses={200: s.DatasetOut(many=True)},
+        summary="Datasets of your teams",
+        operation_id="datasets_list",
+    )
+    def get(self, request):
+        from anonweb.datasets.selectors import datasets_for_user
+
+        return Response([s.dataset_json(d) for d in datasets_for_user(user=request.user)])
+
+    @doc(
+        roles=[OFFICER],
+        request={"multipart/form-data": s.UploadRequest},
+        responses={
+            202: s.AcceptedUpload,
+            413: OpenApiResponse(s.ErrorOut, description="over the upload limit"),
+            415: OpenApiResponse(s.ErrorOut, description="not a table format anonweb reads"),
+        },
+        summary="Upload a table; it is read by a background job",
+    )
+    def post(self, request):
+        from anonweb.accounts.selectors import teams_where
+        from anonweb.datasets.services import dataset_upload
+        from anonweb.datasets.uploads import upload_refused
+
+        if not teams_where(user=request.user, role=Role.PRIVACY_OFFICER).exists():
+            # Before the body is read: nobody else's upload is written to disk.
+            raise PermissionDenied("Uploading needs the privacy officer role in a team.")
+        data = request.data  # parses the body: the file is streamed to disk as it arrives
+        refused = upload_refused(request)
+        if refused:
+            return Response({"error": refused}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        team = _upload_team(request.user, data.get("team", ""))
+        fields = self.valid(s.UploadRequest, data)
+        dataset, job = dataset_upload(
+            user=request.user,
+            team=team,
+            upload=fields["file"],
+            name=fields["name"],
+            description=fields.get("description", ""),
+            sep=fields.get("sep") or None,
+        )
+        return Response({"id": dataset.pk, "job": job.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+def _upload_team(user, wanted: str):
+    """The team an upload goes to: the one named, or the caller's only officer team."""
+    from anonweb.accounts.selectors import teams_where
+
+    teams = teams_where(user=user, role=Role.PRIVACY_OFFICER)
+    wanted = str(wanted or "").strip()
+    if wanted:
+        team = teams.filter(**({"pk": int(wanted)} if wanted.isdigit() else {"slug": wanted}))
+        found = team.first()
+        if found is None:
+            raise PermissionDenied(f"you are not a privacy officer in a team {wanted!r}")
+        return found
+    found = list(teams[:2])
+    if not found:
+        raise PermissionDenied("Uploading needs the privacy officer role in a team.")
+    if len(found) > 1:
+        from rest_framework.exceptions import ValidationError
+
+        raise ValidationError(
+            {"team": "you are a privacy officer in several teams: name one (slug or id)"}
+        )
+    return found[0]
+
+
+class DatasetDetail(ApiView):
+    @doc(roles=STAFF, responses={200: s.DatasetOut}, summary="A dataset and its columns")
+    def get(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import dataset_get_for_user
+
+        return Response(
+            s.dataset_json(dataset_get_for_user(user=request.user, dataset_id=dataset_id))
+        )
+
+    @doc(
+        roles=[OFFICER],
+        request=s.RolesRequest,
+        example={
+            "roles": {"name": "identifier", "age": "quasi_identifier", "disease": "sensitive"}
+        },
+        responses={200: s.DatasetOut},
+        summary="Tag columns",
+    )
+    def patch(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import dataset_get_for_user
+        from anonweb.datasets.services import dataset_set_tags
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        fields = self.valid(s.RolesRequest)
+        dataset = dataset_set_tags(user=request.user, dataset=dataset, tags=dict(fields["roles"]))
+        return Response(s.dataset_json(dataset))
+
+
+class DatasetHierarchy(ApiView):
+    @doc(
+        roles=[OFFICER],
+        request=s.HierarchyRequest,
+        example={"builder": "interval", "width": 10},
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Set a column's generalization hierarchy (rows or a builder)",
+        description="400 names the values of the column that the hierarchy does not cover.",
+    )
+    def put(self, request, dataset_id: int, column: str):
+        from anonweb.datasets.selectors import dataset_get_for_user
+        from anonweb.datasets.services import dataset_set_hierarchy_spec
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        if not isinstance(request.data, dict):
+            return Response(
+                {"errors": ['a hierarchy is an object: {"rows": [...]} or {"builder": ...}']},
+                status=400,
+            )
+        stored = dataset_set_hierarchy_spec(
+            user=request.user, dataset=dataset, column=column, spec=dict(request.data)
+        )
+        return Response(
+            {
+                "column": stored.column,
+                "kind": stored.kind,
+                "levels": stored.levels,
+                "values": stored.values,
+                "sha256": stored.sha256,
+            }
+        )
+
+
+class DatasetAssessments(ApiView):
+    @doc(
+        roles=[OFFICER],
+        request=None,
+        responses={202: s.AcceptedJob},
+        summary="Assess the dataset's risk in a background job",
+    )
+    def post(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import dataset_get_for_user
+        from anonweb.jobs.models import JobKind
+        from anonweb.jobs.services import job_create
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        job = job_create(
+            user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset
+        )
+        return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+class DatasetRisk(ApiView):
+    @doc(
+        roles=STAFF,
+        responses={200: OpenApiTypes.OBJECT},
+        summary="The latest risk profile (the JSON of `assess --format json`)",
+    )
+    def get(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import dataset_get_for_user
+        from anonweb.jobs.selectors import latest_profile
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        job = latest_profile(dataset=dataset)
+        risk = (job.result or {}).get("risk") if job is not None else None
+        if not risk:
+            raise Http404(
+                "no risk profile yet: tag quasi-identifiers and POST to the assessments route"
+            )
+        profile = {k: v for k, v in risk.items() if k != "homogeneity"}
+        profile["file"] = dataset.original_name
+        return Response(profile)
+
+
+class DatasetReleases(ApiView):
+    @doc(
+        roles=[OFFICER],
+        request=s.ReleaseRequest,
+        example={
+            "title": "k=2 extract",
+            "purpose": "quarterly statistics",
+            "recipient": "research unit",
+            "plan": EXAMPLE_PLAN,
+        },
+        responses={202: s.AcceptedJob},
+        summary="Run a release plan (refused with every problem listed before anything runs)",
+    )
+    def post(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import dataset_get_for_user
+        from anonweb.jobs.services import anonymize_launch
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        fields = self.valid(s.ReleaseRequest)
+        if not isinstance(fields["plan"], dict):
+            return Response({"errors": ["plan: a plan is an object with steps"]}, status=400)
+        job = anonymize_launch(
+            user=request.user, dataset=dataset, plan=fields["plan"], title=fields["title"]
+        )
+        return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+class DatasetBudget(ApiView):
+    @doc(roles=STAFF, responses={200: OpenApiTypes.OBJECT}, summary="The source's (ε, δ) ledger")
+    def get(self, request, dataset_id: int):
+        from anonweb.releases.budget import budget_get_for_user
+
+        return Response(budget_get_for_user(user=request.user, dataset_id=dataset_id).to_dict())
+
+    @doc(
+        roles=[STEWARD],
+        request=s.BudgetRequest,
+        example={"epsilon": 1.0, "delta": 1e-6},
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Set the source's budget (null removes it)",
+    )
+    def put(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import dataset_get_for_user
+        from anonweb.releases.budget import budget_set
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        fields = self.valid(s.BudgetRequest)
+        ledger = budget_set(
+            user=request.user, dataset=dataset, epsilon=fields["epsilon"], delta=fields["delta"]
+        )
+        return Response(ledger.to_dict())
+
+
+# ---- jobs ---------------------------------------------------------------------------------------
+
+
+class JobDetail(ApiView):
+    @doc(roles=STAFF, responses={200: s.JobOut}, summary="A background job")
+    def get(self, request, job_id: int):
+        from anonweb.jobs.models import JobStatus
+        from anonweb.jobs.selectors import job_get_for_user
+        from anonweb.jobs.services import jobs_reap_stale
+
+        job = job_get_for_user(user=request.user, job_id=job_id)
+        if job.status == JobStatus.RUNNING:
+            jobs_reap_stale()
+            job.refresh_from_db()
+        return Response(s.job_json(job))
+
+
+class JobCancel(ApiView):
+    @doc(roles=[OFFICER], request=None, responses={200: s.JobOut}, summary="Cancel a job")
+    def post(self, request, job_id: int):
+        from anonweb.jobs.selectors import job_get_for_user
+        from anonweb.jobs.services import job_cancel
+
+        job = job_get_for_user(user=request.user, job_id=job_id)
+        return Response(s.job_json(job_cancel(user=request.user, job=job)))
+
+
+# ---- releases -----------------------------------------------------------------------------------
+
+API_STATUS = {"pending": "awaiting_review"}
+STATUS_FILTER = {"awaiting_review": "pending", "approved": "approved", "rejected": "rejected"}
+
+
+def release_json(release, *, user) -> dict:
+    from anonweb.releases.selectors import conflicts_for
+
+    return {
+        "id": release.pk,
+        "dataset": release.dataset_id,
+        "version": release.version,
+        "title": release.title,
+        "status": API_STATUS.get(release.status, release.status),
+        "rows": release.rows,
+        "columns": release.columns,
+        "sha256": release.sha256,
+        "plan": release.plan,
+        "report": release.report,
+        "findings": [],
+        "conflicts": [conflict_json(c) for c in conflicts_for(release=release, user=user)],
+        "requested_by": getattr(release.requested_by, "username", None),
+        "reviewed_by": getattr(release.reviewed_by, "username", None),
+        "review_note": release.review_note,
+        "created_at": release.created_at.isoformat(),
+    }
+
+
+def conflict_json(entry: dict) -> dict:
+    """A conflict finding as the release page gets it (the records and values an attacker would
+    infer only for privacy officers, under ``private``), with releases named by id."""
+    out = {
+        "id": entry["id"],
+        "type": entry["type"],
+        "records": entry["records"],
+        "columns": entry["columns"],
+        "explanation": entry["explanation"],
+        "facts": entry["facts"],
+        "found_by": entry["found_by"].pk,
+        "releases": [
+            {"id": r["release"].pk, "version": r["release"].version, "live": r["live"]}
+            for r in entry["releases"]
+        ],
+        "live": entry["live"],
+    }
+    if "private" in entry:
+        out["private"] = entry["private"]
+    return out
+
+
+class ReleaseCollection(ApiView):
+    @doc(
+        roles=EVERYONE,
+        parameters=[
+            OpenApiParameter("dataset", int, description="only releases of this dataset"),
+            OpenApiParameter(
+                "status", str, enum=list(STATUS_FILTER), description="only releases in this state"
+            ),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Releases you may see (analysts: approved ones)",
+        operation_id="releases_list",
+    )
+    def get(self, request):
+        from anonweb.releases.selectors import releases_for_user
+
+        releases = releases_for_user(user=request.user)
+        dataset = _int_param(request, "dataset")
+        if dataset is not None:
+            releases = releases.filter(dataset_id=dataset)
+        wanted = request.query_params.get("status", "").strip()
+        if wanted:
+            if wanted not in STATUS_FILTER:
+                from rest_framework.exceptions import ValidationError
+
+                raise ValidationError({"status": f"one of {', '.join(STATUS_FILTER)}"})
+            releases = releases.filter(status=STATUS_FILTER[wanted])
+        return Response([release_json(r, user=request.user) for r in releases[:500]])
+
+
+class ReleaseDetail(ApiView):
+    @doc(roles=EVERYONE, responses={200: OpenApiTypes.OBJECT}, summary="A release and its report")
+    def get(self, request, release_id: int):
+        from anonweb.releases.selectors import release_get_for_user
+
+        release = release_get_for_user(user=request.user, release_id=release_id)
+        return Response(release_json(release, user=request.user))
+
+
+class ReleaseReview(ApiView):
+    @doc(
+        roles=[STEWARD],
+        request=s.ReviewRequest,
+        example={"decision": "approve", "note": "checked the report", "override": ""},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description='already reviewed ({"error"}), or blocking findings stand and no '
+                'override justification was given ({"findings": [...]})',
+            ),
+        },
+        summary="Approve or reject (a steward other than the requester)",
+    )
+    def post(self, request, release_id: int):
+        from anonweb.releases.selectors import release_get_for_user
+        from anonweb.releases.services import release_approve, release_reject
+
+        release = release_get_for_user(user=request.user, release_id=release_id)
+        fields = self.valid(s.ReviewRequest)
+        review = release_approve if fields["decision"] == "approve" else release_reject
+        release = review(user=request.user, release=release, note=fields["note"])
+        return Response({"status": API_STATUS.get(release.status, release.status), "findings": []})
+
+
+DOWNLOAD_FORMATS = {
+    "csv": "text/csv",
+    "parquet": "application/vnd.apache.parquet",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+
+class ReleaseDownload(ApiView):
+    @doc(
+        roles=EVERYONE,
+        parameters=[OpenApiParameter("format", str, enum=list(DOWNLOAD_FORMATS), default="csv")],
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        summary="Download an approved release (staff: any not rejected)",
+    )
+    def get(self, request, release_id: int):
+        from anonweb.releases.selectors import release_get_downloadable
+        from anonweb.releases.services import release_record_download
+        from anonweb.releases.storage import release_file
+
+        fmt = request.query_params.get("format", "csv").strip().lower() or "csv"
+        if fmt not in DOWNLOAD_FORMATS:
+            from rest_framework.exceptions import ValidationError
+
+            raise ValidationError({"format": f"one of {', '.join(DOWNLOAD_FORMATS)}"})
+        release = release_get_downloadable(user=request.user, release_id=release_id)
+        body = release_file(release.storage_key, fmt)
+        release_record_download(user=request.user, release=release)
+        name = re.sub(r"[^\w.-]+", "_", f"{release.dataset.name}-v{release.version}.{fmt}")
+        if isinstance(body, bytes):
+            response = HttpResponse(body, content_type=DOWNLOAD_FORMATS[fmt])
+            response["Content-Disposition"] = f'attachment; filename="{name}"'
+            return response
+        return FileResponse(
+            open(body, "rb"),  # noqa: SIM115 (closed by the response)
+            as_attachment=True,
+            filename=name,
+            content_type=DOWNLOAD_FORMATS[fmt],
+        )
+
+
+# ---- audit --------------------------------------------------------------------------------------
+
+
+class AuditCollection(ApiView):
+    @doc(
+        roles=EVERYONE,
+        parameters=[
+            OpenApiParameter("dataset", int, description="events about this dataset"),
+            OpenApiParameter("action", str, description="e.g. release.approved"),
+            OpenApiParameter("limit", int, description="at most this many (default 200, max 1000)"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Audit events of your teams, newest first",
+        operation_id="audit_list",
+    )
+    def get(self, request):
+        from anonweb.audit.selectors import audit_events_for_user
+
+        events = audit_events_for_user(
+            user=request.user, action=request.query_params.get("action", "").strip()
+        )
+        dataset = _int_param(request, "dataset")
+        if dataset is not None:
+            from django.db.models import Q
+
+            events = events.filter(
+                Q(target_type="dataset", target_id=str(dataset))
+                | Q(details_text__regex=rf'"dataset_id":{dataset}[,}}]')
+            )
+        limit = min(_int_param(request, "limit") or 200, 1000)
+        return Response([s.audit_json(e) for e in events[:limit]])
