@@ -219,8 +219,15 @@ def hierarchy_digest(spec: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:
-    """Officers and stewards set the date after which the raw table is deleted."""
+def dataset_set_retention(
+    *, user, dataset: Dataset, retain_until, confirm: str | None = None
+) -> Dataset:
+    """Officers and stewards set the date after which the raw table is deleted.
+
+    A date already past makes the next retention run purge the data: only a privacy officer
+    may set one, typing the dataset's name as ``confirm``."""
+    from django.utils import timezone
+
     from anonweb.accounts.selectors import user_has_role
 
     if not any(
@@ -228,6 +235,18 @@ def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:
         for r in (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
     ):
         require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    past = retain_until is not None and retain_until < timezone.localdate()
+    if past:
+        if not user_has_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER):
+            raise ParameterError(
+                f"{retain_until.isoformat()} is in the past: the raw data would be purged at the "
+                "next retention run, which only a privacy officer can confirm"
+            )
+        if (confirm or "").strip() != dataset.name:
+            raise ParameterError(
+                f"{retain_until.isoformat()} is in the past: the raw data will be purged at the "
+                "next retention run; type the dataset's name to confirm"
+            )
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(retain_until=retain_until)
         audit_record(
@@ -235,7 +254,10 @@ def dataset_set_retention(*, user, dataset: Dataset, retain_until) -> Dataset:
             team=dataset.team,
             action="dataset.retention_set",
             target=dataset,
-            details={"retain_until": retain_until.isoformat() if retain_until else None},
+            details={
+                "retain_until": retain_until.isoformat() if retain_until else None,
+                "in_the_past_confirmed": past,
+            },
         )
     dataset.retain_until = retain_until
     return dataset
@@ -256,12 +278,18 @@ def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
         )
         if not changed:
             raise DataError(f"the raw data of {dataset.name} was already purged")
+        removed = _purge_stored_values(dataset)
         audit_record(
             actor=user,
             team=dataset.team,
             action="dataset.purged",
             target=dataset,
-            details={"reason": reason[:300], "rows": dataset.rows, "sha256": dataset.source_sha256},
+            details={
+                "reason": reason[:300],
+                "rows": dataset.rows,
+                "sha256": dataset.source_sha256,
+                **removed,
+            },
         )
         # Files go only once the row says so: a crash in between leaves files of a purged
         # dataset (removed by the next purge run), never a live dataset without its data.
@@ -270,6 +298,40 @@ def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
         )
     dataset.refresh_from_db()
     return dataset
+
+
+def _purge_stored_values(dataset: Dataset) -> dict:
+    """Remove the source's values kept in the database (job results, hierarchies, plans of jobs
+    and releases), keeping counts; see :mod:`anonweb.datasets.purge`. Returns what was done."""
+    from anonweb.datasets.purge import scrub_hierarchy_spec, scrub_plan, scrub_result
+    from anonweb.jobs.models import Job
+    from anonweb.releases.models import Release
+
+    columns = dataset.column_names
+    jobs = 0
+    for job in Job.objects.filter(dataset=dataset).only("pk", "params", "result").iterator():
+        params = dict(job.params or {})
+        if "plan" in params:
+            params["plan"] = scrub_plan(params["plan"], columns=columns)
+        result = scrub_result(job.result or {})
+        if params != job.params or result != job.result:
+            Job.objects.filter(pk=job.pk).update(params=params, result=result)
+            jobs += 1
+    hierarchies = 0
+    for hierarchy in Hierarchy.objects.filter(dataset=dataset).only("pk", "spec").iterator():
+        Hierarchy.objects.filter(pk=hierarchy.pk).update(spec=scrub_hierarchy_spec(hierarchy.spec))
+        hierarchies += 1
+    releases = 0
+    for release in Release.objects.filter(dataset=dataset).only("pk", "plan").iterator():
+        plan = scrub_plan(release.plan, columns=columns)
+        if plan != release.plan:
+            Release.objects.filter(pk=release.pk).update(plan=plan)
+            releases += 1
+    return {
+        "jobs_scrubbed": jobs,
+        "hierarchies_scrubbed": hierarchies,
+        "release_plans_scrubbed": releases,
+    }
 
 
 def datasets_purge_expired(*, today=None) -> list[int]:

@@ -208,10 +208,20 @@ def dataset_retention(request, dataset_id: int):
     except ValueError:
         messages.error(request, f"{raw!r} is not a date (YYYY-MM-DD).")
     else:
-        dataset_set_retention(user=request.user, dataset=dataset, retain_until=day)
-        messages.success(
-            request, f"Raw data kept until {day.isoformat()}." if day else "No retention date set."
-        )
+        try:
+            dataset_set_retention(
+                user=request.user,
+                dataset=dataset,
+                retain_until=day,
+                confirm=request.POST.get("confirm", ""),
+            )
+        except CoreError as exc:
+            messages.error(request, f"{str(exc)[0].upper()}{str(exc)[1:]}.")
+        else:
+            messages.success(
+                request,
+                f"Raw data kept until {day.isoformat()}." if day else "No retention date set.",
+            )
     return redirect("datasets:detail", dataset_id=dataset.pk)
 
 

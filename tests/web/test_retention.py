@@ -89,3 +89,116 @@ def test_retention_is_set_by_officers_or_stewards_only(client, analyst, steward,
         ).status_code
         == 404
     )
+
+
+RAW_VALUES = ("47677", "47602", "47905", "gastritis", "flu")
+
+
+def _stored_text(dataset) -> str:
+    import json
+
+    from anonweb.datasets.models import Hierarchy
+    from anonweb.releases.models import Release
+
+    parts = [json.dumps([j.params, j.result]) for j in Job.objects.filter(dataset=dataset)]
+    parts += [json.dumps(h.spec) for h in Hierarchy.objects.filter(dataset=dataset)]
+    parts += [json.dumps(r.plan) for r in Release.objects.filter(dataset=dataset)]
+    return "\n".join(parts)
+
+
+def test_purge_removes_raw_values_from_results_hierarchies_and_plans_keeping_counts(
+    officer, dataset, django_capture_on_commit_callbacks
+):
+    from anonweb.datasets.models import Hierarchy
+    from anonweb.datasets.services import dataset_set_hierarchy_spec
+    from anonweb.releases.models import Release
+
+    profile = job_create(user=officer, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
+    job_execute(job_id=profile.pk, worker="t")
+    profile.refresh_from_db()
+    disclosing = profile.result["risk"]["sensitive"]["disease"]["disclosing_classes"]
+    assert disclosing, "the profile lists disclosing classes with raw values"
+    zips = ["47677", "47602", "47678", "47905", "47909", "47906"]
+    dataset_set_hierarchy_spec(
+        user=officer,
+        dataset=dataset,
+        column="zip",
+        spec={"rows": [[z, z[:4] + "*", "*"] for z in zips]},
+    )
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["zip", "age"],
+        "hierarchies": {"zip": {"rows": [["47905", "4790*", "*"]]}, "age": {"builder": "interval"}},
+        "steps": [
+            {"kind": "drop", "params": {"columns": ["name"]}},
+            {"kind": "suppress", "params": {"columns": ["zip"], "values": ["47677", "47602"]}},
+            {"kind": "codebook", "params": {"columns": ["disease"], "codebook": {"flu": 1}}},
+            {"kind": "generalize", "params": {"levels": {"age": 1}, "k": 2}},
+        ],
+    }
+    Job.objects.create(
+        team=dataset.team,
+        created_by=officer,
+        dataset=dataset,
+        kind=JobKind.ANONYMIZE,
+        params={"plan": plan},
+        status=JobStatus.SUCCEEDED,
+    )
+    Release.objects.create(
+        team=dataset.team, dataset=dataset, version=1, title="v1", plan=plan, sha256="0" * 64
+    )
+    before = _stored_text(dataset)
+    assert all(value in before for value in RAW_VALUES)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=dataset, reason="study closed")
+
+    after = _stored_text(dataset)
+    assert [value for value in RAW_VALUES if value in after] == []
+    profile.refresh_from_db()
+    disease = profile.result["risk"]["sensitive"]["disease"]
+    # Counts and figures stay.
+    assert disease["disclosing_classes_count"] == len(disclosing)
+    assert profile.result["risk"]["k"] == 1 and profile.result["rows"] == 6
+    hierarchy = Hierarchy.objects.get(dataset=dataset, column="zip")
+    assert hierarchy.spec == {"purged": True, "builder": "uploaded", "values": 6}
+    assert hierarchy.levels == 3
+    stored = Job.objects.get(kind=JobKind.ANONYMIZE).params["plan"]
+    assert stored["quasi_identifiers"] == ["zip", "age"]
+    assert stored["hierarchies"] == {"zip": {"purged": 1}, "age": {"builder": "interval"}}
+    kept = stored["steps"]
+    assert kept[0] == {"kind": "drop", "params": {"columns": ["name"]}}
+    assert kept[1]["params"] == {"columns": ["zip"], "values": {"purged": 2}}
+    assert kept[2]["params"]["codebook"] == {"purged": 1}
+    assert kept[3]["params"] == {"levels": {"age": 1}, "k": 2}
+    event = AuditEvent.objects.get(action="dataset.purged")
+    assert event.details["hierarchies_scrubbed"] == 1 and event.details["jobs_scrubbed"] == 2
+    assert event.details["release_plans_scrubbed"] == 1
+
+
+def test_a_retention_date_in_the_past_needs_the_officer_and_the_typed_name(
+    client, officer, steward, dataset
+):
+    from django.utils import timezone
+
+    yesterday = (timezone.localdate() - dt.timedelta(days=1)).isoformat()
+    url = reverse("datasets:retention", args=[dataset.pk])
+    client.force_login(steward)
+    page = client.post(url, {"retain_until": yesterday, "confirm": "patients"}, follow=True)
+    assert "only a privacy officer can confirm" in page.content.decode()
+    client.force_login(officer)
+    page = client.post(url, {"retain_until": yesterday}, follow=True)
+    assert "type the dataset&#x27;s name to confirm" in page.content.decode()
+    dataset.refresh_from_db()
+    assert dataset.retain_until is None
+    assert datasets_purge_expired() == []
+    client.post(url, {"retain_until": yesterday, "confirm": "patients"})
+    dataset.refresh_from_db()
+    assert dataset.retain_until.isoformat() == yesterday
+    event = AuditEvent.objects.filter(action="dataset.retention_set").latest("seq")
+    assert event.details["in_the_past_confirmed"] is True and event.actor_name == "olivia"
+    # A future date needs no confirmation, from a steward either.
+    client.force_login(steward)
+    client.post(url, {"retain_until": "2099-01-01"})
+    dataset.refresh_from_db()
+    assert dataset.retain_until == dt.date(2099, 1, 1)
