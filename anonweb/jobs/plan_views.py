@@ -14,7 +14,13 @@ from anonweb.accounts.selectors import require_role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_distinct
-from anonweb.jobs.planning import plan_privacy, suggest_plan, validate_web_plan
+from anonweb.jobs.planning import (
+    plan_privacy,
+    privacy_unit,
+    suggest_plan,
+    unconfirmed_problems,
+    validate_web_plan,
+)
 from anonweb.jobs.services import anonymize_launch
 
 
@@ -109,10 +115,11 @@ def plan_page(request, *, dataset_id: int):
     suggest = SuggestForm(request.GET or None)
     options = suggest.cleaned_data if suggest.is_valid() else {}
     privacy = None
+    current: dict = {}
     if request.method == "POST":
         form = PlanForm(request.POST, dataset=dataset)
         if form.is_valid():
-            plan = form.cleaned_data["plan"]
+            plan = current = form.cleaned_data["plan"]
             privacy = plan_privacy(plan)
             if "preview" not in request.POST:
                 try:
@@ -148,6 +155,7 @@ def plan_page(request, *, dataset_id: int):
             metric=options.get("metric") or "loss",
             aggregate=options.get("aggregate") or None,
         )
+        current = plan
         form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, dataset=dataset)
     from anonweb.core.release.plan import step_kinds
     from anonweb.releases.budget import ledger_for
@@ -162,6 +170,9 @@ def plan_page(request, *, dataset_id: int):
             "kinds": step_kinds(),
             "privacy": privacy,
             "ledger": ledger_for(dataset),
+            "unit": privacy_unit(dataset),
+            # categories or bounds a suggestion read from the data: shown until confirmed
+            "unconfirmed": unconfirmed_problems(current),
         },
         status=400 if form.errors else 200,
     )

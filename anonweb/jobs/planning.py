@@ -64,22 +64,64 @@ def _identifier_steps(dataset: Dataset, identifiers: str) -> list[dict[str, Any]
     return [{"kind": "drop", "params": {"columns": dataset.identifiers}}]
 
 
-def _dp_histogram_steps(dataset: Dataset, epsilon: float) -> list[dict[str, Any]]:
-    """One DP histogram per sensitive column (quasi-identifiers if none), ε split evenly.
+def privacy_unit(dataset: Dataset) -> dict[str, Any]:
+    """Who a DP guarantee protects: the person named by the first tagged identifier (each keeps
+    at most one row in a suggested plan), or each row when no column is tagged as one."""
+    if dataset.identifiers:
+        column = dataset.identifiers[0]
+        return {
+            "identifier": column,
+            "text": f"a person is a value of {column!r} (the tagged identifier)",
+        }
+    return {"identifier": None, "text": "each row is a person (no column is tagged as identifier)"}
 
-    Categories are not read from the data (that would leak which values occur): keys are
-    selected privately with δ = 1e-6 unless the officer declares public categories instead."""
+
+def _outward_bounds(values: pd.Series) -> list[float]:
+    """The column's range rounded outwards to its order of magnitude."""
+    lo, hi = float(values.min()), float(values.max())
+    mag = 10 ** max(0, len(str(int(max(abs(lo), abs(hi), 1)))) - 1)
+    return [float(np.floor(lo / mag) * mag), float(np.ceil(hi / mag) * mag)]
+
+
+def _data_categories(values: pd.Series) -> list[str]:
+    from anonweb.core.dp.mechanisms import cell_labels
+
+    return sorted(set(cell_labels(values.dropna())))
+
+
+def _dp_histogram_steps(
+    dataset: Dataset, frame: Mapping[str, pd.Series], epsilon: float
+) -> list[dict[str, Any]]:
+    """One DP statistic per sensitive column (quasi-identifiers if none), ε split exactly.
+
+    Categorical columns: keys are selected privately with δ = 1e-6 (their categories are not
+    read from the data, which would leak which values occur) unless the officer declares public
+    categories instead. Numeric columns: counts over equal bins between bounds, so the bin edges
+    are public; the suggested bounds are the data's range, marked as read from the data until
+    the officer confirms them. The privacy unit is the tagged identifier when there is one."""
     from anonweb.core.dp.accounting import split_epsilon
+    from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY
 
     columns = dataset.sensitive or dataset.quasi_identifiers
     shares = split_epsilon(epsilon, max(1, len(columns)))
-    return [
-        {
-            "kind": "dp_release",
-            "params": {"kind": "histogram", "epsilon": share, "columns": [c], "delta": 1e-6},
-        }
-        for c, share in zip(columns, shares)
-    ]
+    unit = privacy_unit(dataset)["identifier"]
+    person = {"identifier": unit, "max_contributions": 1} if unit else {}
+    steps = []
+    for c, share in zip(columns, shares):
+        values = frame.get(c) if c in frame else None
+        if values is not None and pd.api.types.is_numeric_dtype(values) and values.notna().any():
+            params = {
+                "kind": "range",
+                "epsilon": share,
+                "columns": [c],
+                "bounds": _outward_bounds(values.dropna()),
+                "bins": 10,
+                READ_FROM_DATA_KEY: ["bounds"],
+            }
+        else:
+            params = {"kind": "histogram", "epsilon": share, "columns": [c], "delta": 1e-6}
+        steps.append({"kind": "dp_release", "params": {**params, **person}})
+    return steps
 
 
 def _ldp_steps(
@@ -87,25 +129,58 @@ def _ldp_steps(
 ) -> list[dict[str, Any]]:
     """Randomized response per sensitive column; numeric ones get Laplace noise within bounds.
 
-    The suggested bounds are the column's range rounded outwards: replace them with public
-    bounds (a codebook's) before release, since the true range is itself data."""
+    Categories and bounds must be public. The suggestion fills them in from the data as a
+    starting point (the column's values; its range rounded outwards) and marks them
+    ``read_from_data``: a launch is refused until the officer has checked them against a public
+    source (a codebook) and removed the mark."""
+    from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY
+
     steps = []
     for c in dataset.sensitive:
-        if pd.api.types.is_numeric_dtype(frame[c]):
-            lo, hi = float(frame[c].min()), float(frame[c].max())
-            mag = 10 ** max(0, len(str(int(max(abs(lo), abs(hi), 1)))) - 1)
-            bounds = [float(np.floor(lo / mag) * mag), float(np.ceil(hi / mag) * mag)]
+        values = frame[c]
+        if pd.api.types.is_numeric_dtype(values) and values.notna().any():
+            params = {"column": c, "epsilon": epsilon, "bounds": _outward_bounds(values.dropna())}
             steps.append(
-                {
-                    "kind": "ldp_laplace",
-                    "params": {"column": c, "epsilon": epsilon, "bounds": bounds},
-                }
+                {"kind": "ldp_laplace", "params": {**params, READ_FROM_DATA_KEY: ["bounds"]}}
             )
         else:
+            params = {"column": c, "epsilon": epsilon, "categories": _data_categories(values)}
+            if len(params["categories"]) < 2:
+                params["categories"] = params["categories"] + ["(other)"]
             steps.append(
-                {"kind": "ldp_randomized_response", "params": {"column": c, "epsilon": epsilon}}
+                {
+                    "kind": "ldp_randomized_response",
+                    "params": {**params, READ_FROM_DATA_KEY: ["categories"]},
+                }
             )
     return steps
+
+
+def unconfirmed_problems(plan: Mapping[str, Any]) -> list[str]:
+    """Steps whose public parameters are not confirmed: categories or bounds still marked as read
+    from the data, or randomized response that would read its categories from the data when it
+    runs. A launch is refused while there are any (a preview is not)."""
+    from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY, unconfirmed
+
+    problems = []
+    for i, step in enumerate(plan.get("steps") or [], 1):
+        if not isinstance(step, Mapping):
+            continue
+        params = step.get("params") or {}
+        where = f"step {i} ({step.get('kind')})"
+        marked = unconfirmed(params)
+        if marked:
+            problems.append(
+                f"{where}: the {' and '.join(marked)} were read from the data: not private. Check "
+                "them against a public source (a codebook, a published range), then remove "
+                f"{READ_FROM_DATA_KEY!r} to confirm them"
+            )
+        if step.get("kind") == "ldp_randomized_response" and not params.get("categories"):
+            problems.append(
+                f"{where}: declare the categories; reading them from the data when the job runs "
+                "is not private"
+            )
+    return problems
 
 
 def suggest_plan(
@@ -133,7 +208,7 @@ def suggest_plan(
         "steps": _identifier_steps(dataset, identifiers),
     }
     if mode == "dp_histogram":
-        plan["steps"] = _dp_histogram_steps(dataset, epsilon)
+        plan["steps"] = _dp_histogram_steps(dataset, frame, epsilon)
         return plan
     if mode == "ldp":
         plan["steps"] += _ldp_steps(dataset, frame, epsilon)

@@ -107,11 +107,15 @@ def anonymize_launch(*, user, dataset, plan: dict, title: str) -> Job:
 
     The ledger is locked while it is read and the charge written (one transaction), so two
     launches cannot both fit into the same remaining budget (see ``anonweb.releases.budget``)."""
+    from anonweb.core.errors import PlanError
     from anonweb.jobs.models import JobKind
-    from anonweb.jobs.planning import plan_privacy, validate_web_plan
+    from anonweb.jobs.planning import plan_privacy, unconfirmed_problems, validate_web_plan
     from anonweb.releases.budget import charge_reserve, check_budget, ledger_lock
 
     validate_web_plan(dataset, plan)
+    unconfirmed = unconfirmed_problems(plan)
+    if unconfirmed:
+        raise PlanError(unconfirmed)
     cost = plan_privacy(plan)["total"]
     params = {"plan": plan, "title": title}
     charged = any(float(v) > 0 for v in cost.values())

@@ -256,30 +256,6 @@ def test_hierarchy_upload_needs_the_officer_role(client, steward, dataset):
     assert not Hierarchy.objects.exists()
 
 
-def test_dp_suggestions_declare_no_categories_from_the_data(client, officer, dataset):
-    client.force_login(officer)
-    page = client.get(
-        reverse("jobs:plan", args=[dataset.pk]),
-        {"mode": "dp_histogram", "epsilon": 2, "k": 5, "suppression": 0, "identifiers": "drop"},
-    )
-    plan = json.loads(page.context["form"].initial["plan"])
-    assert plan["steps"] == [
-        {
-            "kind": "dp_release",
-            "params": {"kind": "histogram", "epsilon": 2.0, "columns": ["disease"], "delta": 1e-6},
-        }
-    ]
-    page = client.get(
-        reverse("jobs:plan", args=[dataset.pk]),
-        {"mode": "ldp", "epsilon": 1, "k": 5, "suppression": 0, "identifiers": "drop"},
-    )
-    plan = json.loads(page.context["form"].initial["plan"])
-    assert plan["steps"][-1] == {
-        "kind": "ldp_randomized_response",
-        "params": {"column": "disease", "epsilon": 1.0},
-    }
-
-
 def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, steward, dataset):
     from anonweb.jobs.services import anonymize_launch
     from anonweb.releases.budget import budget_set
@@ -290,7 +266,14 @@ def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, steward,
         "sensitive": ["disease"],
         "steps": [
             {"kind": "drop", "params": {"columns": ["name"]}},
-            {"kind": "ldp_randomized_response", "params": {"column": "disease", "epsilon": 1.0}},
+            {
+                "kind": "ldp_randomized_response",
+                "params": {
+                    "column": "disease",
+                    "epsilon": 1.0,
+                    "categories": ["flu", "gastritis", "cancer"],
+                },
+            },
         ],
     }
     job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")

@@ -25,7 +25,7 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
-from anonweb.core.dp.mechanisms import MISSING, cell_labels
+from anonweb.core.dp.mechanisms import MISSING, READ_FROM_DATA, READ_FROM_DATA_KEY, cell_labels
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 
@@ -187,6 +187,7 @@ RR_SCHEMA = sch.obj(
             max_items=10_000,
             unique=True,
         ),
+        READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon"],
     title="Local DP: randomized response",
@@ -200,6 +201,7 @@ LAPLACE_SCHEMA = sch.obj(
             sch.string(min_length=3, max_length=100),
             description="Public clamping bounds [lo, hi]",
         ),
+        READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon", "bounds"],
     title="Local DP: Laplace noise",

@@ -53,7 +53,7 @@ class DPQuery:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> DPQuery:
         """Validate plan parameters; raises :class:`ParameterError` before any data is read."""
-        known = {f for f in cls.__dataclass_fields__}
+        known = {f for f in cls.__dataclass_fields__} | {READ_FROM_DATA_KEY}
         unknown = set(params) - known
         if unknown:
             raise ParameterError(f"unknown DP parameter(s): {', '.join(sorted(unknown))}")
@@ -440,6 +440,27 @@ BOUNDS = sch.one_of(
     description="Public clamping bounds [lo, hi] (never read off the data)",
 )
 CATEGORY = sch.one_of(sch.string(max_length=None), sch.number(), sch.boolean())
+# A suggestion may fill in categories or bounds from the data as a starting point; it names them
+# here. They are not private (which values occur, the true range, are data), so a launch is
+# refused until the officer has checked them against a public source and removed this entry.
+READ_FROM_DATA_KEY = "read_from_data"
+READ_FROM_DATA = sch.array(
+    sch.string(enum=("categories", "bounds")),
+    "Parameters read from the data: not private. Remove once checked against a public source",
+    min_items=0,
+    max_items=2,
+    unique=True,
+)
+
+
+def unconfirmed(params: Mapping[str, Any]) -> list[str]:
+    """The parameters a step still marks as read from the data (refused at launch)."""
+    value = params.get(READ_FROM_DATA_KEY) if isinstance(params, Mapping) else None
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
 DP_RELEASE_SCHEMA = sch.obj(
     {
         "kind": sch.string("The statistic", enum=KINDS),
@@ -465,6 +486,7 @@ DP_RELEASE_SCHEMA = sch.obj(
             "Most rows kept per person", minimum=1, maximum=1_000_000, default=1
         ),
         "count_missing": sch.boolean("Count missing values as a category", default=True),
+        READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["kind", "epsilon"],
     title="Differentially private statistic",

@@ -277,6 +277,7 @@ SYNTHETIC_SCHEMA = sch.obj(
             "Most rows kept per person", minimum=1, maximum=1_000_000, default=1
         ),
         "count_missing": sch.boolean("Give missing values a cell of their own", default=False),
+        dp.READ_FROM_DATA_KEY: dp.READ_FROM_DATA,
     },
     required=["columns", "epsilon"],
     title="DP synthetic data",
