@@ -8,6 +8,7 @@ urlpatterns = [
     path("upload/", views.dataset_upload, name="upload"),
     path("<int:dataset_id>/", views.dataset_detail, name="detail"),
     path("<int:dataset_id>/assess/", views.dataset_assess, name="assess"),
+    path("<int:dataset_id>/what-if/", views.dataset_whatif, name="whatif"),
     path("<int:dataset_id>/hierarchy/", views.dataset_hierarchy, name="hierarchy"),
     path("<int:dataset_id>/budget/", views.dataset_budget, name="budget"),
     path("<int:dataset_id>/retention/", views.dataset_retention, name="retention"),

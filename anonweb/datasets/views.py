@@ -272,3 +272,40 @@ def dataset_population(request, dataset_id: int):
             request, "Population size saved. Assess the risk again to see journalist risk."
         )
     return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+def dataset_whatif(request, dataset_id: int):
+    """What-if, answered at once (no job): GET for level 0 everywhere, POST a JSON body
+    ``{"levels": {column: level}, "suppression": fraction}``. The figures and charts of the
+    records kept; example level labels (values of the source) for privacy officers only."""
+    import json
+
+    from django.http import JsonResponse
+
+    from anonweb.core.assessment.charts import loss_chart, risk_charts
+    from anonweb.datasets.whatif import whatif_evaluate
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    if request.method not in ("GET", "POST"):
+        return JsonResponse({"error": "use GET or POST"}, status=405)
+    if not dataset.is_ready or dataset.is_purged:
+        return JsonResponse({"error": "the raw data of this dataset is not available"}, status=409)
+    body: object = {}
+    if request.method == "POST":
+        try:
+            body = json.loads(request.body or b"{}")
+        except ValueError:
+            return JsonResponse({"error": "the request body is not JSON"}, status=400)
+    try:
+        result = whatif_evaluate(
+            dataset, body, raw_labels=can_see_raw(user=request.user, dataset=dataset)
+        )
+    except CoreError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    charts = risk_charts(result)
+    loss = loss_chart(result["loss_per_qi"], result["information_loss_measure"])
+    if loss:
+        charts.append(loss)
+    return JsonResponse(
+        {"result": result, "charts": charts}, json_dumps_params={"ensure_ascii": False}
+    )

@@ -162,3 +162,24 @@ def risk_charts(risk: Mapping[str, Any]) -> list[dict]:
                 {"id": f"chart-{name}", "data_id": f"chart-{name}-data", "figure": _as_data(fig)}
             )
     return charts
+
+
+def loss_chart(loss_per_qi: Mapping[str, float], measure: str = "") -> dict | None:
+    """Information loss per quasi-identifier (0 = kept as is, 1 = all generalized away)."""
+    if not loss_per_qi:
+        return None
+    fig = go.Figure(
+        go.Bar(
+            x=list(loss_per_qi),
+            y=list(loss_per_qi.values()),
+            marker_color="#5b6775",
+            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Information loss per quasi-identifier",
+        xaxis_title="quasi-identifier",
+        yaxis_title="information loss",
+        **_LAYOUT,
+    )
+    return {"id": "chart-loss", "data_id": "chart-loss-data", "figure": _as_data(fig)}

@@ -108,19 +108,26 @@ class SensitiveCounts:
         n_classes: int,
         *,
         classes: EquivalenceClasses | None = None,
+        weights: np.ndarray | None = None,
     ) -> SensitiveCounts:
-        """Count each value in each class from per-row codes (sparse: only pairs that occur)."""
+        """Count each value in each class from per-row codes (sparse: only pairs that occur).
+
+        ``weights`` counts each row that many times (distinct rows standing for records)."""
         m = len(domain.values)
         key = class_codes.astype(np.int64, copy=False) * m + value_codes
         rows = len(key)
         if n_classes * m <= max(4 * rows, 1 << 20):
-            dense = np.bincount(key, minlength=n_classes * m)
+            dense = np.bincount(key, weights=weights, minlength=n_classes * m)
             key = np.flatnonzero(dense)
             cnt = dense[key]
-        else:
+        elif weights is None:
             key, cnt = np.unique(key, return_counts=True)
+        else:  # hashing: the triples are sorted below anyway
+            inv, key = pd.factorize(key)
+            cnt = np.bincount(inv, weights=weights, minlength=len(key))
         c, v = np.divmod(key, m)
-        sizes = np.bincount(class_codes, minlength=n_classes).astype(np.int64)
+        sizes = np.bincount(class_codes, weights=weights, minlength=n_classes)
+        sizes = np.rint(sizes).astype(np.int64)
         return cls._sorted(domain, sizes, c, v, cnt, classes)
 
     @classmethod

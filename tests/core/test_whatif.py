@@ -1,0 +1,189 @@
+"""What-if: one node by hand, against a hand-worked table, the risk profile of the generalized
+table computed the long way, and the search's own optimum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from anonweb.core.assessment.profile import assess_risk
+from anonweb.core.errors import ParameterError
+from anonweb.core.io.frame import read_table
+from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
+from anonweb.core.io.hierarchy_builders import interval_hierarchy, mask_hierarchy
+from anonweb.core.models import DistinctL, KAnonymity, TCloseness
+from anonweb.core.search.flash import optimal_generalization
+from anonweb.core.search.whatif import WhatIfTable
+
+QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
+
+
+@pytest.fixture
+def small():
+    df = pd.DataFrame(
+        {
+            "age": [21, 22, 23, 24, 35, 36, 37, 51, 52, 70],
+            "zip": ["1301", "1302", "1301", "1302", "1401", "1402", "1401", "1501", "1502", "1601"],
+            "disease": ["flu", "flu", "cold", "flu", "hiv", "hiv", "hiv", "flu", "cold", "flu"],
+        }
+    )
+    hierarchies = {
+        "age": interval_hierarchy(df["age"], width=10, start=20, attribute="age"),
+        "zip": mask_hierarchy(df["zip"], attribute="zip"),
+    }
+    return df, hierarchies
+
+
+def test_hand_worked_node(small):
+    df, hierarchies = small
+    w = WhatIfTable(
+        df, quasi_identifiers=["age", "zip"], hierarchies=hierarchies, sensitive=["disease"]
+    )
+    before = w.table.n
+    # age in decades, zip to 3 digits: classes {20s,130*}=4, {30s,140*}=3, {50s,150*}=2, {70s,160*}=1
+    r = w.evaluate({"age": 1, "zip": 1}, suppression=0.0)
+    assert (r.profile.k, r.profile.anonymity.classes, r.suppressed) == (1, 4, 0)
+    assert r.profile.risk.prosecutor_max == 1.0
+    assert r.profile.sensitive["disease"].diversity.l_distinct == 1  # {30s,140*} all hiv
+    # 10% suppression (1 record): the unique 70-year-old goes, k becomes 2
+    r = w.evaluate({"age": 1, "zip": 1}, suppression=0.1)
+    assert (r.profile.k, r.profile.anonymity.classes, r.suppressed) == (2, 3, 1)
+    assert r.profile.anonymity.rows == 9 and r.rows == 10
+    assert r.profile.risk.prosecutor_max == 0.5
+    # 20%: still 2 records at most; the class of 2 cannot go with the unique (3 records)
+    assert w.evaluate({"age": 1, "zip": 1}, suppression=0.2).suppressed == 1
+    # 30%: the classes of 1 and 2 go, k = 3
+    r = w.evaluate({"age": 1, "zip": 1}, suppression=0.3)
+    assert (r.profile.k, r.suppressed) == (3, 3)
+    # a model: 3-anonymity needs 3 records suppressed; with a 20% limit it fails
+    r = w.evaluate({"age": 1, "zip": 1}, suppression=0.2, k=3)
+    assert (r.satisfied, r.required, r.suppressed, r.profile.k) == (False, 3, 0, 1)
+    r = w.evaluate({"age": 1, "zip": 1}, suppression=0.3, models=[DistinctL("disease", 2)])
+    assert (r.satisfied, r.required) == (False, 4)
+    assert w.table.n == before
+
+
+def test_top_node_is_one_class(small):
+    df, hierarchies = small
+    w = WhatIfTable(df, quasi_identifiers=["age", "zip"], hierarchies=hierarchies)
+    top = {q: h - 1 for q, h in w.heights.items()}
+    r = w.evaluate(top)
+    assert (r.profile.k, r.profile.anonymity.classes, r.suppressed) == (10, 1, 0)
+    assert r.information_loss == pytest.approx(1.0)
+    assert w.evaluate({}).information_loss == 0.0
+
+
+def test_refuses_bad_levels(small):
+    df, hierarchies = small
+    w = WhatIfTable(df, quasi_identifiers=["age", "zip"], hierarchies=hierarchies)
+    with pytest.raises(ParameterError, match="out of range"):
+        w.evaluate({"age": 9})
+    with pytest.raises(ParameterError, match="not a quasi-identifier"):
+        w.evaluate({"disease": 1})
+    with pytest.raises(ParameterError, match=r"\[0, 1\)"):
+        w.evaluate({}, suppression=1.0)
+
+
+def _generalized(df, hierarchies, levels):
+    out = df.copy()
+    for col, lv in levels.items():
+        out[col] = hierarchies[col].generalize(df[col], lv)
+    return out
+
+
+@pytest.fixture(scope="module")
+def adult(datasets_dir):
+    arx = datasets_dir / "arx"
+    df = read_table(arx / "adult.csv", sep=";")
+    hierarchies = {q: read_hierarchy(arx / f"adult_hierarchy_{q}.csv", attribute=q) for q in QI8}
+    return df, hierarchies
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(
+    "levels",
+    [(0, 0, 0, 0, 0, 0, 0, 0), (2, 1, 1, 1, 0, 0, 0, 1), (4, 3, 2, 2, 1, 1, 1, 2)],
+)
+def test_profile_equals_the_generalized_table_assessed(adult, levels):
+    """No suppression: the profile of the node is the risk profile of the table generalized by
+    the hierarchies and assessed from scratch (grouping the records, not the lattice)."""
+    df, hierarchies = adult
+    lv = dict(zip(QI8, levels))
+    w = WhatIfTable(df, quasi_identifiers=QI8, hierarchies=hierarchies, sensitive=["occupation"])
+    got = w.evaluate(lv).to_dict()
+    want = assess_risk(
+        _generalized(df, hierarchies, lv), quasi_identifiers=QI8, sensitive=["occupation"]
+    ).to_dict()
+    for key in ("k", "classes", "uniques", "class_sizes", "prosecutor_risk", "records_at_risk"):
+        assert got[key] == want[key], key
+    g, e = got["sensitive"]["occupation"], want["sensitive"]["occupation"]
+    for key in ("l_distinct", "l_recursive", "homogeneous_classes", "t_distance"):
+        assert g[key] == e[key], key
+    for key in ("l_entropy", "t_closeness", "delta_disclosure"):
+        assert g[key] == pytest.approx(e[key], abs=1e-12), key
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(
+    "k, s, models",
+    [(5, 0.02, []), (10, 0.02, []), (5, 0.02, [TCloseness("occupation", 0.2)])],
+)
+def test_the_search_optimum_seen_through_what_if(adult, k, s, models):
+    """The node the search picks, evaluated by hand with the same models: the same records
+    suppressed, the same k and classes, the same information loss to the last digit."""
+    df, hierarchies = adult
+    found = optimal_generalization(
+        df, quasi_identifiers=QI8, hierarchies=hierarchies, models=models, k=k, suppression=s
+    )
+    w = WhatIfTable(df, quasi_identifiers=QI8, hierarchies=hierarchies, sensitive=["occupation"])
+    r = w.evaluate(found.levels, suppression=s, models=[KAnonymity(k), *models])
+    assert r.satisfied is True
+    assert (r.suppressed, r.profile.k, r.profile.anonymity.classes) == (
+        found.suppressed,
+        found.k,
+        found.classes,
+    )
+    assert r.information_loss == found.information_loss
+    assert r.loss_per_qi == found.loss_per_qi
+    # the kept records, checked by the models' own checks on the generalized table
+    out = found.apply(df)
+    kept = out[~found.row_suppressed]
+    want = assess_risk(kept, quasi_identifiers=QI8, sensitive=["occupation"]).to_dict()
+    got = r.to_dict()
+    assert got["prosecutor_risk"] == want["prosecutor_risk"]
+    assert (
+        got["sensitive"]["occupation"]["l_distinct"]
+        == want["sensitive"]["occupation"]["l_distinct"]
+    )
+
+
+def test_missing_values_and_population(small):
+    df, hierarchies = small
+    df = df.assign(age=df["age"].astype("Int64"))
+    df.loc[[0, 9], "age"] = pd.NA
+    h = dict(hierarchies, age=interval_hierarchy(df["age"], width=10, start=20, attribute="age"))
+    w = WhatIfTable(df, quasi_identifiers=["age", "zip"], hierarchies=h, population_size=1000)
+    r = w.evaluate({"age": 1, "zip": 3})
+    want = assess_risk(_generalized(df, h, {"age": 1, "zip": 3}), quasi_identifiers=["age", "zip"])
+    assert r.profile.k == want.k
+    assert r.profile.anonymity.classes == want.anonymity.classes
+    assert r.to_dict()["population"] is not None
+    assert np.isfinite(r.information_loss)
+
+
+def test_hierarchy_objects_only(small):
+    df, _ = small
+    with pytest.raises(ParameterError):
+        WhatIfTable(df, quasi_identifiers=["age"], hierarchies={})
+    h = Hierarchy(rows=tuple((str(a), "*") for a in df["age"]), attribute="age")
+    assert WhatIfTable(df, quasi_identifiers=["age"], hierarchies={"age": h}).heights == {"age": 2}

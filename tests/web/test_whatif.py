@@ -1,0 +1,115 @@
+"""What-if on the dataset page: answered at once, the same figures as the risk profile of the
+generalized table, login and team scoping, raw labels for privacy officers only."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from anonweb.core.assessment.profile import assess_risk
+from anonweb.datasets.services import dataset_set_hierarchy_spec
+from anonweb.datasets.whatif import whatif_forget
+from tests.web.conftest import small_table
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    whatif_forget()
+    yield
+    whatif_forget()
+
+
+def _post(client, ds, body):
+    return client.post(
+        reverse("datasets:whatif", args=[ds.pk]), json.dumps(body), content_type="application/json"
+    )
+
+
+def test_levels_and_suppression_change_the_figures(client, officer, dataset):
+    dataset_set_hierarchy_spec(
+        user=officer, dataset=dataset, column="age", spec={"builder": "interval", "width": 10}
+    )
+    client.force_login(officer)
+    first = client.get(reverse("datasets:whatif", args=[dataset.pk]))
+    assert first.status_code == 200
+    r = first.json()["result"]
+    assert r["k"] == 1 and r["classes"] == 6 and r["suppressed"] == 0
+    assert set(r["heights"]) == {"zip", "age", "sex"}
+    assert r["level_names"]["zip"][1].endswith("*")
+    # zip to its top, sex to its top, age in decades: {20s}=3, {40s}=2, {50s}=1
+    top = {"zip": r["heights"]["zip"] - 1, "sex": r["heights"]["sex"] - 1, "age": 1}
+    got = _post(client, dataset, {"levels": top, "suppression": 0.0}).json()
+    assert (got["result"]["k"], got["result"]["classes"]) == (1, 3)
+    assert got["result"]["information_loss"] > 0
+    ids = {c["id"] for c in got["charts"]}
+    assert {"chart-class-sizes", "chart-loss"} <= ids
+    # a sixth of the rows may go: the unique fifty-year-old is suppressed, k = 2
+    got = _post(client, dataset, {"levels": top, "suppression": 0.17}).json()["result"]
+    assert (got["k"], got["classes"], got["suppressed"]) == (2, 2, 1)
+    # the same figures as the table generalized and assessed from scratch
+    df = small_table()
+    df["zip"] = "*"
+    df["sex"] = "*"
+    df["age"] = df["age"].map(lambda a: f"[{a // 10 * 10}, {a // 10 * 10 + 10}[")
+    want = assess_risk(df[df["age"] != "[50, 60["], quasi_identifiers=["zip", "age", "sex"])
+    assert got["prosecutor_risk"] == want.to_dict()["prosecutor_risk"]
+    # the 20s hold flu, flu, gastritis; the 40s cancer, gastritis
+    assert got["sensitive"]["disease"]["l_distinct"] == 2
+    # with k asked for, the models decide what goes
+    got = _post(client, dataset, {"levels": top, "suppression": 0.0, "k": 2}).json()["result"]
+    assert (got["satisfied"], got["required_suppression"], got["suppressed"]) == (False, 1, 0)
+
+
+def test_bad_requests_say_why(client, officer, dataset):
+    client.force_login(officer)
+    r = _post(client, dataset, {"levels": {"zip": 99}})
+    assert r.status_code == 400 and "out of range" in r.json()["error"]
+    r = _post(client, dataset, {"levels": {"disease": 1}})
+    assert r.status_code == 400 and "not a quasi-identifier" in r.json()["error"]
+    r = _post(client, dataset, {"levels": {}, "suppression": 1.5})
+    assert r.status_code == 400 and "[0, 1)" in r.json()["error"]
+    r = client.post(
+        reverse("datasets:whatif", args=[dataset.pk]), "{", content_type="application/json"
+    )
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+
+
+def test_steward_sees_figures_but_no_source_values(client, steward, dataset):
+    client.force_login(steward)
+    r = client.get(reverse("datasets:whatif", args=[dataset.pk])).json()["result"]
+    assert r["k"] == 1
+    assert "level_names" not in r and "level_labels" not in r
+
+
+def test_other_teams_and_anonymous_get_nothing(client, outsider, analyst, dataset):
+    url = reverse("datasets:whatif", args=[dataset.pk])
+    assert client.get(url).status_code == 302
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+    client.force_login(analyst)
+    assert client.get(url).status_code == 404
+
+
+def test_the_table_is_encoded_once(client, officer, dataset, monkeypatch):
+    from anonweb.datasets import storage
+
+    calls = []
+    real = storage.load_frame
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(storage, "load_frame", counting)
+    client.force_login(officer)
+    for lv in range(3):
+        assert _post(client, dataset, {"levels": {"sex": lv % 2}}).status_code == 200
+    assert len(calls) == 1
+
+
+def test_dataset_page_has_the_sliders_card(client, officer, dataset):
+    client.force_login(officer)
+    page = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
+    assert 'data-testid="whatif"' in page and "js/whatif.js" in page
