@@ -43,6 +43,42 @@ def test_verify_command_catches_an_edit_made_directly_in_the_database(team, caps
     assert "edited" in str(exc.value)
 
 
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("details_text", '{"i":99}'),
+        ("actor_name", "mallory"),
+        ("actor_id", 424242),
+        ("team_name", "Elsewhere"),
+        ("team_id", 424242),
+        ("action", "test.forged"),
+        ("target_type", "release"),
+        ("target_id", "99"),
+        ("created_at", "2001-01-01 00:00:00+00:00"),
+        ("prev_hash", "f" * 64),
+        ("seq", 1000),
+        ("scheme", 1),
+    ],
+)
+def test_every_stored_field_is_covered_by_the_hash(team, officer, field, value):
+    """An edit of any one field of an event, made in the database, makes that event's content
+    disagree with its hash: the hash covers every field (a hash that left out the details or
+    the actor's name would let those be rewritten unnoticed)."""
+    events = [
+        audit_record(actor=officer, team=team, action="test.event", details={"i": i})
+        for i in range(3)
+    ]
+    target = events[1]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {AuditEvent._meta.db_table} SET {field} = %s WHERE id = %s",
+            [value, target.pk],
+        )
+    report = audit_verify_chain()
+    edited = [p for p in report.problems if p.event_id == target.pk]
+    assert edited and "it was edited" in edited[0].reason, report.reason
+
+
 def test_verify_catches_a_deleted_event(team):
     events = _events(team)
     with connection.cursor() as cursor:
