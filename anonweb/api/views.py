@@ -16,6 +16,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -284,9 +285,22 @@ class DatasetReleases(ApiView):
         if not isinstance(fields["plan"], dict):
             return Response({"errors": ["plan: a plan is an object with steps"]}, status=400)
         job = anonymize_launch(
-            user=request.user, dataset=dataset, plan=fields["plan"], title=fields["title"]
+            user=request.user,
+            dataset=dataset,
+            plan=fields["plan"],
+            title=fields["title"],
+            **_stated(anonymize_launch, purpose=fields["purpose"], recipient=fields["recipient"]),
         )
         return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+def _stated(service, **fields) -> dict:
+    """The fields among ``fields`` that ``service`` takes (the release's purpose and recipient
+    are passed on as soon as the launch service records them)."""
+    import inspect
+
+    accepted = inspect.signature(service).parameters
+    return {k: v for k, v in fields.items() if k in accepted}
 
 
 class DatasetBudget(ApiView):
@@ -465,7 +479,16 @@ DOWNLOAD_FORMATS = {
 }
 
 
+class FormatIsTheFiles(DefaultContentNegotiation):
+    """``?format=`` names the file's format here, not a renderer: errors are always JSON."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class ReleaseDownload(ApiView):
+    content_negotiation_class = FormatIsTheFiles
+
     @doc(
         roles=EVERYONE,
         parameters=[OpenApiParameter("format", str, enum=list(DOWNLOAD_FORMATS), default="csv")],
