@@ -76,6 +76,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "anonweb.common.security.ContentSecurityPolicyMiddleware",
     "anonweb.datasets.uploads.UploadLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -188,6 +189,12 @@ except ImproperlyConfiguredVariable as exc:
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Sent with every response (anonweb/common/security.py): scripts only from the site's own files.
+ANONWEB_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 # Celery. The default broker is kombu's file-system transport: no server to run.
 _broker_dir = VAR_DIR / "broker"

@@ -66,7 +66,13 @@ def _check_broker() -> dict:
 @login_not_required
 @never_cache
 def healthz(request):
-    """Liveness and dependencies. 200 when the database and the broker answer, 503 otherwise."""
+    """Liveness and dependencies. 200 when the database and the broker answer, 503 otherwise.
+
+    Anonymous callers (a load balancer) get the status alone; which database and broker run,
+    and how they failed, is shown to staff only."""
     state = {"database": _check_database(), "broker": _check_broker()}
     ok = all(part["ok"] for part in state.values())
-    return JsonResponse({"status": "ok" if ok else "degraded", **state}, status=200 if ok else 503)
+    body: dict = {"status": "ok" if ok else "degraded"}
+    if request.user.is_authenticated and request.user.is_staff:
+        body.update(state)
+    return JsonResponse(body, status=200 if ok else 503)

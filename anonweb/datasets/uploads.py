@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
 from django.http import HttpResponse, JsonResponse
+from django.urls import reverse
 
 # Room for the form fields next to the file (name, description, CSRF token, multipart framing).
 FORM_ALLOWANCE = 1024 * 1024
@@ -59,7 +60,8 @@ class UploadLimitMiddleware:
                 return JsonResponse({"error": message}, status=413)
             return HttpResponse(
                 "<!doctype html><title>Upload too large</title><h1>Upload too large</h1>"
-                f"<p>{message[0].upper()}{message[1:]}.</p><p><a href='javascript:history.back()'>Back</a></p>",
+                f"<p>{message[0].upper()}{message[1:]}.</p><p><a href='{reverse('datasets:upload')}'>"
+                "Back to the upload page</a></p>",
                 status=413,
             )
         return self.get_response(request)

@@ -94,7 +94,23 @@ def test_csrf_is_enforced(officer, dataset):
     assert not Job.objects.filter(dataset=dataset).exists()
 
 
-def test_healthz_is_public_and_reports_parts(client):
+def test_healthz_tells_anonymous_callers_the_status_alone(client, officer):
+    response = client.get(reverse("healthz"))
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    client.force_login(officer)  # not staff: still the status alone
+    assert client.get(reverse("healthz")).json() == {"status": "ok"}
+
+
+@pytest.fixture
+def staff(db):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user(username="ops", is_staff=True)
+
+
+def test_healthz_reports_parts_to_staff(client, staff):
+    client.force_login(staff)
     response = client.get(reverse("healthz"))
     assert response.status_code == 200
     body = response.json()
@@ -103,8 +119,11 @@ def test_healthz_is_public_and_reports_parts(client):
     assert body["status"] == "ok"
 
 
-def test_healthz_reports_a_broker_that_is_down(client, monkeypatch):
+def test_healthz_reports_a_broker_that_is_down(client, staff, monkeypatch):
     from anonweb.celery import app
+
+    assert client.get(reverse("healthz")).status_code == 200
+    client.force_login(staff)
 
     def refuse(*args, **kwargs):
         raise ConnectionRefusedError("refused")
@@ -124,3 +143,11 @@ def test_admin_is_for_superusers_only(client, officer):
     response = client.get("/admin/")
     assert response.status_code == 302
     assert "login" in response.url
+
+
+def test_every_page_sends_a_content_security_policy(client, officer):
+    client.force_login(officer)
+    for url in (reverse("login"), reverse("home"), reverse("healthz")):
+        policy = client.get(url)["Content-Security-Policy"]
+        assert "script-src 'self';" in policy and "object-src 'none'" in policy
+        assert "unsafe-eval" not in policy and "frame-ancestors 'none'" in policy

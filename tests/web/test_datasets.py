@@ -69,6 +69,12 @@ def test_upload_returns_at_once_and_a_job_reads_the_file(client, officer, team, 
         f"datasets/{ds.storage_key}/data.parquet",
         f"datasets/{ds.storage_key}/original.csv",
     ]
+    # Raw data is readable by the service's user alone, the table as much as the upload.
+    modes = {
+        name: oct((settings.MEDIA_ROOT / name).stat().st_mode & 0o777)
+        for name in _files_left(settings)
+    }
+    assert set(modes.values()) == {"0o600"}, modes
 
 
 @pytest.mark.parametrize("role_user", ["steward", "analyst"])

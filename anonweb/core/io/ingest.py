@@ -249,6 +249,7 @@ def convert_to_parquet(
             _finish(staging, final, source.names, tally, lambda f, m: report(0.7 + 0.15 * f, m))
         report(0.85, "counting distinct values")
         distinct = _distinct_counts(final, source.names, lambda f, m: report(0.85 + 0.14 * f, m))
+        os.chmod(final, 0o600)  # raw data: the service's user alone, as the upload itself
         os.replace(final, dest)
     except BaseException:
         final.unlink(missing_ok=True)
