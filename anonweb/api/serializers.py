@@ -46,6 +46,26 @@ class HierarchyRequest(serializers.Serializer):
     )
 
 
+class WhatIfRequest(serializers.Serializer):
+    """One lattice node: a level per quasi-identifier (missing ones stay at 0) and a limit."""
+
+    levels = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        help_text="quasi-identifier -> hierarchy level (0 keeps the value)",
+    )
+    suppression = serializers.FloatField(
+        required=False,
+        min_value=0,
+        help_text="largest fraction of rows that may be suppressed, in [0, 1)",
+    )
+    k = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="suppress the classes below k (if they fit the limit) instead of the smallest",
+    )
+
+
 class ReleaseRequest(serializers.Serializer):
     title = serializers.CharField(max_length=200)
     purpose = serializers.CharField(required=False, allow_blank=True, default="")

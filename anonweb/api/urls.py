@@ -26,6 +26,7 @@ v1 = [
     ),
     route("datasets/<int:dataset_id>/assessments/", views.DatasetAssessments, "dataset-assess"),
     route("datasets/<int:dataset_id>/risk/", views.DatasetRisk, "dataset-risk"),
+    route("datasets/<int:dataset_id>/what-if/", views.DatasetWhatIf, "dataset-what-if"),
     route("datasets/<int:dataset_id>/releases/", views.DatasetReleases, "dataset-releases"),
     route("datasets/<int:dataset_id>/budget/", views.DatasetBudget, "dataset-budget"),
     route("jobs/<int:job_id>/", views.JobDetail, "job"),

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from anonweb.accounts.models import Role
 from anonweb.api import serializers as s
+from anonweb.api.errors import Conflict
 
 OFFICER = Role.PRIVACY_OFFICER.value
 STEWARD = Role.DATA_STEWARD.value
@@ -261,6 +262,37 @@ class DatasetRisk(ApiView):
         profile = {k: v for k, v in risk.items() if k != "homogeneity"}
         profile["file"] = dataset.original_name
         return Response(profile)
+
+
+class DatasetWhatIf(ApiView):
+    @doc(
+        roles=STAFF,
+        request=s.WhatIfRequest,
+        example={"levels": {"age": 1}, "suppression": 0.02},
+        responses={200: OpenApiTypes.OBJECT},
+        summary="What-if: the risk profile, suppression and information loss of chosen levels",
+        description=(
+            "Answered at once, without a job. The same JSON as the risk profile (of the records "
+            "kept) plus `suppressed`, `information_loss` (the search's metric, named in "
+            "`information_loss_measure`), `loss_per_qi`, `levels` and `heights`. Without `k` "
+            "the suppression limit is spent on the smallest classes; with `k`, on the classes "
+            "below it, if they fit (`satisfied`). Example level labels, which quote the "
+            "source, are given to privacy officers only."
+        ),
+    )
+    def post(self, request, dataset_id: int):
+        from anonweb.datasets.selectors import can_see_raw, dataset_get_for_user
+        from anonweb.datasets.whatif import whatif_evaluate
+
+        dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        if not dataset.is_ready or dataset.is_purged:
+            raise Conflict("the raw data of this dataset is not available")
+        result = whatif_evaluate(
+            dataset, request.data, raw_labels=can_see_raw(user=request.user, dataset=dataset)
+        )
+        result.pop("homogeneity", None)
+        result["file"] = dataset.original_name
+        return Response(result)
 
 
 class DatasetReleases(ApiView):

@@ -126,6 +126,8 @@ def whatif_evaluate(dataset: Dataset, body: Any, *, raw_labels: bool) -> dict[st
     result["heights"] = table.heights
     if raw_labels:
         result["level_names"] = table.level_names()
-    else:
+    else:  # the classes that disclose a value are described by values of the source
         result.pop("level_labels", None)
+        for sa in result.get("sensitive", {}).values():
+            sa["disclosing_classes"] = []
     return result

@@ -113,3 +113,43 @@ def test_dataset_page_has_the_sliders_card(client, officer, dataset):
     client.force_login(officer)
     page = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
     assert 'data-testid="whatif"' in page and "js/whatif.js" in page
+
+
+def _described(classes):
+    return sorted(
+        (tuple((q, str(v)) for q, v in c["quasi_identifiers"].items()), c["size"], c["value"])
+        for c in classes
+    )
+
+
+def test_api_what_if_is_the_risk_profile_plus_suppression_and_loss(officer, steward, dataset):
+    from tests.web.test_api import api, run_queued
+
+    client = api(officer)
+    url = f"/api/v1/datasets/{dataset.pk}/what-if/"
+    r = client.post(url, {"levels": {}, "suppression": 0.0}, format="json")
+    assert r.status_code == 200
+    got = r.json()
+    # level 0 everywhere, nothing suppressed: exactly the latest risk profile's figures
+    assert client.post(f"/api/v1/datasets/{dataset.pk}/assessments/").status_code == 202
+    run_queued()
+    risk = client.get(f"/api/v1/datasets/{dataset.pk}/risk/").json()
+    for key in risk:
+        if key == "sensitive":
+            for name, sa in risk[key].items():
+                for field, value in sa.items():
+                    if field == "disclosing_classes":  # labels are the hierarchy's text
+                        assert _described(got[key][name][field]) == _described(value)
+                    else:
+                        assert got[key][name][field] == value, (name, field)
+        elif key not in ("file", "population"):
+            assert got[key] == risk[key], key
+    assert got["suppressed"] == 0 and got["information_loss"] == 0.0
+    assert "level_names" in got
+    top = {q: h - 1 for q, h in got["heights"].items()}
+    moved = client.post(url, {"levels": top, "suppression": 0.2}, format="json").json()
+    assert (moved["k"], moved["classes"], moved["suppressed"]) == (6, 1, 0)
+    assert moved["information_loss"] == 1.0
+    assert "level_names" not in api(steward).post(url, {"levels": {}}, format="json").json()
+    r = client.post(url, {"levels": {"zip": 42}}, format="json")
+    assert r.status_code == 400 and "out of range" in r.json()["error"]

@@ -43,7 +43,7 @@ from anonweb.core.models.closeness import t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.diversity import DEFAULT_C, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymity, k_anonymity_of
-from anonweb.core.risk.classes import EquivalenceClasses
+from anonweb.core.risk.classes import EquivalenceClasses, json_value
 from anonweb.core.risk.population import population_uniqueness
 from anonweb.core.risk.reidentification import DEFAULT_THRESHOLDS, risk_of
 from anonweb.core.search.lattice import EncodedTable
@@ -120,6 +120,7 @@ class WhatIfTable:
         aggregate: str | None = None,
         thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
         recursive_c: float = DEFAULT_C,
+        disclosing_limit: int = 20,
     ) -> None:
         sensitive = [s for s in sensitive if s not in quasi_identifiers]
         self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
@@ -130,6 +131,7 @@ class WhatIfTable:
         self.population_size = population_size
         self.thresholds = tuple(thresholds)
         self.recursive_c = recursive_c
+        self.disclosing_limit = disclosing_limit
         self.sa_hierarchies = {s: hierarchies.get(s) for s in sensitive}
         # an empty column of the same type: what picks the t-closeness distance
         self.sa_types = {s: df[s].iloc[:0] for s in sensitive}
@@ -232,7 +234,7 @@ class WhatIfTable:
             loss_per_qi=per_qi,
             metric=self.metric.name,
             rows=n,
-            profile=self._profile(sizes, inv, kept) if kept.any() else None,
+            profile=self._profile(sizes, inv, kept, node, rep) if kept.any() else None,
         )
 
     def _counts(self, inv: np.ndarray, n_classes: int, rows: np.ndarray | None):
@@ -251,8 +253,16 @@ class WhatIfTable:
 
         return counts
 
-    def _profile(self, all_sizes: np.ndarray, inv: np.ndarray, kept: np.ndarray) -> RiskProfile:
+    def _profile(
+        self,
+        all_sizes: np.ndarray,
+        inv: np.ndarray,
+        kept: np.ndarray,
+        node: list[int],
+        rep: np.ndarray,
+    ) -> RiskProfile:
         sizes = all_sizes[kept]
+        kept_rep = rep[kept]
         rows = np.flatnonzero(kept[inv])  # distinct rows of kept classes
         renumber = np.cumsum(kept) - 1
         counts = self._counts(renumber[inv[rows]], len(sizes), rows)
@@ -267,6 +277,7 @@ class WhatIfTable:
                 t_closeness_of(
                     sc, self.sa_types[name], distance=None, hierarchy=self.sa_hierarchies[name]
                 ),
+                self._disclosing(sc, node, kept_rep),
             )
         pop = self.population_size
         kept = int(sizes.sum())
@@ -279,6 +290,29 @@ class WhatIfTable:
             sensitive=profiles,
             classes=ec,
         )
+
+    def _disclosing(
+        self, sc: SensitiveCounts, node: list[int], rep: np.ndarray
+    ) -> tuple[dict, ...]:
+        """The largest classes whose records all share one sensitive value, described by
+        their generalized quasi-identifier values (as the risk profile lists them)."""
+        which = np.flatnonzero(sc.distinct == 1)
+        which = which[np.argsort(-sc.sizes[which], kind="stable")][: self.disclosing_limit]
+        t = self.table
+        out = []
+        for j, v in zip(which, sc.val[sc.starts[which]]):
+            qis = {}
+            for i, (q, lv) in enumerate(zip(t.qis, node)):
+                label = q.labels[lv][t.full_codes[i][lv][rep[j]]]
+                qis[q.name] = json_value(label)
+            out.append(
+                {
+                    "quasi_identifiers": qis,
+                    "size": int(sc.sizes[j]),
+                    "value": json_value(sc.values[v]),
+                }
+            )
+        return tuple(out)
 
 
 def _smallest_within(sizes: np.ndarray, max_out: int) -> np.ndarray:
