@@ -186,6 +186,19 @@ try:
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
 except ImproperlyConfiguredVariable as exc:
     raise ImproperlyConfigured(str(exc)) from None
+# Behind a TLS proxy (the documented production setup, README "Production"): the proxy
+# says https in X-Forwarded-Proto, Django redirects plain http and sends HSTS.
+try:
+    if env_bool("ANONWEB_BEHIND_TLS_PROXY", default=False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("ANONWEB_SSL_REDIRECT", default=False)
+    SECURE_HSTS_SECONDS = env_int("ANONWEB_HSTS_SECONDS", 0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ANONWEB_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env_bool("ANONWEB_HSTS_PRELOAD", default=False)
+except ImproperlyConfiguredVariable as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+# A load balancer may probe over plain http.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

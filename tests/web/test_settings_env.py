@@ -63,3 +63,43 @@ def test_a_malformed_variable_is_named(name, value):
 def test_embedded_defaults_start_with_a_key_only():
     result = _check({"SECRET_KEY": "x" * 50})
     assert result.returncode == 0, result.stderr
+
+
+# The production settings the README documents (behind a TLS proxy).
+PRODUCTION = {
+    "SECRET_KEY": "a-production-key-made-of-enough-random-characters-0123456789",
+    "ALLOWED_HOSTS": "anonweb.example.org",
+    "SECURE_COOKIES": "1",
+    "ANONWEB_BEHIND_TLS_PROXY": "1",
+    "ANONWEB_SSL_REDIRECT": "1",
+    "ANONWEB_HSTS_SECONDS": "31536000",
+    "ANONWEB_HSTS_PRELOAD": "1",
+}
+
+
+def _deploy_check(env_overrides):
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "DJANGO_SETTINGS_MODULE")}
+    env.update(env_overrides)
+    env["ANONWEB_VAR_DIR"] = str(ROOT / "var" / "test-settings")
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_documented_production_settings_pass_the_deploy_check():
+    result = _deploy_check(PRODUCTION)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "no issues" in result.stdout
+
+
+def test_the_deploy_check_fails_without_tls_settings():
+    result = _deploy_check(
+        {k: v for k, v in PRODUCTION.items() if "HSTS" not in k and "SSL" not in k}
+    )
+    assert result.returncode != 0
+    assert "security.W004" in result.stderr + result.stdout
