@@ -43,6 +43,9 @@ def release_detail(request, release_id: int):
 
         chart = intruder_chart(intruder)
         charts = (charts or []) + ([chart] if chart else [])
+    dp = _dp_charts(release)
+    if dp:
+        charts = (charts or []) + dp
     return render(
         request,
         "releases/detail.html",
@@ -55,6 +58,21 @@ def release_detail(request, release_id: int):
             "checked": release.conflicts_checked,
         },
     )
+
+
+def _dp_charts(release) -> list[dict]:
+    """Each DP statistic of the release with its 95% interval, from the released table."""
+    from anonweb.core.dp.charts import dp_charts, needs_table
+
+    steps = (release.report or {}).get("steps") or []
+    table = None
+    if needs_table(steps):
+        import pandas as pd
+
+        path = release_dir(release.storage_key) / "data.parquet"
+        if path.exists():
+            table = pd.read_parquet(path)
+    return dp_charts(steps, table)
 
 
 @require_POST

@@ -1,0 +1,206 @@
+"""DP outputs as DP outputs: each released statistic as a plotly chart with its 95% interval.
+
+The figures come from the released table (noisy values) and the step's own report (the interval
+half-widths, computed from the noise scale without data), so a chart shows nothing that the
+release does not. Pure: plotly's figure objects only. Each chart is a dict with an ``id``, a
+``data_id`` for the embedded JSON and the ``figure`` (data + layout), like the risk charts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from anonweb.core.assessment.charts import _LAYOUT, _as_data
+from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
+from anonweb.core.release.plan import STATISTIC_COLUMN
+
+MAX_BARS = 200
+COLOR = "#2f5d8a"
+
+
+def _interval(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out else None
+
+
+def _part(table: pd.DataFrame, step: int) -> pd.DataFrame:
+    if STATISTIC_COLUMN not in table.columns:
+        return table
+    labels = table[STATISTIC_COLUMN].astype(str)
+    part = table[labels.str.startswith(f"{step}: ")]
+    return part.drop(columns=[STATISTIC_COLUMN]).dropna(axis=1, how="all")
+
+
+def _title(entry: Mapping[str, Any], what: str) -> str:
+    columns = ", ".join(map(str, entry.get("columns") or []))
+    eps = entry.get("epsilon_spent")
+    cost = f"ε = {eps:.4g}" if isinstance(eps, (int, float)) else ""
+    if entry.get("delta_spent"):
+        cost += f", δ = {entry['delta_spent']:.2g}"
+    head = f"Step {entry.get('step')}: DP {entry.get('kind')}" + (
+        f" of {columns}" if columns else ""
+    )
+    return f"{head} ({cost})<br><sub>{what}</sub>"
+
+
+def _bars(
+    x: Sequence[str], y: Sequence[float], half: float | None, *, name: str, hover: str
+) -> go.Bar:
+    return go.Bar(
+        x=list(x),
+        y=list(y),
+        name=name,
+        marker_color=COLOR,
+        error_y={"type": "constant", "value": half or 0.0, "visible": half is not None},
+        hovertemplate=hover + "<extra></extra>",
+    )
+
+
+def _histogram(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+    columns = [str(c) for c in entry.get("columns") or []]
+    if not columns:
+        return None
+    if part.empty or COUNT_COLUMN not in part.columns or not set(columns) <= set(part.columns):
+        part = pd.DataFrame({**{c: [] for c in columns}, COUNT_COLUMN: []})  # nothing released
+    part = part.head(MAX_BARS)
+    x = part[columns].astype(str).agg(" · ".join, axis=1) if len(part) else []
+    half = _interval(entry.get("ci95_halfwidth"))
+    what = f"noisy counts; bars show the 95% interval ±{half:.3g}" if half else "noisy counts"
+    if entry.get("suppressed_keys"):
+        what += f"; {entry['suppressed_keys']}"
+    fig = go.Figure(
+        _bars(x, part[COUNT_COLUMN].astype(float), half, name="noisy count", hover="%{x}: %{y}")
+    )
+    fig.update_layout(title=_title(entry, what), xaxis_type="category", yaxis_title="count")
+    return fig
+
+
+def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+    if not {"bin_lo", "bin_hi", COUNT_COLUMN} <= set(part.columns):
+        return None
+    last = len(part) - 1
+    x = [
+        f"[{lo:g}, {hi:g}{']' if i == last else ')'}"
+        for i, (lo, hi) in enumerate(zip(part["bin_lo"], part["bin_hi"]))
+    ]
+    half = _interval(entry.get("range_ci95_halfwidth_approx"))
+    bounds = entry.get("bounds") or []
+    what = f"noisy counts over public bins between the declared bounds {bounds}"
+    if half:
+        what += f"; bars show the 95% interval ±{half:.3g} (normal approximation)"
+    fig = go.Figure(
+        _bars(x, part[COUNT_COLUMN].astype(float), half, name="noisy count", hover="%{x}: %{y:.1f}")
+    )
+    fig.update_layout(title=_title(entry, what), xaxis_type="category", yaxis_title="count")
+    return fig
+
+
+def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+    kind = entry.get("kind")
+    column, key = {
+        "count": (COUNT_COLUMN, "ci95_halfwidth"),
+        "sum": ("noisy_sum", "ci95_halfwidth"),
+        "mean": ("noisy_mean", "mean_ci95_halfwidth_approx"),
+    }[kind]
+    if column not in part.columns or part.empty:
+        return None
+    value = float(part[column].iloc[0])
+    half = _interval(entry.get(key))
+    what = f"noisy {kind}" + (f" with its 95% interval ±{half:.4g}" if half else "")
+    if kind == "mean":
+        what += " (approximate: noisy sum over noisy count)"
+    fig = go.Figure(_bars([kind], [value], half, name=f"noisy {kind}", hover="%{y:.4g}"))
+    fig.update_layout(title=_title(entry, what), xaxis_type="category")
+    return fig
+
+
+def _quantile(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+    if not {"alpha", "quantile"} <= set(part.columns):
+        return None
+    rank = _interval(entry.get("range_ci95_halfwidth_approx"))
+    width = _interval(entry.get("bin_width"))
+    what = "noisy quantiles read off noisy binned counts"
+    if rank is not None and width is not None:
+        what += (
+            f"; 95% interval: the rank within ±{rank:.3g} rows, the value within that and one bin "
+            f"width ({width:.3g})"
+        )
+    fig = go.Figure(
+        go.Scatter(
+            x=[f"{a:g}" for a in part["alpha"]],
+            y=part["quantile"].astype(float),
+            mode="markers",
+            marker={"color": COLOR, "size": 10},
+            error_y={"type": "constant", "value": width or 0.0, "visible": width is not None},
+            hovertemplate="quantile %{x}: %{y:.4g}<extra></extra>",
+        )
+    )
+    fig.update_layout(title=_title(entry, what), xaxis_type="category", xaxis_title="level")
+    return fig
+
+
+def _local(entry: Mapping[str, Any]) -> go.Figure | None:
+    estimated, sd = entry.get("estimated_counts"), _interval(entry.get("estimate_sd"))
+    if not isinstance(estimated, Mapping) or not estimated:
+        return None
+    half = 1.96 * sd if sd is not None else None
+    what = "debiased counts estimated from the randomized column"
+    if half:
+        what += f"; bars show the 95% interval ±{half:.3g} (worst case)"
+    fig = go.Figure(
+        _bars(
+            [str(k) for k in estimated],
+            [float(v) for v in estimated.values()],
+            half,
+            name="estimated count",
+            hover="%{x}: %{y:.1f}",
+        )
+    )
+    title = (
+        f"Step {entry.get('step')}: local DP on {entry.get('column')} "
+        f"(ε = {entry.get('epsilon_spent', 0):.4g} per record)<br><sub>{what}</sub>"
+    )
+    fig.update_layout(title=title, xaxis_type="category", yaxis_title="count")
+    return fig
+
+
+def needs_table(steps: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether :func:`dp_charts` reads the released table (a central DP statistic is there)."""
+    return any(e.get("kind") in KINDS and "noise" in e for e in steps)
+
+
+def dp_charts(steps: Sequence[Mapping[str, Any]], table: pd.DataFrame | None) -> list[dict]:
+    """One chart per DP statistic of a release: ``steps`` are its report's step entries,
+    ``table`` its released table (several measurements stacked under ``statistic``)."""
+    charts = []
+    for entry in steps:
+        fig = None
+        if entry.get("kind") == "ldp_randomized_response":
+            fig = _local(entry)
+        elif entry.get("kind") in KINDS and "noise" in entry and table is not None:
+            part = _part(table, int(entry.get("step", 0)))
+            kind = entry["kind"]
+            if kind == "histogram":
+                fig = _histogram(entry, part)
+            elif kind == "range":
+                fig = _range(entry, part)
+            elif kind == "quantile":
+                fig = _quantile(entry, part)
+            else:
+                fig = _single(entry, part)
+        if fig is None:
+            continue
+        fig.update_layout(**_LAYOUT, showlegend=False)
+        fig.update_layout(margin={"l": 60, "r": 20, "t": 80, "b": 60})
+        name = f"dp-step-{entry.get('step')}"
+        charts.append(
+            {"id": f"chart-{name}", "data_id": f"chart-{name}-data", "figure": _as_data(fig)}
+        )
+    return charts

@@ -1,0 +1,58 @@
+"""A DP release reads as one: each statistic is a chart with its 95% interval, bins are public,
+and privately selected keys are described without counting the ones held back."""
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from anonweb.jobs.models import JobStatus
+from anonweb.jobs.services import anonymize_launch, job_execute
+from anonweb.releases.budget import budget_set
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_release_page_charts_each_statistic_with_its_interval(
+    client, officer, steward, dataset
+):
+    budget_set(user=steward, dataset=dataset, epsilon=3.0, delta=1e-5)
+    steps = [
+        {"kind": "histogram", "epsilon": 1.0, "columns": ["disease"], "delta": 1e-6},
+        {"kind": "range", "epsilon": 1.0, "columns": ["age"], "bounds": [0, 100], "bins": 5},
+    ]
+    plan = {"version": 1, "steps": [{"kind": "dp_release", "params": p} for p in steps]}
+    job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="dp")
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
+    assert "vendor/plotly/plotly.min.js" in page
+    figures = {
+        m.group(1): json.loads(m.group(2))
+        for m in re.finditer(
+            r'<script id="(chart-dp-step-\d+)-data" type="application/json">(.*?)</script>',
+            page,
+            re.S,
+        )
+    }
+    assert sorted(figures) == ["chart-dp-step-1", "chart-dp-step-2"]
+    report = job.release.report["steps"]
+    for i, key in ((1, "ci95_halfwidth"), (2, "range_ci95_halfwidth_approx")):
+        bars = figures[f"chart-dp-step-{i}"]["data"][0]
+        assert bars["error_y"]["value"] == pytest.approx(report[i - 1][key])
+    assert figures["chart-dp-step-2"]["data"][0]["x"] == [
+        "[0, 20)",
+        "[20, 40)",
+        "[40, 60)",
+        "[60, 80)",
+        "[80, 100]",
+    ]
+    held_back = re.search(r'data-testid="suppressed-keys">([^<]*)<', page).group(1)
+    assert (
+        held_back
+        == "The categories were selected privately: keys below the threshold are not released."
+    )
+    assert "Bins are public: equal widths between the declared bounds 0.0 and 100.0" in page
