@@ -25,9 +25,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.conflicts.findings import Finding, rows_of
 from anonweb.core.conflicts.inference import Aggregate, Inference, figure, infer, recipe
@@ -50,7 +52,7 @@ class ReleaseView:
 
     label: str
     frame: pd.DataFrame | None = None
-    rows: np.ndarray | None = None
+    rows: NDArray[Any] | None = None
     aggregates: tuple[Aggregate, ...] = ()
     quasi_identifiers: tuple[str, ...] = ()
     dp: bool = False
@@ -214,7 +216,7 @@ def _aggregate_findings(source, column, aggs, *, new, p, bounds, budget):
     return findings, incomplete
 
 
-def _exact(inf: Inference, mask: np.ndarray, column: str, *, alone: str | None = None):
+def _exact(inf: Inference, mask: NDArray[Any], column: str, *, alone: str | None = None):
     """One finding per (kind, releases involved), explained by its first record's arithmetic."""
     rows = np.flatnonzero(mask)
     if not rows.size:
@@ -250,7 +252,7 @@ def _exact(inf: Inference, mask: np.ndarray, column: str, *, alone: str | None =
     return out
 
 
-def _interval(inf: Inference, mask: np.ndarray, column: str, p, *, alone: str | None = None):
+def _interval(inf: Inference, mask: NDArray[Any], column: str, p, *, alone: str | None = None):
     if p is None or not mask.any():
         return []
     rows = rows_of(mask)

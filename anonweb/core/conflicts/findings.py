@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.risk.classes import json_value
 
@@ -71,5 +72,5 @@ def _number(v: float) -> float:
     return float(f"{float(v):.12g}")
 
 
-def rows_of(mask: np.ndarray) -> tuple[int, ...]:
+def rows_of(mask: NDArray[Any]) -> tuple[int, ...]:
     return tuple(int(r) for r in np.flatnonzero(mask))

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.conflicts.solver import Equations, solve
 from anonweb.core.errors import DataError, ParameterError
@@ -49,8 +51,8 @@ class Aggregate:
 
     release: str
     column: str
-    groups: np.ndarray = field(repr=False)
-    figures: np.ndarray = field(repr=False)
+    groups: NDArray[Any] = field(repr=False)
+    figures: NDArray[Any] = field(repr=False)
     statistic: str = "mean"
     table: bool = False
 
@@ -65,11 +67,11 @@ class Aggregate:
                 f"{self.release}: group labels of {self.column!r} do not match its figures"
             )
 
-    def sizes(self) -> np.ndarray:
+    def sizes(self) -> NDArray[Any]:
         g = np.asarray(self.groups)
         return np.bincount(g[g >= 0], minlength=len(self.figures))
 
-    def totals(self) -> np.ndarray:
+    def totals(self) -> NDArray[Any]:
         figures = np.asarray(self.figures, dtype=float)
         return figures * self.sizes() if self.statistic == "mean" else figures
 
@@ -84,15 +86,15 @@ class Inference:
     """
 
     aggregates: tuple[Aggregate, ...]
-    determined: np.ndarray
-    values: np.ndarray  # the fixed value (NaN elsewhere)
-    low: np.ndarray  # bounds every solution respects (public bounds where nothing is known)
-    high: np.ndarray
-    undecided: np.ndarray  # in a system too large to solve within the work budget
-    explained: np.ndarray = field(repr=False)  # (n, 4) int64
+    determined: NDArray[Any]
+    values: NDArray[Any]  # the fixed value (NaN elsewhere)
+    low: NDArray[Any]  # bounds every solution respects (public bounds where nothing is known)
+    high: NDArray[Any]
+    undecided: NDArray[Any]  # in a system too large to solve within the work budget
+    explained: NDArray[Any] = field(repr=False)  # (n, 4) int64
     bounds: tuple[float, float] = (0.0, 0.0)  # the public bounds used
 
-    def narrow(self, p: float | None, truth: np.ndarray) -> np.ndarray:
+    def narrow(self, p: float | None, truth: NDArray[Any]) -> NDArray[Any]:
         """Records confined to within ``p`` x their value, not determined exactly."""
         if p is None:
             return np.zeros(self.determined.size, dtype=bool)
@@ -101,7 +103,7 @@ class Inference:
 
 
 def infer(
-    values: np.ndarray,
+    values: NDArray[Any],
     aggregates: Sequence[Aggregate],
     *,
     bounds: tuple[float, float] | None = None,
@@ -160,7 +162,7 @@ def infer(
     return result
 
 
-def public_bounds(x: np.ndarray, bounds) -> tuple[float, float]:
+def public_bounds(x: NDArray[Any], bounds) -> tuple[float, float]:
     if bounds is None:
         finite = x[np.isfinite(x)]
         return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
@@ -175,11 +177,11 @@ class _System:
     """Equations over atoms (duplicates merged), with the original groups behind each."""
 
     eqs: Equations
-    orig_agg: np.ndarray  # per original equation (aggregate, group), sorted by representative
-    orig_group: np.ndarray
-    orig_ptr: np.ndarray  # representative r's originals: orig_*[orig_ptr[r]:orig_ptr[r+1]]
-    key: np.ndarray  # per representative: hash of its atom set (with its size mixed in)
-    weight: np.ndarray  # per atom: the random 64-bit weight in the hash
+    orig_agg: NDArray[Any]  # per original equation (aggregate, group), sorted by representative
+    orig_group: NDArray[Any]
+    orig_ptr: NDArray[Any]  # representative r's originals: orig_*[orig_ptr[r]:orig_ptr[r+1]]
+    key: NDArray[Any]  # per representative: hash of its atom set (with its size mixed in)
+    weight: NDArray[Any]  # per atom: the random 64-bit weight in the hash
 
     @classmethod
     def build(cls, aggs, groups, atom, n_atoms) -> _System:
@@ -222,7 +224,7 @@ class _System:
             weight,
         )
 
-    def explain(self, atoms: np.ndarray, rows: np.ndarray, groups) -> np.ndarray:
+    def explain(self, atoms: NDArray[Any], rows: NDArray[Any], groups) -> NDArray[Any]:
         """For determined one-record atoms: a group of that record alone, or two groups whose
         difference is that record (preferring a second group from an aggregate the record is
         absent from: a differencing attack); ``-2`` everywhere when more are needed."""
@@ -265,7 +267,7 @@ class _System:
         out[i, 3] = np.where(is_single, -1, sm_g)
         return out
 
-    def _pick(self, reps, rows, stacked, *, absent: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _pick(self, reps, rows, stacked, *, absent: bool) -> tuple[NDArray[Any], NDArray[Any]]:
         """Per (merged equation, record): the first original (aggregate, group) behind it, or
         with ``absent`` the first from an aggregate the record is not in (-1 if none)."""
         lo, hi = self.orig_ptr[reps], self.orig_ptr[reps + 1]

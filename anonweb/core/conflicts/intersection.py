@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.risk.classes import combine_codes, dense_codes, group_codes
@@ -77,36 +79,36 @@ class ConflictReport:
         }
 
 
-def _class_codes(df: pd.DataFrame, qis: Sequence[str], label: str) -> np.ndarray:
+def _class_codes(df: pd.DataFrame, qis: Sequence[str], label: str) -> NDArray[Any]:
     missing = [q for q in qis if q not in df.columns]
     if missing:
         raise DataError(f"release {label} lacks quasi-identifier column(s): {', '.join(missing)}")
     return group_codes(df.reset_index(drop=True), list(qis))
 
 
-def _value_sets(classes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
+def _value_sets(classes: NDArray[Any], values: NDArray[Any]) -> pd.DataFrame:
     """Distinct (class, value) pairs."""
     return pd.DataFrame({"c": classes, "v": values}).drop_duplicates(ignore_index=True)
 
 
-def _distinct_per_class(pairs: pd.DataFrame, classes: np.ndarray) -> np.ndarray:
+def _distinct_per_class(pairs: pd.DataFrame, classes: NDArray[Any]) -> NDArray[Any]:
     counts = np.bincount(pairs["c"].to_numpy(), minlength=int(classes.max()) + 1)
     return counts[classes]
 
 
-def _intersection_sizes(a: np.ndarray, b: np.ndarray, values: np.ndarray) -> np.ndarray:
+def _intersection_sizes(a: NDArray[Any], b: NDArray[Any], values: NDArray[Any]) -> NDArray[Any]:
     """Per record: how many distinct values its A-class and its B-class have in common."""
     return common_values(a, values, b, values, a, b)
 
 
 def common_values(
-    a_codes: np.ndarray,
-    a_values: np.ndarray,
-    b_codes: np.ndarray,
-    b_values: np.ndarray,
-    a_of: np.ndarray,
-    b_of: np.ndarray,
-) -> np.ndarray:
+    a_codes: NDArray[Any],
+    a_values: NDArray[Any],
+    b_codes: NDArray[Any],
+    b_values: NDArray[Any],
+    a_of: NDArray[Any],
+    b_of: NDArray[Any],
+) -> NDArray[Any]:
     """Distinct values shared by the A-class ``a_of[j]`` and the B-class ``b_of[j]``, for each
     record ``j`` an attacker places in both.
 
@@ -126,7 +128,7 @@ def common_values(
 
 
 def _sensitive_conflict(
-    attribute: str, a: np.ndarray, b: np.ndarray, source: pd.Series
+    attribute: str, a: NDArray[Any], b: NDArray[Any], source: pd.Series
 ) -> SensitiveConflict:
     values, _ = dense_codes(source.reset_index(drop=True))
     per_a = _distinct_per_class(_value_sets(a, values), a)

@@ -16,9 +16,11 @@ record id), and the aggregates are read off the values:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.conflicts.check import ReleaseView
 from anonweb.core.conflicts.inference import Aggregate
@@ -71,7 +73,7 @@ def view_from_lineage_form(
 
 
 def read_means(
-    source_col: pd.Series, released: pd.Series, rows: np.ndarray, *, label: str, column: str
+    source_col: pd.Series, released: pd.Series, rows: NDArray[Any], *, label: str, column: str
 ) -> Aggregate | None:
     """The groups of rows sharing a released value that is the mean of their source values."""
     if not (pd.api.types.is_numeric_dtype(source_col) and pd.api.types.is_numeric_dtype(released)):
@@ -116,7 +118,7 @@ def _tolerance(value: float) -> float:
 def microaggregated(
     source: pd.DataFrame,
     released: pd.DataFrame,
-    rows: np.ndarray,
+    rows: NDArray[Any],
     *,
     columns: Sequence[str],
     label: str,

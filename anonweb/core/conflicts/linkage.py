@@ -22,9 +22,11 @@ in each release, and the person's sensitive value must be in both: the compositi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.conflicts.findings import Finding
 from anonweb.core.conflicts.intersection import common_values
@@ -42,7 +44,7 @@ class RecordRelease:
 
     label: str
     frame: pd.DataFrame
-    rows: np.ndarray
+    rows: NDArray[Any]
     quasi_identifiers: tuple[str, ...]
 
 
@@ -53,7 +55,7 @@ class Join:
 
     how: str
     columns: tuple[str, ...]
-    linked: np.ndarray
+    linked: NDArray[Any]
 
     def describe(self) -> str:
         if self.how == "row order":
@@ -62,7 +64,7 @@ class Join:
         return f"they share column(s) {cols} with the same value for the same person"
 
 
-def shared(a: RecordRelease, b: RecordRelease) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def shared(a: RecordRelease, b: RecordRelease) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Source rows in both releases, and their positions in each."""
     return np.intersect1d(a.rows, b.rows, assume_unique=True, return_indices=True)
 
@@ -88,7 +90,7 @@ def find_join(a: RecordRelease, b: RecordRelease) -> Join | None:
     return Join("columns", tuple(alone or agreeing), linked)
 
 
-def _linked(a: RecordRelease, b: RecordRelease, columns, ia, ib) -> np.ndarray:
+def _linked(a: RecordRelease, b: RecordRelease, columns, ia, ib) -> NDArray[Any]:
     """Shared records whose values in ``columns`` occur once in each release (and agree)."""
     both = pd.concat([a.frame[columns], b.frame[columns]], ignore_index=True)
     key = group_codes(both.astype(str), columns)
@@ -98,14 +100,14 @@ def _linked(a: RecordRelease, b: RecordRelease, columns, ia, ib) -> np.ndarray:
     return (count_a[key_a[ia]] == 1) & (count_b[key_b[ib]] == 1) & (key_a[ia] == key_b[ib])
 
 
-def _agreement(x: pd.Series, y: pd.Series, ia: np.ndarray, ib: np.ndarray) -> float:
+def _agreement(x: pd.Series, y: pd.Series, ia: NDArray[Any], ib: NDArray[Any]) -> float:
     u = x.iloc[ia].reset_index(drop=True)
     v = y.iloc[ib].reset_index(drop=True)
     same = (u.astype(str) == v.astype(str)) | (u.isna() & v.isna())
     return float(same.mean())
 
 
-def class_codes(r: RecordRelease, qis: list[str]) -> np.ndarray:
+def class_codes(r: RecordRelease, qis: list[str]) -> NDArray[Any]:
     """Class of each row of ``r`` on the quasi-identifiers it carries (as published)."""
     return group_codes(r.frame.reset_index(drop=True), qis)
 
@@ -174,7 +176,7 @@ def _k_finding(kind, rows, hit, ec, k, labels, join) -> Finding:
 
 def _released_codes(
     a: RecordRelease, b: RecordRelease, s: str
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[NDArray[Any], NDArray[Any]] | None:
     """The sensitive column as each release shows it, coded jointly (None if one lacks it)."""
     if s not in a.frame.columns or s not in b.frame.columns:
         return None
@@ -183,7 +185,7 @@ def _released_codes(
     return codes[: len(a.frame)], codes[len(a.frame) :]
 
 
-def _distinct(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+def _distinct(codes: NDArray[Any], values: NDArray[Any]) -> NDArray[Any]:
     """Distinct sensitive values of each row's class (the models' l-diversity counts)."""
     ec = EquivalenceClasses(("class",), codes, np.bincount(codes))
     per_class = sensitive_counts(ec, pd.Series(values, name="s")).distinct
@@ -253,5 +255,5 @@ def _composition(a, b, s, rows, ia, ib, ca, cb, l) -> Finding | None:  # noqa: E
     )
 
 
-def rows_of_subset(rows: np.ndarray, mask: np.ndarray) -> tuple[int, ...]:
+def rows_of_subset(rows: NDArray[Any], mask: NDArray[Any]) -> tuple[int, ...]:
     return tuple(int(r) for r in rows[mask])

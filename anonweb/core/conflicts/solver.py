@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 from scipy.sparse import csgraph
 
@@ -59,21 +61,21 @@ class Equations:
     unknowns of an equation are distinct."""
 
     n_vars: int
-    ptr: np.ndarray
-    var: np.ndarray
-    rhs: np.ndarray
+    ptr: NDArray[Any]
+    var: NDArray[Any]
+    rhs: NDArray[Any]
 
     @property
     def count(self) -> int:
         return int(self.ptr.size - 1)
 
-    def sizes(self) -> np.ndarray:
+    def sizes(self) -> NDArray[Any]:
         return np.diff(self.ptr)
 
-    def eq_of_entry(self) -> np.ndarray:
+    def eq_of_entry(self) -> NDArray[Any]:
         return np.repeat(np.arange(self.count), self.sizes())
 
-    def subset(self, keep: np.ndarray) -> Equations:
+    def subset(self, keep: NDArray[Any]) -> Equations:
         sizes = self.sizes()[keep]
         mask = np.repeat(keep, self.sizes())
         return Equations(self.n_vars, np.r_[0, np.cumsum(sizes)], self.var[mask], self.rhs[keep])
@@ -81,9 +83,9 @@ class Equations:
 
 @dataclass(frozen=True)
 class Solution:
-    determined: np.ndarray  # bool per unknown
-    values: np.ndarray  # float per unknown: the value every solution gives it (where determined)
-    undecided: np.ndarray  # bool per unknown: in a part past the work budget
+    determined: NDArray[Any]  # bool per unknown
+    values: NDArray[Any]  # float per unknown: the value every solution gives it (where determined)
+    undecided: NDArray[Any]  # bool per unknown: in a part past the work budget
 
 
 def equations_from_lists(n_vars: int, groups, rhs) -> Equations:
@@ -102,7 +104,7 @@ def equations_from_lists(n_vars: int, groups, rhs) -> Equations:
 def solve(
     eqs: Equations,
     *,
-    order: np.ndarray | None = None,
+    order: NDArray[Any] | None = None,
     budget: int = DEFAULT_BUDGET,
     seed: int = 0,
     dense_max: int = DENSE_MAX,
@@ -139,7 +141,7 @@ def solve(
     return Solution(determined, values, undecided)
 
 
-def _random_free(rng, rows: int, cols: int) -> np.ndarray:
+def _random_free(rng, rows: int, cols: int) -> NDArray[Any]:
     # Gaussian draws: an exact zero has probability 0, one below the tolerance about 1e-9.
     return rng.standard_normal((rows, cols))
 
@@ -215,7 +217,7 @@ def _solve_fine(eqs: Equations, order, budget, rng, x, null, undecided, dense_ma
                 work = budget
 
 
-def _local_rank(comp_var, used, order, n_comp) -> np.ndarray:
+def _local_rank(comp_var, used, order, n_comp) -> NDArray[Any]:
     """Rank of each used unknown within its part, by ``order`` then index (-1 if unused)."""
     idx = np.flatnonzero(used)
     srt = idx[np.lexsort((idx, order[idx], comp_var[idx]))]
@@ -225,7 +227,7 @@ def _local_rank(comp_var, used, order, n_comp) -> np.ndarray:
     return local
 
 
-def _interval_components(eqs, eq_of, local, comp_eq, n_comp) -> np.ndarray:
+def _interval_components(eqs, eq_of, local, comp_eq, n_comp) -> NDArray[Any]:
     """Parts in which every equation covers a run of consecutive unknowns (in rank order)."""
     ranks = local[eqs.var]
     lo = np.full(eqs.count, np.iinfo(np.int64).max)
@@ -268,12 +270,12 @@ def _intervals(eqs, eq_of, local, comp_eq, comp_var, used, which, x, null, rng) 
     null[vars_in] = draws[labels[j + 1]] - draws[labels[j]]
 
 
-def _bfs(graph, root: int) -> tuple[np.ndarray, np.ndarray]:
+def _bfs(graph, root: int) -> tuple[NDArray[Any], NDArray[Any]]:
     order, pred = csgraph.breadth_first_order(graph, root, directed=False)
     return order.astype(np.int64), pred.astype(np.int64)
 
 
-def _potentials(a, b, w, labels, n_nodes) -> np.ndarray:
+def _potentials(a, b, w, labels, n_nodes) -> NDArray[Any]:
     """``P[b] - P[a] = w`` along a breadth-first forest (each component's first node at 0)."""
     first = np.unique(labels, return_index=True)[1]
     root = n_nodes  # a super-root joined to each component's first node
@@ -308,7 +310,7 @@ def _potentials(a, b, w, labels, n_nodes) -> np.ndarray:
     return np.asarray(pot[:n_nodes])
 
 
-def _odd_cycle_components(eqs, eq_of, degree, comp_eq, n_comp) -> np.ndarray:
+def _odd_cycle_components(eqs, eq_of, degree, comp_eq, n_comp) -> NDArray[Any]:
     """Parts whose equations, joined by the unknowns they share, contain an odd cycle.
 
     A graph is bipartite iff its bipartite double cover has twice as many components: each node
@@ -328,7 +330,7 @@ def _odd_cycle_components(eqs, eq_of, degree, comp_eq, n_comp) -> np.ndarray:
     return odd
 
 
-def _edge_ends(eqs, eq_of, degree, which) -> tuple[np.ndarray, np.ndarray]:
+def _edge_ends(eqs, eq_of, degree, which) -> tuple[NDArray[Any], NDArray[Any]]:
     """For the unknowns of degree 2 selected by ``which`` (per entry of the var array, sorted
     by unknown): their two equations."""
     sel = which[eqs.var]
@@ -407,7 +409,7 @@ def _graph(eqs, eq_of, degree, eq_mask, touches_free, comp_eq, x, null, rng) -> 
     null[edge_var] = edge_vals[:n_real, 1:]
 
 
-def _preorder(order: np.ndarray, pred: np.ndarray, n_nodes: int):
+def _preorder(order: NDArray[Any], pred: NDArray[Any], n_nodes: int):
     """Preorder position, subtree size and (-1)^depth of the nodes of a BFS tree."""
     order_l = order.tolist()
     pred_l = pred.tolist()
@@ -471,7 +473,7 @@ def _dense(eqs, eq_of, comp_eq, comp_var, which, x, null, rng) -> None:
         null[vb] = nul[slot[comp_var[vb]], var_pos[vb]]
 
 
-def _local_index(labels: np.ndarray, n_groups: int) -> np.ndarray:
+def _local_index(labels: NDArray[Any], n_groups: int) -> NDArray[Any]:
     """Position of each item within its group (in input order)."""
     order = np.argsort(labels, kind="stable")
     starts = np.r_[0, np.cumsum(np.bincount(labels, minlength=n_groups))]
@@ -480,7 +482,7 @@ def _local_index(labels: np.ndarray, n_groups: int) -> np.ndarray:
     return local
 
 
-def _pow2(n: np.ndarray) -> np.ndarray:
+def _pow2(n: NDArray[Any]) -> NDArray[Any]:
     return np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(n, 1))).astype(np.int64))
 
 

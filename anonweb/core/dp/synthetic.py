@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
@@ -91,7 +92,7 @@ class SyntheticSpec:
             )
         return spec
 
-    def edges(self, column: str) -> np.ndarray:
+    def edges(self, column: str) -> NDArray[Any]:
         lo, hi = self.bounds[column]
         return np.linspace(lo, hi, self.bins + 1)
 
@@ -179,7 +180,7 @@ def dp_synthetic(
 
 
 def _sampling_tv(
-    table: pd.DataFrame, weights: np.ndarray, sampled: pd.DataFrame, spec: SyntheticSpec
+    table: pd.DataFrame, weights: NDArray[Any], sampled: pd.DataFrame, spec: SyntheticSpec
 ) -> dict[str, Any]:
     """Total variation between each column's marginal in the sample and in the (post-processed)
     noisy table it was drawn from: sampling error only, computed from the DP output alone."""

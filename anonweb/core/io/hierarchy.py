@@ -23,9 +23,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import HierarchyError
 
@@ -106,7 +108,7 @@ class Hierarchy:
                 return self._index.get(stamp.date().isoformat(), UNCOVERED)
         return UNCOVERED
 
-    def rows_of(self, values: Iterable[object]) -> np.ndarray:
+    def rows_of(self, values: Iterable[object]) -> NDArray[Any]:
         """:meth:`row_of` for each value (an int64 array)."""
         if isinstance(values, pd.Index | pd.Series | np.ndarray):
             values = values.tolist()  # Python scalars: str(np.float64(39.0)) is '39.0' too
@@ -203,7 +205,7 @@ def _is_missing(value: object) -> bool:
         return False
 
 
-def _as_array(values: Iterable[object]) -> np.ndarray | pd.Series | pd.Index:
+def _as_array(values: Iterable[object]) -> NDArray[Any] | pd.Series | pd.Index:
     if isinstance(values, pd.Series | pd.Index | np.ndarray):
         return values
     return np.array(list(values), dtype=object)

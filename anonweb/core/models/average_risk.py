@@ -7,8 +7,10 @@ deciding which classes to suppress.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.base import PrivacyModel, require_number
@@ -17,7 +19,7 @@ from anonweb.core.models.counts import ClassData
 TOLERANCE = 1e-12
 
 
-def average_risk(sizes: np.ndarray) -> float:
+def average_risk(sizes: NDArray[Any]) -> float:
     """Mean over records of 1 / (size of the record's class) = classes / records."""
     records = int(sizes.sum())
     return len(sizes) / records if records else 0.0
@@ -45,15 +47,17 @@ class AverageRisk(PrivacyModel):
     def describe(self) -> str:
         return f"average re-identification risk <= {self.threshold}"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         """Each class's prosecutor risk, 1 / size."""
         return 1.0 / np.maximum(data.sizes, 1)
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         """Not a per-class model: every class shares the table's answer."""
         return np.full(len(data), self.satisfied(data))
 
-    def satisfied_in_groups(self, data: ClassData, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    def satisfied_in_groups(
+        self, data: ClassData, groups: NDArray[Any], n_groups: int
+    ) -> NDArray[Any]:
         # classes / records of each table; a table with nothing kept discloses nothing
         classes = np.bincount(groups, minlength=n_groups)
         records = np.bincount(groups, weights=data.sizes, minlength=n_groups)

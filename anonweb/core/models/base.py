@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.counts import ClassData
@@ -66,18 +67,20 @@ class PrivacyModel(ABC):
         """A short phrase for reports: ``distinct 2-diversity on disease``."""
 
     @abstractmethod
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         """The model's figure for each class."""
 
     @abstractmethod
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         """For each class, whether it satisfies the model (all True for a table-wide model)."""
 
     def satisfied(self, data: ClassData) -> bool:
         """Whether the classes, as a table, satisfy the model."""
         return bool(self.satisfied_in_groups(data, np.zeros(len(data), dtype=np.int64), 1)[0])
 
-    def satisfied_in_groups(self, data: ClassData, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    def satisfied_in_groups(
+        self, data: ClassData, groups: NDArray[Any], n_groups: int
+    ) -> NDArray[Any]:
         """:meth:`satisfied` for several tables at once (the nodes of a search batch), the
         classes assigned to tables by ``groups``."""
         failing = np.bincount(groups, weights=~self.passes(data), minlength=n_groups)

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.counts import SensitiveCounts, counts_for, value_ranks
@@ -45,7 +45,7 @@ class TClosenessResult:
     attribute: str
     t: float
     distance: str
-    per_class_t: np.ndarray = field(repr=False, compare=False)
+    per_class_t: NDArray[Any] = field(repr=False, compare=False)
 
     def satisfies(self, t: float) -> bool:
         return self.t <= t

@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
@@ -41,7 +43,7 @@ class SensitiveDomain:
 
     attribute: str
     values: pd.Index
-    counts: np.ndarray
+    counts: NDArray[Any]
     _cache: dict[object, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -49,12 +51,12 @@ class SensitiveDomain:
         return int(self.counts.sum())
 
     @cached_property
-    def share(self) -> np.ndarray:
+    def share(self) -> NDArray[Any]:
         """p(value) in the whole table, per value code."""
         return self.counts / max(self.rows, 1)
 
     @cached_property
-    def ranks(self) -> np.ndarray:
+    def ranks(self) -> NDArray[Any]:
         """Rank (0-based) of each value in ascending order; missing values last."""
         return value_ranks(self.values)
 
@@ -66,7 +68,7 @@ class SensitiveDomain:
         return self._cache[key]
 
 
-def sensitive_domain(series: pd.Series) -> tuple[SensitiveDomain, np.ndarray]:
+def sensitive_domain(series: pd.Series) -> tuple[SensitiveDomain, NDArray[Any]]:
     """The domain of a column and the value code of each row."""
     codes, values = pd.factorize(series, use_na_sentinel=False)
     codes = codes.astype(np.int64, copy=False)
@@ -74,7 +76,7 @@ def sensitive_domain(series: pd.Series) -> tuple[SensitiveDomain, np.ndarray]:
     return SensitiveDomain(str(series.name), pd.Index(values), counts), codes
 
 
-def value_ranks(values: pd.Index) -> np.ndarray:
+def value_ranks(values: pd.Index) -> NDArray[Any]:
     """Rank (0-based) of each distinct value in ascending order; missing values last."""
     s = pd.Series(values, dtype=values.dtype if values.dtype != bool else object)
     try:
@@ -93,22 +95,22 @@ class SensitiveCounts:
     """
 
     domain: SensitiveDomain
-    sizes: np.ndarray = field(repr=False)
-    cls: np.ndarray = field(repr=False)
-    val: np.ndarray = field(repr=False)
-    cnt: np.ndarray = field(repr=False)
+    sizes: NDArray[Any] = field(repr=False)
+    cls: NDArray[Any] = field(repr=False)
+    val: NDArray[Any] = field(repr=False)
+    cnt: NDArray[Any] = field(repr=False)
     classes: EquivalenceClasses | None = field(default=None, repr=False)
 
     @classmethod
     def from_codes(
         cls,
         domain: SensitiveDomain,
-        class_codes: np.ndarray,
-        value_codes: np.ndarray,
+        class_codes: NDArray[Any],
+        value_codes: NDArray[Any],
         n_classes: int,
         *,
         classes: EquivalenceClasses | None = None,
-        weights: np.ndarray | None = None,
+        weights: NDArray[Any] | None = None,
     ) -> SensitiveCounts:
         """Count each value in each class from per-row codes (sparse: only pairs that occur).
 
@@ -131,7 +133,7 @@ class SensitiveCounts:
         return cls._sorted(domain, sizes, c, v, cnt, classes)
 
     @classmethod
-    def from_histogram(cls, domain: SensitiveDomain, hist: np.ndarray) -> SensitiveCounts:
+    def from_histogram(cls, domain: SensitiveDomain, hist: NDArray[Any]) -> SensitiveCounts:
         """From a dense (classes x values) matrix of counts, as the search keeps them."""
         c, v = np.nonzero(hist)
         cnt = hist[c, v]
@@ -142,10 +144,10 @@ class SensitiveCounts:
     def _sorted(
         cls,
         domain: SensitiveDomain,
-        sizes: np.ndarray,
-        c: np.ndarray,
-        v: np.ndarray,
-        cnt: np.ndarray,
+        sizes: NDArray[Any],
+        c: NDArray[Any],
+        v: NDArray[Any],
+        cnt: NDArray[Any],
         classes: EquivalenceClasses | None,
     ) -> SensitiveCounts:
         cnt = np.rint(cnt).astype(np.int64)
@@ -168,7 +170,7 @@ class SensitiveCounts:
         return self.domain.values
 
     @property
-    def value_counts(self) -> np.ndarray:
+    def value_counts(self) -> NDArray[Any]:
         return self.domain.counts
 
     @property
@@ -176,17 +178,17 @@ class SensitiveCounts:
         return len(self.sizes)
 
     @cached_property
-    def distinct(self) -> np.ndarray:
+    def distinct(self) -> NDArray[Any]:
         """Number of distinct values in each class."""
         return np.bincount(self.cls, minlength=self.n_classes)
 
     @cached_property
-    def starts(self) -> np.ndarray:
+    def starts(self) -> NDArray[Any]:
         d = self.distinct
         return np.concatenate(([0], np.cumsum(d)[:-1])).astype(np.int64)
 
     @cached_property
-    def share(self) -> np.ndarray:
+    def share(self) -> NDArray[Any]:
         """p(value | class) of each triple."""
         return self.cnt / self.sizes[self.cls]
 
@@ -200,7 +202,7 @@ class ClassData:
 
     def __init__(
         self,
-        sizes: np.ndarray,
+        sizes: NDArray[Any],
         counts: Mapping[str, SensitiveCounts] | Callable[[str], SensitiveCounts] | None = None,
     ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
@@ -224,7 +226,7 @@ class ClassData:
             self._built[name] = got
         return got
 
-    def select(self, mask: np.ndarray) -> ClassData:
+    def select(self, mask: NDArray[Any]) -> ClassData:
         """The same data for the classes where ``mask`` is true (the others dropped)."""
         keep = np.flatnonzero(mask)
         remap = np.full(len(self.sizes), -1, dtype=np.int64)
@@ -268,7 +270,7 @@ def class_data(
     *,
     quasi_identifiers: Sequence[str],
     sensitive: Sequence[str] = (),
-    exclude: np.ndarray | pd.Series | None = None,
+    exclude: NDArray[Any] | pd.Series | None = None,
 ) -> ClassData:
     """The classes of ``df`` over its quasi-identifiers, for checking models on a table.
 
@@ -282,11 +284,11 @@ def class_data(
 
 
 def class_data_from_codes(
-    codes: np.ndarray,
+    codes: NDArray[Any],
     df: pd.DataFrame,
     *,
     sensitive: Sequence[str] = (),
-    exclude: np.ndarray | pd.Series | None = None,
+    exclude: NDArray[Any] | pd.Series | None = None,
     quasi_identifiers: Sequence[str] = (),
 ) -> ClassData:
     """Classes given as one code per row of ``df`` (e.g. classes joined across two releases)."""
@@ -312,6 +314,6 @@ def class_data_from_codes(
     return ClassData(sizes, counts)
 
 
-def _compact(codes: np.ndarray) -> tuple[np.ndarray, int]:
+def _compact(codes: NDArray[Any]) -> tuple[NDArray[Any], int]:
     uniq, inv = np.unique(codes, return_inverse=True)
     return inv.reshape(-1).astype(np.int64), len(uniq)

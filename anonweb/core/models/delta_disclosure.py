@@ -11,15 +11,17 @@ a disclosure too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.base import PrivacyModel, require_column, require_number
 from anonweb.core.models.counts import ClassData, SensitiveCounts
 
 
-def delta_per_class(sc: SensitiveCounts) -> np.ndarray:
+def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
     """Per class, max over the values it contains of |log2(p(s|class) / p(s))|."""
     ratio = np.abs(np.log2(sc.share / sc.domain.share[sc.val]))
     out = np.zeros(sc.n_classes)
@@ -27,7 +29,7 @@ def delta_per_class(sc: SensitiveCounts) -> np.ndarray:
     return out
 
 
-def delta_all_values(sc: SensitiveCounts) -> np.ndarray:
+def delta_all_values(sc: SensitiveCounts) -> NDArray[Any]:
     """:func:`delta_per_class`, infinite for a class lacking some value of the table."""
     out = delta_per_class(sc)
     out[sc.distinct < len(sc.values)] = np.inf
@@ -51,8 +53,8 @@ class DeltaDisclosure(PrivacyModel):
     def describe(self) -> str:
         return f"{self.delta}-disclosure privacy on {self.sensitive}"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         return delta_per_class(data.sensitive(self.sensitive))
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) < self.delta

@@ -4,14 +4,15 @@ sensitive values. Monotonic even with suppression: merging classes never loses a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.models.base import PrivacyModel, require_column, require_int
 from anonweb.core.models.counts import ClassData, SensitiveCounts
 
 
-def distinct_values(sc: SensitiveCounts) -> np.ndarray:
+def distinct_values(sc: SensitiveCounts) -> NDArray[Any]:
     """Number of distinct sensitive values (missing counted as one) in each class."""
     return sc.distinct
 
@@ -31,8 +32,8 @@ class DistinctL(PrivacyModel):
     def describe(self) -> str:
         return f"distinct {self.l}-diversity on {self.sensitive}"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         return distinct_values(data.sensitive(self.sensitive))
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) >= self.l

@@ -10,8 +10,10 @@ suppressed one no longer counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.base import PrivacyModel, require_column, require_number
@@ -21,13 +23,13 @@ from anonweb.core.models.counts import ClassData, SensitiveCounts
 TOLERANCE = 1e-12
 
 
-def entropy(sc: SensitiveCounts) -> np.ndarray:
+def entropy(sc: SensitiveCounts) -> NDArray[Any]:
     """Natural-log entropy of the sensitive attribute within each class."""
     p = sc.share
     return -np.bincount(sc.cls, weights=p * np.log(p), minlength=sc.n_classes)
 
 
-def entropy_l(sc: SensitiveCounts) -> np.ndarray:
+def entropy_l(sc: SensitiveCounts) -> NDArray[Any]:
     """exp(entropy) of each class: the largest l for which it is entropy l-diverse."""
     return np.exp(entropy(sc))
 
@@ -50,8 +52,8 @@ class EntropyL(PrivacyModel):
     def describe(self) -> str:
         return f"entropy {self.l}-diversity on {self.sensitive}"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         return entropy_l(data.sensitive(self.sensitive))
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         return entropy(data.sensitive(self.sensitive)) >= np.log(self.l) - TOLERANCE

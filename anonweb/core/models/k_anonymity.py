@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.models.base import PrivacyModel, require_int
 from anonweb.core.models.counts import ClassData
@@ -34,10 +34,10 @@ class KAnonymity(PrivacyModel):
     def describe(self) -> str:
         return f"{self.k}-anonymity"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         return data.sizes
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         return data.sizes >= self.k
 
 

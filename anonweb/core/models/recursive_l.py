@@ -8,8 +8,10 @@ The figure reported per class is, for the given c, the largest l the class satis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.base import PrivacyModel, require_column, require_int, require_number
@@ -18,7 +20,7 @@ from anonweb.core.models.counts import ClassData, SensitiveCounts
 DEFAULT_C = 2.0
 
 
-def recursive_l(sc: SensitiveCounts, c: float) -> np.ndarray:
+def recursive_l(sc: SensitiveCounts, c: float) -> NDArray[Any]:
     """Per class, the largest l with r1 < c (r_l + ... + r_m); 0 if not even l = 1."""
     if not c > 0:
         raise ParameterError(f"recursive diversity needs c > 0, got {c}")
@@ -53,8 +55,8 @@ class RecursiveCL(PrivacyModel):
     def describe(self) -> str:
         return f"recursive ({self.c},{self.l})-diversity on {self.sensitive}"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         return recursive_l(data.sensitive(self.sensitive), self.c)
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) >= self.l

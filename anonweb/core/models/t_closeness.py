@@ -15,9 +15,11 @@ only pays for the values it contains, plus closed forms for the values it lacks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import MISSING, UNCOVERED, Hierarchy
@@ -48,7 +50,7 @@ def pick_distance(series: pd.Series, hierarchy: Hierarchy | None, distance: str 
     return distance
 
 
-def equal_distance(sc: SensitiveCounts) -> np.ndarray:
+def equal_distance(sc: SensitiveCounts) -> NDArray[Any]:
     """Per-class EMD with every pair of values at distance 1."""
     q = sc.domain.share[sc.val]
     n = sc.n_classes
@@ -58,7 +60,7 @@ def equal_distance(sc: SensitiveCounts) -> np.ndarray:
     return np.clip(0.5 * (present + 1.0 - q_present), 0.0, 1.0)
 
 
-def ordered_distance(sc: SensitiveCounts) -> np.ndarray:
+def ordered_distance(sc: SensitiveCounts) -> NDArray[Any]:
     """Per-class EMD over the sorted distinct values (ground distance |i-j| / (m-1))."""
     m = len(sc.values)
     n = sc.n_classes
@@ -87,8 +89,8 @@ def ordered_distance(sc: SensitiveCounts) -> np.ndarray:
 
 
 def _abs_sum(
-    level: np.ndarray, a: np.ndarray, b: np.ndarray, big_q: np.ndarray, prefix: np.ndarray
-) -> np.ndarray:
+    level: NDArray[Any], a: NDArray[Any], b: NDArray[Any], big_q: NDArray[Any], prefix: NDArray[Any]
+) -> NDArray[Any]:
     """sum_{i=a..b} |level - Q_i| for sorted Q, vectorized over segments."""
     t = np.clip(np.searchsorted(big_q, level, side="right"), a, b + 1)
     below = (t - a) * level - (prefix[t] - prefix[a])
@@ -96,7 +98,7 @@ def _abs_sum(
     return np.asarray(below + above)
 
 
-def hierarchy_nodes(hierarchy: Hierarchy, values: pd.Index) -> list[np.ndarray]:
+def hierarchy_nodes(hierarchy: Hierarchy, values: pd.Index) -> list[NDArray[Any]]:
     """Node code per value code at each level 0..H-1; a missing value is a leaf under the root.
 
     Values are matched as :meth:`Hierarchy.rows_of` does (by value, so 39.0 finds ``39``).
@@ -118,7 +120,7 @@ def hierarchy_nodes(hierarchy: Hierarchy, values: pd.Index) -> list[np.ndarray]:
     return levels
 
 
-def _domain_nodes(domain: SensitiveDomain, hierarchy: Hierarchy) -> list[np.ndarray]:
+def _domain_nodes(domain: SensitiveDomain, hierarchy: Hierarchy) -> list[NDArray[Any]]:
     # keyed by the hierarchy object, held in the value so that its id cannot be reused
     got = domain.cached(
         ("hierarchy", id(hierarchy)), lambda: (hierarchy, hierarchy_nodes(hierarchy, domain.values))
@@ -126,7 +128,7 @@ def _domain_nodes(domain: SensitiveDomain, hierarchy: Hierarchy) -> list[np.ndar
     return got[1]  # type: ignore[index,no-any-return]
 
 
-def hierarchical_distance(sc: SensitiveCounts, hierarchy: Hierarchy) -> np.ndarray:
+def hierarchical_distance(sc: SensitiveCounts, hierarchy: Hierarchy) -> NDArray[Any]:
     """Per-class hierarchical EMD (the t-closeness paper's formula)."""
     nodes = _domain_nodes(sc.domain, hierarchy)
     top = len(nodes) - 1
@@ -141,8 +143,12 @@ def hierarchical_distance(sc: SensitiveCounts, hierarchy: Hierarchy) -> np.ndarr
 
 
 def _level_cost(
-    sc: SensitiveCounts, child_of: np.ndarray, parent_of: np.ndarray, q_value: np.ndarray, n: int
-) -> np.ndarray:
+    sc: SensitiveCounts,
+    child_of: NDArray[Any],
+    parent_of: NDArray[Any],
+    q_value: NDArray[Any],
+    n: int,
+) -> NDArray[Any]:
     mc, mp = int(child_of.max()) + 1, int(parent_of.max()) + 1
     q_child = np.bincount(child_of, weights=q_value, minlength=mc)
     q_parent = np.bincount(parent_of, weights=q_value, minlength=mp)
@@ -166,7 +172,7 @@ def _level_cost(
 
 def distance_per_class(
     sc: SensitiveCounts, distance: str, hierarchy: Hierarchy | None = None
-) -> np.ndarray:
+) -> NDArray[Any]:
     """Each class's EMD to the table under the named ground distance."""
     if distance == "equal":
         return equal_distance(sc)
@@ -206,8 +212,8 @@ class TCloseness(PrivacyModel):
     def describe(self) -> str:
         return f"{self.distance}-distance {self.t}-closeness on {self.sensitive}"
 
-    def measure(self, data: ClassData) -> np.ndarray:
+    def measure(self, data: ClassData) -> NDArray[Any]:
         return distance_per_class(data.sensitive(self.sensitive), self.distance, self.hierarchy)
 
-    def passes(self, data: ClassData) -> np.ndarray:
+    def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) <= self.t + TOLERANCE

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.conflicts.check import ConflictReport
 from anonweb.core.conflicts.gate import conflict_findings
@@ -197,7 +198,7 @@ def _written_by(plan: Plan) -> dict[str, set[str]]:
     return out
 
 
-def _in_source(source: pd.Series, released: pd.Series) -> np.ndarray:
+def _in_source(source: pd.Series, released: pd.Series) -> NDArray[Any]:
     """For each non-missing released value, whether the source column holds it (as text, so a
     generalized or masked value never matches by accident of type)."""
     values = released.dropna()
@@ -430,7 +431,7 @@ def _risk_findings(released, plan, tags, extra_qis, thresholds):
     return findings, risk
 
 
-def _suppressed_rows(released: pd.DataFrame, plan_qis: list[str]) -> np.ndarray:
+def _suppressed_rows(released: pd.DataFrame, plan_qis: list[str]) -> NDArray[Any]:
     """Records the plan suppressed (``*`` in every one of its quasi-identifiers) form no class."""
     if not plan_qis:
         return np.zeros(len(released), dtype=bool)

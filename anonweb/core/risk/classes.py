@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
@@ -45,13 +47,13 @@ def check_columns(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> list[st
     return qis
 
 
-def dense_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+def dense_codes(values: pd.Series | NDArray[Any]) -> tuple[NDArray[Any], int]:
     """Codes 0..m-1 in order of first appearance, every code used (missing = own code), and m."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), len(uniques)
 
 
-def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+def column_codes(values: pd.Series | NDArray[Any]) -> tuple[NDArray[Any], int]:
     """Integer codes below m for a column (equal values, equal codes; missing = own code), and m.
 
     Only the partition matters, so some codes may go unused: categoricals keep their category
@@ -89,7 +91,7 @@ def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
     return dense_codes(values)
 
 
-def combine_codes(columns: Iterable[tuple[np.ndarray, int]], rows: int) -> np.ndarray:
+def combine_codes(columns: Iterable[tuple[NDArray[Any], int]], rows: int) -> NDArray[Any]:
     """Group codes 0..C-1 for rows described by several code columns.
 
     ``columns`` may be a generator, so that only one column's codes exist besides the key.
@@ -112,13 +114,13 @@ def combine_codes(columns: Iterable[tuple[np.ndarray, int]], rows: int) -> np.nd
         present = np.zeros(radix, dtype=bool)
         present[key] = True
         small = np.int32 if radix < 2**31 else np.int64  # half the memory traffic
-        slot_code: np.ndarray = np.cumsum(present, dtype=small)
+        slot_code: NDArray[Any] = np.cumsum(present, dtype=small)
         slot_code -= 1
         return slot_code[key].astype(np.int64)
     return dense_codes(key)[0]
 
 
-def group_codes(df: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+def group_codes(df: pd.DataFrame, columns: Sequence[str]) -> NDArray[Any]:
     """Per-row class id: the partition of ``groupby(columns, dropna=False).ngroup()``.
 
     The numbering of the classes may differ from pandas'; the classes are the same.
@@ -135,11 +137,11 @@ class EquivalenceClasses:
     """
 
     quasi_identifiers: tuple[str, ...]
-    codes: np.ndarray = field(repr=False, compare=False)
-    sizes: np.ndarray = field(repr=False, compare=False)
+    codes: NDArray[Any] = field(repr=False, compare=False)
+    sizes: NDArray[Any] = field(repr=False, compare=False)
 
     @cached_property
-    def first_row(self) -> np.ndarray:
+    def first_row(self) -> NDArray[Any]:
         # Computed on demand: only describing classes needs it (a second pass over the rows).
         # Whichever write lands for a class, it is a member row and carries the QI values.
         first = np.empty(self.sizes.size, dtype=np.int64)
@@ -162,7 +164,7 @@ class EquivalenceClasses:
     def uniques(self) -> int:
         return int(np.count_nonzero(self.sizes == 1))
 
-    def record_sizes(self) -> np.ndarray:
+    def record_sizes(self) -> NDArray[Any]:
         """Size of each row's class, by row position."""
         return self.sizes[self.codes]
 
@@ -175,7 +177,7 @@ class EquivalenceClasses:
             for s in sizes
         ]
 
-    def describe(self, df: pd.DataFrame, classes: np.ndarray | None = None) -> list[dict]:
+    def describe(self, df: pd.DataFrame, classes: NDArray[Any] | None = None) -> list[dict]:
         """QI values (JSON-safe) of the given classes (all by default), one dict per class."""
         idx = self.first_row if classes is None else self.first_row[classes]
         sub = df.iloc[idx][list(self.quasi_identifiers)]

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 from scipy.stats import rankdata
 
@@ -37,7 +38,7 @@ BASELINES = ("records", "attributes")
 DENIABILITY_PERCENTILE = 5.0
 
 
-def _numeric_matrix(df: pd.DataFrame, columns: list[str], label: str) -> np.ndarray:
+def _numeric_matrix(df: pd.DataFrame, columns: list[str], label: str) -> NDArray[Any]:
     """Columns as floats; ordered categoricals use their category order."""
     require_columns(df, columns)
     out = []
@@ -59,7 +60,7 @@ def _numeric_matrix(df: pd.DataFrame, columns: list[str], label: str) -> np.ndar
     return np.column_stack(out)
 
 
-def _ranks(matrix: np.ndarray) -> np.ndarray:
+def _ranks(matrix: NDArray[Any]) -> NDArray[Any]:
     # Average ranks: tied values (ordinal codes, rounded data) are indistinguishable to the
     # intruder, so they must sit at the same rank rather than in an arbitrary order.
     return np.column_stack(
@@ -83,7 +84,7 @@ def reverse_map(
 
 def permutation_distances(
     original: pd.DataFrame, anonymized: pd.DataFrame, *, columns: list[str]
-) -> np.ndarray:
+) -> NDArray[Any]:
     """Per record: the largest rank difference between its original and anonymized values."""
     x = _numeric_matrix(original, columns, "original")
     y = _numeric_matrix(anonymized, columns, "anonymized")
@@ -91,7 +92,7 @@ def permutation_distances(
     return np.abs(_ranks(x) - _ranks(y)).max(axis=1)
 
 
-def _same_length(x: np.ndarray, y: np.ndarray) -> None:
+def _same_length(x: NDArray[Any], y: NDArray[Any]) -> None:
     if x.shape[0] != y.shape[0]:
         raise DataError(
             f"the original has {x.shape[0]} rows and the anonymized table {y.shape[0]}; "
@@ -111,9 +112,9 @@ class IntruderResult:
     threshold: float
     not_deniable_share: float
     correct_link_share: float
-    match_distances: np.ndarray = field(repr=False)
-    baseline_distances: np.ndarray = field(repr=False)
-    permutation_distances: np.ndarray = field(repr=False)
+    match_distances: NDArray[Any] = field(repr=False)
+    baseline_distances: NDArray[Any] = field(repr=False)
+    permutation_distances: NDArray[Any] = field(repr=False)
 
     def to_dict(self, *, bins: int = 30) -> dict[str, Any]:
         both = np.concatenate([self.match_distances, self.baseline_distances])
@@ -134,18 +135,20 @@ class IntruderResult:
         }
 
 
-def _summary(values: np.ndarray) -> dict[str, float]:
+def _summary(values: NDArray[Any]) -> dict[str, float]:
     q = np.percentile(values, [0, 5, 25, 50, 75, 95, 100])
     keys = ("min", "p05", "p25", "median", "p75", "p95", "max")
     return {k: float(v) for k, v in zip(keys, q)} | {"mean": float(values.mean())}
 
 
-def _distribution(values: np.ndarray, edges: np.ndarray) -> dict[str, Any]:
+def _distribution(values: NDArray[Any], edges: NDArray[Any]) -> dict[str, Any]:
     counts, _ = np.histogram(values, bins=edges)
     return {"bin_edges": edges.tolist(), "counts": counts.tolist(), "summary": _summary(values)}
 
 
-def _space(x: np.ndarray, y: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray, float]:
+def _space(
+    x: NDArray[Any], y: NDArray[Any], metric: str
+) -> tuple[NDArray[Any], NDArray[Any], float]:
     """Coordinates of X and of Z (reverse-mapped Y) in which to search, and the Minkowski p."""
     rx, ry = _ranks(x), _ranks(y)
     if metric == "rank":
@@ -160,8 +163,8 @@ def _space(x: np.ndarray, y: np.ndarray, metric: str) -> tuple[np.ndarray, np.nd
 
 
 def _baseline_distances(
-    tree: cKDTree, px: np.ndarray, p: float, *, kind: str, size: int, rng: np.random.Generator
-) -> np.ndarray:
+    tree: cKDTree, px: NDArray[Any], p: float, *, kind: str, size: int, rng: np.random.Generator
+) -> NDArray[Any]:
     n, m = px.shape
     if kind == "attributes":
         # The seed's T: each attribute drawn independently from X's values. Note that it breaks

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
@@ -58,7 +60,7 @@ class LinkageHistogram:
         }
 
 
-def _histogram(candidates: np.ndarray) -> tuple[tuple[int, int], ...]:
+def _histogram(candidates: NDArray[Any]) -> tuple[tuple[int, int], ...]:
     counts = np.bincount(candidates)
     present = np.flatnonzero(counts)
     return tuple((int(c), int(counts[c])) for c in present)
@@ -90,7 +92,7 @@ def linkage_histogram(
     return LinkageHistogram(tuple(cols), "aux", len(aux), _histogram(cands))
 
 
-def aux_candidates(df: pd.DataFrame, aux: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
+def aux_candidates(df: pd.DataFrame, aux: pd.DataFrame, cols: Sequence[str]) -> NDArray[Any]:
     """For each auxiliary record, the number of records of ``df`` with the same values."""
     both = pd.concat([df[list(cols)], aux[list(cols)]], ignore_index=True, copy=False)
     codes_in = []

@@ -28,8 +28,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 
@@ -42,7 +44,7 @@ REFERENCES = {
 }
 
 
-def _histogram(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _histogram(sizes: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     counts = np.bincount(sizes)
     present = np.flatnonzero(counts)
     return present.astype(float), counts[present].astype(float)
@@ -52,7 +54,7 @@ def _valid(value: float, population: float) -> bool:
     return math.isfinite(value) and 0.0 < value <= population
 
 
-def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
+def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None."""
     from scipy import optimize, special  # scipy costs ~0.8 s to import: only when needed
 
@@ -66,7 +68,7 @@ def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
     alpha0 = (theta0 * (c1 - n) + (n - 1) * c1) / (n * u)
     big = j > 1
 
-    def score(x: np.ndarray) -> np.ndarray:
+    def score(x: NDArray[Any]) -> NDArray[Any]:
         # d logL / d theta and d logL / d alpha in closed form (digamma sums, as in ARX).
         t, a = x
         if a <= 0 or a >= 1 or t <= -a:
@@ -87,7 +89,7 @@ def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
     return float(sol.x[0]), float(sol.x[1])
 
 
-def pitman_uniques(sizes: np.ndarray, population: float) -> float:
+def pitman_uniques(sizes: NDArray[Any], population: float) -> float:
     """Population uniques by Pitman's model (Hoshino 2001); NaN when the solver fails."""
     from scipy import special
 
@@ -99,7 +101,7 @@ def pitman_uniques(sizes: np.ndarray, population: float) -> float:
     return value if _valid(value, population) else math.nan
 
 
-def zayatz_uniques(sizes: np.ndarray, population: float) -> float:
+def zayatz_uniques(sizes: NDArray[Any], population: float) -> float:
     """Population uniques by Zayatz's model (1991), as ARX computes it."""
     from scipy import stats
 
@@ -117,7 +119,7 @@ def zayatz_uniques(sizes: np.ndarray, population: float) -> float:
     return value if _valid(value, population) else math.nan
 
 
-def shlosser_classes(sizes: np.ndarray, fraction: float) -> float:
+def shlosser_classes(sizes: NDArray[Any], fraction: float) -> float:
     """Non-empty population classes K by Haas et al.'s (1995) Shlosser estimator D_Sh3."""
     j, fj = _histogram(sizes)
     u, c1, q = float(fj.sum()), float(fj[j == 1].sum()), fraction
@@ -141,7 +143,7 @@ def snb_moments(k: float, a: float, b: float, f: float) -> tuple[float, float]:
     return e1, e2
 
 
-def snb_fit(sizes: np.ndarray, population: float) -> tuple[float, float, float] | None:
+def snb_fit(sizes: NDArray[Any], population: float) -> tuple[float, float, float] | None:
     """(K, alpha, beta) of the SNB model by the method of moments on c1 and c2, or None."""
     from scipy import optimize
 
@@ -150,7 +152,7 @@ def snb_fit(sizes: np.ndarray, population: float) -> tuple[float, float, float] 
     c1, c2 = float(fj[j == 1].sum()), float(fj[j == 2].sum())
     k = shlosser_classes(sizes, f)
 
-    def moments(x: np.ndarray) -> np.ndarray:
+    def moments(x: NDArray[Any]) -> NDArray[Any]:
         a, b = x
         if a <= 0 or not 0 < b < 1:
             return np.array([1e6, 1e6])
@@ -165,7 +167,7 @@ def snb_fit(sizes: np.ndarray, population: float) -> tuple[float, float, float] 
     return k, float(sol.x[0]), float(sol.x[1])
 
 
-def snb_uniques(sizes: np.ndarray, population: float) -> float:
+def snb_uniques(sizes: NDArray[Any], population: float) -> float:
     """Population uniques by the SNB model (Chen & Keller-McNulty 1998); NaN if unsolved."""
     fit = snb_fit(sizes, population)
     if fit is None:
@@ -175,7 +177,7 @@ def snb_uniques(sizes: np.ndarray, population: float) -> float:
     return value if _valid(value, population) else math.nan
 
 
-def individual_risk(sizes: np.ndarray, fraction: float) -> np.ndarray:
+def individual_risk(sizes: NDArray[Any], fraction: float) -> NDArray[Any]:
     """Journalist risk E[1/F | f] of a record in a sample class of size f (Benedetti & Franconi
     1998, the "individual risk" of mu-Argus and sdcMicro), sampling fraction ``fraction``.
 
@@ -233,7 +235,7 @@ class PopulationUniqueness:
         }
 
 
-def population_uniqueness(sizes: np.ndarray, population_size: int) -> PopulationUniqueness:
+def population_uniqueness(sizes: NDArray[Any], population_size: int) -> PopulationUniqueness:
     """Estimate population uniques from the class sizes of a sample drawn from ``population_size``."""
     sizes = np.asarray(sizes, dtype=np.int64)
     n = int(sizes.sum())

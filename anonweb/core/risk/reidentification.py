@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
@@ -65,7 +67,7 @@ class ReidentificationRisk:
     journalist_source: (
         str  # "population table", "population size (estimate)", "sample (upper bound)"
     )
-    class_sizes: np.ndarray = field(repr=False, compare=False)
+    class_sizes: NDArray[Any] = field(repr=False, compare=False)
 
     def risk_distribution(self) -> list[dict]:
         """Records per distinct risk value (1/size), highest risk first, ready for a chart."""
@@ -90,7 +92,9 @@ class ReidentificationRisk:
         }
 
 
-def records_above(sizes: np.ndarray, thresholds: Sequence[float]) -> tuple[tuple[float, int], ...]:
+def records_above(
+    sizes: NDArray[Any], thresholds: Sequence[float]
+) -> tuple[tuple[float, int], ...]:
     """For each threshold, the number of records whose prosecutor risk 1/size exceeds it."""
     counts = np.bincount(sizes)
     present = np.flatnonzero(counts)
@@ -101,7 +105,7 @@ def records_above(sizes: np.ndarray, thresholds: Sequence[float]) -> tuple[tuple
 
 def population_class_sizes(
     df: pd.DataFrame, ec: EquivalenceClasses, population: pd.DataFrame
-) -> np.ndarray:
+) -> NDArray[Any]:
     """Size in ``population`` of each sample class (matched on the QI values, missing = missing).
 
     A class absent from the population table, or smaller there than in the sample, gets its
@@ -128,7 +132,7 @@ def risk_of(
     ec: EquivalenceClasses,
     *,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-    population_sizes: np.ndarray | None = None,
+    population_sizes: NDArray[Any] | None = None,
     population_size: int | None = None,
 ) -> ReidentificationRisk:
     """Risks from already computed classes.
@@ -163,7 +167,7 @@ def risk_of(
     )
 
 
-def _estimated_journalist(sizes: np.ndarray, fraction: float) -> tuple[float, float]:
+def _estimated_journalist(sizes: NDArray[Any], fraction: float) -> tuple[float, float]:
     """Largest and mean (over records) estimated journalist risk E[1/F | f]."""
     from anonweb.core.risk.population import individual_risk
 

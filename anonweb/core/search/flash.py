@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
@@ -61,7 +62,7 @@ class SearchResult:
     metric: str
     models: tuple[str, ...]
     search: dict[str, Any]
-    row_suppressed: np.ndarray = field(repr=False, compare=False)
+    row_suppressed: NDArray[Any] = field(repr=False, compare=False)
     table: EncodedTable = field(repr=False, compare=False)
     aggregate: str | None = None
     information_loss_measure: str = ""
@@ -109,7 +110,7 @@ class _Eval:
     mono_ok: bool
     ok: bool
     ct: ClassTable | None = None
-    out_classes: np.ndarray | None = None
+    out_classes: NDArray[Any] | None = None
 
 
 class _Checker:
@@ -135,7 +136,7 @@ class _Checker:
         }
         self.only_mono = all(m.monotonic for m in models)
 
-    def _data(self, sizes: np.ndarray, hist: Callable[[int], np.ndarray]) -> ClassData:
+    def _data(self, sizes: NDArray[Any], hist: Callable[[int], NDArray[Any]]) -> ClassData:
         def counts(name: str) -> SensitiveCounts:
             return SensitiveCounts.from_histogram(self.domains[name], hist(self.sa_index[name]))
 
@@ -158,7 +159,7 @@ class _Checker:
             ok = all(m.satisfied(kept) for m in self.table_wide)
         return _Eval(True, ok, ct, fail)
 
-    def check_many(self, nodes: np.ndarray, parents: Sequence[ClassTable]) -> list[_Eval]:
+    def check_many(self, nodes: NDArray[Any], parents: Sequence[ClassTable]) -> list[_Eval]:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
         batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
         sizes = batch.sizes
@@ -185,7 +186,9 @@ class _Checker:
         return evals
 
 
-def _lex_less(keys: np.ndarray, ref: np.ndarray, index: np.ndarray, ref_index: int) -> np.ndarray:
+def _lex_less(
+    keys: NDArray[Any], ref: NDArray[Any], index: NDArray[Any], ref_index: int
+) -> NDArray[Any]:
     """Row-wise ``(keys[i], index[i]) < (ref, ref_index)`` in lexicographic order: equal keys
     are ordered by node index, i.e. by the node's levels, first QI first."""
     result = np.zeros(len(keys), dtype=bool)
@@ -408,7 +411,7 @@ class _Search:
             self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values, idx)
             self.alive &= _lex_less(self.bkey, key, self.index, idx)
 
-    def _values(self, node, ev: _Eval) -> np.ndarray:
+    def _values(self, node, ev: _Eval) -> NDArray[Any]:
         if not self.scorer.per_qi:
             return self.scorer.from_classes(ev.ct.sizes, ev.out_classes)
         out = ev.out_classes
@@ -432,7 +435,7 @@ class _Search:
                 else:
                     lo = mid + 1
 
-    def _path(self, start: int, cand: np.ndarray) -> list[int]:
+    def _path(self, start: int, cand: NDArray[Any]) -> list[int]:
         path = [int(start)]
         top = self.table.heights - 1
         while True:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
@@ -27,10 +29,10 @@ _BIG = np.iinfo(np.int64).max
 class EncodedQI:
     name: str
     hierarchy: Hierarchy
-    row_index: np.ndarray  # per data row: hierarchy row (len(rows) for a missing value)
-    level_codes: list[np.ndarray]  # per level: code per hierarchy row (+1 for missing)
-    labels: list[np.ndarray]  # per level: generalized label per code
-    shares: list[np.ndarray]  # per level: ARX domain share of each code (leaves / domain size)
+    row_index: NDArray[Any]  # per data row: hierarchy row (len(rows) for a missing value)
+    level_codes: list[NDArray[Any]]  # per level: code per hierarchy row (+1 for missing)
+    labels: list[NDArray[Any]]  # per level: generalized label per code
+    shares: list[NDArray[Any]]  # per level: ARX domain share of each code (leaves / domain size)
 
     @property
     def height(self) -> int:
@@ -74,7 +76,7 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     return EncodedQI(str(series.name), hierarchy, idx, level_codes, labels, shares)
 
 
-def encode_sensitive(series: pd.Series) -> tuple[np.ndarray, pd.Index]:
+def encode_sensitive(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
     """Codes per row and the distinct values (missing is a value of its own)."""
     codes, uniques = pd.factorize(series, use_na_sentinel=False)
     return codes.astype(np.int64), pd.Index(uniques)
@@ -134,8 +136,8 @@ class EncodedTable:
         self.heights = np.array([q.height for q in self.qis])
 
     def group(
-        self, levels: Sequence[int], rows: np.ndarray | None = None
-    ) -> tuple[np.ndarray, int]:
+        self, levels: Sequence[int], rows: NDArray[Any] | None = None
+    ) -> tuple[NDArray[Any], int]:
         """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
         cols = self.offsets + np.asarray(levels)
         cards = self.all_cards[cols]
@@ -197,7 +199,7 @@ class EncodedTable:
         )
 
     def classes_many(
-        self, nodes: np.ndarray, parents: Sequence[ClassTable], sa: Sequence[int]
+        self, nodes: NDArray[Any], parents: Sequence[ClassTable], sa: Sequence[int]
     ) -> ClassBatch:
         """The classes of several nodes at once, each rolled up from its finer node's classes.
 
@@ -252,14 +254,14 @@ class EncodedTable:
             hists,
         )
 
-    def sa_histogram(self, sa_index: int, inv: np.ndarray, n_classes: int) -> np.ndarray:
+    def sa_histogram(self, sa_index: int, inv: NDArray[Any], n_classes: int) -> NDArray[Any]:
         """Matrix (classes x sensitive values) of record counts."""
         nsa = len(self.sa_values[sa_index])
         flat = inv * nsa + self.sa_codes[sa_index]
         hist = np.bincount(flat, weights=self.weights, minlength=n_classes * nsa)
         return hist.reshape(n_classes, nsa)
 
-    def sa_global(self, sa_index: int) -> np.ndarray:
+    def sa_global(self, sa_index: int) -> NDArray[Any]:
         nsa = len(self.sa_values[sa_index])
         return np.bincount(self.sa_codes[sa_index], weights=self.weights, minlength=nsa)
 
@@ -272,10 +274,10 @@ class ClassTable:
     """
 
     levels: tuple[int, ...]
-    rep: np.ndarray
-    sizes: np.ndarray
-    hists: dict[int, np.ndarray]
-    inv: np.ndarray | None = None  # class of each distinct row, when grouped from them
+    rep: NDArray[Any]
+    sizes: NDArray[Any]
+    hists: dict[int, NDArray[Any]]
+    inv: NDArray[Any] | None = None  # class of each distinct row, when grouped from them
     # where missing histograms come from: (table, finer node's classes or None for the distinct
     # rows, class of each of those); dropped once every histogram is built
     source: tuple | None = field(default=None, repr=False)
@@ -283,7 +285,7 @@ class ClassTable:
     def __len__(self) -> int:
         return len(self.sizes)
 
-    def hist(self, j: int) -> np.ndarray:
+    def hist(self, j: int) -> NDArray[Any]:
         """The (classes x sensitive values) counts of sensitive column ``j``, built if needed."""
         h = self.hists.get(j)
         if h is None:
@@ -305,23 +307,23 @@ class ClassBatch:
     """The classes of several nodes side by side: node ``b`` owns classes ``starts[b]:starts[b+1]``."""
 
     levels: list[tuple[int, ...]]
-    starts: np.ndarray
-    node_of: np.ndarray  # per class: its node's position in the batch
-    rep: np.ndarray
-    sizes: np.ndarray
-    hists: dict[int, np.ndarray]
+    starts: NDArray[Any]
+    node_of: NDArray[Any]  # per class: its node's position in the batch
+    rep: NDArray[Any]
+    sizes: NDArray[Any]
+    hists: dict[int, NDArray[Any]]
 
     def table(self, b: int) -> ClassTable:
         lo, hi = int(self.starts[b]), int(self.starts[b + 1])
         hists = {j: h[lo:hi] for j, h in self.hists.items()}
         return ClassTable(self.levels[b], self.rep[lo:hi], self.sizes[lo:hi], hists)
 
-    def per_node(self, values: np.ndarray) -> np.ndarray:
+    def per_node(self, values: NDArray[Any]) -> NDArray[Any]:
         """Sum a per-class quantity over each node's classes."""
         return np.bincount(self.node_of, weights=values, minlength=len(self.levels))
 
 
-def _sum_rows(matrix: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+def _sum_rows(matrix: NDArray[Any], groups: NDArray[Any], n_groups: int) -> NDArray[Any]:
     """Sum the rows of ``matrix`` by group, with one bincount over all cells."""
     width = matrix.shape[1]
     cells = (groups[:, None] * width + np.arange(width)).ravel()
@@ -330,7 +332,7 @@ def _sum_rows(matrix: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarr
     )
 
 
-def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:
+def _first_index(inv: NDArray[Any], n_classes: int) -> NDArray[Any]:
     # any row of a class represents it: all its rows share the node's codes
     rep = np.empty(n_classes, dtype=np.int64)
     rep[inv] = np.arange(len(inv))
@@ -340,7 +342,7 @@ def _first_index(inv: np.ndarray, n_classes: int) -> np.ndarray:
 _HIGH = np.uint64(0x8080808080808080)
 
 
-def pack_levels(levels: np.ndarray) -> np.ndarray:
+def pack_levels(levels: NDArray[Any]) -> NDArray[Any]:
     """Pack rows of small levels (< 128) into uint64 words, one byte per level.
 
     With levels packed, "every level of a <= the same level of b" for a whole array of nodes is
@@ -355,7 +357,7 @@ def pack_levels(levels: np.ndarray) -> np.ndarray:
     return words
 
 
-def packed_leq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def packed_leq(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
     """Row-wise: all levels of ``a`` <= those of ``b`` (one side may be a single packed row)."""
     return (((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=1)
 
@@ -376,7 +378,7 @@ class ClassTableCache:
         self.total = 0
         self.high = 0  # slots beyond this were never used
 
-    def add(self, packed_node: np.ndarray, ct: ClassTable) -> None:
+    def add(self, packed_node: NDArray[Any], ct: ClassTable) -> None:
         n = len(ct)
         if n > self.max_total // 8:
             return  # rolling up from a table this large saves little and costs memory
@@ -395,7 +397,7 @@ class ClassTableCache:
         self.total -= int(self.sizes[slot])
         self.used[slot], self.sizes[slot], self.tables[slot] = False, _BIG, None
 
-    def parent(self, packed_node: np.ndarray) -> ClassTable | None:
+    def parent(self, packed_node: NDArray[Any]) -> ClassTable | None:
         """The cached specialization of the node with the fewest classes."""
         h = self.high
         if h == 0:
@@ -406,7 +408,7 @@ class ClassTableCache:
         return self.tables[int(np.argmin(np.where(below, self.sizes[:h], _BIG)))]
 
 
-def _distinct_rows(cols: list[np.ndarray], radices: list[int]):
+def _distinct_rows(cols: list[NDArray[Any]], radices: list[int]):
     space = 1
     for r in radices:
         space *= max(r, 1)

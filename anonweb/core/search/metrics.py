@@ -34,9 +34,10 @@ which never decreases when a node is generalized further; the search uses it to 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.search.lattice import EncodedTable
@@ -57,7 +58,7 @@ _AGGREGATE_TEXT = {
 _DIGITS = 10**10
 
 
-def floor10(values: np.ndarray) -> np.ndarray:
+def floor10(values: NDArray[Any]) -> NDArray[Any]:
     """Keep 10 decimals, cutting the rest off (ARX's ``Metric.round``)."""
     return np.floor(np.asarray(values, dtype=float) * _DIGITS) / _DIGITS
 
@@ -69,7 +70,7 @@ def exact_floor10(num: int, den: int) -> float:
     return (num * _DIGITS // den) / _DIGITS
 
 
-def aggregate_value(values: np.ndarray, how: str) -> np.ndarray:
+def aggregate_value(values: NDArray[Any], how: str) -> NDArray[Any]:
     """The aggregate of each row of per-QI values (rank: its largest value)."""
     if how == "geometric":
         d = values.shape[1]
@@ -94,30 +95,30 @@ class Metric:
             )
         self.table = table
         self.aggregate = aggregate if self.per_qi else "sum"
-        self.level_values: list[np.ndarray] = []  # per QI: the value per level, nothing out
+        self.level_values: list[NDArray[Any]] = []  # per QI: the value per level, nothing out
 
-    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+    def bounds(self, nodes: NDArray[Any]) -> NDArray[Any]:
         """Per-QI lower bounds of each node (its values if nothing were suppressed)."""
         return np.column_stack([self.level_values[i][nodes[:, i]] for i in range(nodes.shape[1])])
 
     def actual(
-        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
-    ) -> np.ndarray:
+        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+    ) -> NDArray[Any]:
         """Per-QI values of a node whose suppressed classes have representatives ``rep_out``
         (one distinct row each) and sizes ``sizes_out``."""
         raise NotImplementedError
 
-    def from_classes(self, sizes: np.ndarray, out_classes: np.ndarray) -> np.ndarray:
+    def from_classes(self, sizes: NDArray[Any], out_classes: NDArray[Any]) -> NDArray[Any]:
         """For a whole-table metric: its value from the node's classes."""
         raise NotImplementedError
 
-    def key(self, values: np.ndarray) -> np.ndarray:
+    def key(self, values: NDArray[Any]) -> NDArray[Any]:
         """Sortable key (rows compared lexicographically; smaller is better)."""
         if self.aggregate == "rank":
             return -np.sort(-values, axis=1)
         return np.round(aggregate_value(values, self.aggregate), 12)[:, None]
 
-    def summary(self, values: np.ndarray) -> float:
+    def summary(self, values: NDArray[Any]) -> float:
         """The score minimised, as one number for reports (rank: the largest per-QI value)."""
         return float(aggregate_value(np.asarray(values, dtype=float)[None, :], self.aggregate)[0])
 
@@ -136,7 +137,7 @@ class LossMetric(Metric):
         super().__init__(table, aggregate)
         n = table.n
         w = table.weights
-        self.leaves: list[list[np.ndarray]] = []  # per QI, per level: leaves per distinct row
+        self.leaves: list[list[NDArray[Any]]] = []  # per QI, per level: leaves per distinct row
         self.size: list[int] = []  # per QI: hierarchy size (leaves under the root)
         self.level_sums: list[list[int]] = []  # per QI, per level: sum of leaves over records
         for i, q in enumerate(table.qis):
@@ -160,8 +161,8 @@ class LossMetric(Metric):
         return exact_floor10(raw - n, n * (size - 1))
 
     def actual(
-        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
-    ) -> np.ndarray:
+        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+    ) -> NDArray[Any]:
         out = np.empty(len(levels))
         w = sizes_out.astype(np.int64)
         for i, lv in enumerate(levels):
@@ -185,8 +186,8 @@ class PrecisionMetric(Metric):
         ]
 
     def actual(
-        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
-    ) -> np.ndarray:
+        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+    ) -> NDArray[Any]:
         n, out_n = self.table.n, int(sizes_out.sum())
         values = []
         for lv, h in zip(levels, self.heights):
@@ -206,8 +207,8 @@ class HeightMetric(Metric):
         self.level_values = [np.arange(q.height, dtype=float) for q in table.qis]
 
     def actual(
-        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
-    ) -> np.ndarray:
+        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+    ) -> NDArray[Any]:
         return np.asarray(levels, dtype=float)
 
 
@@ -220,8 +221,8 @@ class EntropyMetric(Metric):
         w = table.weights
         logn = np.log2(table.n)
         wf = w.astype(float)
-        self.cost: list[list[np.ndarray]] = []
-        self.out_cost: list[np.ndarray] = []
+        self.cost: list[list[NDArray[Any]]] = []
+        self.out_cost: list[NDArray[Any]] = []
         for i in range(len(table.qis)):
             freqs = [
                 np.bincount(c, weights=w, minlength=card)
@@ -235,8 +236,8 @@ class EntropyMetric(Metric):
         self.level_values = [floor10(s) for s in self.level_sums]
 
     def actual(
-        self, levels: Sequence[int], rep_out: np.ndarray, sizes_out: np.ndarray
-    ) -> np.ndarray:
+        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+    ) -> NDArray[Any]:
         raw = np.array([self.level_sums[i][lv] for i, lv in enumerate(levels)], dtype=float)
         if len(rep_out):
             w = sizes_out.astype(float)
@@ -250,11 +251,11 @@ class DiscernibilityMetric(Metric):
     title = "discernibility (sum of squared class sizes, suppressed records cost n each)"
     per_qi = False
 
-    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+    def bounds(self, nodes: NDArray[Any]) -> NDArray[Any]:
         # No cheap bound: every kept class costs at least its size, suppressed records more.
         return np.full((len(nodes), 1), float(self.table.n))
 
-    def from_classes(self, sizes: np.ndarray, out_classes: np.ndarray) -> np.ndarray:
+    def from_classes(self, sizes: NDArray[Any], out_classes: NDArray[Any]) -> NDArray[Any]:
         kept = sizes[~out_classes].astype(float)
         value = float((kept**2).sum() + sizes[out_classes].sum() * float(self.table.n))
         return np.array([value])
@@ -265,11 +266,11 @@ class AECSMetric(Metric):
     title = "average equivalence class size (the suppressed records forming one class)"
     per_qi = False
 
-    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+    def bounds(self, nodes: NDArray[Any]) -> NDArray[Any]:
         # a node has at most as many classes as the table has distinct rows
         return np.full((len(nodes), 1), floor10(np.array(self.table.n / self.table.m)))
 
-    def from_classes(self, sizes: np.ndarray, out_classes: np.ndarray) -> np.ndarray:
+    def from_classes(self, sizes: NDArray[Any], out_classes: NDArray[Any]) -> NDArray[Any]:
         groups = int((~out_classes).sum()) + (1 if out_classes.any() else 0)
         return floor10(np.array([self.table.n / max(groups, 1)]))
 

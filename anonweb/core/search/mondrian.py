@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
@@ -34,9 +35,9 @@ class MondrianResult:
     smallest: int
     information_loss: float  # normalized certainty penalty, mean over records and QIs
     seconds: float
-    partition: np.ndarray = field(repr=False, compare=False)
-    lower: list[np.ndarray] = field(repr=False, compare=False)
-    upper: list[np.ndarray] = field(repr=False, compare=False)
+    partition: NDArray[Any] = field(repr=False, compare=False)
+    lower: list[NDArray[Any]] = field(repr=False, compare=False)
+    upper: list[NDArray[Any]] = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,7 +66,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _ranks(df: pd.DataFrame, cols: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+def _ranks(df: pd.DataFrame, cols: Sequence[str]) -> tuple[NDArray[Any], list[NDArray[Any]]]:
     ranks, values = [], []
     for c in cols:
         s = df[c]
@@ -105,18 +106,18 @@ class _Segments:
     Keeping this order across rounds (splits reorder within a run) spares a sort per round.
     """
 
-    perm: np.ndarray
-    start: np.ndarray
-    size: np.ndarray
+    perm: NDArray[Any]
+    start: NDArray[Any]
+    size: NDArray[Any]
 
 
-def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def _ranges(starts: NDArray[Any], sizes: NDArray[Any]) -> NDArray[Any]:
     """Concatenation of ``arange(s, s + n)`` for each pair, without a Python loop."""
     offsets = np.cumsum(sizes) - sizes
     return np.arange(int(sizes.sum())) + np.repeat(starts - offsets, sizes)
 
 
-def _scales(values: list[np.ndarray]) -> np.ndarray:
+def _scales(values: list[NDArray[Any]]) -> NDArray[Any]:
     """Global width per dimension (ranks for non-numeric columns)."""
     out = []
     for v in values:
@@ -125,7 +126,7 @@ def _scales(values: list[np.ndarray]) -> np.ndarray:
     return np.array(out)
 
 
-def _widths(values, scale, lo_rank, hi_rank) -> np.ndarray:
+def _widths(values, scale, lo_rank, hi_rank) -> NDArray[Any]:
     cols = []
     for d, v in enumerate(values):
         if np.issubdtype(v.dtype, np.number):
@@ -168,7 +169,7 @@ def _round(ranks, values, scale, seg: _Segments, open_ids, k):
     return np.concatenate((open_ids[split], new_ids))
 
 
-def _regroup(seg: _Segments, rows, lid, offs, starts, goes_right) -> np.ndarray:
+def _regroup(seg: _Segments, rows, lid, offs, starts, goes_right) -> NDArray[Any]:
     """Reorder each run so its left half comes first (stably); returns the left sizes."""
     left = ~goes_right
     n_left = np.bincount(lid, weights=left, minlength=len(offs)).astype(np.int64)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.assessment.charts import homogeneity_histogram
 from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile
@@ -237,7 +238,7 @@ class WhatIfTable:
             profile=self._profile(sizes, inv, kept, node, rep) if kept.any() else None,
         )
 
-    def _counts(self, inv: np.ndarray, n_classes: int, rows: np.ndarray | None):
+    def _counts(self, inv: NDArray[Any], n_classes: int, rows: NDArray[Any] | None):
         """Sensitive value counts per class, sparse, from the distinct rows (``rows``: only
         those), each weighted by the records it stands for."""
         index = {s: j for j, s in enumerate(self.sensitive)}
@@ -255,11 +256,11 @@ class WhatIfTable:
 
     def _profile(
         self,
-        all_sizes: np.ndarray,
-        inv: np.ndarray,
-        kept: np.ndarray,
+        all_sizes: NDArray[Any],
+        inv: NDArray[Any],
+        kept: NDArray[Any],
         node: list[int],
-        rep: np.ndarray,
+        rep: NDArray[Any],
     ) -> RiskProfile:
         sizes = all_sizes[kept]
         kept_rep = rep[kept]
@@ -292,7 +293,7 @@ class WhatIfTable:
         )
 
     def _disclosing(
-        self, sc: SensitiveCounts, node: list[int], rep: np.ndarray
+        self, sc: SensitiveCounts, node: list[int], rep: NDArray[Any]
     ) -> tuple[dict, ...]:
         """The largest classes whose records all share one sensitive value, described by
         their generalized quasi-identifier values (as the risk profile lists them)."""
@@ -315,7 +316,7 @@ class WhatIfTable:
         return tuple(out)
 
 
-def _smallest_within(sizes: np.ndarray, max_out: int) -> np.ndarray:
+def _smallest_within(sizes: NDArray[Any], max_out: int) -> NDArray[Any]:
     """Classes to suppress so that the smallest kept class is as large as the limit allows:
     every class below the largest k whose smaller classes hold at most ``max_out`` records."""
     if max_out <= 0 or len(sizes) == 0:
@@ -334,13 +335,13 @@ def _smallest_within(sizes: np.ndarray, max_out: int) -> np.ndarray:
     return sizes <= present[last]
 
 
-def _example(labels: np.ndarray) -> str:
+def _example(labels: NDArray[Any]) -> str:
     for value in labels:
         if value is not None and not (isinstance(value, float) and np.isnan(value)):
             return str(value)
     return ""
 
 
-def _top_share(sc: SensitiveCounts) -> tuple[np.ndarray, np.ndarray]:
+def _top_share(sc: SensitiveCounts) -> tuple[NDArray[Any], NDArray[Any]]:
     """Per class: the share of its most frequent sensitive value, and its size."""
     return sc.cnt[sc.starts] / sc.sizes, sc.sizes

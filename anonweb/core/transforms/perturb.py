@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import DataError, ParameterError
@@ -35,7 +36,7 @@ from anonweb.core.release.plan import (
 from anonweb.core.transforms.mask import _columns
 
 
-def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
+def _numeric(df: pd.DataFrame, col: str) -> NDArray[Any]:
     values = pd.to_numeric(df[col], errors="coerce")
     bad = values.isna() & df[col].notna()
     if bad.any():
@@ -132,7 +133,7 @@ def _check_swap(params: Mapping[str, Any]) -> None:
     _positive(params, "p", upper=100)
 
 
-def rank_swap_values(x: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+def rank_swap_values(x: NDArray[Any], p: float, rng: np.random.Generator) -> NDArray[Any]:
     """Swap each value with one at most ``p`` % of the rows away in rank (missing values stay)."""
     idx = np.flatnonzero(~np.isnan(x))
     order = idx[np.argsort(x[idx], kind="stable")]
@@ -188,7 +189,7 @@ def _check_mdav(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"'k' must be an integer >= 2, got {k!r}")
 
 
-def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
+def mdav_groups(x: NDArray[Any], k: int) -> NDArray[Any]:
     """Group label per row by MDAV (Domingo-Ferrer & Mateo-Sanz 2002); every group has >= k rows."""
     n = len(x)
     if n < k:
