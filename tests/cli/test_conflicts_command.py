@@ -133,6 +133,8 @@ def test_joined_classes_smaller_than_k_with_qi(tmp_path):
         (["--id", "name", "--l", "2"], "--l needs --sensitive"),
         (["--id", "name", "--bounds", "bmi=50"], "--bounds expects COL=LOW:HIGH"),
         (["--id", "name", "--p", "150"], "--p must be between 0 and 100"),
+        ([], "the following arguments are required: --id"),
+        (["--id", "name", "--format", "xml"], "invalid choice: 'xml'"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(bmi, extra, message):

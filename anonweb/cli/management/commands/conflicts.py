@@ -13,6 +13,7 @@ Inferred values are source values: the JSON and the text name them, for the priv
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -21,6 +22,21 @@ from django.core.management.base import BaseCommand, CommandError
 class Command(BaseCommand):
     help = "Check releases of one source for what they disclose together."
     requires_system_checks: list[str] = []
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        usage_error = parser.error
+
+        def one_line(message):
+            # A usage error is one line and status 2, like every other bad input here (argparse
+            # would print the whole usage first).
+            if not getattr(parser, "called_from_command_line", False):
+                return usage_error(message)
+            sys.stderr.write(f"{parser.prog}: error: {' '.join(str(message).split())}\n")
+            raise SystemExit(2)
+
+        parser.error = one_line
+        return parser
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("source", help="the source table (CSV/TSV, Excel or Parquet)")
