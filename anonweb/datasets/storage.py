@@ -71,3 +71,21 @@ def load_head(storage_key, rows: int) -> pd.DataFrame:
     if batch is None:
         return parquet.schema_arrow.empty_table().to_pandas()
     return batch.to_pandas()
+
+
+def load_value_counts(storage_key, column: str) -> tuple[pd.Series, list[int], int]:
+    """One column's distinct values (its pandas type kept), the records holding each, and the
+    records with no value: what a hierarchy preview needs, without the other columns."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(_existing_parquet(storage_key), columns=[column])
+    col = table.column(0)
+    missing = int(col.null_count)
+    counted = pc.value_counts(pc.drop_null(col))
+    values = counted.field("values").to_pandas()
+    frame = table.schema.empty_table().to_pandas()
+    values = pd.Series(values, name=column)
+    if values.dtype != frame[column].dtype:
+        values = values.astype(frame[column].dtype)
+    return values, counted.field("counts").to_pylist(), missing

@@ -10,6 +10,16 @@ urlpatterns = [
     path("<int:dataset_id>/assess/", views.dataset_assess, name="assess"),
     path("<int:dataset_id>/what-if/", views.dataset_whatif, name="whatif"),
     path("<int:dataset_id>/hierarchy/", views.dataset_hierarchy, name="hierarchy"),
+    path(
+        "<int:dataset_id>/hierarchies/<str:column>/",
+        views.dataset_hierarchy_wizard,
+        name="hierarchy-wizard",
+    ),
+    path(
+        "<int:dataset_id>/hierarchies/<str:column>/preview/",
+        views.dataset_hierarchy_preview,
+        name="hierarchy-preview",
+    ),
     path("<int:dataset_id>/budget/", views.dataset_budget, name="budget"),
     path("<int:dataset_id>/retention/", views.dataset_retention, name="retention"),
     path("<int:dataset_id>/population/", views.dataset_population, name="population"),

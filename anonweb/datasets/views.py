@@ -1,5 +1,6 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
@@ -309,3 +310,121 @@ def dataset_whatif(request, dataset_id: int):
     return JsonResponse(
         {"result": result, "charts": charts}, json_dumps_params={"ensure_ascii": False}
     )
+
+
+HIERARCHY_KINDS = (
+    ("interval", "Intervals (numbers: width, bounds, top/bottom coding)"),
+    ("grouping", "Ordered groups (consecutive values)"),
+    ("categories", "Ordered categories (your order, grouped)"),
+    ("mask", "Masking (characters from the right: ZIP codes)"),
+    ("date", "Dates (day → month → year → decade)"),
+    ("upload", "Uploaded ARX table (value;level1;…;*)"),
+)
+
+
+def _column_for_officer(request, dataset_id: int, column: str):
+    from django.http import Http404
+
+    from anonweb.accounts.selectors import require_role
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if column not in dataset.column_names:
+        raise Http404("No such column.")
+    return dataset
+
+
+def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
+    """A hierarchy for one column, built with a form per builder (from the builders' declared
+    schemas) and previewed on this dataset before it is saved."""
+    import json
+
+    from anonweb.core.io.hierarchy_builders import builder_schemas
+    from anonweb.datasets.selectors import hierarchy_spec
+    from anonweb.datasets.services import dataset_set_hierarchy_spec
+    from anonweb.datasets.storage import load_distinct
+
+    dataset = _column_for_officer(request, dataset_id, column)
+    if not dataset.is_ready or dataset.is_purged:
+        messages.error(request, "The raw data of this dataset is not available.")
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    error = None
+    if request.method == "POST":
+        try:
+            spec = json.loads(request.POST.get("spec") or "null")
+        except ValueError:
+            spec = None
+        try:
+            if not isinstance(spec, dict):
+                raise CoreError("build a hierarchy first: the preview shows it before it is saved")
+            dataset_set_hierarchy_spec(user=request.user, dataset=dataset, column=column, spec=spec)
+        except CoreError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Hierarchy for {column} saved.")
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+    current = hierarchy_spec(dataset=dataset, column=column)
+    distinct = load_distinct(dataset.storage_key, column)
+    from anonweb.jobs.planning import suggest_hierarchy
+
+    start = current or suggest_hierarchy(dataset, column, distinct, stored={})
+    values = sorted(map(str, distinct.tolist()))
+    return render(
+        request,
+        "datasets/hierarchy.html",
+        {
+            "dataset": dataset,
+            "column": column,
+            "kinds": HIERARCHY_KINDS,
+            "wizard": {
+                "schemas": builder_schemas(),
+                "start": start,
+                "values": values[:10_000],
+                "numeric": pd_numeric(distinct),
+                "preview_url": reverse("datasets:hierarchy-preview", args=[dataset.pk, column]),
+            },
+            "error": error,
+        },
+        status=400 if error else 200,
+    )
+
+
+def pd_numeric(series) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series))
+
+
+@require_POST
+def dataset_hierarchy_preview(request, dataset_id: int, column: str):
+    """Preview a hierarchy spec on the column: per level its groups and their records, and the
+    values it does not cover. 400 lists every problem of the spec (its builder's schema)."""
+    import json
+
+    from django.http import JsonResponse
+
+    from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
+    from anonweb.core.io.hierarchy_builders import build_hierarchy, hierarchy_spec_errors
+    from anonweb.core.io.hierarchy_preview import hierarchy_preview
+    from anonweb.datasets.storage import load_value_counts
+
+    dataset = _column_for_officer(request, dataset_id, column)
+    try:
+        spec = json.loads(request.body or b"null")
+    except ValueError:
+        return JsonResponse({"errors": ["the request body is not JSON"]}, status=400)
+    errors = hierarchy_spec_errors(column, spec, files=False)
+    if not errors and isinstance(spec, dict) and "uploaded" in spec:
+        errors = ["preview a builder or rows; a stored hierarchy is shown on the dataset page"]
+    if errors:
+        return JsonResponse({"errors": errors}, status=400)
+    try:
+        values, counts, missing = load_value_counts(dataset.storage_key, column)
+        if "rows" in spec:
+            hierarchy = CoreHierarchy(rows=tuple(tuple(r) for r in spec["rows"]), attribute=column)
+        else:
+            hierarchy = build_hierarchy(spec, values)
+        preview = hierarchy_preview(hierarchy, values, counts, missing=missing)
+    except CoreError as exc:
+        return JsonResponse({"errors": [str(exc)]}, status=400)
+    return JsonResponse(preview.to_dict(), json_dumps_params={"ensure_ascii": False})
