@@ -532,3 +532,11 @@ def test_a_table_written_as_csv_reads_back_the_same(tmp_path_factory, ints, text
     numeric_words = pd.to_numeric(pd.Series([w for w in expected if w]), errors="coerce")
     if not numeric_words.notna().any():
         assert [None if pd.isna(v) else v for v in df["w"].tolist()] == expected
+
+
+def test_a_bare_carriage_return_in_the_header_is_a_line_end_not_a_crash(tmp_path):
+    # Found by tests/web/test_fuzz.py: the header check used to raise csv.Error.
+    info, df = _convert(tmp_path, b"a,b\r1,2\r3,4\r")
+    assert df.columns.tolist() == ["a", "b"] and info.rows == 2
+    with pytest.raises(DataError):
+        _convert(tmp_path, b'"a\rb,c\n1,2\n')

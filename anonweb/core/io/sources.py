@@ -254,7 +254,12 @@ class TextSource:
         if sep is not None and len(sep) != 1:
             raise DataError(f"{self.label}: the separator must be a single character, not {sep!r}")
         self.separator = sep or sniff_separator(sample[:65536])
-        header = next(csv.reader(io.StringIO(sample), delimiter=self.separator), [])
+        try:
+            # newline="": a bare CR ends a line here as it does for the parser below.
+            reader = csv.reader(io.StringIO(sample, newline=""), delimiter=self.separator)
+            header = next(reader, [])
+        except csv.Error as exc:
+            raise DataError(f"{label}: the header row cannot be read ({exc})") from None
         # The header is counted before the parser sees it: a 100,000-column file is refused
         # here, in microseconds.
         column_names(header, label=label, limits=limits)
