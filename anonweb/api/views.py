@@ -429,7 +429,12 @@ def conflict_json(entry: dict) -> dict:
         "facts": entry["facts"],
         "found_by": entry["found_by"].pk,
         "releases": [
-            {"id": r["release"].pk, "version": r["release"].version, "live": r["live"]}
+            {
+                "id": r["release"].pk,
+                "version": r["release"].version,
+                "status": API_STATUS.get(r["release"].status, r["release"].status),
+                "live": r["live"],
+            }
             for r in entry["releases"]
         ],
         "live": entry["live"],

@@ -55,7 +55,7 @@ TYPE_LABELS = {
 def conflicts_for(*, release: Release, user) -> list[dict]:
     """Conflict findings involving this release: those its own check found against earlier
     releases, and those later releases' checks found with it. Every release named carries its
-    live status. Only a privacy officer of the team gets the records and the values an attacker
+    live status; officers and stewards only. Only a privacy officer of the team gets the records and the values an attacker
     would infer (from the finding release's private files)."""
     from anonweb.releases.conflicts import FINDINGS_FILE
     from anonweb.releases.storage import read_private_json
@@ -66,6 +66,10 @@ def conflicts_for(*, release: Release, user) -> list[dict]:
         .prefetch_related("involved")
         .order_by("release__version", "position")
     )
+    if not Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists():
+        # Analysts see nothing of other releases (pending or rejected ones included) nor of
+        # the source: the findings are for officers and stewards.
+        return []
     officer = user_has_role(user=user, team=release.team, role=Role.PRIVACY_OFFICER)
     private_files: dict[int, list] = {}
     out = []

@@ -37,6 +37,10 @@ def release_detail(request, release_id: int):
     from anonweb.releases.selectors import conflicts_for
 
     conflicts = conflicts_for(release=release, user=request.user)
+    staff = any(
+        user_has_role(user=request.user, team=release.team, role=role)
+        for role in (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
+    )
     intruder = (release.report or {}).get("intruder")
     if intruder:
         from anonweb.core.assessment.charts import intruder_chart
@@ -55,7 +59,7 @@ def release_detail(request, release_id: int):
             "charts": charts,
             "conflicts": conflicts,
             "conflicts_live": [c for c in conflicts if c["live"]],
-            "checked": release.conflicts_checked,
+            "checked": release.conflicts_checked if staff else None,
         },
     )
 

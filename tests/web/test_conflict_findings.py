@@ -16,7 +16,7 @@ from anonweb.datasets.services import dataset_create, dataset_set_tags
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.services import job_create, job_execute
 from anonweb.releases.models import ConflictFinding
-from anonweb.releases.services import release_reject
+from anonweb.releases.services import release_approve, release_reject
 
 pytestmark = pytest.mark.django_db
 
@@ -91,7 +91,7 @@ def bmi_plans():
     return first, second
 
 
-def test_bmi_second_release_discloses_doug_fulton(client, officer, steward, bmi):
+def test_bmi_second_release_discloses_doug_fulton(client, officer, steward, analyst, bmi):
     first_plan, second_plan = bmi_plans()
     first = _release(officer, bmi, first_plan, "k1")
     assert first.conflicts_checked == [] and not first.conflict_findings.exists()
@@ -114,6 +114,11 @@ def test_bmi_second_release_discloses_doug_fulton(client, officer, steward, bmi)
         assert 'data-testid="conflicts"' in page and "Exact inference" in page
         assert 'data-type="exact_inference"' in page
         assert "inferred-values" not in page and "43.0" not in page
+    # An analyst sees the approved release and nothing about the others or the source.
+    release_approve(user=steward, release=first)
+    client.force_login(analyst)
+    page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
+    assert "conflict" not in page.lower() and "release 2" not in page
     # The audit trail holds counts, never the value or the explanation.
     event = AuditEvent.objects.filter(action="release.created", target_id=str(second.pk)).get()
     assert '"exact_inference":1' in event.details_text.replace(" ", "")
@@ -206,7 +211,6 @@ def test_the_check_gives_the_release_gate_block_findings(officer, steward, bmi):
     from anonweb.core.findings import BLOCK
     from anonweb.datasets.storage import load_frame
     from anonweb.releases.conflicts import release_conflict_check
-    from anonweb.releases.services import release_approve
 
     first_plan, second_plan = bmi_plans()
     first = _release(officer, bmi, first_plan)
@@ -230,3 +234,21 @@ def test_the_check_gives_the_release_gate_block_findings(officer, steward, bmi):
     assert finding.records == 1 and finding.columns == ("bmi",)
     assert finding.facts["statuses"] == {"release 1": "approved", "this release": "new"}
     assert "this release" in finding.message and "43" not in finding.message
+
+
+def test_the_api_gives_the_findings_with_values_for_officers_only(officer, steward, bmi):
+    from tests.web.test_api_releases import api
+
+    first_plan, second_plan = bmi_plans()
+    first = _release(officer, bmi, first_plan)
+    second = _release(officer, bmi, second_plan)
+    as_steward = api(steward).get(f"/api/v1/releases/{first.pk}/").json()
+    (finding,) = as_steward["conflicts"]
+    assert finding["type"] == "exact_inference" and finding["records"] == 1
+    assert finding["found_by"] == second.pk and "private" not in finding
+    assert [(r["version"], r["status"]) for r in finding["releases"]] == [
+        (1, "awaiting_review"),
+        (2, "awaiting_review"),
+    ]
+    (finding,) = api(officer).get(f"/api/v1/releases/{second.pk}/").json()["conflicts"]
+    assert finding["private"]["records"] == [4] and finding["private"]["values"] == {"4": 43.0}
