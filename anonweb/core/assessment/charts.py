@@ -20,7 +20,7 @@ _LAYOUT = {
 }
 
 
-def _as_data(fig: go.Figure) -> dict:
+def _as_data(fig: go.Figure) -> dict[Any, Any]:
     return json.loads(json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder))
 
 
@@ -114,7 +114,7 @@ def _homogeneity_chart(risk: Mapping[str, Any]) -> go.Figure | None:
     return fig
 
 
-def intruder_chart(result: Mapping[str, Any]) -> dict | None:
+def intruder_chart(result: Mapping[str, Any]) -> dict[Any, Any] | None:
     """The two distance distributions of the maximum-knowledge intruder check: each original
     record's distance to its closest anonymized record, against random records' distances."""
     match, chance = result.get("match_distances"), result.get("baseline_distances")
@@ -148,7 +148,7 @@ def intruder_chart(result: Mapping[str, Any]) -> dict | None:
     return {"id": "chart-intruder", "data_id": "chart-intruder-data", "figure": _as_data(fig)}
 
 
-def risk_charts(risk: Mapping[str, Any]) -> list[dict]:
+def risk_charts(risk: Mapping[str, Any]) -> list[dict[Any, Any]]:
     builders = [
         ("class-sizes", _class_size_chart),
         ("records-at-risk", _records_at_risk_chart),
@@ -164,7 +164,7 @@ def risk_charts(risk: Mapping[str, Any]) -> list[dict]:
     return charts
 
 
-def loss_chart(loss_per_qi: Mapping[str, float], measure: str = "") -> dict | None:
+def loss_chart(loss_per_qi: Mapping[str, float], measure: str = "") -> dict[Any, Any] | None:
     """Information loss per quasi-identifier (0 = kept as is, 1 = all generalized away)."""
     if not loss_per_qi:
         return None

@@ -37,12 +37,14 @@ class SensitiveProfile:
 
     diversity: LDiversity
     closeness: TClosenessResult
-    disclosing: tuple[dict, ...] = ()  # the largest classes that share one value, QI values shown
+    disclosing: tuple[
+        dict[Any, Any], ...
+    ] = ()  # the largest classes that share one value, QI values shown
 
-    def per_class(self) -> dict[str, list]:
+    def per_class(self) -> dict[str, list[Any]]:
         return {**self.diversity.per_class(), **self.closeness.per_class()}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[Any, Any]:
         return {
             **self.diversity.to_dict(),
             **self.closeness.to_dict(),
@@ -65,7 +67,7 @@ class RiskProfile:
     def k(self) -> int:
         return self.anonymity.k
 
-    def to_dict(self, *, per_class: bool = False) -> dict:
+    def to_dict(self, *, per_class: bool = False) -> dict[Any, Any]:
         """Summary figures; ``per_class=True`` adds per-class lists (one entry per class)."""
         out: dict[str, Any] = {"quasi_identifiers": list(self.quasi_identifiers)}
         out.update(self.anonymity.to_dict())
@@ -80,7 +82,7 @@ class RiskProfile:
         return out
 
 
-def _check_inputs(df, qis, sensitive, hierarchies, t_distance) -> tuple[list[str], dict]:
+def _check_inputs(df, qis, sensitive, hierarchies, t_distance) -> tuple[list[str], dict[Any, Any]]:
     sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     require_columns(df, sens, role="sensitive attribute")
     both = sorted(set(sens) & set(qis))

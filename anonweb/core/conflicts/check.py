@@ -70,7 +70,7 @@ class ConflictReport:
         """Something was found, or a part could not be decided (treated as found)."""
         return bool(self.findings or self.incomplete)
 
-    def to_dict(self, ids: Sequence | None = None, *, values: bool = True) -> dict:
+    def to_dict(self, ids: Sequence[Any] | None = None, *, values: bool = True) -> dict[Any, Any]:
         return {
             "findings": [f.to_dict(ids, values=values) for f in self.findings],
             "incomplete": list(self.incomplete),

@@ -42,7 +42,7 @@ class Finding:
         if self.type not in TYPES:
             raise ValueError(f"unknown finding type {self.type!r}")
 
-    def to_dict(self, ids: Sequence | None = None, *, values: bool = True) -> dict[str, Any]:
+    def to_dict(self, ids: Sequence[Any] | None = None, *, values: bool = True) -> dict[str, Any]:
         """JSON form. ``ids[row]`` names a record (default: the row number from 1); with
         ``values=False`` the inferred values and intervals are left out."""
 

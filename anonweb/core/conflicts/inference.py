@@ -99,7 +99,9 @@ class Inference:
         if p is None:
             return np.zeros(self.determined.size, dtype=bool)
         half = (self.high - self.low) / 2.0
-        return ~self.determined & ~self.undecided & (half <= p * np.abs(truth)) & (half > 0)
+        return np.asarray(
+            ~self.determined & ~self.undecided & (half <= p * np.abs(truth)) & (half > 0)
+        )
 
 
 def infer(

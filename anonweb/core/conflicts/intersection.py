@@ -42,7 +42,7 @@ class SensitiveConflict:
     disclosed_combined: int  # records whose two classes share exactly one value
     newly_disclosed: int  # disclosed only when both releases are combined
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[Any, Any]:
         return {
             "attribute": self.attribute,
             "l_a": self.l_a,
@@ -68,7 +68,7 @@ class ConflictReport:
         """True when combining the releases discloses a sensitive value neither disclosed alone."""
         return any(s.newly_disclosed > 0 for s in self.sensitive)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[Any, Any]:
         return {
             "rows": self.rows,
             "k_a": self.k_a,
@@ -93,7 +93,7 @@ def _value_sets(classes: NDArray[Any], values: NDArray[Any]) -> pd.DataFrame:
 
 def _distinct_per_class(pairs: pd.DataFrame, classes: NDArray[Any]) -> NDArray[Any]:
     counts = np.bincount(pairs["c"].to_numpy(), minlength=int(classes.max()) + 1)
-    return counts[classes]
+    return np.asarray(counts[classes])
 
 
 def _intersection_sizes(a: NDArray[Any], b: NDArray[Any], values: NDArray[Any]) -> NDArray[Any]:
@@ -124,7 +124,7 @@ def common_values(
     )
     sizes = common.groupby(["a", "b"], sort=False).size().rename("n").reset_index()
     per_record = pd.DataFrame({"a": a_of, "b": b_of}).merge(sizes, on=["a", "b"], how="left")
-    return per_record["n"].fillna(0).to_numpy(dtype=np.int64)
+    return np.asarray(per_record["n"].fillna(0).to_numpy(dtype=np.int64))
 
 
 def _sensitive_conflict(

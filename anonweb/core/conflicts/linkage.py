@@ -97,7 +97,9 @@ def _linked(a: RecordRelease, b: RecordRelease, columns, ia, ib) -> NDArray[Any]
     key_a, key_b = key[: len(a.frame)], key[len(a.frame) :]
     count_a = np.bincount(key_a, minlength=key.max() + 1)
     count_b = np.bincount(key_b, minlength=key.max() + 1)
-    return (count_a[key_a[ia]] == 1) & (count_b[key_b[ib]] == 1) & (key_a[ia] == key_b[ib])
+    return np.asarray(
+        (count_a[key_a[ia]] == 1) & (count_b[key_b[ib]] == 1) & (key_a[ia] == key_b[ib])
+    )
 
 
 def _agreement(x: pd.Series, y: pd.Series, ia: NDArray[Any], ib: NDArray[Any]) -> float:
@@ -189,7 +191,7 @@ def _distinct(codes: NDArray[Any], values: NDArray[Any]) -> NDArray[Any]:
     """Distinct sensitive values of each row's class (the models' l-diversity counts)."""
     ec = EquivalenceClasses(("class",), codes, np.bincount(codes))
     per_class = sensitive_counts(ec, pd.Series(values, name="s")).distinct
-    return per_class[codes]
+    return np.asarray(per_class[codes])
 
 
 def _linked_l(a, b, s, rows, ia, ib, ca, cb, ec, join, l) -> Finding | None:  # noqa: E741

@@ -143,7 +143,7 @@ def solve(
 
 def _random_free(rng, rows: int, cols: int) -> NDArray[Any]:
     # Gaussian draws: an exact zero has probability 0, one below the tolerance about 1e-9.
-    return rng.standard_normal((rows, cols))
+    return np.asarray(rng.standard_normal((rows, cols)))
 
 
 def _impose(extra: Equations, x, null, rng):
@@ -483,7 +483,7 @@ def _local_index(labels: NDArray[Any], n_groups: int) -> NDArray[Any]:
 
 
 def _pow2(n: NDArray[Any]) -> NDArray[Any]:
-    return np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(n, 1))).astype(np.int64))
+    return np.asarray(np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(n, 1))).astype(np.int64)))
 
 
 class _OverBudget(Exception):

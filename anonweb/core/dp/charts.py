@@ -176,7 +176,9 @@ def needs_table(steps: Sequence[Mapping[str, Any]]) -> bool:
     return any(e.get("kind") in KINDS and "noise" in e for e in steps)
 
 
-def dp_charts(steps: Sequence[Mapping[str, Any]], table: pd.DataFrame | None) -> list[dict]:
+def dp_charts(
+    steps: Sequence[Mapping[str, Any]], table: pd.DataFrame | None
+) -> list[dict[Any, Any]]:
     """One chart per DP statistic of a release: ``steps`` are its report's step entries,
     ``table`` its released table (several measurements stacked under ``statistic``)."""
     charts = []

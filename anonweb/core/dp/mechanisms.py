@@ -391,7 +391,7 @@ def _run(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str
     return _finish_tree(prepared, meas(values))
 
 
-def _finish_mean(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _finish_mean(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     lo, hi = prepared.query.bounds or (0.0, 0.0)
     total, count = float(noisy[0]), int(noisy[1])
     mean = min(max(total / max(count, 1), lo), hi)  # post-processing: clamp into the bounds
@@ -407,7 +407,7 @@ def _finish_mean(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[st
     return table, {"mean_ci95_halfwidth_approx": approx}
 
 
-def _finish_tree(prepared: Prepared, noisy: list) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _finish_tree(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     dp = acc.opendp()
     q, edges = prepared.query, prepared.detail["edges"]
     b = prepared.detail["branching_factor"]

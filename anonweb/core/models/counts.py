@@ -135,10 +135,20 @@ class SensitiveCounts:
     @classmethod
     def from_histogram(cls, domain: SensitiveDomain, hist: NDArray[Any]) -> SensitiveCounts:
         """From a dense (classes x values) matrix of counts, as the search keeps them."""
-        c, v = np.nonzero(hist)
-        cnt = hist[c, v]
-        sizes = np.rint(hist.sum(axis=1)).astype(np.int64)
-        return cls._sorted(domain, sizes, c, v, cnt, None)
+        counts = np.rint(hist).astype(np.int64)
+        # each row sorted by descending count (ties in value order): the nonzero entries are
+        # then already in the (class, descending count) order, with no sort over all triples
+        order = np.argsort(-counts, axis=1, kind="stable")
+        ranked = np.take_along_axis(counts, order, axis=1)
+        c, j = np.nonzero(ranked)
+        return cls(
+            domain,
+            counts.sum(axis=1),
+            c.astype(np.int64),
+            order[c, j].astype(np.int64),
+            ranked[c, j],
+            None,
+        )
 
     @classmethod
     def _sorted(
@@ -190,7 +200,7 @@ class SensitiveCounts:
     @cached_property
     def share(self) -> NDArray[Any]:
         """p(value | class) of each triple."""
-        return self.cnt / self.sizes[self.cls]
+        return np.asarray(self.cnt / self.sizes[self.cls])
 
 
 class ClassData:

@@ -31,7 +31,7 @@ def entropy(sc: SensitiveCounts) -> NDArray[Any]:
 
 def entropy_l(sc: SensitiveCounts) -> NDArray[Any]:
     """exp(entropy) of each class: the largest l for which it is entropy l-diverse."""
-    return np.exp(entropy(sc))
+    return np.asarray(np.exp(entropy(sc)))
 
 
 @dataclass(frozen=True)
@@ -56,4 +56,4 @@ class EntropyL(PrivacyModel):
         return entropy_l(data.sensitive(self.sensitive))
 
     def passes(self, data: ClassData) -> NDArray[Any]:
-        return entropy(data.sensitive(self.sensitive)) >= np.log(self.l) - TOLERANCE
+        return np.asarray(entropy(data.sensitive(self.sensitive)) >= np.log(self.l) - TOLERANCE)

@@ -116,7 +116,7 @@ def combine_codes(columns: Iterable[tuple[NDArray[Any], int]], rows: int) -> NDA
         small = np.int32 if radix < 2**31 else np.int64  # half the memory traffic
         slot_code: NDArray[Any] = np.cumsum(present, dtype=small)
         slot_code -= 1
-        return slot_code[key].astype(np.int64)
+        return np.asarray(slot_code[key].astype(np.int64))
     return dense_codes(key)[0]
 
 
@@ -166,7 +166,7 @@ class EquivalenceClasses:
 
     def record_sizes(self) -> NDArray[Any]:
         """Size of each row's class, by row position."""
-        return self.sizes[self.codes]
+        return np.asarray(self.sizes[self.codes])
 
     def size_distribution(self) -> list[dict[str, int]]:
         """``[{size, classes, records}]`` ascending by size: the histogram behind k."""
@@ -177,7 +177,9 @@ class EquivalenceClasses:
             for s in sizes
         ]
 
-    def describe(self, df: pd.DataFrame, classes: NDArray[Any] | None = None) -> list[dict]:
+    def describe(
+        self, df: pd.DataFrame, classes: NDArray[Any] | None = None
+    ) -> list[dict[Any, Any]]:
         """QI values (JSON-safe) of the given classes (all by default), one dict per class."""
         idx = self.first_row if classes is None else self.first_row[classes]
         sub = df.iloc[idx][list(self.quasi_identifiers)]

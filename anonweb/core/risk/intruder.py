@@ -89,7 +89,7 @@ def permutation_distances(
     x = _numeric_matrix(original, columns, "original")
     y = _numeric_matrix(anonymized, columns, "anonymized")
     _same_length(x, y)
-    return np.abs(_ranks(x) - _ranks(y)).max(axis=1)
+    return np.asarray(np.abs(_ranks(x) - _ranks(y)).max(axis=1))
 
 
 def _same_length(x: NDArray[Any], y: NDArray[Any]) -> None:
@@ -171,7 +171,7 @@ def _baseline_distances(
         # the correlations, so it flags correlation-preserving releases on correlated data.
         picks = rng.integers(0, n, size=(size, m))
         dist, _ = tree.query(px[picks, np.arange(m)], p=p)
-        return dist
+        return np.asarray(dist)
     # Whole records drawn from X, each matched while its own anonymized counterpart is left out:
     # the joint distribution is kept and only the true link is removed, so what remains is the
     # distance at which a record like this one is matched by chance.

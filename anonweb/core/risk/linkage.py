@@ -48,7 +48,7 @@ class LinkageHistogram:
     def unmatched(self) -> int:
         return sum(r for c, r in self.histogram if c == 0)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[Any, Any]:
         return {
             "columns": list(self.columns),
             "mode": self.mode,
@@ -104,4 +104,4 @@ def aux_candidates(df: pd.DataFrame, aux: pd.DataFrame, cols: Sequence[str]) -> 
     codes = combine_codes(codes_in, len(both))
     released, attacker = codes[: len(df)], codes[len(df) :]
     per_key = np.bincount(released, minlength=int(codes.max()) + 1)
-    return per_key[attacker]
+    return np.asarray(per_key[attacker])

@@ -200,7 +200,7 @@ def individual_risk(sizes: NDArray[Any], fraction: float) -> NDArray[Any]:
             term *= (k + 1) / (fb + 1 + k) * (1 - p)
             total += term
         hyp[bad] = total
-    return np.minimum(p / f * hyp, 1.0)
+    return np.asarray(np.minimum(p / f * hyp, 1.0))
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ class PopulationUniqueness:
     chosen_model: str | None
     chosen_uniques: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[Any, Any]:
         return {
             "sample_size": self.sample_size,
             "population_size": self.population_size,

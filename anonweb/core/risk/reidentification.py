@@ -69,13 +69,13 @@ class ReidentificationRisk:
     )
     class_sizes: NDArray[Any] = field(repr=False, compare=False)
 
-    def risk_distribution(self) -> list[dict]:
+    def risk_distribution(self) -> list[dict[Any, Any]]:
         """Records per distinct risk value (1/size), highest risk first, ready for a chart."""
         counts = np.bincount(self.class_sizes)
         sizes = np.flatnonzero(counts)
         return [{"risk": 1.0 / int(s), "records": int(s * counts[s])} for s in sizes]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[Any, Any]:
         return {
             "prosecutor_risk": {"max": self.prosecutor_max, "mean": self.prosecutor_mean},
             "records_at_risk": {

@@ -126,7 +126,11 @@ class _Checker:
     ) -> None:
         self.table = table
         self.max_out = math.floor(suppression * table.n + 1e-9)
-        self.mono = [m for m in models if m.per_class and m.monotonic]
+        # models that read only class sizes first (see check)
+        self.mono = sorted(
+            (m for m in models if m.per_class and m.monotonic),
+            key=lambda m: getattr(m, "sensitive", None) is not None,
+        )
         self.other = [m for m in models if m.per_class and not m.monotonic]
         self.table_wide = [m for m in models if not m.per_class]
         self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
@@ -148,9 +152,10 @@ class _Checker:
         data = self._data(sizes, ct.hist)
         fail = np.zeros(len(sizes), dtype=bool)
         for m in self.mono:
+            # one at a time, k-anonymity first: a node it rejects needs no value histograms
             fail |= ~m.passes(data)
-        if sizes[fail].sum() > self.max_out:
-            return _Eval(False, False, ct)
+            if sizes[fail].sum() > self.max_out:
+                return _Eval(False, False, ct)
         for m in self.other:
             fail |= ~m.passes(data)
         ok = bool(sizes[fail].sum() <= self.max_out)
@@ -308,7 +313,7 @@ class _Search:
         self.optimal = True
         self.algorithm = "flash-bound"
         self.note = ""
-        self.best: tuple | None = None  # (key, node, eval, values, index)
+        self.best: tuple[Any, ...] | None = None  # (key, node, eval, values, index)
         self.nodes = None
 
     def solve(self):

@@ -280,7 +280,7 @@ class ClassTable:
     inv: NDArray[Any] | None = None  # class of each distinct row, when grouped from them
     # where missing histograms come from: (table, finer node's classes or None for the distinct
     # rows, class of each of those); dropped once every histogram is built
-    source: tuple | None = field(default=None, repr=False)
+    source: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -359,7 +359,7 @@ def pack_levels(levels: NDArray[Any]) -> NDArray[Any]:
 
 def packed_leq(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
     """Row-wise: all levels of ``a`` <= those of ``b`` (one side may be a single packed row)."""
-    return (((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=1)
+    return np.asarray((((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=1))
 
 
 class ClassTableCache:

@@ -60,7 +60,7 @@ _DIGITS = 10**10
 
 def floor10(values: NDArray[Any]) -> NDArray[Any]:
     """Keep 10 decimals, cutting the rest off (ARX's ``Metric.round``)."""
-    return np.floor(np.asarray(values, dtype=float) * _DIGITS) / _DIGITS
+    return np.asarray(np.floor(np.asarray(values, dtype=float) * _DIGITS) / _DIGITS)
 
 
 def exact_floor10(num: int, den: int) -> float:
@@ -116,7 +116,7 @@ class Metric:
         """Sortable key (rows compared lexicographically; smaller is better)."""
         if self.aggregate == "rank":
             return -np.sort(-values, axis=1)
-        return np.round(aggregate_value(values, self.aggregate), 12)[:, None]
+        return np.asarray(np.round(aggregate_value(values, self.aggregate), 12)[:, None])
 
     def summary(self, values: NDArray[Any]) -> float:
         """The score minimised, as one number for reports (rank: the largest per-QI value)."""

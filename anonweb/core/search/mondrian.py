@@ -114,7 +114,7 @@ class _Segments:
 def _ranges(starts: NDArray[Any], sizes: NDArray[Any]) -> NDArray[Any]:
     """Concatenation of ``arange(s, s + n)`` for each pair, without a Python loop."""
     offsets = np.cumsum(sizes) - sizes
-    return np.arange(int(sizes.sum())) + np.repeat(starts - offsets, sizes)
+    return np.asarray(np.arange(int(sizes.sum())) + np.repeat(starts - offsets, sizes))
 
 
 def _scales(values: list[NDArray[Any]]) -> NDArray[Any]:

@@ -294,7 +294,7 @@ class WhatIfTable:
 
     def _disclosing(
         self, sc: SensitiveCounts, node: list[int], rep: NDArray[Any]
-    ) -> tuple[dict, ...]:
+    ) -> tuple[dict[Any, Any], ...]:
         """The largest classes whose records all share one sensitive value, described by
         their generalized quasi-identifier values (as the risk profile lists them)."""
         which = np.flatnonzero(sc.distinct == 1)
@@ -332,7 +332,7 @@ def _smallest_within(sizes: NDArray[Any], max_out: int) -> NDArray[Any]:
         last -= 1
         if last < 0:
             return np.zeros(len(sizes), dtype=bool)
-    return sizes <= present[last]
+    return np.asarray(sizes <= present[last])
 
 
 def _example(labels: NDArray[Any]) -> str:

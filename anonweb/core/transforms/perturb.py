@@ -41,7 +41,7 @@ def _numeric(df: pd.DataFrame, col: str) -> NDArray[Any]:
     bad = values.isna() & df[col].notna()
     if bad.any():
         raise DataError(f"column {col!r} is not numeric ({int(bad.sum())} non-numeric value(s))")
-    return values.to_numpy(dtype=float)
+    return np.asarray(values.to_numpy(dtype=float))
 
 
 def _positive(params, name, *, upper=None):
