@@ -7,7 +7,9 @@ driven anonymization of high-dimensional data" / ARX's RiskModelPopulationUnique
 
 * Pitman: Hoshino, N. (2001) "Applying Pitman's sampling formula to microdata disclosure risk
   assessment", J. Official Statistics 17(4). Maximum-likelihood (theta, alpha) of the Pitman
-  partition; uniques = Gamma(theta+1)/Gamma(theta+alpha) * N**alpha.
+  partition; uniques = Gamma(theta+1)/Gamma(theta+alpha) * N**alpha. When the likelihood is
+  largest at alpha -> 0 (Ewens's partition, Hoshino's section 3) the fit is taken there and the
+  uniques are theta, instead of failing over to Zayatz as ARX does.
 * Zayatz: Zayatz, L. (1991) "Estimation of the number of unique population elements using a
   sample", Proc. Survey Research Methods Section, ASA. Conditional probability that a sample
   unique is a population unique, from hypergeometric draws.
@@ -54,8 +56,53 @@ def _valid(value: float, population: float) -> bool:
     return math.isfinite(value) and 0.0 < value <= population
 
 
+def pitman_loglik(sizes: NDArray[Any], theta: float, alpha: float) -> float:
+    """Log-likelihood of Pitman's partition with parameters (theta, alpha) for the class sizes
+    (up to terms free of both): sum_{i<u} log(theta + i alpha) - log (theta + 1)_{n-1}
+    + sum_j f_j log (1 - alpha)_{j-1}. alpha = 0 is Ewens's partition."""
+    from scipy import special
+
+    j, fj = _histogram(sizes)
+    n, u = float((j * fj).sum()), int(fj.sum())
+    if not (0 <= alpha < 1 and theta > -alpha) or (alpha == 0 and theta <= 0):
+        return -math.inf
+    i = np.arange(1, u)
+    first = float(np.log(theta + i * alpha).sum())
+    rising = float(special.gammaln(theta + n) - special.gammaln(theta + 1))
+    sizes_part = float((fj * (special.gammaln(j - alpha) - special.gammaln(1 - alpha))).sum())
+    return first - rising + sizes_part
+
+
+def ewens_theta(sizes: NDArray[Any]) -> float | None:
+    """Maximum-likelihood theta of Ewens's partition (Pitman's with alpha = 0): the root of
+    (u - 1) / theta = psi(theta + n) - psi(theta + 1). None when every record is unique (theta
+    grows without bound) or there is a single class."""
+    from scipy import optimize, special
+
+    j, fj = _histogram(sizes)
+    n, u = float((j * fj).sum()), float(fj.sum())
+    if u <= 1 or u >= n:
+        return None
+
+    def score(t: float) -> float:
+        return (u - 1) / t - float(special.digamma(t + n) - special.digamma(t + 1))
+
+    lo, hi = 1e-12, max(1.0, u)
+    while score(hi) > 0:  # positive near 0, negative for large theta: widen until it turns
+        hi *= 4
+        if hi > 1e15:
+            return None
+    return float(optimize.brentq(score, lo, hi, xtol=1e-12, rtol=1e-14, maxiter=500))
+
+
 def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
-    """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None."""
+    """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None.
+
+    The stationary point of the likelihood inside 0 < alpha < 1 is found from Hoshino's starting
+    point, as ARX does. The maximum may instead lie on the boundary alpha = 0 (Ewens's
+    partition), where there is no stationary point in alpha and the root search fails (pycanon's
+    stroke data, 4 QIs; its drug data): that limit is fitted too, and the fit with the higher
+    likelihood is returned."""
     from scipy import optimize, special  # scipy costs ~0.8 s to import: only when needed
 
     j, fj = _histogram(sizes)
@@ -79,14 +126,21 @@ def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
         tail = (fj[big] * (special.digamma(j[big] - a) - special.digamma(1 - a))).sum()
         return np.array([d_theta, (u - 1) / a - ta * s1 - float(tail)])
 
-    start = np.array([max(theta0, 1e-3), min(max(alpha0, 1e-3), 0.999)])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sol = optimize.root(score, start, method="hybr")
-    # The score terms are sums over u classes: judge the residual relative to that scale.
-    if not sol.success or np.abs(sol.fun).max() > 1e-9 * max(u, n):
+    candidates: list[tuple[float, float]] = []
+    if math.isfinite(theta0) and math.isfinite(alpha0):
+        start = np.array([max(theta0, 1e-3), min(max(alpha0, 1e-3), 0.999)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sol = optimize.root(score, start, method="hybr")
+        # The score terms are sums over u classes: judge the residual relative to that scale.
+        if sol.success and np.abs(sol.fun).max() <= 1e-9 * max(u, n):
+            candidates.append((float(sol.x[0]), float(sol.x[1])))
+    theta = ewens_theta(sizes)
+    if theta is not None:
+        candidates.append((theta, 0.0))
+    if not candidates:
         return None
-    return float(sol.x[0]), float(sol.x[1])
+    return max(candidates, key=lambda ta: pitman_loglik(sizes, *ta))
 
 
 def pitman_uniques(sizes: NDArray[Any], population: float) -> float:
@@ -144,27 +198,59 @@ def snb_moments(k: float, a: float, b: float, f: float) -> tuple[float, float]:
 
 
 def snb_fit(sizes: NDArray[Any], population: float) -> tuple[float, float, float] | None:
-    """(K, alpha, beta) of the SNB model by the method of moments on c1 and c2, or None."""
+    """(K, alpha, beta) of the SNB model by the method of moments on c1 and c2, or None.
+
+    The two moment equations can have their root far from any one starting point (ARX starts at
+    alpha = 1, beta = 0.5 and misses the root for pycanon's stroke data, 4 QIs, population
+    20,000), so the search starts from a grid over log alpha and logit beta, which also keeps
+    every iterate inside alpha > 0, 0 < beta < 1. When several distinct roots satisfy the
+    equations, the one giving the most population uniques is kept (the cautious choice)."""
     from scipy import optimize
 
     j, fj = _histogram(sizes)
     f = float((j * fj).sum()) / population
     c1, c2 = float(fj[j == 1].sum()), float(fj[j == 2].sum())
     k = shlosser_classes(sizes, f)
+    if c1 <= 0 or not math.isfinite(k):
+        return None
+
+    def unpack(x: NDArray[Any]) -> tuple[float, float]:
+        return math.exp(min(x[0], 700.0)), 1.0 / (1.0 + math.exp(-max(min(x[1], 700.0), -700.0)))
 
     def moments(x: NDArray[Any]) -> NDArray[Any]:
-        a, b = x
-        if a <= 0 or not 0 < b < 1:
+        a, b = unpack(x)
+        if not 0 < b < 1:
             return np.array([1e6, 1e6])
-        e1, e2 = snb_moments(k, a, b, f)
-        return np.array([e1 / c1 - 1, (e2 - c2) / max(c2, 1.0)])
+        try:
+            e1, e2 = snb_moments(k, a, b, f)
+        except (ZeroDivisionError, OverflowError):  # iterates far out in the tails
+            return np.array([1e6, 1e6])
+        out = np.array([e1 / c1 - 1, (e2 - c2) / max(c2, 1.0)])
+        return out if np.all(np.isfinite(out)) else np.array([1e6, 1e6])
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sol = optimize.root(moments, np.array([1.0, 0.5]), method="hybr")
-    if not sol.success or np.abs(sol.fun).max() > 1e-6:
+    starts = [np.array([0.0, 0.0])]  # ARX's alpha = 1, beta = 0.5 first
+    starts += [np.array([la, lb]) for la in np.linspace(-6, 6, 7) for lb in np.linspace(-8, 8, 9)]
+    roots: list[tuple[float, float]] = []
+    for start in starts:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sol = optimize.root(moments, start, method="hybr")
+        if not sol.success or not np.all(np.isfinite(sol.fun)) or np.abs(sol.fun).max() > 1e-6:
+            continue
+        a, b = unpack(sol.x)
+        if (
+            0 < b < 1
+            and a > 0
+            and not any(
+                math.isclose(a, ra, rel_tol=1e-5) and math.isclose(b, rb, rel_tol=1e-5)
+                for ra, rb in roots
+            )
+        ):
+            roots.append((a, b))
+    if not roots:
         return None
-    return k, float(sol.x[0]), float(sol.x[1])
+    a, b = max(roots, key=lambda ab: k * ab[1] ** ab[0])
+    return k, a, b
 
 
 def snb_uniques(sizes: NDArray[Any], population: float) -> float:
