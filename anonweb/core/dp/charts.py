@@ -103,7 +103,7 @@ def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
 
 
 def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
-    kind = entry.get("kind")
+    kind = str(entry.get("kind"))
     column, key = {
         "count": (COUNT_COLUMN, "ci95_halfwidth"),
         "sum": ("noisy_sum", "ci95_halfwidth"),
