@@ -152,11 +152,13 @@ def test_rejected_releases_are_not_checked_and_findings_show_their_live_status(
     assert not third.conflict_findings.exists()
 
 
-def test_a_reading_unique_per_record_in_two_releases_joins_them(client, officer, steward, team):
+@pytest.fixture
+def stroke(officer, team):
     rng = np.random.default_rng(8)
     n = 200
     df = pd.DataFrame(
         {
+            "pid": [f"P{i:05d}" for i in rng.permutation(n)],
             "age": rng.integers(20, 80, n),
             "sex": rng.choice(["F", "M"], n),
             "region": rng.choice(list("ABCDEFGHIJ"), n),
@@ -164,12 +166,13 @@ def test_a_reading_unique_per_record_in_two_releases_joins_them(client, officer,
             "stroke": rng.choice(["yes", "no"], n, p=[0.3, 0.7]),
         }
     )
-    ds = _upload(
+    return _upload(
         officer,
         team,
         df,
         "stroke",
         {
+            "pid": "identifier",
             "age": "quasi_identifier",
             "sex": "quasi_identifier",
             "region": "quasi_identifier",
@@ -177,22 +180,34 @@ def test_a_reading_unique_per_record_in_two_releases_joins_them(client, officer,
             "stroke": "sensitive",
         },
     )
+
+
+def stroke_plans(keep: list[str], tokenize: bool = False):
+    """Release A generalizes age, release B keeps sex and region; both keep ``keep``."""
+    others = [c for c in ("pid", "glucose") if c not in keep]
+    token = [{"kind": "tokenize", "params": {"columns": ["pid"], "key": "k"}}] if tokenize else []
     by_age = {
         "quasi_identifiers": ["age"],
         "sensitive": ["stroke"],
         "steps": [
-            {"kind": "drop", "params": {"columns": ["sex", "region"]}},
+            {"kind": "drop", "params": {"columns": ["sex", "region", *others]}},
             {"kind": "generalize", "params": {"levels": {"age": 1}}},
+            *token,
         ],
         "hierarchies": {"age": {"builder": "interval", "width": 20}},
     }
     by_sex = {
         "quasi_identifiers": ["sex", "region"],
         "sensitive": ["stroke"],
-        "steps": [{"kind": "drop", "params": {"columns": ["age"]}}],
+        "steps": [{"kind": "drop", "params": {"columns": ["age", *others]}}, *token],
     }
-    a = _release(officer, ds, by_age)
-    b = _release(officer, ds, by_sex)
+    return by_age, by_sex
+
+
+def test_a_reading_unique_per_record_in_two_releases_joins_them(client, officer, steward, stroke):
+    by_age, by_sex = stroke_plans(["glucose"])
+    a = _release(officer, stroke, by_age)
+    b = _release(officer, stroke, by_sex)
     kinds = set(ConflictFinding.objects.filter(release=b).values_list("type", flat=True))
     assert kinds == {"linkage"}
     k_finding = ConflictFinding.objects.get(release=b, facts__has_key="k_joined")
@@ -252,3 +267,17 @@ def test_the_api_gives_the_findings_with_values_for_officers_only(officer, stewa
     ]
     (finding,) = api(officer).get(f"/api/v1/releases/{second.pk}/").json()["conflicts"]
     assert finding["private"]["records"] == [4] and finding["private"]["values"] == {"4": 43.0}
+
+
+def test_tokens_under_each_releases_own_key_do_not_join_them(officer, stroke):
+    # The job draws a fresh key for every release: the same patient gets different tokens.
+    by_age, by_sex = stroke_plans(["pid"], tokenize=True)
+    _release(officer, stroke, by_age)
+    b = _release(officer, stroke, by_sex)
+    assert not b.conflict_findings.filter(type="linkage").exists()
+    # The same column kept as it is joins them (the control).
+    by_age, by_sex = stroke_plans(["pid"])
+    _release(officer, stroke, by_age)
+    d = _release(officer, stroke, by_sex)
+    linked = d.conflict_findings.filter(type="linkage")
+    assert linked.exists() and all(f.facts["link_columns"] == ["pid"] for f in linked)
