@@ -36,8 +36,9 @@ class TagForm(forms.Form):
         for i, col in enumerate(dataset.columns):
             self.fields[f"col_{i}"] = forms.ChoiceField(
                 label=col["name"],
-                choices=ColumnRole.choices,
-                initial=dataset.tags.get(col["name"], ColumnRole.OTHER),
+                choices=[("", "— not tagged —"), *ColumnRole.choices],
+                initial=dataset.tags.get(col["name"], ""),
+                required=False,
             )
 
     def tags(self) -> dict[str, str]:

@@ -12,6 +12,9 @@ class ColumnRole(models.TextChoices):
     QUASI_IDENTIFIER = "quasi_identifier", "Quasi-identifier"
     SENSITIVE = "sensitive", "Sensitive"
     OTHER = "other", "Other"
+    # An explicit decision to release the column verbatim (e.g. reviewed free text); the
+    # release gate blocks untagged columns and free text until they are tagged.
+    KEEP = "keep", "Keep as is (reviewed)"
 
 
 class DatasetStatus(models.TextChoices):
@@ -44,7 +47,7 @@ class Dataset(models.Model):
     rows = models.BigIntegerField(default=0)
     # [{"name", "dtype": "numeric"|"text", "type": "integer"|"float"|"text", "missing", "distinct"}]
     columns = models.JSONField(default=list)
-    tags = models.JSONField(default=dict)  # {column: ColumnRole}
+    tags = models.JSONField(default=dict)  # {column: ColumnRole}; a column absent: never tagged
     # Size of the population the rows were sampled from (e.g. the census count of the area):
     # with it, journalist risk and population uniqueness are estimated, not just sample risk.
     population_size = models.PositiveBigIntegerField(null=True, blank=True)

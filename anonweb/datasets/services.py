@@ -28,10 +28,9 @@ _IDENTIFIER_NAME = re.compile(
 
 
 def guess_tags(columns: list[str]) -> dict[str, str]:
-    return {
-        c: ColumnRole.IDENTIFIER if _IDENTIFIER_NAME.search(c) else ColumnRole.OTHER
-        for c in columns
-    }
+    """Columns named like direct identifiers are tagged so; the others stay untagged until the
+    officer decides (the release gate blocks untagged columns)."""
+    return {c: ColumnRole.IDENTIFIER for c in columns if _IDENTIFIER_NAME.search(c)}
 
 
 def describe_columns(df: pd.DataFrame) -> list[dict]:
@@ -60,11 +59,17 @@ def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset
     unknown = sorted(set(tags) - set(dataset.column_names))
     if unknown:
         raise DataError(f"unknown column(s): {', '.join(unknown)}")
-    bad = sorted({r for r in tags.values() if r not in ColumnRole.values})
+    bad = sorted({r for r in tags.values() if r and r not in ColumnRole.values})
     if bad:
         raise DataError(f"unknown role(s): {', '.join(bad)}; use {', '.join(ColumnRole.values)}")
-    new_tags = {c: tags.get(c, dataset.tags.get(c, ColumnRole.OTHER)) for c in dataset.column_names}
-    changed = {c: r for c, r in new_tags.items() if dataset.tags.get(c) != r}
+    # "" (or a column absent from both) leaves the column untagged
+    merged = {c: tags.get(c, dataset.tags.get(c)) for c in dataset.column_names}
+    new_tags = {c: r for c, r in merged.items() if r}
+    changed = {
+        c: new_tags.get(c, "")
+        for c in dataset.column_names
+        if (dataset.tags.get(c) or "") != new_tags.get(c, "")
+    }
     with transaction.atomic():
         Dataset.objects.filter(pk=dataset.pk).update(tags=new_tags)
         audit_record(

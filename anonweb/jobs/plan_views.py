@@ -80,6 +80,12 @@ class SuggestForm(forms.Form):
 
 class PlanForm(forms.Form):
     title = forms.CharField(max_length=200, initial="k-anonymous extract")
+    purpose = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Why the data goes out; analysts see it where they download.",
+    )
+    recipient = forms.CharField(max_length=200, help_text="Who receives the release.")
     plan = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "code"})
     )
@@ -128,6 +134,8 @@ def plan_page(request, *, dataset_id: int):
                         dataset=dataset,
                         plan=plan,
                         title=form.cleaned_data["title"],
+                        purpose=form.cleaned_data["purpose"],
+                        recipient=form.cleaned_data["recipient"],
                     )
                 except CoreError as exc:
                     form.add_error(None, str(exc))

@@ -65,9 +65,11 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     import numpy as np
 
     from anonweb.core.release.plan import apply_plan, plan_from_dict
+    from anonweb.core.release.report import published_report
     from anonweb.datasets.selectors import plan_with_hierarchies
     from anonweb.datasets.storage import load_frame
     from anonweb.jobs.planning import check_web_plan, public_plan
+    from anonweb.releases.gate import gate_evaluate, thresholds_for
     from anonweb.releases.services import release_create
 
     plan_dict = job.params["plan"]
@@ -90,6 +92,9 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
 
     output, report = apply_plan(frame, plan, rng=rng, secrets=keys, before_spending=before_spending)
     report_dict = _without_source_values(report.to_dict())
+    published = published_report(report_dict, plan_dict)
+    thresholds = thresholds_for(team=job.dataset.team)
+    released = output.reset_index(drop=True)  # in source order until shuffled below
     source_rows = None
     aggregates: tuple = ()
     dp = not _row_preserving(plan_dict)
@@ -126,7 +131,19 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
             rows=source_rows,
             aggregates=aggregates,
             dp=dp,
+            k=thresholds.k,
+            l=thresholds.l,
         )
+    progress(82, "checking the release against the team's release policy")
+    gate = gate_evaluate(
+        dataset=job.dataset,
+        source=frame,
+        released=released,
+        plan=plan_dict,
+        published_report=published,
+        thresholds=thresholds,
+        conflicts=conflicts.gate_findings() if conflicts is not None else (),
+    )
     progress(85, "writing the release")
     release = release_create(
         job=job,
@@ -138,6 +155,10 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         aggregates=aggregates,
         dp=dp,
         conflicts=conflicts,
+        published_report=published,
+        gate=gate.to_dict(),
+        purpose=job.params.get("purpose", ""),
+        recipient=job.params.get("recipient", ""),
     )
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
 

@@ -102,22 +102,38 @@ def job_create(*, user, team, kind: str, dataset=None, params: dict | None = Non
     return job
 
 
-def anonymize_launch(*, user, dataset, plan: dict, title: str) -> Job:
+def anonymize_launch(
+    *, user, dataset, plan: dict, title: str, purpose: str = "", recipient: str = ""
+) -> Job:
     """Queue a release plan after reserving its privacy cost on the source's ledger.
+
+    ``purpose`` (why the data goes out) and ``recipient`` (to whom) are required: the steward
+    reads them beside the findings, and analysts see the purpose where they download.
 
     The ledger is locked while it is read and the charge written (one transaction), so two
     launches cannot both fit into the same remaining budget (see ``anonweb.releases.budget``)."""
-    from anonweb.core.errors import PlanError
+    from anonweb.core.errors import ParameterError, PlanError
     from anonweb.jobs.models import JobKind
     from anonweb.jobs.planning import plan_privacy, unconfirmed_problems, validate_web_plan
     from anonweb.releases.budget import charge_reserve, check_budget, ledger_lock
 
+    purpose, recipient = (purpose or "").strip(), (recipient or "").strip()
+    missing = [n for n, v in (("purpose", purpose), ("recipient", recipient)) if not v]
+    if missing:
+        raise ParameterError(
+            f"state the release's {' and '.join(missing)}: why the data goes out and to whom"
+        )
     validate_web_plan(dataset, plan)
     unconfirmed = unconfirmed_problems(plan)
     if unconfirmed:
         raise PlanError(unconfirmed)
     cost = plan_privacy(plan)["total"]
-    params = {"plan": plan, "title": title}
+    params = {
+        "plan": plan,
+        "title": title,
+        "purpose": purpose[:2000],
+        "recipient": recipient[:200],
+    }
     charged = any(float(v) > 0 for v in cost.values())
     if charged:
         params["privacy_cost"] = cost

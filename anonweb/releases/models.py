@@ -44,6 +44,17 @@ class Release(models.Model):
     # Ids of the earlier releases this one was checked against when it was made (None: never
     # checked, as for a differentially private release).
     conflicts_checked = models.JSONField(null=True, blank=True)
+    # Why the data goes out and to whom (purpose limitation): stated at launch, shown to the
+    # steward beside the findings and to analysts where they download.
+    purpose = models.TextField(blank=True)
+    recipient = models.CharField(max_length=200, blank=True)
+    # The release gate's verdict when the job finished (anonweb.core.release.policy):
+    # {"findings": [...], "blocking": n, "thresholds": {...}, "risk": {...}}; counts, no values.
+    gate = models.JSONField(default=dict, blank=True)
+    # What analysts see: only what the released data shows and the plan's public parameters.
+    published_report = models.JSONField(default=dict, blank=True)
+    # A steward's approval over blocking findings: {"justification", "findings", "by", "at"}.
+    override = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -54,6 +65,34 @@ class Release(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset.name} v{self.version}: {self.title}"
+
+    @property
+    def findings(self) -> list[dict]:
+        return list((self.gate or {}).get("findings") or [])
+
+    @property
+    def blocking_findings(self) -> list[dict]:
+        return [f for f in self.findings if f.get("severity") == "block"]
+
+
+class ReleasePolicy(models.Model):
+    """A team's release policy: the thresholds the risk after must meet (a data steward edits
+    them). Without a row the defaults of anonweb.core.release.policy.PolicyThresholds apply."""
+
+    team = models.OneToOneField(
+        "accounts.Team", on_delete=models.CASCADE, related_name="release_policy"
+    )
+    k = models.PositiveIntegerField(default=5)
+    l = models.PositiveIntegerField(default=2)  # noqa: E741
+    t = models.FloatField(null=True, blank=True)
+    max_prosecutor_risk = models.FloatField(default=0.2)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"release policy of {self.team}"
 
 
 class PrivacyLedger(models.Model):

@@ -18,6 +18,19 @@ from anonweb.releases.storage import (
 )
 
 
+def finding_summary(findings: list[dict]) -> list[dict]:
+    """Findings as the audit trail records them: code, severity, columns, record count."""
+    return [
+        {
+            "code": f.get("code"),
+            "severity": f.get("severity"),
+            "columns": list(f.get("columns") or []),
+            "records": f.get("records", 0),
+        }
+        for f in findings
+    ]
+
+
 class ReviewError(Exception):
     """The release was already reviewed."""
 
@@ -33,6 +46,10 @@ def release_create(
     aggregates=(),
     dp: bool = False,
     conflicts=None,
+    published_report: dict | None = None,
+    gate: dict | None = None,
+    purpose: str = "",
+    recipient: str = "",
 ) -> Release:
     """Files first (atomically renamed into place), then the row, its conflict findings, its
     audit event and the job's success in one transaction; if the row cannot be written the
@@ -58,6 +75,10 @@ def release_create(
         rows=len(frame),
         columns=[str(c) for c in frame.columns],
         requested_by=job.created_by,
+        published_report=published_report or {},
+        gate=gate or {},
+        purpose=purpose,
+        recipient=recipient,
     )
     release.sha256 = write_release_files(
         release.storage_key, frame, source_rows=source_rows, aggregates=aggregates, dp=dp
@@ -91,6 +112,9 @@ def release_create(
                             "sha256": release.sha256,
                             "plan": plan,
                             **({"conflicts": found.summary()} if found is not None else {}),
+                            "purpose": purpose,
+                            "recipient": recipient,
+                            "findings": finding_summary(release.findings),
                         },
                     )
                     job_complete_claimed(

@@ -5,6 +5,8 @@ from anonweb.releases import views
 app_name = "releases"
 urlpatterns = [
     path("", views.release_list, name="list"),
+    path("policy/", views.policy_page, name="policy"),
+    path("policy/<int:team_id>/", views.policy_page, name="policy_team"),
     path("<int:release_id>/", views.release_detail, name="detail"),
     path("<int:release_id>/review/", views.release_review, name="review"),
     path("<int:release_id>/download/", views.release_download, name="download"),

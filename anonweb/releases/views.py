@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
@@ -28,20 +29,21 @@ def release_detail(request, release_id: int):
         and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
         and release.requested_by_id != request.user.pk
     )
+    staff = user_has_role(
+        user=request.user, team=release.team, role=Role.PRIVACY_OFFICER
+    ) or user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
+    # Analysts read the published report only: what the released data shows, nothing of the source.
+    report = (release.report if staff else release.published_report) or {}
     charts = None
-    risk_after = (release.report or {}).get("risk_after")
+    risk_after = report.get("risk_after")
     if risk_after:
         from anonweb.core.assessment.charts import risk_charts
 
         charts = risk_charts(risk_after)
     from anonweb.releases.selectors import conflicts_for
 
-    conflicts = conflicts_for(release=release, user=request.user)
-    staff = any(
-        user_has_role(user=request.user, team=release.team, role=role)
-        for role in (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
-    )
-    intruder = (release.report or {}).get("intruder")
+    conflicts = conflicts_for(release=release, user=request.user) if staff else []
+    intruder = report.get("intruder")
     if intruder:
         from anonweb.core.assessment.charts import intruder_chart
 
@@ -55,6 +57,8 @@ def release_detail(request, release_id: int):
         "releases/detail.html",
         {
             "release": release,
+            "report": report,
+            "staff": staff,
             "can_review": can_review,
             "charts": charts,
             "conflicts": conflicts,
@@ -114,4 +118,54 @@ def release_download(request, release_id: int):
     filename = f"{release.dataset.name}-v{release.version}.csv".replace(" ", "_")
     return FileResponse(
         open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv"
+    )
+
+
+class PolicyForm(forms.Form):
+    k = forms.IntegerField(min_value=1, label="Smallest class (k)")
+    l = forms.IntegerField(  # noqa: E741
+        min_value=1, label="Distinct sensitive values per class (l; 2: none disclosed)"
+    )
+    t = forms.FloatField(
+        required=False, min_value=0.0, max_value=1.0, label="t-closeness (blank: not checked)"
+    )
+    max_prosecutor_risk = forms.FloatField(
+        min_value=0.0, max_value=1.0, label="Highest prosecutor risk"
+    )
+
+
+def policy_page(request, team_id: int | None = None):
+    """The team's release policy; a data steward edits it."""
+    from anonweb.accounts.selectors import teams_for_user
+    from anonweb.core.errors import CoreError
+    from anonweb.core.release.policy import PolicyThresholds
+    from anonweb.releases.gate import release_policy_update, thresholds_for
+
+    teams = list(teams_for_user(user=request.user))
+    if not teams:
+        raise Http404("No team.")
+    team = next((t for t in teams if t.pk == team_id), None) if team_id else teams[0]
+    if team is None:
+        raise Http404("No such team.")
+    current = thresholds_for(team=team)
+    can_edit = user_has_role(user=request.user, team=team, role=Role.DATA_STEWARD)
+    form = PolicyForm(request.POST or None, initial=current.to_dict())
+    if request.method == "POST":
+        if not can_edit:
+            raise PermissionDenied("Only a data steward of the team edits its release policy.")
+        if form.is_valid():
+            try:
+                release_policy_update(
+                    user=request.user, team=team, thresholds=PolicyThresholds(**form.cleaned_data)
+                )
+            except CoreError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Release policy of {team.name} saved.")
+                return redirect("releases:policy_team", team_id=team.pk)
+    return render(
+        request,
+        "releases/policy.html",
+        {"team": team, "teams": teams, "form": form, "can_edit": can_edit, "current": current},
+        status=400 if form.errors else 200,
     )

@@ -38,7 +38,14 @@ def launch_two_at_once(*, user, dataset, plans: list[dict], hold: float = 0.6) -
     def run(i: int) -> None:
         try:
             barrier.wait()
-            anonymize_launch(user=user, dataset=dataset, plan=plans[i], title=f"race {i}")
+            anonymize_launch(
+                user=user,
+                dataset=dataset,
+                plan=plans[i],
+                title=f"race {i}",
+                purpose="testing",
+                recipient="test team",
+            )
             results[i] = "launched"
         except Exception as exc:  # the refusal is the expected outcome for one of them
             results[i] = f"{type(exc).__name__}: {exc}"

@@ -58,7 +58,14 @@ def _ldp_plan(epsilon):
 
 def _post(client, dataset, plan, **extra):
     return client.post(
-        reverse("jobs:plan", args=[dataset.pk]), {"title": "dp", "plan": json.dumps(plan), **extra}
+        reverse("jobs:plan", args=[dataset.pk]),
+        {
+            "title": "dp",
+            "purpose": "testing",
+            "recipient": "test team",
+            "plan": json.dumps(plan),
+            **extra,
+        },
     )
 
 
@@ -101,11 +108,25 @@ def test_a_cancelled_queued_job_gives_its_epsilon_back_and_a_run_one_does_not(
     officer, steward, dataset
 ):
     budget_set(user=steward, dataset=dataset, epsilon=1.0)
-    first = anonymize_launch(user=officer, dataset=dataset, plan=_dp_plan(0.6), title="a")
+    first = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.6),
+        title="a",
+        purpose="testing",
+        recipient="test team",
+    )
     job_cancel(user=officer, job=first)
     assert ledger_for(dataset).spent == 0
     assert AuditEvent.objects.get(action="job.cancelled").details["privacy_refunded"] is True
-    second = anonymize_launch(user=officer, dataset=dataset, plan=_dp_plan(0.6), title="b")
+    second = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.6),
+        title="b",
+        purpose="testing",
+        recipient="test team",
+    )
     job_execute(job_id=second.pk, worker="t")
     second.refresh_from_db()
     assert second.status == JobStatus.SUCCEEDED, second.error
@@ -121,7 +142,14 @@ def test_a_job_cancelled_after_its_mechanisms_ran_stays_charged(officer, steward
     from anonweb.jobs.services import _set_terminal
 
     budget_set(user=steward, dataset=dataset, epsilon=1.0)
-    job = anonymize_launch(user=officer, dataset=dataset, plan=_dp_plan(0.6), title="a")
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.6),
+        title="a",
+        purpose="testing",
+        recipient="test team",
+    )
     assert job_claim(job_id=job.pk, worker="t")
     assert charge_spend(job_id=job.pk)  # what the runner does just before the DP step
     job_cancel(user=officer, job=job)  # running: only requested
@@ -144,7 +172,14 @@ def test_a_job_lost_before_it_ran_its_plan_is_refunded_and_cannot_draw_later(
     from django.utils import timezone
 
     budget_set(user=steward, dataset=dataset, epsilon=1.0)
-    job = anonymize_launch(user=officer, dataset=dataset, plan=_dp_plan(0.6), title="a")
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.6),
+        title="a",
+        purpose="testing",
+        recipient="test team",
+    )
     assert job_claim(job_id=job.pk, worker="t")
     Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(days=1))
     assert jobs_reap_stale() == 1
@@ -157,15 +192,43 @@ def test_delta_is_budgeted(officer, steward, dataset):
     """Eight key selections at δ = 0.1 each were accepted; δ now has a budget of its own."""
     budget_set(user=steward, dataset=dataset, epsilon=100.0)
     with pytest.raises(ParameterError, match="allows no δ"):
-        anonymize_launch(user=officer, dataset=dataset, plan=_selection_plan(1, 0.1), title="x")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=_selection_plan(1, 0.1),
+            title="x",
+            purpose="testing",
+            recipient="test team",
+        )
     budget_set(user=steward, dataset=dataset, epsilon=100.0, delta=0.25)
-    first = anonymize_launch(user=officer, dataset=dataset, plan=_selection_plan(1, 0.1), title="x")
+    first = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_selection_plan(1, 0.1),
+        title="x",
+        purpose="testing",
+        recipient="test team",
+    )
     delta = first.privacy_charge.delta
     assert 0 < delta <= 0.1
     budget_set(user=steward, dataset=dataset, epsilon=100.0, delta=2.5 * delta)
-    anonymize_launch(user=officer, dataset=dataset, plan=_selection_plan(1, 0.1), title="x")
+    anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_selection_plan(1, 0.1),
+        title="x",
+        purpose="testing",
+        recipient="test team",
+    )
     with pytest.raises(ParameterError, match=r"only δ = \S+ of the budget δ = \S+ remains"):
-        anonymize_launch(user=officer, dataset=dataset, plan=_selection_plan(1, 0.1), title="x")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=_selection_plan(1, 0.1),
+            title="x",
+            purpose="testing",
+            recipient="test team",
+        )
     assert ledger_for(dataset).used_delta == pytest.approx(2 * delta)
     assert Job.objects.count() == 2
 
@@ -174,13 +237,34 @@ def test_local_dp_releases_are_charged(officer, steward, dataset):
     """ε = 50 of randomized response was accepted with the budget spent: the server holds the
     raw table, so its locally randomized copy is a release about the same people."""
     budget_set(user=steward, dataset=dataset, epsilon=2.0)
-    job = anonymize_launch(user=officer, dataset=dataset, plan=_ldp_plan(1.5), title="ldp")
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_ldp_plan(1.5),
+        title="ldp",
+        purpose="testing",
+        recipient="test team",
+    )
     assert job.privacy_charge.epsilon == pytest.approx(1.5)
     # (local ε above 30 is refused by the step's schema before the budget is looked at)
     with pytest.raises(ParameterError, match="only ε = 0.5 of the budget ε = 2 remains"):
-        anonymize_launch(user=officer, dataset=dataset, plan=_ldp_plan(20), title="ldp")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=_ldp_plan(20),
+            title="ldp",
+            purpose="testing",
+            recipient="test team",
+        )
     with pytest.raises(ParameterError, match="only ε = 0.5"):
-        anonymize_launch(user=officer, dataset=dataset, plan=_dp_plan(0.6), title="dp")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=_dp_plan(0.6),
+            title="dp",
+            purpose="testing",
+            recipient="test team",
+        )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -192,14 +276,28 @@ def test_an_identical_reupload_shares_the_ledger(officer, steward, team, dataset
     from anonweb.datasets.services import dataset_create
 
     budget_set(user=steward, dataset=dataset, epsilon=1.0)
-    anonymize_launch(user=officer, dataset=dataset, plan=_dp_plan(0.8), title="first")
+    anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.8),
+        title="first",
+        purpose="testing",
+        recipient="test team",
+    )
     again = dataset_create(user=officer, team=team, upload=csv_upload(), name="patients again")
     assert again.source_sha256 == dataset.source_sha256
     ledger = ledger_for(again)
     assert ledger.epsilon == 1.0 and ledger.spent == pytest.approx(0.8)
     assert [d["name"] for d in ledger.datasets] == ["patients", "patients again"]
     with pytest.raises(ParameterError, match="only ε = 0.2"):
-        anonymize_launch(user=officer, dataset=again, plan=_dp_plan(0.8), title="second")
+        anonymize_launch(
+            user=officer,
+            dataset=again,
+            plan=_dp_plan(0.8),
+            title="second",
+            purpose="testing",
+            recipient="test team",
+        )
     # A different file is another source, with a budget of its own.
     from tests.web.conftest import small_table
 
@@ -220,7 +318,14 @@ def test_an_exact_split_fits_a_budget_of_exactly_its_total(officer, steward, dat
             {"kind": "dp_release", "params": _dp_plan(s)["steps"][0]["params"]} for s in shares
         ],
     }
-    anonymize_launch(user=officer, dataset=dataset, plan=plan, title="three")
+    anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=plan,
+        title="three",
+        purpose="testing",
+        recipient="test team",
+    )
     assert ledger_for(dataset).remaining == pytest.approx(0.0, abs=1e-12)
 
 

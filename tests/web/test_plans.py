@@ -144,7 +144,8 @@ def test_plan_page_is_for_officers_of_the_team(client, steward, outsider, datase
 def test_a_bad_plan_is_refused_before_anything_runs(client, officer, dataset, plan_text, message):
     client.force_login(officer)
     response = client.post(
-        reverse("jobs:plan", args=[dataset.pk]), {"title": "x", "plan": plan_text}
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"title": "x", "purpose": "testing", "recipient": "test team", "plan": plan_text},
     )
     assert response.status_code == 400
     assert message in html.unescape(response.content.decode())
@@ -157,7 +158,13 @@ def test_launch_then_run_publishes_a_release_awaiting_approval(
     client.force_login(officer)
     with django_capture_on_commit_callbacks(execute=False):
         response = client.post(
-            reverse("jobs:plan", args=[dataset.pk]), {"title": "k2", "plan": json.dumps(_plan())}
+            reverse("jobs:plan", args=[dataset.pk]),
+            {
+                "title": "k2",
+                "purpose": "testing",
+                "recipient": "test team",
+                "plan": json.dumps(_plan()),
+            },
         )
     job = Job.objects.get(kind=JobKind.ANONYMIZE)
     assert response.url == reverse("jobs:detail", args=[job.pk])
@@ -276,7 +283,14 @@ def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, steward,
             },
         ],
     }
-    job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=plan,
+        title="ldp",
+        purpose="testing",
+        recipient="test team",
+    )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -338,7 +352,9 @@ def test_a_perturbed_release_is_checked_against_a_maximum_knowledge_intruder(
         "version": 1,
         "steps": [{"kind": "add_noise", "params": {"columns": ["x", "y", "z", "w"], "scale": 0.1}}],
     }
-    job = anonymize_launch(user=officer, dataset=ds, plan=plan, title="noise")
+    job = anonymize_launch(
+        user=officer, dataset=ds, plan=plan, title="noise", purpose="testing", recipient="test team"
+    )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -489,7 +505,15 @@ def test_the_suggested_plan_runs_on_a_numeric_quasi_identifier(
     search = plan["steps"][-1]
     assert search["params"]["metric"] == "loss" and search["params"]["aggregate"] == "geometric"
     with django_capture_on_commit_callbacks(execute=False):
-        client.post(reverse("jobs:plan", args=[ds.pk]), {"title": "z", "plan": json.dumps(plan)})
+        client.post(
+            reverse("jobs:plan", args=[ds.pk]),
+            {
+                "title": "z",
+                "purpose": "testing",
+                "recipient": "test team",
+                "plan": json.dumps(plan),
+            },
+        )
     job = Job.objects.get(kind=JobKind.ANONYMIZE)
     job_execute(job_id=job.pk, worker="test")
     job.refresh_from_db()
@@ -519,7 +543,14 @@ def test_the_launch_service_refuses_a_bad_plan_with_every_problem(officer, datas
         ],
     }
     with pytest.raises(PlanError) as info:
-        anonymize_launch(user=officer, dataset=dataset, plan=plan, title="x")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=plan,
+            title="x",
+            purpose="testing",
+            recipient="test team",
+        )
     assert len(info.value.errors) == 2
     assert "not true" in info.value.errors[0] and "unknown column 'nope'" in info.value.errors[1]
     assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
@@ -572,7 +603,15 @@ def test_an_integer_column_with_blanks_takes_an_uploaded_arx_hierarchy(
     plan = json.loads(page.context["form"].initial["plan"])
     assert plan["hierarchies"]["age"]["uploaded"] == hierarchies_for(dataset=ds)["age"].sha256
     with django_capture_on_commit_callbacks(execute=False):
-        client.post(reverse("jobs:plan", args=[ds.pk]), {"title": "a", "plan": json.dumps(plan)})
+        client.post(
+            reverse("jobs:plan", args=[ds.pk]),
+            {
+                "title": "a",
+                "purpose": "testing",
+                "recipient": "test team",
+                "plan": json.dumps(plan),
+            },
+        )
     job = Job.objects.get(kind=JobKind.ANONYMIZE)
     job_execute(job_id=job.pk, worker="test")
     job.refresh_from_db()

@@ -41,6 +41,7 @@ from anonweb.core.findings import BLOCK, Finding
 from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
 from anonweb.core.models.base import require_int, require_number
 from anonweb.core.release.plan import Plan, get_step, plan_from_dict
+from anonweb.core.release.report import STEP_PUBLIC
 
 # Column roles as the datasets app stores them; "keep" is the explicit "keep as is".
 IDENTIFIER, QUASI_IDENTIFIER, SENSITIVE, OTHER, KEEP = (
@@ -63,8 +64,6 @@ UNCHANGED_SHARE = 0.5
 SUPPRESSED = "*"
 # Report keys describing the source itself: a DP release must not publish them.
 SOURCE_KEYS = ("rows_in", "risk_before", "risk_after", "utility", "source")
-# What the plan runner adds to every step's report: public parameters and timings.
-STEP_PUBLIC = {"step", "kind", "privacy_cost", "input_distance", "seconds"}
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,7 @@ def evaluate_release(
     tags: Mapping[str, str | None],
     thresholds: PolicyThresholds | None = None,
     report: Mapping[str, Any] | None = None,
-    conflicts: ConflictReport | None = None,
+    conflicts: ConflictReport | Sequence[Finding] | None = None,
     statuses: Mapping[str, str] | None = None,
 ) -> PolicyResult:
     """Evaluate a release of ``source`` (never modified) that publishes ``released``.
@@ -154,7 +153,7 @@ def evaluate_release(
     ``tags`` maps a source column to its role (missing or empty: never tagged); ``report`` is the
     report that would be published with the release; ``conflicts`` the conflict check of this
     release against the earlier approved or pending ones, ``statuses`` their review status by
-    label."""
+    label. ``conflicts`` may also be gate findings already made from such a check."""
     plan = plan if isinstance(plan, Plan) else plan_from_dict(plan)
     thresholds = thresholds or PolicyThresholds()
     output = _output_kind(plan)
@@ -169,7 +168,10 @@ def evaluate_release(
         findings += _column_findings(source, released, tags, shared)
         found, risk = _risk_findings(released, plan, tags, extra_qis, thresholds)
         findings += found
-    findings += conflict_findings(conflicts, statuses=statuses)
+    if isinstance(conflicts, ConflictReport) or conflicts is None:
+        findings += conflict_findings(conflicts, statuses=statuses)
+    else:
+        findings += list(conflicts)
     if output != "rows" or _has_measurement(plan):
         findings += _dp_findings(report, plan)
     return PolicyResult(tuple(findings), thresholds, risk)
