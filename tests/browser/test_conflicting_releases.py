@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 def _run_plan(page, url, dataset_id, plan, title):
     page.goto(f"{url}/jobs/plan/{dataset_id}/")
     page.fill("#id_title", title)
+    page.fill("#id_purpose", "BMI study")
+    page.fill("#id_recipient", "Clinic research unit")
     page.fill("#id_plan", json.dumps({"version": 1, **plan}))
     page.click("[data-testid=launch-plan]")
     page.wait_for_url("**/jobs/*/")

@@ -87,6 +87,8 @@ def test_upload_tag_assess_anonymize_approve_download(
     officer.select_option("#id_identifiers", "drop")
     officer.fill("#id_k", "5")
     officer.click("text=Suggest")
+    officer.fill("#id_purpose", "Registry statistics 2026")
+    officer.fill("#id_recipient", "Health ministry")
     officer.click("[data-testid=launch-plan]")
     _wait_job(officer)
     officer.click("text=See the release")

@@ -91,7 +91,12 @@ def test_a_launch_is_refused_until_the_values_read_from_the_data_are_confirmed(
     client.force_login(officer)
     _, plan = _suggest(client, dataset, "ldp", epsilon=1)
     # the page: the preview works (nothing runs), the launch is refused
-    data = {"title": "ldp", "plan": json.dumps(plan)}
+    data = {
+        "title": "ldp",
+        "purpose": "testing",
+        "recipient": "test team",
+        "plan": json.dumps(plan),
+    }
     preview = client.post(reverse("jobs:plan", args=[dataset.pk]), {**data, "preview": "1"})
     assert preview.status_code == 200 and "read_from_data" in preview.content.decode()
     refused = client.post(reverse("jobs:plan", args=[dataset.pk]), data)
@@ -100,9 +105,23 @@ def test_a_launch_is_refused_until_the_values_read_from_the_data_are_confirmed(
     assert not Job.objects.exists() and ledger_for(dataset).spent == 0
     # the service (the API and the command line go through it too)
     with pytest.raises(PlanError, match="remove 'read_from_data' to confirm them"):
-        anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=plan,
+            title="ldp",
+            purpose="testing",
+            recipient="test team",
+        )
     del plan["steps"][-1]["params"]["read_from_data"]
-    job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=plan,
+        title="ldp",
+        purpose="testing",
+        recipient="test team",
+    )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
@@ -118,7 +137,14 @@ def test_randomized_response_without_categories_is_refused_at_launch(officer, st
         ],
     }
     with pytest.raises(PlanError, match="step 2 .* declare the categories"):
-        anonymize_launch(user=officer, dataset=dataset, plan=plan, title="ldp")
+        anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan=plan,
+            title="ldp",
+            purpose="testing",
+            recipient="test team",
+        )
     assert not Job.objects.exists()
 
 
@@ -136,5 +162,7 @@ def test_three_columns_at_epsilon_two_fit_a_budget_of_exactly_two(client, office
     client.force_login(officer)
     _, plan = _suggest(client, ds, "dp_histogram", epsilon=2)
     assert len(plan["steps"]) == 3
-    anonymize_launch(user=officer, dataset=ds, plan=plan, title="three")
+    anonymize_launch(
+        user=officer, dataset=ds, plan=plan, title="three", purpose="testing", recipient="test team"
+    )
     assert ledger_for(ds).remaining == pytest.approx(0.0, abs=1e-12)
