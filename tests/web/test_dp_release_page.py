@@ -23,7 +23,14 @@ def test_the_release_page_charts_each_statistic_with_its_interval(
         {"kind": "range", "epsilon": 1.0, "columns": ["age"], "bounds": [0, 100], "bins": 5},
     ]
     plan = {"version": 1, "steps": [{"kind": "dp_release", "params": p} for p in steps]}
-    job = anonymize_launch(user=officer, dataset=dataset, plan=plan, title="dp")
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=plan,
+        title="dp",
+        purpose="testing",
+        recipient="test team",
+    )
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
