@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -57,7 +58,10 @@ def dataset_upload(request):
             )
             return redirect("datasets:detail", dataset_id=dataset.pk)
     return render(
-        request, "datasets/upload.html", {"form": form}, status=400 if form.errors else 200
+        request,
+        "datasets/upload.html",
+        {"form": form, "max_upload_bytes": settings.ANONWEB_MAX_UPLOAD_BYTES},
+        status=400 if form.errors else 200,
     )
 
 

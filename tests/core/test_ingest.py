@@ -540,3 +540,54 @@ def test_a_bare_carriage_return_in_the_header_is_a_line_end_not_a_crash(tmp_path
     assert df.columns.tolist() == ["a", "b"] and info.rows == 2
     with pytest.raises(DataError):
         _convert(tmp_path, b'"a\rb,c\n1,2\n')
+
+
+# --- distinct counts and progress -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("hashed", [2_000_000, 5], ids=["hashed", "sorted"])
+def test_distinct_counts_by_hash_or_by_sort_agree_with_pandas(tmp_path, monkeypatch, hashed):
+    from anonweb.core.io import ingest
+
+    monkeypatch.setattr(ingest, "HASHED_DISTINCT", hashed)
+    rng = np.random.default_rng(3)
+    n = 3000
+    frame = pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "age": rng.integers(0, 90, n),
+            "score": np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 50, n) / 4),
+            "code": [f"{z:05d}" if z % 7 else "" for z in rng.integers(0, 400, n)],
+        }
+    )
+    info, df = _convert(tmp_path, frame.to_csv(index=False).encode())
+    assert {c.name: c.distinct for c in info.columns} == {
+        c: int(df[c].nunique(dropna=True)) for c in df.columns
+    }
+
+
+def test_parquet_distinct_counts_a_nan_once(tmp_path, monkeypatch):
+    from anonweb.core.io import ingest
+
+    monkeypatch.setattr(ingest, "HASHED_DISTINCT", 1)
+    src = tmp_path / "t.parquet"
+    pq.write_table(
+        pa.table({"x": pa.array([1.5, float("nan"), None, 2.5, float("nan"), 1.5])}), src
+    )
+    info = convert_to_parquet(src, tmp_path / "out" / "data.parquet")
+    assert info.columns[0].distinct == 3  # 1.5, 2.5 and NaN; the null is missing, not a value
+
+
+def test_reading_progress_follows_the_parsed_blocks(tmp_path):
+    seen = []
+    content = b"a,b\n" + b"1,x\n" * 400_000
+    _convert(
+        tmp_path,
+        content,
+        limits=Limits(max_row_bytes=64 * 1024),
+        progress=lambda fraction, message: seen.append(fraction),
+    )
+    reading = [f for f in seen if 0 < f < 0.7]
+    assert len(reading) > 10
+    assert reading == sorted(reading)
+    assert reading[0] < 0.1  # pyarrow reads ahead, but the bar follows the parser

@@ -267,15 +267,19 @@ class TextSource:
         self.names: list[str] = []
         self._stream: _CheckedStream | None = None
         self._size: int | None = None
+        self._parsed_blocks = 0
 
     def _head(self) -> bytes:
         with self.open_binary() as fh:
             return fh.read(min(self.limits.max_row_bytes, 8 * 1024 * 1024))
 
     def fraction(self) -> float | None:
+        """How much of the file has been parsed. pyarrow reads blocks ahead of the parser (up
+        to 32), so the bytes read say little; each batch is one parsed block."""
         if self._stream is None or not self._size:
             return None
-        return min(1.0, self._stream.offset / self._size)
+        parsed = self._parsed_blocks * self.limits.max_row_bytes
+        return min(1.0, self._stream.offset / self._size, parsed / self._size)
 
     def batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
         """Batches of string columns and their kinds. Raises :class:`ReadAgain` when the file
@@ -335,7 +339,9 @@ class TextSource:
                     ),
                 )
                 first = True
+                self._parsed_blocks = 0
                 for batch in reader:
+                    self._parsed_blocks += 1
                     self._check_invalid(invalid)
                     columns = list(batch.columns)
                     if first:
