@@ -93,6 +93,7 @@ def test_pitman_at_the_ewens_boundary_matches_an_independent_fit(
     # The sampling fraction is below 0.1: Dankar's rule takes Pitman, no longer Zayatz.
     chosen = population_uniqueness(sizes, population)
     assert chosen.chosen_model == "pitman" and chosen.chosen_uniques == pytest.approx(value)
+    assert "Ewens limit" in chosen.to_dict()["estimates"]["pitman"]["reference"]
     zayatz = dict(chosen.estimates)["zayatz"]
     assert round(zayatz, 1) == before
 

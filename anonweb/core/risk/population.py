@@ -143,11 +143,14 @@ def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     return max(candidates, key=lambda ta: pitman_loglik(sizes, *ta))
 
 
-def pitman_uniques(sizes: NDArray[Any], population: float) -> float:
-    """Population uniques by Pitman's model (Hoshino 2001); NaN when the solver fails."""
+def pitman_uniques(
+    sizes: NDArray[Any], population: float, *, fit: tuple[float, float] | None = None
+) -> float:
+    """Population uniques by Pitman's model (Hoshino 2001); NaN when the solver fails.
+    At the Ewens limit (alpha = 0) the formula gives theta."""
     from scipy import special
 
-    fit = pitman_fit(sizes)
+    fit = fit if fit is not None else pitman_fit(sizes)
     if fit is None:
         return math.nan
     t, a = fit
@@ -299,8 +302,12 @@ class PopulationUniqueness:
     estimates: tuple[tuple[str, float | None], ...]  # (model, uniques or None if no estimate)
     chosen_model: str | None
     chosen_uniques: float
+    pitman_fit: tuple[float, float] | None = None  # (theta, alpha); alpha = 0: the Ewens limit
 
     def to_dict(self) -> dict[Any, Any]:
+        references = dict(REFERENCES)
+        if self.pitman_fit is not None and self.pitman_fit[1] == 0.0:
+            references["pitman"] += ", at its Ewens limit α → 0 (the likelihood's maximum)"
         return {
             "sample_size": self.sample_size,
             "population_size": self.population_size,
@@ -310,7 +317,7 @@ class PopulationUniqueness:
                 m: {
                     "uniques": v,
                     "share": None if v is None else v / self.population_size,
-                    "reference": REFERENCES[m],
+                    "reference": references[m],
                 }
                 for m, v in self.estimates
             },
@@ -338,14 +345,15 @@ def population_uniqueness(sizes: NDArray[Any], population_size: int) -> Populati
     if pop == n:  # the sample is the population: its uniques are the population's
         est = tuple((m, float(c1)) for m in MODELS)
         return PopulationUniqueness(n, pop, c1, est, "sample", float(c1))
+    fit = pitman_fit(sizes)
     values = {
-        "pitman": pitman_uniques(sizes, pop),
+        "pitman": pitman_uniques(sizes, pop, fit=fit) if fit is not None else math.nan,
         "zayatz": zayatz_uniques(sizes, pop),
         "snb": snb_uniques(sizes, pop),
     }
     model, chosen = _dankar(values, n / pop)
     est = tuple((m, None if math.isnan(v) else v) for m, v in values.items())
-    return PopulationUniqueness(n, pop, c1, est, model, chosen)
+    return PopulationUniqueness(n, pop, c1, est, model, chosen, fit)
 
 
 def _dankar(values: dict[str, float], fraction: float) -> tuple[str | None, float]:
