@@ -1,4 +1,5 @@
-"""The tree is formatted and linted the way CI expects (ruff is a development dependency)."""
+"""The tree is formatted and linted the way CI expects (ruff and mypy are development
+dependencies); the pure core type-checks under mypy --strict (pyproject.toml [tool.mypy])."""
 
 from __future__ import annotations
 
@@ -27,4 +28,19 @@ def _ruff() -> list[str]:
 )
 def test_ruff(args):
     proc = subprocess.run([*_ruff(), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_mypy_strict_on_the_core():
+    exe = Path(sys.executable).with_name("mypy")
+    if not exe.exists():
+        pytest.fail("mypy is not installed: run ./test.sh, which installs the dev dependencies")
+    # no cache: a stale one would hide errors in files edited since
+    proc = subprocess.run(
+        [str(exe), "--no-incremental", "--cache-dir", "/dev/null"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

@@ -492,7 +492,7 @@ def _check_object(schema: Schema, value: Mapping[str, Any], path: str, ctx: Cont
             where = f" in {path!r}" if path else ""
             ctx.errors.append(f"unknown parameter {str(key)!r}{where}{hint}{listed}")
         elif isinstance(extra, Mapping):
-            _check(extra, item, sub, ctx)
+            _check(dict(extra), item, sub, ctx)
         if keys_role and key not in props:
             _check_column({"x-column": keys_role}, str(key), sub, ctx)
 
@@ -567,7 +567,7 @@ def _collect(schema: Schema, value: Any, out: dict[str, list[str]]) -> None:
             if key in props:
                 _collect(props[key], item, out)
             elif isinstance(extra, Mapping):
-                _collect(extra, item, out)
+                _collect(dict(extra), item, out)
             if schema.get("x-keys") and key not in props:
                 out.setdefault(schema["x-keys"], []).append(str(key))
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
+from numpy.typing import NDArray
 from plotly.utils import PlotlyJSONEncoder
 
 _LAYOUT = {
@@ -21,7 +22,8 @@ _LAYOUT = {
 
 
 def _as_data(fig: go.Figure) -> dict[Any, Any]:
-    return json.loads(json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder))
+    data: dict[Any, Any] = json.loads(json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder))
+    return data
 
 
 def _class_size_chart(risk: Mapping[str, Any]) -> go.Figure | None:
@@ -80,7 +82,7 @@ SHARE_BINS = (
 )
 
 
-def homogeneity_histogram(top_share, sizes) -> dict[str, int]:
+def homogeneity_histogram(top_share: NDArray[Any], sizes: NDArray[Any]) -> dict[str, int]:
     """Records by the share of their class that holds the class's most frequent sensitive
     value: 100% means the class discloses the value to anyone who can place a person in it."""
     import numpy as np

@@ -82,7 +82,13 @@ class RiskProfile:
         return out
 
 
-def _check_inputs(df, qis, sensitive, hierarchies, t_distance) -> tuple[list[str], dict[Any, Any]]:
+def _check_inputs(
+    df: pd.DataFrame,
+    qis: Sequence[str],
+    sensitive: str | Sequence[str],
+    hierarchies: Mapping[str, Any] | None,
+    t_distance: str | Mapping[str, str] | None,
+) -> tuple[list[str], dict[Any, Any]]:
     sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     require_columns(df, sens, role="sensitive attribute")
     both = sorted(set(sens) & set(qis))

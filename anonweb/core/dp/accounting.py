@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from anonweb.core.errors import CoreError, ParameterError
 CONFIDENCE = 0.95
 
 
-def opendp():
+def opendp() -> Any:
     """OpenDP's prelude with contrib features on (imported late: it loads a native library)."""
     import opendp.prelude as dp
 
@@ -30,7 +30,7 @@ def opendp():
 
 
 @contextlib.contextmanager
-def opendp_errors(cls: type[CoreError] = ParameterError):
+def opendp_errors(cls: type[CoreError] = ParameterError) -> Iterator[None]:
     """Turn OpenDP's exceptions into ``cls`` with OpenDP's own reason, so that a refused
     parameter is a plan error shown to the officer, never a raw exception in the worker."""
     from opendp.mod import OpenDPException
@@ -82,7 +82,7 @@ def check_bounds(value: Any, *, what: str) -> tuple[float, float]:
     return lo, hi
 
 
-def epsilon_of(measurement, d_in: int) -> tuple[float, float]:
+def epsilon_of(measurement: Any, d_in: float) -> tuple[float, float]:
     """(ε, δ) of a measurement at ``d_in``; δ is 0 for pure-DP measures."""
     value = measurement.map(d_in)
     if isinstance(value, tuple):
@@ -91,7 +91,7 @@ def epsilon_of(measurement, d_in: int) -> tuple[float, float]:
 
 
 def calibrate(
-    build: Callable[[float], Any], *, sensitivity: float, d_in: int, epsilon: float
+    build: Callable[[float], Any], *, sensitivity: float, d_in: float, epsilon: float
 ) -> tuple[Any, float]:
     """The measurement with the smallest noise scale whose privacy map gives at most ``epsilon``.
 
@@ -112,13 +112,13 @@ def calibrate(
 class _pure:
     """Expose only ε of an approximate-DP measurement to ``binary_search_param``."""
 
-    def __init__(self, meas):
+    def __init__(self, meas: Any) -> None:
         self.meas = meas
 
-    def map(self, d_in):
+    def map(self, d_in: float) -> float:
         return epsilon_of(self.meas, d_in)[0]
 
-    def check(self, d_in, d_out):
+    def check(self, d_in: float, d_out: float) -> bool:
         return self.map(d_in) <= d_out
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ from anonweb.core.dp import accounting as acc
 from anonweb.core.dp.mechanisms import MISSING, READ_FROM_DATA, READ_FROM_DATA_KEY, cell_labels
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
+
+if TYPE_CHECKING:
+    from anonweb.core.release.plan import Plan, StepContext, StepOutcome
 
 
 def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
@@ -60,7 +63,7 @@ class LDPResult:
     report: dict[str, Any]
 
 
-def randomized_response_measurement(categories: Sequence[str], epsilon: float):
+def randomized_response_measurement(categories: Sequence[str], epsilon: float) -> Any:
     """OpenDP's k-ary randomized response at ``epsilon``, and its exact ε (d_in = 1 record)."""
     dp = acc.opendp()
     p, _ = rr_probabilities(epsilon, len(categories))
@@ -80,7 +83,7 @@ def randomize_categories(
     require_columns(df, [column])
     labels = cell_labels(df[column])
     declared = categories is not None
-    cats = [str(c) for c in categories] if declared else sorted(labels.unique())
+    cats = [str(c) for c in categories] if categories is not None else sorted(labels.unique())
     if MISSING in set(labels) and MISSING not in cats:
         cats.append(MISSING)
     outside = sorted(set(labels) - set(cats))
@@ -120,7 +123,7 @@ def _debias_sd(n: int, p: float, q: float) -> float:
     return math.sqrt(n * 0.25) / (p - q)
 
 
-def laplace_measurement(bounds: tuple[float, float], epsilon: float):
+def laplace_measurement(bounds: tuple[float, float], epsilon: float) -> tuple[Any, float, float]:
     """Laplace((hi − lo)/ε) on each value; ε from the map at d_in = hi − lo (one record's
     value moving across the whole range)."""
     dp = acc.opendp()
@@ -250,7 +253,7 @@ def _register() -> None:
         # table, so the randomized copy is also a release about those people).
         return {"local_epsilon": acc.check_epsilon(params.get("epsilon"))}
 
-    def rr_stability(params: Mapping[str, Any], plan) -> int | None:
+    def rr_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         # Without declared categories the output alphabet is the set seen in the data: one
         # person's new value becomes a possible output of every other record.
         return ROW_WISE if params.get("categories") else UNBOUNDED
@@ -263,7 +266,7 @@ def _register() -> None:
         schema=RR_SCHEMA,
         public_report=LOCAL_PUBLIC_REPORT,
     )
-    def rr_step(df, params, ctx):
+    def rr_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
         result = randomize_categories(
             df,
             column=params["column"],
@@ -281,7 +284,7 @@ def _register() -> None:
         perturbs=True,
         public_report=LOCAL_PUBLIC_REPORT,
     )
-    def laplace_step(df, params, ctx):
+    def laplace_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
         result = randomize_numeric(
             df, column=params["column"], epsilon=params["epsilon"], bounds=params["bounds"]
         )

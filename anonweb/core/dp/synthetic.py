@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,9 @@ from anonweb.core.dp import accounting as acc
 from anonweb.core.dp import mechanisms as dp
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
+
+if TYPE_CHECKING:
+    from anonweb.core.release.plan import StepContext, StepOutcome
 
 MAX_CELLS = 1_000_000
 
@@ -323,7 +326,9 @@ def _register() -> None:
             "sampling_tv",
         ),
     )
-    def dp_synthetic_step(df, params, ctx):
+    def dp_synthetic_step(
+        df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
+    ) -> StepOutcome:
         result = dp_synthetic(
             df, SyntheticSpec.from_params(params), rng=ctx.rng, distance=ctx.distance
         )

@@ -109,8 +109,9 @@ class SearchResult:
 class _Eval:
     mono_ok: bool
     ok: bool
-    ct: ClassTable | None = None
-    out_classes: NDArray[Any] | None = None
+    ct: ClassTable
+    # classes outside the models (suppressed), for nodes the monotonic models accept
+    out_classes: NDArray[Any] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 class _Checker:
@@ -146,7 +147,9 @@ class _Checker:
 
         return ClassData(sizes, counts)
 
-    def check(self, levels: Sequence[int], parent: ClassTable | None = None) -> _Eval:
+    def check(
+        self, levels: Sequence[int] | NDArray[Any], parent: ClassTable | None = None
+    ) -> _Eval:
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
         sizes = ct.sizes
         data = self._data(sizes, ct.hist)
@@ -205,7 +208,13 @@ def _lex_less(
     return result | (undecided & (index < ref_index))
 
 
-def validate_search(df, quasi_identifiers, hierarchies, models, suppression) -> None:
+def validate_search(
+    df: pd.DataFrame,
+    quasi_identifiers: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    models: Sequence[PrivacyModel],
+    suppression: float,
+) -> None:
     if not 0 <= suppression < 1:
         raise ParameterError(
             f"the suppression limit is a fraction of rows in [0, 1), got {suppression}"
@@ -263,7 +272,7 @@ def optimal_generalization(
     scorer = make_metric(metric, table, aggregate)
     run = _Search(table, checker, scorer, max_nodes, time_limit, started)
     node, ev, values = run.solve()
-    if node is None:
+    if node is None or ev is None or values is None:
         described = ", ".join(m.describe() for m in models) or "the models"
         raise ParameterError(
             f"no generalization satisfies {described} with at most {checker.max_out} suppressed rows"
@@ -271,7 +280,21 @@ def optimal_generalization(
     return _result(df, table, checker, scorer, models, node, ev, values, run, started)
 
 
-def _result(df, table, checker, scorer, models, node, ev, values, run, started) -> SearchResult:
+_Found = tuple[tuple[int, ...] | None, "_Eval | None", NDArray[Any] | None]
+
+
+def _result(
+    df: pd.DataFrame,
+    table: EncodedTable,
+    checker: _Checker,
+    scorer: Metric,
+    models: Sequence[PrivacyModel],
+    node: tuple[int, ...],
+    ev: _Eval,
+    values: NDArray[Any],
+    run: _Search,
+    started: float,
+) -> SearchResult:
     qis = tuple(q.name for q in table.qis)
     # regroup from the distinct rows once, to map suppression back to every record
     final = checker.check(node)
@@ -279,7 +302,7 @@ def _result(df, table, checker, scorer, models, node, ev, values, run, started) 
     kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {
-        "nodes_total": int(run.nodes.shape[0]) if run.nodes is not None else None,
+        "nodes_total": int(run.nodes.shape[0]) if run.algorithm != "greedy" else None,
         "nodes_checked": run.checked,
         "seconds": round(time.perf_counter() - started, 4),
         "optimal": run.optimal,
@@ -306,7 +329,15 @@ def _result(df, table, checker, scorer, models, node, ev, values, run, started) 
 
 
 class _Search:
-    def __init__(self, table, checker: _Checker, scorer: Metric, max_nodes, time_limit, started):
+    def __init__(
+        self,
+        table: EncodedTable,
+        checker: _Checker,
+        scorer: Metric,
+        max_nodes: int | None,
+        time_limit: float | None,
+        started: float,
+    ) -> None:
         self.table, self.checker, self.scorer = table, checker, scorer
         self.max_nodes, self.time_limit, self.started = max_nodes, time_limit, started
         self.checked = 0
@@ -314,9 +345,9 @@ class _Search:
         self.algorithm = "flash-bound"
         self.note = ""
         self.best: tuple[Any, ...] | None = None  # (key, node, eval, values, index)
-        self.nodes = None
+        self.nodes: NDArray[Any] = np.zeros((0, len(table.heights)), dtype=np.int16)
 
-    def solve(self):
+    def solve(self) -> _Found:
         heights = self.table.heights
         size = int(np.prod(heights))
         if size > MAX_LATTICE:
@@ -377,15 +408,14 @@ class _Search:
             j
             for j, (i, p) in enumerate(zip(chunk, parents))
             if p is not None
-            and float(
-                np.prod(self.table.all_cards[self.table.offsets + self.nodes[i]], dtype=float)
-            )
-            < 2.0**62
+            and math.prod(int(c) for c in self.table.all_cards[self.table.offsets + self.nodes[i]])
+            < 2**62
         ]
         evals: dict[int, _Eval] = {}
         if len(batched) > 1:
             got = self.checker.check_many(
-                self.nodes[[chunk[j] for j in batched]], [parents[j] for j in batched]
+                self.nodes[[chunk[j] for j in batched]],
+                [p for j in batched if (p := parents[j]) is not None],
             )
             evals = {chunk[j]: ev for j, ev in zip(batched, got)}
         for pos, idx in enumerate(chunk):
@@ -416,7 +446,7 @@ class _Search:
             self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values, idx)
             self.alive &= _lex_less(self.bkey, key, self.index, idx)
 
-    def _values(self, node, ev: _Eval) -> NDArray[Any]:
+    def _values(self, node: Sequence[int] | NDArray[Any], ev: _Eval) -> NDArray[Any]:
         if not self.scorer.per_qi:
             return self.scorer.from_classes(ev.ct.sizes, ev.out_classes)
         out = ev.out_classes
@@ -485,7 +515,7 @@ class _Search:
                 return
             size = min(2 * size, 64)
 
-    def _greedy(self):
+    def _greedy(self) -> _Found:
         """From the top node, step down while some predecessor still satisfies the models."""
         heights = self.table.heights
         node = np.array(heights - 1)

@@ -60,7 +60,7 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
         seen: dict[str, int] = {}
         col = [seen.setdefault(row[level], len(seen)) for row in rows]
         n_labels = len(seen)
-        lab = list(seen)
+        lab: list[Any] = list(seen)
         # The root absorbs missing values too, so the top node is a single class.
         if level == top:
             col.append(col[0])
@@ -136,7 +136,7 @@ class EncodedTable:
         self.heights = np.array([q.height for q in self.qis])
 
     def group(
-        self, levels: Sequence[int], rows: NDArray[Any] | None = None
+        self, levels: Sequence[int] | NDArray[Any], rows: NDArray[Any] | None = None
     ) -> tuple[NDArray[Any], int]:
         """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
         cols = self.offsets + np.asarray(levels)
@@ -148,9 +148,9 @@ class EncodedTable:
         cards = cards.tolist()
         space = math.prod(cards)
         if space < 2**62:
-            strides = [math.prod(cards[i + 1 :]) for i in range(len(cards))]
+            radix = [math.prod(cards[i + 1 :]) for i in range(len(cards))]
             # int32 arithmetic when every key fits: the codes are int32 already
-            strides = np.array(strides, dtype=np.int32 if space < 2**31 else np.int64)
+            strides = np.array(radix, dtype=np.int32 if space < 2**31 else np.int64)
             key = strides @ sub if rows is None else sub @ strides
         else:  # too many combinations for one int64: combine column by column, renumbering
             sub = sub if rows is None else sub.T
@@ -170,7 +170,7 @@ class EncodedTable:
 
     def classes(
         self,
-        levels: Sequence[int],
+        levels: Sequence[int] | NDArray[Any],
         parent: ClassTable | None,
         sa: Sequence[int],
         lazy: bool = False,
@@ -248,7 +248,7 @@ class EncodedTable:
         return ClassBatch(
             [tuple(int(x) for x in lv) for lv in nodes],
             starts,
-            class_seg,
+            np.asarray(class_seg),
             rep,
             sizes.astype(np.int64),
             hists,
@@ -408,7 +408,9 @@ class ClassTableCache:
         return self.tables[int(np.argmin(np.where(below, self.sizes[:h], _BIG)))]
 
 
-def _distinct_rows(cols: list[NDArray[Any]], radices: list[int]):
+def _distinct_rows(
+    cols: list[NDArray[Any]], radices: list[int]
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     space = 1
     for r in radices:
         space *= max(r, 1)

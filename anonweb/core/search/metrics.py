@@ -102,7 +102,7 @@ class Metric:
         return np.column_stack([self.level_values[i][nodes[:, i]] for i in range(nodes.shape[1])])
 
     def actual(
-        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+        self, levels: Sequence[int] | NDArray[Any], rep_out: NDArray[Any], sizes_out: NDArray[Any]
     ) -> NDArray[Any]:
         """Per-QI values of a node whose suppressed classes have representatives ``rep_out``
         (one distinct row each) and sizes ``sizes_out``."""
@@ -161,7 +161,7 @@ class LossMetric(Metric):
         return exact_floor10(raw - n, n * (size - 1))
 
     def actual(
-        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+        self, levels: Sequence[int] | NDArray[Any], rep_out: NDArray[Any], sizes_out: NDArray[Any]
     ) -> NDArray[Any]:
         out = np.empty(len(levels))
         w = sizes_out.astype(np.int64)
@@ -186,7 +186,7 @@ class PrecisionMetric(Metric):
         ]
 
     def actual(
-        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+        self, levels: Sequence[int] | NDArray[Any], rep_out: NDArray[Any], sizes_out: NDArray[Any]
     ) -> NDArray[Any]:
         n, out_n = self.table.n, int(sizes_out.sum())
         values = []
@@ -207,7 +207,7 @@ class HeightMetric(Metric):
         self.level_values = [np.arange(q.height, dtype=float) for q in table.qis]
 
     def actual(
-        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+        self, levels: Sequence[int] | NDArray[Any], rep_out: NDArray[Any], sizes_out: NDArray[Any]
     ) -> NDArray[Any]:
         return np.asarray(levels, dtype=float)
 
@@ -236,7 +236,7 @@ class EntropyMetric(Metric):
         self.level_values = [floor10(s) for s in self.level_sums]
 
     def actual(
-        self, levels: Sequence[int], rep_out: NDArray[Any], sizes_out: NDArray[Any]
+        self, levels: Sequence[int] | NDArray[Any], rep_out: NDArray[Any], sizes_out: NDArray[Any]
     ) -> NDArray[Any]:
         raw = np.array([self.level_sums[i][lv] for i, lv in enumerate(levels)], dtype=float)
         if len(rep_out):

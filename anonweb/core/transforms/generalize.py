@@ -24,6 +24,7 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import HierarchyError, ParameterError
+from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
@@ -31,6 +32,7 @@ from anonweb.core.models.schemas import MODEL_SCHEMA
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
+    Plan,
     PlanContext,
     StepContext,
     StepOutcome,
@@ -51,14 +53,15 @@ def _check_levels(params: Mapping[str, Any]) -> None:
             raise ParameterError(f"level for {col!r} must be a non-negative integer, got {lv!r}")
 
 
-def _hierarchy(ctx: StepContext, column: str):
+def _hierarchy(ctx: StepContext, column: str) -> Hierarchy:
     try:
-        return ctx.hierarchies[column]
+        found: Hierarchy = ctx.hierarchies[column]
+        return found
     except KeyError:
         raise HierarchyError(f"no hierarchy given for {column!r}") from None
 
 
-def _generalize_stability(params: Mapping[str, Any], plan) -> int | None:
+def _generalize_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     """Row-wise when every hierarchy is fixed in advance (uploaded, or a builder that does not
     look at the data); a hierarchy built from the column's values moves with every row."""
     specs = plan.hierarchies

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -38,6 +38,7 @@ from anonweb.core.errors import ParameterError
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
+    Plan,
     StepContext,
     StepOutcome,
     register_step,
@@ -60,7 +61,7 @@ def _columns(params: Mapping[str, Any]) -> list[str]:
     return cols
 
 
-def _map_distinct(series: pd.Series, func) -> pd.Series:
+def _map_distinct(series: pd.Series, func: Callable[[Any], Any]) -> pd.Series:
     """Apply ``func`` once per distinct non-missing value (fast on repetitive columns)."""
     values = pd.unique(series.dropna())
     mapping = {v: func(v) for v in values}
@@ -91,7 +92,7 @@ def _check_suppress(params: Mapping[str, Any]) -> None:
         raise ParameterError(f"'rare' must be a positive integer, got {rare!r}")
 
 
-def _suppress_stability(params: Mapping[str, Any], plan) -> int | None:
+def _suppress_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     # Listed values or whole columns are row by row; "rare" depends on how often a value occurs
     # in the other rows, so one person can push a value above or below the limit for everyone.
     return UNBOUNDED if params.get("rare") is not None else ROW_WISE
@@ -226,7 +227,7 @@ MAX_PATTERN = 500
 _GROUP_REF = re.compile(r"\\(\d+)|\\g<([^>]*)>")
 
 
-def _re2_options():
+def _re2_options() -> tuple[Any, Any]:
     import re2
 
     options = re2.Options()
@@ -235,7 +236,7 @@ def _re2_options():
     return re2, options
 
 
-def compile_pattern(pattern: str):
+def compile_pattern(pattern: str) -> Any:
     """The pattern compiled by RE2 (linear-time matching), or a :class:`ParameterError`."""
     re2, options = _re2_options()
     try:

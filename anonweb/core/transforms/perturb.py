@@ -29,6 +29,8 @@ from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
+    Plan,
+    PlanContext,
     StepContext,
     StepOutcome,
     register_step,
@@ -44,7 +46,7 @@ def _numeric(df: pd.DataFrame, col: str) -> NDArray[Any]:
     return np.asarray(values.to_numpy(dtype=float))
 
 
-def _positive(params, name, *, upper=None):
+def _positive(params: Mapping[str, Any], name: str, *, upper: float | None = None) -> None:
     value = params.get(name)
     if not isinstance(value, int | float) or value <= 0 or (upper is not None and value > upper):
         bound = f" and at most {upper}" if upper is not None else ""
@@ -62,7 +64,7 @@ NUMERIC = sch.columns("Numeric columns to perturb", numeric=True)
 NOISE_PUBLIC = ("columns", "scale", "sd", "p", "k", "noise_sd")
 
 
-def _noise_stability(params: Mapping[str, Any], plan) -> int | None:
+def _noise_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     # A "scale" is relative to the column's standard deviation, which every row moves.
     return ROW_WISE if "sd" in params else UNBOUNDED
 
@@ -219,7 +221,7 @@ def mdav_groups(x: NDArray[Any], k: int) -> NDArray[Any]:
     return labels
 
 
-def _mdav_plan(params: Mapping[str, Any], ctx) -> list[str]:
+def _mdav_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     from anonweb.core.release.plan import size_problems
 
     return size_problems(params["k"], ctx)
@@ -284,7 +286,7 @@ def _check_pram(params: Mapping[str, Any]) -> None:
             raise ParameterError(f"row {src!r} of the PRAM matrix sums to {total:g}, not 1")
 
 
-def _pram_matrix(params, categories: list[str]) -> dict[str, dict[str, float]]:
+def _pram_matrix(params: Mapping[str, Any], categories: list[str]) -> dict[str, dict[str, float]]:
     if "matrix" in params:
         matrix = {
             str(k): {str(t): float(p) for t, p in row.items()}
@@ -302,7 +304,7 @@ def _pram_matrix(params, categories: list[str]) -> dict[str, dict[str, float]]:
     }
 
 
-def _pram_stability(params: Mapping[str, Any], plan) -> int | None:
+def _pram_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     # With "p_keep" the other categories are those seen in the data: one person's new value
     # becomes a possible output for every row.
     return ROW_WISE if "matrix" in params else UNBOUNDED
