@@ -78,7 +78,9 @@ PRODUCTION = {
 
 
 def _deploy_check(env_overrides):
-    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "DJANGO_SETTINGS_MODULE")}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is set by the browser tests' conftest for the test process only
+    unset = ("DEBUG", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(env_overrides)
     env["ANONWEB_VAR_DIR"] = str(ROOT / "var" / "test-settings")
     return subprocess.run(

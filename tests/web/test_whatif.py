@@ -117,7 +117,11 @@ def test_dataset_page_has_the_sliders_card(client, officer, dataset):
 
 def _described(classes):
     return sorted(
-        (tuple((q, str(v)) for q, v in c["quasi_identifiers"].items()), c["size"], c["value"])
+        (
+            tuple(sorted((q, str(v)) for q, v in c["quasi_identifiers"].items())),
+            c["size"],
+            c["value"],
+        )
         for c in classes
     )
 
