@@ -395,21 +395,35 @@ STATUS_FILTER = {"awaiting_review": "pending", "approved": "approved", "rejected
 
 
 def release_json(release, *, user) -> dict:
+    """A release as its reader may see it, as on its page: officers and stewards of the team get
+    the full report, the gate's findings, the recipient and the conflicts; analysts the
+    published report (what the released data shows) and the purpose only."""
+    from anonweb.accounts.models import Membership
+    from anonweb.datasets.selectors import STAFF_ROLES
     from anonweb.releases.selectors import conflicts_for
 
+    staff = Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
+    override = release.override or None
+    if override and not staff:
+        override = {k: v for k, v in override.items() if k != "findings"}
     return {
         "id": release.pk,
         "dataset": release.dataset_id,
         "version": release.version,
         "title": release.title,
         "status": API_STATUS.get(release.status, release.status),
+        "purpose": release.purpose,
+        "recipient": release.recipient if staff else None,
         "rows": release.rows,
         "columns": release.columns,
         "sha256": release.sha256,
         "plan": release.plan,
-        "report": release.report,
-        "findings": [],
-        "conflicts": [conflict_json(c) for c in conflicts_for(release=release, user=user)],
+        "report": (release.report if staff else release.published_report) or {},
+        "findings": release.findings if staff else [],
+        "override": override,
+        "conflicts": [conflict_json(c) for c in conflicts_for(release=release, user=user)]
+        if staff
+        else [],
         "requested_by": getattr(release.requested_by, "username", None),
         "reviewed_by": getattr(release.reviewed_by, "username", None),
         "review_note": release.review_note,

@@ -117,6 +117,7 @@ def test_the_whole_flow_with_three_tokens(broker, start_worker, redis_url, setti
     assert analyst.get(f"/api/v1/releases/{release_id}/").status_code == 404
     release = steward.get(f"/api/v1/releases/{release_id}/").json()
     assert release["status"] == "awaiting_review"
+    assert release["findings"] == []  # the release gate finds nothing to block or warn about
     response = steward.post(
         f"/api/v1/releases/{release_id}/review/",
         {"decision": "approve", "note": "k=5 with no suppression"},

@@ -103,6 +103,9 @@ def test_release_review_and_download(officer, steward, analyst, dataset):
     assert response.status_code == 403
     response = api(analyst).post(review, {"decision": "approve"}, format="json")
     assert response.status_code == 404  # an analyst cannot see a release awaiting review
+    stored = Release.objects.get(pk=release_id)
+    assert detail["findings"] == stored.findings
+    assert detail["purpose"] == "statistics" and detail["recipient"] == "research unit"
     response = api(steward).post(review, {"decision": "maybe"}, format="json")
     assert response.status_code == 400
     response = api(steward).post(review, {"decision": "approve", "note": "ok"}, format="json")
@@ -112,6 +115,13 @@ def test_release_review_and_download(officer, steward, analyst, dataset):
     assert response.status_code == 409
     assert "already" in response.json()["error"]
     assert AuditEvent.objects.filter(action="release.approved").count() == 1
+
+    # Analysts read the published report, without the gate's findings or the recipient.
+    seen = api(analyst).get(f"/api/v1/releases/{release_id}/").json()
+    assert seen["report"] == stored.published_report
+    assert seen["report"] != detail["report"]
+    assert seen["findings"] == [] and seen["conflicts"] == []
+    assert seen["recipient"] is None and seen["purpose"] == "statistics"
 
     client = api(analyst)
     url = f"/api/v1/releases/{release_id}/download/"
