@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+WHY = {"purpose": "ledger demonstration", "recipient": "the privacy team"}
 sys.path.insert(0, str(ROOT))
 
 
@@ -163,7 +164,9 @@ def main() -> int:
             return {"version": 1, "steps": [{"kind": k, "params": p} for k, p in steps]}
 
         for title, steps in plans:
-            job = anonymize_launch(user=officer, dataset=dataset, plan=plan_of(steps), title=title)
+            job = anonymize_launch(
+                user=officer, dataset=dataset, plan=plan_of(steps), title=title, **WHY
+            )
             job_execute(job_id=job.pk, worker="script")
             job.refresh_from_db()
             print(
@@ -174,7 +177,9 @@ def main() -> int:
 
         title = "over budget: DP histogram of disease at ε = 1 (0.5 remains)"
         try:
-            anonymize_launch(user=officer, dataset=dataset, plan=plan_of(plans[0][1]), title=title)
+            anonymize_launch(
+                user=officer, dataset=dataset, plan=plan_of(plans[0][1]), title=title, **WHY
+            )
             print(f"\n{title}\n   launched (unexpected)")
         except CoreError as exc:
             print(f"\n{title}\n   refused: {exc}")
@@ -182,7 +187,9 @@ def main() -> int:
 
         title = "cancelled while queued: DP histogram at ε = 0.4"
         step = ("dp_release", {**plans[0][1][0][1], "epsilon": 0.4})
-        job = anonymize_launch(user=officer, dataset=dataset, plan=plan_of([step]), title=title)
+        job = anonymize_launch(
+            user=officer, dataset=dataset, plan=plan_of([step]), title=title, **WHY
+        )
         print(
             f"\n{title}\n   job {job.pk} queued: ε = 0.4 reserved "
             f"(remaining ε = {ledger_for(dataset).remaining:.4f})"
