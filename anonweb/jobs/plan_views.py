@@ -8,6 +8,7 @@ import json
 from django import forms
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
@@ -164,7 +165,9 @@ def plan_page(request, *, dataset_id: int):
             aggregate=options.get("aggregate") or None,
         )
         current = plan
-        form = PlanForm(initial={"plan": json.dumps(plan, indent=2)}, dataset=dataset)
+        form = PlanForm(
+            initial={"plan": json.dumps(plan, indent=2, ensure_ascii=False)}, dataset=dataset
+        )
     from anonweb.core.release.plan import step_kinds
     from anonweb.releases.budget import ledger_for
 
@@ -181,6 +184,57 @@ def plan_page(request, *, dataset_id: int):
             "unit": privacy_unit(dataset),
             # categories or bounds a suggestion read from the data: shown until confirmed
             "unconfirmed": unconfirmed_problems(current),
+            "builder": builder_data(dataset),
+            "dp_mode": (options.get("mode") or "k_anonymity") != "k_anonymity",
         },
         status=400 if form.errors else 200,
     )
+
+
+def plan_check(request, *, dataset_id: int):
+    """Check a plan as it is typed (POST, JSON): every problem against the declared schemas and
+    the dataset, with its reason, and the privacy cost of a plan that passes. Nothing runs."""
+    from django.http import JsonResponse
+
+    from anonweb.core.errors import PlanError
+
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if request.method != "POST":
+        return JsonResponse({"errors": ["POST a plan"]}, status=405)
+    try:
+        plan = json.loads(request.body or b"null")
+    except ValueError as exc:
+        return JsonResponse({"errors": [f"the plan is not JSON: {exc}"], "privacy": None})
+    if not isinstance(plan, dict):
+        return JsonResponse({"errors": ["a plan is a JSON object"], "privacy": None})
+    try:
+        validate_web_plan(dataset, plan)
+        privacy = plan_privacy(plan)
+    except PlanError as exc:
+        return JsonResponse({"errors": list(exc.errors), "privacy": None})
+    except CoreError as exc:
+        return JsonResponse({"errors": [str(exc)], "privacy": None})
+    return JsonResponse(
+        {"errors": [], "privacy": privacy, "unconfirmed": unconfirmed_problems(plan)},
+        json_dumps_params={"ensure_ascii": False},
+    )
+
+
+def builder_data(dataset) -> dict:
+    """What the plan builder's forms are made from: every declared schema, and the columns
+    with their tags and types."""
+    from anonweb.core.release.plan import step_schemas
+
+    return {
+        "schemas": step_schemas(),
+        "columns": [
+            {
+                "name": c["name"],
+                "tag": dataset.tags.get(c["name"], "other"),
+                "dtype": c.get("dtype", "text"),
+            }
+            for c in dataset.columns
+        ],
+        "check_url": reverse("jobs:plan_check", args=[dataset.pk]),
+    }

@@ -6,6 +6,7 @@ app_name = "jobs"
 urlpatterns = [
     path("", views.job_list, name="list"),
     path("plan/<int:dataset_id>/", views.job_plan, name="plan"),
+    path("plan/<int:dataset_id>/check/", views.job_plan_check, name="plan_check"),
     path("queue-check/", views.job_queue_check, name="queue_check"),
     path("<int:job_id>/", views.job_detail, name="detail"),
     path("<int:job_id>/status.json", views.job_status, name="status"),

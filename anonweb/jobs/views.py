@@ -70,3 +70,9 @@ def job_plan(request, dataset_id: int):
     from anonweb.jobs.plan_views import plan_page
 
     return plan_page(request, dataset_id=dataset_id)
+
+
+def job_plan_check(request, dataset_id: int):
+    from anonweb.jobs.plan_views import plan_check
+
+    return plan_check(request, dataset_id=dataset_id)

@@ -156,7 +156,7 @@
     value = value || {};
     var required = schema.required || [];
     Object.keys(schema.properties).forEach(function (prop) {
-      if (opts.hide && opts.hide.indexOf(prop) >= 0 && !(prop in value)) return;
+      if (opts.hide && opts.hide.indexOf(prop) >= 0) return;  // kept as it is, not shown
       var sub = schema.properties[prop];
       var row = el("div", {"class": "sf-field", "data-field": prop});
       var label = el("label", {}, prop + (required.indexOf(prop) >= 0 ? " *" : ""));
@@ -169,7 +169,9 @@
     });
     // keep what the form does not show (unknown keys), so that nothing typed is lost
     var extra = {};
-    Object.keys(value).forEach(function (k) { if (!(k in schema.properties)) extra[k] = value[k]; });
+    Object.keys(value).forEach(function (k) {
+      if (!(k in schema.properties) || (opts.hide && opts.hide.indexOf(k) >= 0)) extra[k] = value[k];
+    });
     return {el: box, get: function () {
       var out = {};
       Object.keys(extra).forEach(function (k) { out[k] = extra[k]; });

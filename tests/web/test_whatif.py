@@ -157,3 +157,38 @@ def test_api_what_if_is_the_risk_profile_plus_suppression_and_loss(officer, stew
     assert "level_names" not in api(steward).post(url, {"levels": {}}, format="json").json()
     r = client.post(url, {"levels": {"zip": 42}}, format="json")
     assert r.status_code == 400 and "out of range" in r.json()["error"]
+
+
+def test_plan_check_lists_every_problem_and_the_cost(client, officer, steward, dataset):
+    url = reverse("jobs:plan_check", args=[dataset.pk])
+    client.force_login(officer)
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["zip", "age", "sex"],
+        "sensitive": ["disease"],
+        "hierarchies": {"zip": {"builder": "mask"}, "age": {"builder": "interval", "width": -1}},
+        "steps": [{"kind": "optimal_generalization", "params": {"k": 0, "suppression": 2}}],
+    }
+    r = client.post(url, json.dumps(plan), content_type="application/json").json()
+    text = " ".join(r["errors"])
+    assert "'width'" in text and "'k'" in text and "'suppression'" in text
+    assert r["privacy"] is None
+    plan["hierarchies"] = {"zip": {"builder": "mask"}, "age": {"builder": "interval", "width": 10}}
+    plan["hierarchies"]["sex"] = {"rows": [["F", "*"], ["M", "*"]]}
+    plan["steps"] = [{"kind": "dp_release", "params": {"kind": "count", "epsilon": 0.5}}]
+    r = client.post(url, json.dumps(plan), content_type="application/json").json()
+    assert r["errors"] == [] and r["privacy"]["total"]["epsilon"] == 0.5
+    client.force_login(steward)
+    assert client.post(url, "{}", content_type="application/json").status_code == 403
+
+
+def test_plan_page_json_keeps_accents(client, officer, team):
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+    from tests.web.conftest import csv_upload
+
+    df = small_table().assign(city=["Genève", "Zürich", "Genève", "Zürich", "Bâle", "Bâle"])
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(df), name="villes")
+    dataset_set_tags(user=officer, dataset=ds, tags={"city": "quasi_identifier"})
+    client.force_login(officer)
+    page = client.get(reverse("jobs:plan", args=[ds.pk])).content.decode()
+    assert "Genève" in page and "\\u00e8" not in page.split('id="builder-data"')[0]

@@ -1,0 +1,280 @@
+// Plan builder: a form per column driven by its tag, the hierarchies of the quasi-identifiers,
+// the search and the DP statistics, all from the core's declared schemas. The JSON text area
+// stays the plan: the forms write it, and typing in it redraws the forms. Each change is sent
+// to the server's check (the same schemas), which answers with every problem and the cost.
+(function () {
+  var data = JSON.parse(document.getElementById("builder-data").textContent);
+  var SF = window.SchemaForm, el = SF.el;
+  var root = document.getElementById("plan-builder");
+  var area = document.getElementById("id_plan");
+  if (!root || !area) return;
+  var steps = data.schemas.steps, builders = data.schemas.hierarchy_builders;
+  var errorsBox = document.getElementById("plan-errors");
+  var costBox = document.querySelector("[data-testid=live-cost]");
+  var plan = null, pending = null, seq = 0;
+  var ACTIONS = {
+    identifier: ["drop", "tokenize", "substitute", "regex_mask"],
+    quasi_identifier: ["microaggregation", "add_noise", "rank_swap", "pram"],
+    sensitive: ["pram", "ldp_randomized_response", "ldp_laplace"],
+    other: ["drop"]
+  };
+  var ACTION_WORDS = {
+    keep: "keep as is", drop: "drop the column", tokenize: "tokenize (keyed HMAC)",
+    substitute: "substitute from a codebook", regex_mask: "mask with a pattern",
+    microaggregation: "microaggregation", add_noise: "add noise", rank_swap: "rank swapping",
+    pram: "PRAM", ldp_randomized_response: "local DP: randomized response",
+    ldp_laplace: "local DP: Laplace noise"
+  };
+  var COLUMN_KINDS = {};
+  Object.keys(ACTIONS).forEach(function (t) { ACTIONS[t].forEach(function (k) { COLUMN_KINDS[k] = true; }); });
+
+  function targets(step) {
+    var p = step.params || {};
+    if (Array.isArray(p.columns)) return p.columns;
+    if (typeof p.column === "string") return [p.column];
+    return [];
+  }
+
+  function usesColumnList(kind) { return !!(steps[kind] && steps[kind].schema.properties.columns); }
+
+  function stepFor(col) {
+    return (plan.steps || []).filter(function (s) { return COLUMN_KINDS[s.kind] && targets(s).indexOf(col) >= 0; })[0];
+  }
+
+  function write() {
+    area.value = JSON.stringify(plan, null, 2);
+    check();
+  }
+
+  function setAction(col, kind) {
+    plan.steps = (plan.steps || []).filter(function (s) {
+      if (!COLUMN_KINDS[s.kind] || targets(s).indexOf(col) < 0) return true;
+      if (Array.isArray(s.params.columns) && s.params.columns.length > 1) {
+        s.params.columns = s.params.columns.filter(function (c) { return c !== col; });
+        return true;
+      }
+      return false;
+    });
+    if (kind !== "keep") {
+      var params = usesColumnList(kind) ? {columns: [col]} : {column: col};
+      if (kind === "tokenize") params.key = "release-key";
+      var step = {kind: kind, params: params};
+      var search = plan.steps.findIndex(function (s) { return s.kind === "optimal_generalization" || s.kind === "dp_release"; });
+      var before = COLUMN_KINDS[kind] && ACTIONS.sensitive.indexOf(kind) < 0 ? search : -1;
+      if (before >= 0) plan.steps.splice(before, 0, step); else plan.steps.push(step);
+    }
+    write();
+    render();
+  }
+
+  function paramsForm(step, hide, onChange) {
+    var schema = steps[step.kind].schema;
+    var form = SF.build(schema, step.params, {columns: data.columns.map(function (c) { return c.name; }), hide: hide});
+    form.el.addEventListener("input", function () { step.params = form.get(); onChange(); });
+    form.el.addEventListener("change", function () { step.params = form.get(); onChange(); });
+    return form;
+  }
+
+  function columnRow(c) {
+    var row = el("div", {"class": "pb-column", "data-testid": "column-" + c.name});
+    var head = el("div", {"class": "pb-head"});
+    head.appendChild(el("strong", {}, c.name));
+    head.appendChild(el("span", {"class": "tag " + c.tag}, c.tag.replace("_", "-")));
+    var select = el("select", {"data-testid": "action-" + c.name});
+    var choices = ["keep"].concat(ACTIONS[c.tag] || ACTIONS.other);
+    choices.forEach(function (k) {
+      var word = ACTION_WORDS[k] || k;
+      if (c.tag === "quasi_identifier" && k === "keep") word = "generalize (hierarchy, in the search)";
+      select.appendChild(el("option", {value: k}, word));
+    });
+    var step = stepFor(c.name);
+    select.value = step ? step.kind : "keep";
+    select.addEventListener("change", function () { setAction(c.name, select.value); });
+    head.appendChild(select);
+    row.appendChild(head);
+    if (step) {
+      var shared = targets(step).filter(function (x) { return x !== c.name; });
+      if (shared.length) row.appendChild(el("p", {"class": "meta"}, "One step with: " + shared.join(", ")));
+      var hide = usesColumnList(step.kind) ? ["columns"] : ["column"];
+      row.appendChild(paramsForm(step, hide, write).el);
+    }
+    if (c.tag === "quasi_identifier") row.appendChild(hierarchyForm(c.name));
+    return row;
+  }
+
+  function hierarchyForm(col) {
+    plan.hierarchies = plan.hierarchies || {};
+    var spec = plan.hierarchies[col];
+    var box = el("div", {"class": "pb-hierarchy", "data-testid": "hierarchy-" + col});
+    var select = el("select", {"data-testid": "hierarchy-kind-" + col});
+    var stored = spec && (spec.uploaded || spec.rows);
+    if (stored) select.appendChild(el("option", {value: "stored"}, "the table stored with the dataset"));
+    Object.keys(builders).forEach(function (b) { select.appendChild(el("option", {value: b}, builders[b].title || b)); });
+    select.value = stored ? "stored" : (spec && spec.builder) || "interval";
+    var label = el("label", {}, "Hierarchy ");
+    label.appendChild(select);
+    box.appendChild(label);
+    if (!stored) {
+      var value = {};
+      Object.keys(spec || {}).forEach(function (k) { if (k !== "builder") value[k] = spec[k]; });
+      var form = SF.build(builders[select.value], value, {});
+      var update = function () {
+        var out = {builder: select.value};
+        var got = form.get();
+        Object.keys(got).forEach(function (k) { out[k] = got[k]; });
+        plan.hierarchies[col] = out;
+        write();
+      };
+      form.el.addEventListener("input", update);
+      form.el.addEventListener("change", update);
+      box.appendChild(form.el);
+    }
+    select.addEventListener("change", function () {
+      if (select.value !== "stored") plan.hierarchies[col] = {builder: select.value};
+      write();
+      render();
+    });
+    return box;
+  }
+
+  function searchSection() {
+    var box = el("div", {"class": "pb-section", "data-testid": "search-section"});
+    var idx = plan.steps.findIndex(function (s) { return s.kind === "optimal_generalization"; });
+    var toggle = el("input", {type: "checkbox", "data-testid": "search-on"});
+    toggle.checked = idx >= 0;
+    var label = el("label", {"class": "sf-check"});
+    label.appendChild(toggle);
+    label.appendChild(document.createTextNode(" Generalize the quasi-identifiers by the least-loss search (k-anonymity, l-diversity, t-closeness, δ-disclosure)"));
+    box.appendChild(label);
+    toggle.addEventListener("change", function () {
+      if (toggle.checked) {
+        var dp = plan.steps.findIndex(function (s) { return s.kind === "dp_release"; });
+        var step = {kind: "optimal_generalization", params: {k: 5, suppression: 0.02, metric: "loss", aggregate: "geometric", models: []}};
+        if (dp >= 0) plan.steps.splice(dp, 0, step); else plan.steps.push(step);
+      } else {
+        plan.steps = plan.steps.filter(function (s) { return s.kind !== "optimal_generalization"; });
+      }
+      write();
+      render();
+    });
+    if (idx >= 0) box.appendChild(paramsForm(plan.steps[idx], [], write).el);
+    return box;
+  }
+
+  function dpSection() {
+    var box = el("div", {"class": "pb-section", "data-testid": "dp-section"});
+    plan.steps.forEach(function (step, i) {
+      if (step.kind !== "dp_release") return;
+      var item = el("div", {"class": "sf-item", "data-testid": "dp-step"});
+      item.appendChild(paramsForm(step, [], write).el);
+      var rm = el("button", {type: "button", "class": "link"}, "remove this statistic");
+      rm.addEventListener("click", function () { plan.steps.splice(plan.steps.indexOf(step), 1); write(); render(); });
+      item.appendChild(rm);
+      box.appendChild(item);
+    });
+    var add = el("button", {type: "button", "class": "secondary", "data-testid": "dp-add"}, "Add a DP statistic");
+    add.addEventListener("click", function () {
+      plan.steps.push({kind: "dp_release", params: {kind: "count", epsilon: 0.1}});
+      write();
+      render();
+    });
+    box.appendChild(add);
+    return box;
+  }
+
+  function otherSteps() {
+    var box = el("div", {"class": "pb-section"});
+    plan.steps.forEach(function (step) {
+      if (COLUMN_KINDS[step.kind] || step.kind === "optimal_generalization" || step.kind === "dp_release") return;
+      if (!steps[step.kind]) return;
+      var item = el("div", {"class": "sf-item"});
+      item.appendChild(el("strong", {}, steps[step.kind].schema.title || step.kind));
+      item.appendChild(paramsForm(step, [], write).el);
+      box.appendChild(item);
+    });
+    return box.childNodes.length ? box : null;
+  }
+
+  function render() {
+    root.textContent = "";
+    plan.steps = plan.steps || [];
+    var dp = plan.steps.some(function (s) { return s.kind === "dp_release" || s.kind === "dp_synthetic"; }) &&
+      !plan.steps.some(function (s) { return s.kind === "optimal_generalization"; });
+    document.querySelector("[data-testid=builder-title]").textContent =
+      dp ? "Differentially private release: statistics, ε and δ" : "k-anonymous release: columns, hierarchies and the search";
+    root.appendChild(el("h3", {}, "Columns"));
+    data.columns.forEach(function (c) { root.appendChild(columnRow(c)); });
+    if (!dp) {
+      root.appendChild(el("h3", {}, "The search"));
+      root.appendChild(searchSection());
+    }
+    root.appendChild(el("h3", {}, "Differentially private statistics"));
+    root.appendChild(dpSection());
+    if (dp) {
+      var again = el("p", {"class": "meta"});
+      var link = el("button", {type: "button", "class": "link", "data-testid": "search-back"}, "Add the k-anonymity search instead");
+      link.addEventListener("click", function () {
+        plan.steps = plan.steps.filter(function (s) { return s.kind !== "dp_release"; });
+        plan.steps.push({kind: "optimal_generalization", params: {k: 5, suppression: 0.02, models: []}});
+        write();
+        render();
+      });
+      again.appendChild(link);
+      root.appendChild(again);
+    }
+    var others = otherSteps();
+    if (others) { root.appendChild(el("h3", {}, "Other steps")); root.appendChild(others); }
+  }
+
+  function showCost(answer) {
+    costBox.textContent = "";
+    if (answer.errors && answer.errors.length) {
+      costBox.textContent = "Fix the plan to see its privacy cost.";
+      return;
+    }
+    var t = answer.privacy.total;
+    var text = "This plan spends ε = " + t.epsilon.toFixed(4) + (t.delta ? ", δ = " + t.delta : "") +
+      (t.local_epsilon ? "; local ε = " + t.local_epsilon.toFixed(4) + " per record" : "") + ".";
+    costBox.appendChild(el("p", {"data-testid": "live-cost-total"}, text));
+    answer.privacy.steps.forEach(function (s) {
+      if (!s.preview) return;
+      costBox.appendChild(el("p", {}, "Step " + s.step + " (" + s.preview.kind + "): 95% of released values within ±" +
+        Number(s.preview.ci95_halfwidth).toFixed(2) + " of the truth."));
+    });
+    (answer.unconfirmed || []).forEach(function (u) { costBox.appendChild(el("p", {"class": "error"}, u)); });
+  }
+
+  function check() {
+    clearTimeout(pending);
+    pending = setTimeout(function () {
+      var mine = ++seq;
+      var body;
+      try { body = JSON.parse(area.value); } catch (e) {
+        SF.showErrors(errorsBox, ["the JSON does not parse: " + e.message]);
+        return;
+      }
+      SF.post(data.check_url, body).then(function (answer) {
+        if (mine !== seq) return;
+        SF.showErrors(errorsBox, answer.data.errors);
+        root.setAttribute("data-checked", answer.data.errors && answer.data.errors.length ? "invalid" : "valid");
+        showCost(answer.data);
+      });
+    }, 250);
+  }
+
+  area.addEventListener("input", function () {
+    try {
+      plan = JSON.parse(area.value);
+    } catch (e) {
+      SF.showErrors(errorsBox, ["the JSON does not parse: " + e.message]);
+      return;
+    }
+    if (plan && typeof plan === "object") render();
+    check();
+  });
+
+  try { plan = JSON.parse(area.value); } catch (e) { plan = {version: 1, steps: []}; }
+  if (!plan || typeof plan !== "object") plan = {version: 1, steps: []};
+  render();
+  check();
+})();
