@@ -119,6 +119,8 @@ def test_k_anonymity_plan_from_the_forms(
     assert opt["params"]["models"] == [{"model": "distinct_l", "sensitive": "diagnosis", "l": 2}]
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "plan-builder.png"), full_page=True)
+    page.fill("#id_purpose", "quarterly statistics")
+    page.fill("#id_recipient", "research unit")
     page.click("[data-testid=launch-plan]")
     _wait_job(page)
     job = Job.objects.filter(dataset=ds).order_by("-id").first()
@@ -153,5 +155,7 @@ def test_dp_plan_from_the_forms(page, live_server, broker, start_worker, setting
     assert "ε = 0.5000" in page.locator("[data-testid=live-cost-total]").inner_text()
     plan = _plan_text(page)
     assert [s["kind"] for s in plan["steps"]] == ["drop", "dp_release"]
+    page.fill("#id_purpose", "quarterly statistics")
+    page.fill("#id_recipient", "research unit")
     page.click("[data-testid=launch-plan]")
     _wait_job(page)
