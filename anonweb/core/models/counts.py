@@ -214,10 +214,20 @@ class ClassData:
         self,
         sizes: NDArray[Any],
         counts: Mapping[str, SensitiveCounts] | Callable[[str], SensitiveCounts] | None = None,
+        histograms: Callable[[str], tuple[SensitiveDomain, NDArray[Any]]] | None = None,
     ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self._counts = counts
         self._built: dict[str, SensitiveCounts] = {}
+        self._histograms = histograms
+
+    def histogram(self, name: str) -> tuple[SensitiveDomain, NDArray[Any]] | None:
+        """The dense (classes x values) counts of ``name`` with its domain, when these classes
+        come with them (the search keeps them): a model that needs no ranking of the values
+        reads them directly. None otherwise."""
+        if self._histograms is None:
+            return None
+        return self._histograms(name)
 
     def __len__(self) -> int:
         return len(self.sizes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from numpy.typing import NDArray
 
 from anonweb.core.models.base import PrivacyModel, require_column, require_int
@@ -33,6 +34,9 @@ class DistinctL(PrivacyModel):
         return f"distinct {self.l}-diversity on {self.sensitive}"
 
     def measure(self, data: ClassData) -> NDArray[Any]:
+        dense = data.histogram(self.sensitive)
+        if dense is not None:
+            return np.asarray(np.count_nonzero(dense[1], axis=1))
         return distinct_values(data.sensitive(self.sensitive))
 
     def passes(self, data: ClassData) -> NDArray[Any]:

@@ -60,6 +60,13 @@ def equal_distance(sc: SensitiveCounts) -> NDArray[Any]:
     return np.clip(0.5 * (present + 1.0 - q_present), 0.0, 1.0)
 
 
+def equal_distance_dense(domain: SensitiveDomain, hist: NDArray[Any]) -> NDArray[Any]:
+    """:func:`equal_distance` from a dense (classes x values) matrix of counts."""
+    sizes = hist.sum(axis=1, keepdims=True)
+    p = hist / np.maximum(sizes, 1)
+    return np.asarray(np.clip(0.5 * np.abs(p - domain.share).sum(axis=1), 0.0, 1.0))
+
+
 def ordered_distance(sc: SensitiveCounts) -> NDArray[Any]:
     """Per-class EMD over the sorted distinct values (ground distance |i-j| / (m-1))."""
     m = len(sc.values)
@@ -213,6 +220,9 @@ class TCloseness(PrivacyModel):
         return f"{self.distance}-distance {self.t}-closeness on {self.sensitive}"
 
     def measure(self, data: ClassData) -> NDArray[Any]:
+        dense = data.histogram(self.sensitive) if self.distance == "equal" else None
+        if dense is not None:
+            return equal_distance_dense(*dense)
         return distance_per_class(data.sensitive(self.sensitive), self.distance, self.hierarchy)
 
     def passes(self, data: ClassData) -> NDArray[Any]:

@@ -145,7 +145,10 @@ class _Checker:
         def counts(name: str) -> SensitiveCounts:
             return SensitiveCounts.from_histogram(self.domains[name], hist(self.sa_index[name]))
 
-        return ClassData(sizes, counts)
+        def dense(name: str) -> tuple[SensitiveDomain, NDArray[Any]]:
+            return self.domains[name], hist(self.sa_index[name])
+
+        return ClassData(sizes, counts, dense)
 
     def check(
         self, levels: Sequence[int] | NDArray[Any], parent: ClassTable | None = None
