@@ -99,9 +99,9 @@ def dataset_detail(request, dataset_id: int):
     profile_job = latest_profile(dataset=dataset)
     charts = None
     if profile_job and profile_job.result.get("risk"):
-        from anonweb.core.assessment.charts import risk_charts
+        from anonweb.common.charts import risk_charts_cached
 
-        charts = risk_charts(profile_job.result["risk"])
+        charts = risk_charts_cached(profile_job.result["risk"])
     from anonweb.releases.budget import ledger_for
 
     hierarchies = hierarchies_for(dataset=dataset)

@@ -37,9 +37,9 @@ def release_detail(request, release_id: int):
     charts = None
     risk_after = report.get("risk_after")
     if risk_after:
-        from anonweb.core.assessment.charts import risk_charts
+        from anonweb.common.charts import risk_charts_cached
 
-        charts = risk_charts(risk_after)
+        charts = risk_charts_cached(risk_after)
     from anonweb.releases.selectors import conflicts_for
 
     conflicts = conflicts_for(release=release, user=request.user) if staff else []

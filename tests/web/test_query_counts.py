@@ -126,3 +126,22 @@ def test_setting_a_hierarchy_reads_only_its_column(officer, dataset, parquet_rea
         spec={"rows": [[z, z[:4] + "*", "*"] for z in zips]},
     )
     assert parquet_reads == [["zip"]]
+
+
+def test_risk_charts_are_built_once_per_report(client, officer, dataset, monkeypatch):
+    from django.core.cache import cache
+
+    from anonweb.core.assessment import charts as chart_module
+    from anonweb.jobs.services import job_create, job_execute
+
+    cache.clear()
+    job = job_create(user=officer, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
+    job_execute(job_id=job.pk, worker="t")
+    built = []
+    real = chart_module.risk_charts
+    monkeypatch.setattr(chart_module, "risk_charts", lambda risk: built.append(1) or real(risk))
+    client.force_login(officer)
+    pages = [client.get(reverse("datasets:detail", args=[dataset.pk])) for _ in range(3)]
+    assert all(b'class="chart"' in p.content or b"chart-" in p.content for p in pages)
+    assert len(built) == 1
+    cache.clear()
