@@ -321,18 +321,10 @@ class DatasetReleases(ApiView):
             dataset=dataset,
             plan=fields["plan"],
             title=fields["title"],
-            **_stated(anonymize_launch, purpose=fields["purpose"], recipient=fields["recipient"]),
+            purpose=fields["purpose"],
+            recipient=fields["recipient"],
         )
         return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
-
-
-def _stated(service, **fields) -> dict:
-    """The fields among ``fields`` that ``service`` takes (the release's purpose and recipient
-    are passed on as soon as the launch service records them)."""
-    import inspect
-
-    accepted = inspect.signature(service).parameters
-    return {k: v for k, v in fields.items() if k in accepted}
 
 
 class DatasetBudget(ApiView):
