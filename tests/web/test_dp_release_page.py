@@ -63,3 +63,23 @@ def test_the_release_page_charts_each_statistic_with_its_interval(
         == "The categories were selected privately: keys below the threshold are not released."
     )
     assert "Bins are public: equal widths between the declared bounds 0.0 and 100.0" in page
+    units = re.findall(r'data-testid="privacy-unit">([^<]*)<', page)
+    assert units == ["Privacy unit: each row is a person."] * 2
+
+
+def test_parameters_opendp_refuses_are_a_plan_error_on_the_page(client, officer, steward, dataset):
+    """OpenDP cannot find a key-selection threshold this small a δ allows at this ε: the page
+    lists it as a plan problem (400), nothing is queued, nothing reaches a worker."""
+    budget_set(user=steward, dataset=dataset, epsilon=3.0, delta=1e-5)
+    query = {"kind": "histogram", "epsilon": 1e-7, "columns": ["disease"], "delta": 1e-300}
+    plan = {"version": 1, "steps": [{"kind": "dp_release", "params": query}]}
+    client.force_login(officer)
+    response = client.post(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"title": "dp", "plan": json.dumps(plan), "purpose": "testing", "recipient": "test team"},
+    )
+    assert response.status_code == 400
+    assert "too small for key selection" in response.content.decode()
+    from anonweb.jobs.models import Job
+
+    assert not Job.objects.exists()
