@@ -506,13 +506,29 @@ class ReleaseReview(ApiView):
     )
     def post(self, request, release_id: int):
         from anonweb.releases.selectors import release_get_for_user
-        from anonweb.releases.services import release_approve, release_reject
+        from anonweb.releases.services import ReleaseBlocked, release_review
 
         release = release_get_for_user(user=request.user, release_id=release_id)
         fields = self.valid(s.ReviewRequest)
-        review = release_approve if fields["decision"] == "approve" else release_reject
-        release = review(user=request.user, release=release, note=fields["note"])
-        return Response({"status": API_STATUS.get(release.status, release.status), "findings": []})
+        try:
+            release = release_review(
+                user=request.user,
+                release=release,
+                decision=fields["decision"],
+                note=fields["note"],
+                override=fields["override"],
+            )
+        except ReleaseBlocked as exc:
+            return Response(
+                {"error": str(exc), "findings": exc.findings}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(
+            {
+                "status": API_STATUS.get(release.status, release.status),
+                "findings": release.findings,
+                "override": release.override or None,
+            }
+        )
 
 
 DOWNLOAD_FORMATS = {

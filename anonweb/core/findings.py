@@ -35,6 +35,10 @@ CODES: dict[str, str] = {
         "A text column with mostly distinct or long values goes out verbatim; tag it "
         "(quasi-identifier, or 'keep as is' once reviewed) or transform it."
     ),
+    "free_text_kept": (
+        "A free-text column goes out verbatim because the officer tagged it 'keep as is'; "
+        "shown to the steward, no override needed."
+    ),
     "column_untagged": (
         "A released column was never tagged; tag it (an explicit 'keep as is' is enough)."
     ),

@@ -158,15 +158,90 @@ def _save_findings(release: Release, found) -> None:
         finding.involved.set(involved)
 
 
-def _review(*, user, release: Release, status: str, note: str) -> Release:
+class ReleaseBlocked(ReviewError):
+    """Approval refused: blocking findings stand and no override justification was given.
+    ``findings`` lists them (code, severity, message, columns, records: no cell value)."""
+
+    def __init__(self, findings: list[dict]):
+        self.findings = findings
+        codes = ", ".join(sorted({f.get("code", "?") for f in findings}))
+        super().__init__(
+            f"This release has {len(findings)} blocking finding(s) ({codes}); it can only be "
+            "approved with a written justification for overriding them."
+        )
+
+
+MIN_JUSTIFICATION = 20  # characters: a sentence, not "ok"
+
+
+def _label_status(release: Release, label: str) -> str | None:
+    """The review status now of the release a conflict finding names ("release 3", "v3")."""
+    digits = "".join(ch for ch in label if ch.isdigit())
+    if label == "this release" or not digits:
+        return release.status
+    other = Release.objects.filter(dataset=release.dataset, version=int(digits)).first()
+    return None if other is None else other.status
+
+
+def blocking_findings(*, release: Release) -> list[dict]:
+    """The release's blocking findings as they stand now: a conflict with a release that has
+    since been rejected is no longer live and no longer blocks."""
+    out = []
+    for f in release.blocking_findings:
+        statuses = (f.get("facts") or {}).get("statuses") or {}
+        if f.get("code", "").startswith("conflict_") and any(
+            _label_status(release, label) == ReleaseStatus.REJECTED for label in statuses
+        ):
+            continue
+        out.append(f)
+    return out
+
+
+def release_review(
+    *, user, release: Release, decision: str, note: str = "", override: str = ""
+) -> Release:
+    """Approve or reject ``release`` (a data steward other than the requester).
+
+    A release with blocking findings is approved only with ``override``, a written
+    justification: it goes into the audit trail with the findings it overrode and stays on the
+    release page. Without one, :class:`ReleaseBlocked` carries the findings (the API answers
+    409 with them). ``warn`` findings need no override."""
+    if decision not in ("approve", "reject"):
+        raise ReviewError("Choose approve or reject.")
     require_role(user=user, team=release.team, role=Role.DATA_STEWARD)
     if release.requested_by_id == user.pk:
         raise PermissionDenied(
             "A release is reviewed by a data steward other than the person who asked for it."
         )
+    status = ReleaseStatus.APPROVED if decision == "approve" else ReleaseStatus.REJECTED
+    override = (override or "").strip()
+    details: dict = {"version": release.version, "dataset_id": release.dataset_id}
+    fields: dict = {}
+    if status == ReleaseStatus.APPROVED:
+        blocking = blocking_findings(release=release)
+        if blocking and not override:
+            raise ReleaseBlocked(blocking)
+        if blocking:
+            if len(override) < MIN_JUSTIFICATION:
+                raise ReviewError(
+                    f"Write the justification for overriding the blocking findings in at least "
+                    f"{MIN_JUSTIFICATION} characters."
+                )
+            overridden = finding_summary(blocking)
+            fields["override"] = {
+                "justification": override[:4000],
+                "findings": overridden,
+                "by": user.get_username(),
+                "at": timezone.now().isoformat(timespec="seconds"),
+            }
+            details.update(override=override[:4000], overridden=overridden)
     with transaction.atomic():
         changed = Release.objects.filter(pk=release.pk, status=ReleaseStatus.PENDING).update(
-            status=status, reviewed_by=user, reviewed_at=timezone.now(), review_note=note[:2000]
+            status=status,
+            reviewed_by=user,
+            reviewed_at=timezone.now(),
+            review_note=note[:2000],
+            **fields,
         )
         if not changed:
             raise ReviewError("This release has already been reviewed.")
@@ -175,22 +250,20 @@ def _review(*, user, release: Release, status: str, note: str) -> Release:
             team=release.team,
             action=f"release.{status}",
             target=release,
-            details={
-                "version": release.version,
-                "dataset_id": release.dataset_id,
-                "note": note[:500],
-            },
+            details={**details, "note": note[:500]},
         )
     release.refresh_from_db()
     return release
 
 
-def release_approve(*, user, release: Release, note: str = "") -> Release:
-    return _review(user=user, release=release, status=ReleaseStatus.APPROVED, note=note)
+def release_approve(*, user, release: Release, note: str = "", override: str = "") -> Release:
+    return release_review(
+        user=user, release=release, decision="approve", note=note, override=override
+    )
 
 
 def release_reject(*, user, release: Release, note: str = "") -> Release:
-    return _review(user=user, release=release, status=ReleaseStatus.REJECTED, note=note)
+    return release_review(user=user, release=release, decision="reject", note=note)
 
 
 def release_record_download(*, user, release: Release) -> None:

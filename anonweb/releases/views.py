@@ -9,12 +9,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import user_has_role
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import release_get_for_user, releases_for_user
-from anonweb.releases.services import (
-    ReviewError,
-    release_approve,
-    release_record_download,
-    release_reject,
-)
+from anonweb.releases.services import ReviewError, release_record_download
 from anonweb.releases.storage import release_dir
 
 
@@ -85,25 +80,37 @@ def _dp_charts(release) -> list[dict]:
 
 @require_POST
 def release_review(request, release_id: int):
+    from anonweb.releases.services import ReleaseBlocked
+    from anonweb.releases.services import release_review as review
+
     release = release_get_for_user(user=request.user, release_id=release_id)
     decision = request.POST.get("decision")
-    note = request.POST.get("note", "")
     try:
-        if decision == "approve":
-            release_approve(user=request.user, release=release, note=note)
-            messages.success(
-                request, f"Version {release.version} approved; analysts can now download it."
-            )
-        elif decision == "reject":
-            release_reject(user=request.user, release=release, note=note)
-            messages.info(request, f"Version {release.version} rejected.")
-        else:
-            messages.error(request, "Choose approve or reject.")
+        release = review(
+            user=request.user,
+            release=release,
+            decision=decision,
+            note=request.POST.get("note", ""),
+            override=request.POST.get("override", ""),
+        )
     except PermissionDenied as exc:
         messages.error(request, str(exc))
         return render(request, "403.html", {"exception": str(exc)}, status=403)
+    except ReleaseBlocked as exc:
+        messages.error(request, str(exc))
     except ReviewError as exc:
         messages.error(request, str(exc))
+    else:
+        if release.status == ReleaseStatus.APPROVED:
+            over = (
+                " over its blocking findings (justification recorded)" if release.override else ""
+            )
+            messages.success(
+                request,
+                f"Version {release.version} approved{over}; analysts can now download it.",
+            )
+        else:
+            messages.info(request, f"Version {release.version} rejected.")
     return redirect("releases:detail", release_id=release.pk)
 
 

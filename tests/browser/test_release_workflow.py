@@ -83,6 +83,14 @@ def test_upload_tag_assess_anonymize_approve_download(
     assert officer.locator("[data-testid=k]").inner_text() == "1"
     officer.screenshot(path=str(SHOTS / "dataset-risk.png"), full_page=True)
 
+    # The steward raises the team's release policy to k >= 50 on the policy page.
+    steward = browser.new_context().new_page()
+    login(steward, url, "sam")
+    steward.goto(f"{url}/releases/policy/")
+    steward.fill("#id_k", "50")
+    steward.click("[data-testid=save-policy]")
+    steward.wait_for_selector("text=Release policy of Registry saved")
+
     officer.click("[data-testid=anonymize]")
     officer.select_option("#id_identifiers", "drop")
     officer.fill("#id_k", "5")
@@ -104,12 +112,21 @@ def test_upload_tag_assess_anonymize_approve_download(
     login(analyst, url, "ana")
     assert analyst.goto(release_url).status == 404  # not approved yet
 
-    steward = browser.new_context().new_page()
-    login(steward, url, "sam")
     steward.goto(release_url)
+    # Classes of 5 or more but fewer than 50: the release gate blocks, Approve alone is refused.
+    assert steward.locator("[data-testid=finding][data-code=risk_k]").count() == 1
+    assert "Registry statistics 2026" in steward.locator("[data-testid=purpose]").inner_text()
     steward.fill("#note", "k >= 5, identifiers dropped")
     steward.click("button[value=approve]")
-    steward.wait_for_selector("text=Approved")
+    steward.wait_for_selector("text=blocking finding")
+    assert steward.locator("[data-testid=release-status]").inner_text() == "Awaiting approval"
+    justification = "The ministry publishes only aggregates; homogeneous classes are accepted."
+    steward.fill("#override", justification)
+    steward.click("button[value=approve]")
+    steward.wait_for_selector("[data-testid=release-status]:has-text('Approved')")
+    assert justification in steward.locator("[data-testid=override-justification]").inner_text()
+    steward.goto(f"{url}/audit/")
+    assert steward.locator(f"text={justification}").count() >= 1
 
     analyst.goto(f"{url}/releases/")
     analyst.click("text=v1")

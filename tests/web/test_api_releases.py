@@ -109,6 +109,12 @@ def test_release_review_and_download(officer, steward, analyst, dataset):
     response = api(steward).post(review, {"decision": "maybe"}, format="json")
     assert response.status_code == 400
     response = api(steward).post(review, {"decision": "approve", "note": "ok"}, format="json")
+    assert response.status_code == 409  # the release gate's blocking findings stand
+    assert response.json()["findings"]
+    override = "Reviewed: the recipient holds the data under contract."
+    response = api(steward).post(
+        review, {"decision": "approve", "note": "ok", "override": override}, format="json"
+    )
     assert response.status_code == 200
     assert response.json()["status"] == "approved"
     response = api(steward).post(review, {"decision": "reject"}, format="json")

@@ -115,7 +115,11 @@ def test_bmi_second_release_discloses_doug_fulton(client, officer, steward, anal
         assert 'data-type="exact_inference"' in page
         assert "inferred-values" not in page and "43.0" not in page
     # An analyst sees the approved release and nothing about the others or the source.
-    release_approve(user=steward, release=first)
+    release_approve(
+        user=steward,
+        release=first,
+        override="Reviewed: the findings are accepted for this test release.",
+    )
     client.force_login(analyst)
     page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
     assert "conflict" not in page.lower() and "release 2" not in page
@@ -229,7 +233,11 @@ def test_the_check_gives_the_release_gate_block_findings(officer, steward, bmi):
 
     first_plan, second_plan = bmi_plans()
     first = _release(officer, bmi, first_plan)
-    release_approve(user=steward, release=first)
+    release_approve(
+        user=steward,
+        release=first,
+        override="Reviewed: the findings are accepted for this test release.",
+    )
     source = load_frame(bmi.storage_key)
     # The second scheme, as the job makes it: rows shuffled, the means microaggregation publishes.
     groups = np.array([0, 0, 0, 1, 1, 1, 1])

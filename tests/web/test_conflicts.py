@@ -85,7 +85,11 @@ def test_published_rows_are_shuffled_and_the_alignment_stays_private(
     aligned = load_aligned(release.storage_key)
     assert aligned["h"].tolist() == list("PPQQRR")
     assert sorted(published["disease"]) == sorted(aligned["disease"])
-    release_approve(user=steward, release=release)
+    release_approve(
+        user=steward,
+        release=release,
+        override="Reviewed: the findings are accepted for this test release.",
+    )
     client.force_login(steward)
     body = b"".join(
         client.get(reverse("releases:download", args=[release.pk])).streaming_content

@@ -145,3 +145,105 @@ def test_an_untagged_column_is_blocked(officer, dataset):
     release = run(officer, dataset, plan(steps))
     (f,) = [f for f in release.findings if f["code"] == "column_untagged"]
     assert f["columns"] == ["zip"]
+
+
+JUSTIFICATION = "The recipient is bound by contract and the name column is needed for linkage."
+
+
+def test_a_blocked_release_needs_a_written_override(client, officer, steward, analyst, dataset):
+    from anonweb.releases.services import ReleaseBlocked, ReviewError, release_review
+
+    release = run(officer, dataset, plan([]))
+    with pytest.raises(ReleaseBlocked) as refused:
+        release_review(user=steward, release=release, decision="approve")
+    assert {f["code"] for f in refused.value.findings} >= {"identifier_released", "risk_k"}
+    with pytest.raises(ReviewError, match="20 characters"):
+        release_review(user=steward, release=release, decision="approve", override="ok")
+    release.refresh_from_db()
+    assert release.status == "pending" and not release.override
+    release = release_review(
+        user=steward, release=release, decision="approve", note="see", override=JUSTIFICATION
+    )
+    assert release.status == "approved"
+    assert release.override["justification"] == JUSTIFICATION
+    assert {f["code"] for f in release.override["findings"]} == {
+        f["code"] for f in release.blocking_findings
+    }
+    event = AuditEvent.objects.get(action="release.approved")
+    details = json.loads(event.details_text)
+    assert details["override"] == JUSTIFICATION
+    assert {f["code"] for f in details["overridden"]} >= {"identifier_released", "risk_k"}
+    # no cell value in the trail: the names stay out
+    assert "Ann Lee" not in event.details_text
+    for user in (steward, analyst):
+        client.force_login(user)
+        page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
+        assert JUSTIFICATION in page and 'data-testid="override"' in page
+
+
+def test_rejecting_needs_no_override(officer, steward, dataset):
+    from anonweb.releases.services import release_review
+
+    release = run(officer, dataset, plan([]))
+    assert release_review(user=steward, release=release, decision="reject").status == "rejected"
+
+
+def test_warn_findings_need_no_override(officer, steward, team):
+    from anonweb.core.release.policy import PolicyThresholds
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+    from anonweb.releases.gate import release_policy_update
+    from anonweb.releases.services import release_review
+    from tests.web.conftest import csv_upload, small_table
+
+    # a long free-text note per patient, reviewed and kept as is
+    df = small_table().assign(
+        note=[
+            f"Patient reported mild symptoms, follow-up number {i} in two weeks" for i in range(6)
+        ]
+    )
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(df), name="notes")
+    tags = {"name": "identifier", "zip": "other", "age": "quasi_identifier"}
+    tags |= {"sex": "quasi_identifier", "disease": "sensitive", "note": "keep"}
+    dataset_set_tags(user=officer, dataset=ds, tags=tags)
+    release_policy_update(
+        user=steward, team=team, thresholds=PolicyThresholds(k=3, max_prosecutor_risk=0.34)
+    )
+    steps = [
+        {"kind": "drop", "params": {"columns": ["name", "zip"]}},
+        {"kind": "generalize", "params": {"levels": {"age": 3, "sex": 0}}},
+    ]
+    release = run(officer, ds, plan(steps))
+    assert [(f["code"], f["severity"]) for f in release.findings] == [("free_text_kept", "warn")]
+    assert release_review(user=steward, release=release, decision="approve").status == "approved"
+    assert not release.override
+
+
+def test_the_review_page_refuses_then_accepts_with_a_justification(
+    client, officer, steward, dataset
+):
+    release = run(officer, dataset, plan([]))
+    client.force_login(steward)
+    url = reverse("releases:review", args=[release.pk])
+    page = client.post(url, {"decision": "approve", "note": ""}, follow=True).content.decode()
+    assert "blocking finding" in page
+    release.refresh_from_db()
+    assert release.status == "pending"
+    client.post(url, {"decision": "approve", "note": "", "override": JUSTIFICATION})
+    release.refresh_from_db()
+    assert release.status == "approved" and release.override["justification"] == JUSTIFICATION
+    trail = client.get(reverse("audit:list")).content.decode()
+    assert JUSTIFICATION in trail
+
+
+def test_the_api_answers_409_with_the_findings(client, officer, steward, dataset):
+    from tests.web.test_api_releases import api as api_for
+
+    release = run(officer, dataset, plan([]))
+    api = api_for(steward)
+    url = f"/api/v1/releases/{release.pk}/review/"
+    refused = api.post(url, {"decision": "approve"}, format="json")
+    assert refused.status_code == 409
+    assert "identifier_released" in {f["code"] for f in refused.json()["findings"]}
+    accepted = api.post(url, {"decision": "approve", "override": JUSTIFICATION}, format="json")
+    assert accepted.status_code == 200, accepted.json()
+    assert accepted.json()["override"]["justification"] == JUSTIFICATION

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from anonweb.core.conflicts.check import ConflictReport
 from anonweb.core.conflicts.gate import conflict_findings
 from anonweb.core.errors import ParameterError
-from anonweb.core.findings import BLOCK, Finding
+from anonweb.core.findings import BLOCK, WARN, Finding
 from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
 from anonweb.core.models.base import require_int, require_number
 from anonweb.core.release.plan import Plan, get_step, plan_from_dict
@@ -294,13 +294,26 @@ def _column_findings(source, released, tags, shared) -> list[Finding]:
                     int(released[col].notna().sum()),
                 )
             )
-        if tag in (QUASI_IDENTIFIER, KEEP):
-            continue  # measured in the risk after, or reviewed and kept on purpose
+        if tag == QUASI_IDENTIFIER:
+            continue  # measured in the risk after
         why = free_text(source[col])
         if why is None:
             continue
         found = _in_source(source[col], released[col])
-        if found.size and found.mean() >= UNCHANGED_SHARE:
+        if tag == KEEP and found.size and found.mean() >= UNCHANGED_SHARE:
+            findings.append(
+                Finding(
+                    "free_text_kept",
+                    WARN,
+                    f"{col} looks like free text ({why['distinct']} distinct values in "
+                    f"{why['values']}) and goes out verbatim in {int(found.sum())} records: the "
+                    "officer tagged it 'keep as is' after review.",
+                    (col,),
+                    int(found.sum()),
+                    why,
+                )
+            )
+        elif tag != KEEP and found.size and found.mean() >= UNCHANGED_SHARE:
             findings.append(
                 Finding(
                     "free_text",
