@@ -164,6 +164,9 @@ def plan_page(request, *, dataset_id: int):
             metric=options.get("metric") or "loss",
             aggregate=options.get("aggregate") or None,
         )
+        picked = _plan_from_alternative(request, dataset)
+        if picked is not None:
+            plan = picked
         current = plan
         form = PlanForm(
             initial={"plan": json.dumps(plan, indent=2, ensure_ascii=False)}, dataset=dataset
@@ -238,3 +241,30 @@ def builder_data(dataset) -> dict:
         ],
         "check_url": reverse("jobs:plan_check", args=[dataset.pk]),
     }
+
+
+def _plan_from_alternative(request, dataset) -> dict | None:
+    """The plan of a release with its search fixed at a node picked among the search's
+    alternatives (``?release=ID&levels={"age": 2, ...}``); None without those parameters."""
+    from anonweb.releases.selectors import release_get_for_user
+
+    release_id, raw = request.GET.get("release"), request.GET.get("levels")
+    if not release_id or not raw:
+        return None
+    release = release_get_for_user(user=request.user, release_id=release_id)
+    try:
+        levels = json.loads(raw)
+    except ValueError:
+        levels = None
+    plan = ((release.job.params or {}).get("plan") if release.job_id else None) or None
+    if release.dataset_id != dataset.pk or not isinstance(levels, dict) or plan is None:
+        messages.error(request, "That node cannot be made into a plan for this dataset.")
+        return None
+    plan = json.loads(json.dumps(plan))
+    for step in plan.get("steps", []):
+        if step.get("kind") == "optimal_generalization":
+            step.setdefault("params", {})["levels"] = levels
+            for key in ("max_nodes", "time_limit"):
+                step["params"].pop(key, None)
+    messages.info(request, "The plan of that release, with the levels you picked fixed.")
+    return plan

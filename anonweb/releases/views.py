@@ -47,6 +47,12 @@ def release_detail(request, release_id: int):
     dp = _dp_charts(release)
     if dp:
         charts = (charts or []) + dp
+    alternatives = _search_alternatives(report) if staff else []
+    if alternatives:
+        from anonweb.core.assessment.charts import alternatives_chart
+
+        chart = alternatives_chart(alternatives)
+        charts = (charts or []) + ([chart] if chart else [])
     return render(
         request,
         "releases/detail.html",
@@ -59,8 +65,17 @@ def release_detail(request, release_id: int):
             "conflicts": conflicts,
             "conflicts_live": [c for c in conflicts if c["live"]],
             "checked": release.conflicts_checked if staff else None,
+            "alternatives": alternatives,
         },
     )
+
+
+def _search_alternatives(report: dict) -> list[dict]:
+    """The nodes the search found acceptable besides its optimum (internal report only)."""
+    for step in report.get("steps") or []:
+        if step.get("kind") == "optimal_generalization" and step.get("alternatives"):
+            return list(step["alternatives"])
+    return []
 
 
 def _dp_charts(release) -> list[dict]:

@@ -129,6 +129,23 @@ def test_k_anonymity_plan_from_the_forms(
     assert release.plan["hierarchies"]["age"] == {"builder": "interval", "width": 10, "top": 60}
     assert "distinct 2-diversity on diagnosis" in json.dumps(release.report)
 
+    # the search's alternatives: pick a point of the scatter, get its plan with fixed levels
+    page.wait_for_timeout(1500)  # the job page may still be polling its status
+    page.goto(f"{live_server.url}/releases/{release.pk}/", wait_until="domcontentloaded")
+    page.wait_for_selector("#chart-alternatives .main-svg")
+    (search,) = [s for s in release.report["steps"] if s["kind"] == "optimal_generalization"]
+    others = [a for a in search["alternatives"] if not a["optimal"]]
+    assert others, "the search should offer other nodes"
+    page.evaluate(
+        "(levels) => document.getElementById('chart-alternatives')"
+        ".emit('plotly_click', {points: [{customdata: JSON.stringify(levels)}]})",
+        others[0]["levels"],
+    )
+    page.wait_for_url("**/jobs/plan/*/?release=*")
+    page.wait_for_selector("[data-testid=search-section]")
+    picked = [s for s in _plan_text(page)["steps"] if s["kind"] == "optimal_generalization"]
+    assert picked[0]["params"]["levels"] == others[0]["levels"]
+
 
 def test_dp_plan_from_the_forms(page, live_server, broker, start_worker, settings, tmp_path):
     from anonweb.releases.budget import budget_set

@@ -187,3 +187,39 @@ def test_hierarchy_objects_only(small):
         WhatIfTable(df, quasi_identifiers=["age"], hierarchies={})
     h = Hierarchy(rows=tuple((str(a), "*") for a in df["age"]), attribute="age")
     assert WhatIfTable(df, quasi_identifiers=["age"], hierarchies={"age": h}).heights == {"age": 2}
+
+
+@pytest.mark.shared_data
+def test_alternatives_are_a_pareto_front_of_accepted_nodes(adult):
+    df, hierarchies = adult
+    found = optimal_generalization(
+        df, quasi_identifiers=QI8, hierarchies=hierarchies, k=5, suppression=0.02, alternatives=30
+    )
+    alts = found.alternatives
+    assert alts and sum(a["optimal"] for a in alts) == 1
+    (opt,) = [a for a in alts if a["optimal"]]
+    assert opt["levels"] == found.levels and opt["information_loss"] == found.information_loss
+    # sorted by loss, risk falling: nothing on the front is dominated
+    losses = [a["information_loss"] for a in alts]
+    assert losses == sorted(losses) and losses[0] == found.information_loss
+    w = WhatIfTable(df, quasi_identifiers=QI8, hierarchies=hierarchies)
+    for a in alts:
+        r = w.evaluate(a["levels"], suppression=0.02, k=5)
+        assert r.satisfied and r.suppressed == a["suppressed"] and r.profile.k == a["k"]
+        assert r.information_loss == a["information_loss"]
+    # a node picked from them runs as fixed levels: the same figures, no search
+    pick = alts[-1]
+    fixed = optimal_generalization(
+        df,
+        quasi_identifiers=QI8,
+        hierarchies=hierarchies,
+        k=5,
+        suppression=0.02,
+        levels=pick["levels"],
+    )
+    assert fixed.levels == pick["levels"] and fixed.suppressed == pick["suppressed"]
+    assert fixed.search["algorithm"] == "fixed levels"
+    with pytest.raises(ParameterError, match="no generalization satisfies"):
+        optimal_generalization(
+            df, quasi_identifiers=QI8, hierarchies=hierarchies, k=5, levels={"age": 0}
+        )

@@ -192,3 +192,56 @@ def test_plan_page_json_keeps_accents(client, officer, team):
     client.force_login(officer)
     page = client.get(reverse("jobs:plan", args=[ds.pk])).content.decode()
     assert "Genève" in page and "\\u00e8" not in page.split('id="builder-data"')[0]
+
+
+def test_release_page_offers_the_search_alternatives_as_fixed_level_plans(
+    client, officer, analyst, dataset
+):
+    from anonweb.jobs.models import Job, JobStatus
+    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.releases.models import Release
+
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["age", "sex"],
+        "sensitive": ["disease"],
+        "hierarchies": {
+            "age": {"builder": "interval", "width": 5},
+            "sex": {"rows": [["F", "*"], ["M", "*"]]},
+        },
+        "steps": [{"kind": "optimal_generalization", "params": {"k": 2, "suppression": 0.0}}],
+    }
+    job = anonymize_launch(
+        user=officer, dataset=dataset, plan=plan, title="k2", purpose="test", recipient="team"
+    )
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    release = Release.objects.get()
+    (search,) = [s for s in release.report["steps"] if s["kind"] == "optimal_generalization"]
+    alts = search["alternatives"]
+    assert len(alts) >= 2 and [a["optimal"] for a in alts].count(True) == 1
+    assert "alternatives" not in json.dumps(release.published_report)
+    client.force_login(officer)
+    page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
+    assert "chart-alternatives" in page and 'data-testid="pick-alternative"' in page
+    other = next(a for a in alts if not a["optimal"])
+    url = reverse("jobs:plan", args=[dataset.pk])
+    page = client.get(url, {"release": release.pk, "levels": json.dumps(other["levels"])})
+    text = page.content.decode()
+    assert page.status_code == 200 and "&quot;levels&quot;" in text
+    # the plan with those levels runs without a search and gives that node
+    fixed = json.loads(json.dumps(job.params["plan"]))
+    fixed["steps"][0]["params"]["levels"] = other["levels"]
+    job2 = anonymize_launch(
+        user=officer, dataset=dataset, plan=fixed, title="picked", purpose="test", recipient="team"
+    )
+    job_execute(job_id=job2.pk, worker="t")
+    job2.refresh_from_db()
+    assert job2.status == JobStatus.SUCCEEDED, job2.error
+    rel2 = Release.objects.get(pk=job2.result["release_id"])
+    (s2,) = [s for s in rel2.report["steps"] if s["kind"] == "optimal_generalization"]
+    assert s2["levels"] == other["levels"] and s2["search"]["algorithm"] == "fixed levels"
+    assert s2["information_loss"] == other["information_loss"]
+    client.force_login(analyst)
+    assert Job.objects.count() == 2

@@ -185,3 +185,43 @@ def loss_chart(loss_per_qi: Mapping[str, float], measure: str = "") -> dict[Any,
         **_LAYOUT,
     )
     return {"id": "chart-loss", "data_id": "chart-loss-data", "figure": _as_data(fig)}
+
+
+def alternatives_chart(alternatives: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The search's alternatives: information loss against prosecutor risk, one point per node
+    that satisfies the models (the Pareto front), the optimum marked. Each point carries its
+    levels, so a page can turn a click into a plan with those levels."""
+    if not alternatives:
+        return None
+
+    def text(a: Mapping[str, Any]) -> str:
+        levels = ", ".join(f"{q} {lv}" for q, lv in a["levels"].items())
+        return f"{levels}<br>k {a['k']}, {a['suppressed']} suppressed, {a['classes']} classes"
+
+    fig = go.Figure()
+    for optimal, name, symbol, color, size in (
+        (False, "other nodes that satisfy the models", "circle", "#5b6775", 10),
+        (True, "the search's optimum", "star", "#b3261e", 18),
+    ):
+        pts = [a for a in alternatives if bool(a.get("optimal")) == optimal]
+        fig.add_scatter(
+            x=[a["information_loss"] for a in pts],
+            y=[a["prosecutor_risk"] for a in pts],
+            mode="markers",
+            name=name,
+            marker={"symbol": symbol, "color": color, "size": size},
+            text=[text(a) for a in pts],
+            customdata=[json.dumps(a["levels"]) for a in pts],
+            hovertemplate="loss %{x:.4f}, risk %{y:.4f}<br>%{text}<extra></extra>",
+        )
+    fig.update_layout(
+        title="The search's alternatives: information loss against highest prosecutor risk",
+        xaxis_title="information loss",
+        yaxis_title="highest prosecutor risk (1/k)",
+        **_LAYOUT,
+    )
+    return {
+        "id": "chart-alternatives",
+        "data_id": "chart-alternatives-data",
+        "figure": _as_data(fig),
+    }

@@ -22,6 +22,7 @@ returns the best node found so far, or descends greedily from the top node, and 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -66,9 +67,13 @@ class SearchResult:
     table: EncodedTable = field(repr=False, compare=False)
     aggregate: str | None = None
     information_loss_measure: str = ""
+    # other nodes that satisfy the models: the Pareto front of loss against risk
+    # (:func:`pareto_alternatives`), when asked for
+    alternatives: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "alternatives": list(self.alternatives),
             "quasi_identifiers": list(self.quasi_identifiers),
             "levels": dict(self.levels),
             "suppressed": self.suppressed,
@@ -246,6 +251,8 @@ def optimal_generalization(
     max_nodes: int | None = None,
     time_limit: float | None = None,
     table: EncodedTable | None = None,
+    levels: Mapping[str, int] | None = None,
+    alternatives: int = 0,
 ) -> SearchResult:
     """Find the full-domain generalization of least loss meeting every model.
 
@@ -257,6 +264,10 @@ def optimal_generalization(
     ``max_nodes`` / ``time_limit`` bound the exhaustive search (then a heuristic, reported in
     ``search``). ``table`` reuses an :class:`EncodedTable` of ``df`` built with the same QIs and
     sensitive columns (to search several settings without re-encoding).
+    ``levels`` fixes the node (a level per quasi-identifier; missing ones at 0): no search, the
+    models decide what is suppressed, and a node they do not accept is refused. With
+    ``alternatives`` > 0, up to that many other accepted nodes on the Pareto front of
+    information loss against prosecutor risk are reported (:func:`pareto_alternatives`).
     Raises :class:`ParameterError` when no node satisfies the models.
     """
     started = time.perf_counter()
@@ -274,13 +285,70 @@ def optimal_generalization(
     checker = _Checker(table, models, suppression)
     scorer = make_metric(metric, table, aggregate)
     run = _Search(table, checker, scorer, max_nodes, time_limit, started)
-    node, ev, values = run.solve()
+    node, ev, values = run.solve() if levels is None else run.fixed(levels)
     if node is None or ev is None or values is None:
         described = ", ".join(m.describe() for m in models) or "the models"
         raise ParameterError(
             f"no generalization satisfies {described} with at most {checker.max_out} suppressed rows"
         )
-    return _result(df, table, checker, scorer, models, node, ev, values, run, started)
+    result = _result(df, table, checker, scorer, models, node, ev, values, run, started)
+    if alternatives and levels is None and hasattr(run, "status"):
+        front = pareto_alternatives(run, node, alternatives)
+        result = dataclasses.replace(result, alternatives=front)
+    return result
+
+
+def _node_figures(run: _Search, node: tuple[int, ...], ev: _Eval) -> dict[str, Any]:
+    sizes = ev.ct.sizes if ev.ct is not None else np.zeros(0, dtype=np.int64)
+    out = ev.out_classes if ev.out_classes is not None else np.zeros(len(sizes), dtype=bool)
+    kept = sizes[~out]
+    values = run._values(np.asarray(node), ev)
+    k = int(kept.min()) if len(kept) else 0
+    return {
+        "levels": {q.name: int(lv) for q, lv in zip(run.table.qis, node)},
+        "information_loss": run.scorer.summary(values),
+        "prosecutor_risk": 1.0 / k if k else 1.0,
+        "suppressed": int(sizes[out].sum()),
+        "classes": int(len(kept)),
+        "k": k,
+    }
+
+
+def pareto_alternatives(
+    run: _Search, optimum: tuple[int, ...], limit: int = 60
+) -> tuple[dict[str, Any], ...]:
+    """Nodes that satisfy the models on the Pareto front of information loss against
+    prosecutor risk, the search's optimum marked ``optimal``.
+
+    Candidates are the lowest nodes the monotonic models accept among those the search settled
+    (every node above one of them passes those models too, and is coarser), nearest the bottom
+    first, coarser accepted nodes spread over the rest, and the optimum; each is checked again by the models, suppression included, and
+    scored by the search's metric. ARX's lattice view, reduced to the choices worth making.
+    """
+    status, nodes = run.status, run.nodes
+    passing = np.flatnonzero(status == 1)
+    minimal = [int(i) for i in passing if not (status[i - run.strides[nodes[i] > 0]] == 1).any()]
+    minimal.sort(key=lambda i: (int(nodes[i].sum()), i))
+    opt_index = int(np.dot(np.asarray(optimum, dtype=np.int64), run.strides))
+    # and coarser nodes, spread over the passing ones: less detail, lower risk
+    spread = passing[np.linspace(0, len(passing) - 1, min(len(passing), 2 * limit)).astype(int)]
+    candidates = list(dict.fromkeys([opt_index, *minimal[: 4 * limit], *map(int, spread)]))
+    rows = []
+    for idx in candidates:
+        node = tuple(int(x) for x in nodes[idx])
+        ev = run.checker.check(node, run.cache.parent(run.packed[idx]))
+        if ev.ok:
+            fig = _node_figures(run, node, ev)
+            fig["optimal"] = idx == opt_index
+            rows.append(fig)
+    rows.sort(key=lambda r: (r["information_loss"], r["prosecutor_risk"]))
+    front: list[dict[str, Any]] = []
+    best_risk = float("inf")
+    for r in rows:
+        if r["prosecutor_risk"] < best_risk or r["optimal"]:
+            front.append(r)
+            best_risk = min(best_risk, r["prosecutor_risk"])
+    return tuple(front[:limit])
 
 
 _Found = tuple[tuple[int, ...] | None, "_Eval | None", NDArray[Any] | None]
@@ -387,6 +455,30 @@ class _Search:
             return None, None, None
         _, node, ev, values, _ = self.best
         return node, ev, values
+
+    def fixed(self, levels: Mapping[str, int]) -> _Found:
+        """The one node ``levels`` names, checked against the models (no search)."""
+        qis = [q.name for q in self.table.qis]
+        unknown = sorted(set(levels) - set(qis))
+        if unknown:
+            raise ParameterError(
+                f"levels name columns that are not quasi-identifiers: {', '.join(unknown)}"
+            )
+        node = []
+        for q, height in zip(qis, self.table.heights):
+            lv = levels.get(q, 0)
+            if isinstance(lv, bool) or not isinstance(lv, int | np.integer) or not 0 <= lv < height:
+                raise ParameterError(
+                    f"level {lv!r} for {q!r} is out of range (its hierarchy has levels "
+                    f"0..{height - 1})"
+                )
+            node.append(int(lv))
+        self.algorithm, self.note = "fixed levels", "levels chosen by hand: no search"
+        ev = self.checker.check(node)
+        self.checked = 1
+        if not ev.ok:
+            return None, None, None
+        return tuple(node), ev, self._values(np.asarray(node), ev)
 
     def _budget(self) -> None:
         if self.max_nodes is not None and self.checked >= self.max_nodes:

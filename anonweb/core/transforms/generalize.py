@@ -145,6 +145,8 @@ def _search_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     return problems + size_problems(params.get("k", 1), ctx)
 
 
+# nodes on the Pareto front of loss against risk kept in the internal report (never published)
+ALTERNATIVES = 40
 SEARCH_REPORT = (
     "levels",
     "suppressed",
@@ -187,6 +189,12 @@ SEARCH_REPORT = (
             "max_nodes": sch.integer(
                 "Stop after checking this many lattice nodes", minimum=1, maximum=100_000_000
             ),
+            "levels": sch.mapping(
+                sch.integer(minimum=0, maximum=100),
+                "Fixed levels (a node picked among the search's alternatives): no search",
+                keys="reads",
+                min_properties=1,
+            ),
             "time_limit": sch.number(
                 "Stop after this many seconds", exclusive_minimum=0, maximum=86_400
             ),
@@ -216,6 +224,8 @@ def optimal_generalization_step(
         aggregate=params.get("aggregate"),
         max_nodes=params.get("max_nodes"),
         time_limit=params.get("time_limit"),
+        levels=params.get("levels"),
+        alternatives=0 if params.get("levels") else ALTERNATIVES,
     )
     ctx.state["search"] = result
     out = result.apply(df)
