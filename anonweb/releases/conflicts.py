@@ -108,8 +108,25 @@ def _relabel_facts(facts) -> dict:
 
 
 def earlier_releases(*, dataset, exclude_id: int | None = None):
-    qs = Release.objects.filter(dataset=dataset, status__in=CHECKED_STATUSES).order_by("version")
+    """The live releases of the same source: of this dataset, and of any upload of the same file
+    in the team (the budget ledger recognises a source the same way)."""
+    same_source = Release.objects.filter(dataset=dataset)
+    if dataset.source_sha256:
+        same_source = Release.objects.filter(
+            dataset__team_id=dataset.team_id, dataset__source_sha256=dataset.source_sha256
+        )
+    qs = (
+        same_source.filter(status__in=CHECKED_STATUSES)
+        .select_related("dataset")
+        .order_by("created_at", "pk")
+    )
     return qs.exclude(pk=exclude_id) if exclude_id is not None else qs
+
+
+def _label(other: Release, dataset) -> str:
+    if other.dataset_id == dataset.pk:
+        return release_label(other.version)
+    return f"{release_label(other.version)} of {other.dataset.name}"
 
 
 def release_conflict_check(
@@ -149,7 +166,7 @@ def release_conflict_check(
     ids = {NEW_LABEL: None}
     out.statuses[NEW_LABEL] = "new"
     for other in earlier_releases(dataset=dataset, exclude_id=exclude_id):
-        label = release_label(other.version)
+        label = _label(other, dataset)
         lineage = load_lineage(other.storage_key, label=label)
         if lineage.rows is not None and (
             lineage.rows.size and int(lineage.rows.max()) >= len(source)

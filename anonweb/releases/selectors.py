@@ -63,7 +63,7 @@ def conflicts_for(*, release: Release, user) -> list[dict]:
     findings = (
         ConflictFinding.objects.filter(involved=release)
         .select_related("release")
-        .prefetch_related("involved")
+        .prefetch_related("involved__dataset")
         .order_by("release__version", "position")
     )
     if not Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists():
@@ -74,7 +74,7 @@ def conflicts_for(*, release: Release, user) -> list[dict]:
     private_files: dict[int, list] = {}
     out = []
     for f in findings:
-        involved = sorted(f.involved.all(), key=lambda r: r.version)
+        involved = sorted(f.involved.all(), key=lambda r: (r.created_at, r.pk))
         entry = {
             "id": f.pk,
             "type": f.type,
@@ -85,7 +85,12 @@ def conflicts_for(*, release: Release, user) -> list[dict]:
             "facts": f.facts,
             "found_by": f.release,
             "releases": [
-                {"release": r, "label": f"release {r.version}", "live": r.status != "rejected"}
+                {
+                    "release": r,
+                    "label": f"release {r.version}"
+                    + ("" if r.dataset_id == release.dataset_id else f" of {r.dataset.name}"),
+                    "live": r.status != "rejected",
+                }
                 for r in involved
             ],
             "live": all(r.status != ReleaseStatus.REJECTED for r in involved),

@@ -1,0 +1,49 @@
+"""A source is its file: a release made from a second upload of the same file is checked against
+the releases of the first (as the privacy budget is shared), and nothing is shared across teams."""
+
+import pandas as pd
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from anonweb.datasets.services import dataset_create, dataset_set_tags
+from anonweb.releases.models import ConflictFinding
+from tests.web.factories import member
+from tests.web.test_conflict_findings import BMI, HEIGHT, NAMES, _release, bmi_plans
+
+pytestmark = pytest.mark.django_db
+
+TAGS = {"name": "identifier", "bmi": "sensitive", "height": "quasi_identifier"}
+
+
+def _upload(user, team, name):
+    csv = pd.DataFrame({"name": NAMES, "bmi": BMI, "height": HEIGHT}).to_csv(index=False)
+    ds = dataset_create(
+        user=user, team=team, upload=SimpleUploadedFile(f"{name}.csv", csv.encode()), name=name
+    )
+    return dataset_set_tags(user=user, dataset=ds, tags=TAGS)
+
+
+def test_a_second_upload_of_the_same_file_is_the_same_source(client, officer, steward, team):
+    first_plan, second_plan = bmi_plans()
+    one = _upload(officer, team, "bmi")
+    again = _upload(officer, team, "bmi-again")
+    assert one.source_sha256 == again.source_sha256
+    first = _release(officer, one, first_plan)
+    second = _release(officer, again, second_plan)
+    assert second.conflicts_checked == [first.pk]
+    (finding,) = ConflictFinding.objects.filter(release=second, type="exact_inference")
+    assert "release 1 of bmi" in finding.explanation
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
+    assert "release 1 of bmi-again" in page and 'data-type="exact_inference"' in page
+
+
+def test_another_teams_upload_of_the_same_file_is_not_compared(officer, team, other_team):
+    first_plan, second_plan = bmi_plans()
+    from anonweb.accounts.models import Role
+
+    elsewhere = member(other_team, Role.PRIVACY_OFFICER, username="otto")
+    _release(officer, _upload(officer, team, "bmi"), first_plan)
+    theirs = _release(elsewhere, _upload(elsewhere, other_team, "bmi"), second_plan)
+    assert theirs.conflicts_checked == [] and not theirs.conflict_findings.exists()
