@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
@@ -62,6 +64,7 @@ class RiskProfile:
     population: PopulationUniqueness | None
     sensitive: Mapping[str, SensitiveProfile]
     classes: EquivalenceClasses = field(repr=False, compare=False)
+    suppressed: int = 0  # records taken out of the evaluation (see ``assess_risk``)
 
     @property
     def k(self) -> int:
@@ -71,6 +74,7 @@ class RiskProfile:
         """Summary figures; ``per_class=True`` adds per-class lists (one entry per class)."""
         out: dict[str, Any] = {"quasi_identifiers": list(self.quasi_identifiers)}
         out.update(self.anonymity.to_dict())
+        out["suppressed"] = self.suppressed
         out.update(self.risk.to_dict())
         out["population"] = None if self.population is None else self.population.to_dict()
         # JSON object keys are text: a column named 3 is reported as "3".
@@ -118,6 +122,7 @@ def assess_risk(
     population: pd.DataFrame | None = None,
     recursive_c: float = DEFAULT_C,
     disclosing_limit: int = 20,
+    exclude: NDArray[Any] | None = None,
 ) -> RiskProfile:
     """Measure the disclosure risk of ``df`` (never modified).
 
@@ -128,7 +133,20 @@ def assess_risk(
     marketer risk; ``population_size`` gives population-uniqueness estimates (Pitman, Zayatz,
     SNB and Dankar et al.'s choice among them). ``disclosing_limit`` caps the list of classes
     that disclose their sensitive value outright (largest first; all are counted).
+    ``exclude`` marks suppressed records (see
+    :func:`~anonweb.core.risk.classes.suppressed_records`): they form no class, so k and the
+    risks are those of the other records, as the search measures them; they still count in each
+    sensitive attribute's overall distribution. ``suppressed`` in the result says how many.
     """
+    full, keep, suppressed = df, None, 0
+    if exclude is not None:
+        drop = np.asarray(exclude, dtype=bool)
+        if drop.shape != (len(df),):
+            raise ParameterError(f"{drop.size} exclusion flags for a table of {len(df)} rows")
+        suppressed = int(drop.sum())
+        if suppressed:
+            keep = ~drop
+            df = df.iloc[np.flatnonzero(keep)]
     ec = equivalence_classes(df, quasi_identifiers=quasi_identifiers)
     qis = list(ec.quasi_identifiers)
     sens, hierarchies = _check_inputs(df, qis, sensitive, hierarchies, t_distance)
@@ -138,12 +156,12 @@ def assess_risk(
     uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
     profiles = {}
     for name in sens:  # a handful of sensitive columns, each vectorized over all classes
-        sc = sensitive_counts(ec, df[name])
+        sc = sensitive_counts(ec, full[name], keep=keep)
         dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
         div = l_diversity_of(sc, recursive_c=recursive_c)
         profiles[name] = SensitiveProfile(
             div,
-            t_closeness_of(sc, df[name], distance=dist, hierarchy=hierarchies.get(name)),
+            t_closeness_of(sc, full[name], distance=dist, hierarchy=hierarchies.get(name)),
             tuple(div.homogeneous(df, limit=disclosing_limit)),
         )
     return RiskProfile(
@@ -155,4 +173,5 @@ def assess_risk(
         population=uniq,
         sensitive=profiles,
         classes=ec,
+        suppressed=suppressed,
     )

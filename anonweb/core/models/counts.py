@@ -268,9 +268,17 @@ def _no_counts(name: str) -> SensitiveCounts:
     )
 
 
-def sensitive_counts(ec: EquivalenceClasses, series: pd.Series) -> SensitiveCounts:
-    """Count each sensitive value in each class of ``ec`` (rows aligned by position)."""
+def sensitive_counts(
+    ec: EquivalenceClasses, series: pd.Series, *, keep: NDArray[Any] | None = None
+) -> SensitiveCounts:
+    """Count each sensitive value in each class of ``ec`` (rows aligned by position).
+
+    With ``keep``, ``series`` is the whole column and ``ec`` groups only the rows ``keep``
+    marks (suppressed records left out): the domain and its overall distribution stay the
+    whole column's, as :func:`class_data` keeps them."""
     domain, codes = sensitive_domain(series)
+    if keep is not None:
+        codes = codes[np.asarray(keep, dtype=bool)]
     return SensitiveCounts.from_codes(domain, ec.codes, codes, ec.count, classes=ec)
 
 

@@ -694,7 +694,7 @@ def apply_plan(
                 entry["input_distance"] = cost.distance
         reports.append(entry)
     # The risk of a DP output's rows (counts, synthetic records) is not a re-identification risk.
-    after = _risk(frame, ctx) if measure_risk and not measured else None
+    after = _risk(frame, ctx, after=True) if measure_risk and not measured else None
     total = plan_total_cost(list(costs.values()))
     report = PlanReport(tuple(reports), before, after, total, len(df), len(frame))
     return frame, report
@@ -750,8 +750,12 @@ def _stack(measured: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     return stacked[[STATISTIC_COLUMN] + [c for c in stacked.columns if c != STATISTIC_COLUMN]]
 
 
-def _risk(df: pd.DataFrame, ctx: StepContext) -> dict[str, Any] | None:
-    """Risk profile from :func:`anonweb.core.assessment.profile.assess_risk`, when QIs are declared."""
+def _risk(df: pd.DataFrame, ctx: StepContext, *, after: bool = False) -> dict[str, Any] | None:
+    """Risk profile from :func:`anonweb.core.assessment.profile.assess_risk`, when QIs are declared.
+
+    After the steps, suppressed records (``*`` in every quasi-identifier) are left out of the
+    classes, as the search leaves them out (ARX's outlier handling): k after is the search's k,
+    and ``suppressed`` says how many records were left out."""
     qis = [q for q in ctx.quasi_identifiers if q in df.columns]
     if not qis:
         return None
@@ -759,5 +763,8 @@ def _risk(df: pd.DataFrame, ctx: StepContext) -> dict[str, Any] | None:
         from anonweb.core.assessment.profile import assess_risk
     except ImportError:  # the risk module is optional for a plan to run
         return None
+    from anonweb.core.risk.classes import suppressed_records
+
     sensitive = tuple(s for s in ctx.sensitive if s in df.columns)
-    return assess_risk(df, quasi_identifiers=qis, sensitive=sensitive).to_dict()
+    exclude = suppressed_records(df, qis) if after else None
+    return assess_risk(df, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude).to_dict()

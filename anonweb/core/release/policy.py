@@ -42,6 +42,7 @@ from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
 from anonweb.core.models.base import require_int, require_number
 from anonweb.core.release.plan import Plan, get_step, plan_from_dict
 from anonweb.core.release.report import STEP_PUBLIC
+from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
 
 # Column roles as the datasets app stores them; "keep" is the explicit "keep as is".
 IDENTIFIER, QUASI_IDENTIFIER, SENSITIVE, OTHER, KEEP = (
@@ -61,7 +62,6 @@ FREE_TEXT_MIN_ROWS = 20
 FREE_TEXT_LENGTH = 60  # mean characters
 # A column is "unchanged" when at least this share of its released values occur in the source.
 UNCHANGED_SHARE = 0.5
-SUPPRESSED = "*"
 # Report keys describing the source itself: a DP release must not publish them.
 SOURCE_KEYS = ("rows_in", "risk_before", "risk_after", "utility", "source")
 
@@ -363,7 +363,7 @@ def _risk_findings(released, plan, tags, extra_qis, thresholds):
     if not qis or released.empty:
         risk["note"] = "no quasi-identifier is released"
         return [], risk
-    exclude = _suppressed_rows(released, [q for q in plan.quasi_identifiers if q in qis])
+    exclude = suppressed_records(released, [q for q in plan.quasi_identifiers if q in qis])
     data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
     findings = []
     k_check = KAnonymity(thresholds.k).check(data)
@@ -444,16 +444,6 @@ def _risk_findings(released, plan, tags, extra_qis, thresholds):
                     )
                 )
     return findings, risk
-
-
-def _suppressed_rows(released: pd.DataFrame, plan_qis: list[str]) -> NDArray[Any]:
-    """Records the plan suppressed (``*`` in every one of its quasi-identifiers) form no class."""
-    if not plan_qis:
-        return np.zeros(len(released), dtype=bool)
-    star = np.ones(len(released), dtype=bool)
-    for q in plan_qis:
-        star &= released[q].astype(object).to_numpy() == SUPPRESSED
-    return star
 
 
 def _dp_findings(report: Mapping[str, Any] | None, plan: Plan) -> list[Finding]:

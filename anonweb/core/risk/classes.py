@@ -29,6 +29,30 @@ from anonweb.core.io.frame import require_columns
 _KEY_LIMIT = 2**62
 
 
+# A suppressed record: ``*`` in every quasi-identifier (what the search and ``suppress`` write).
+SUPPRESSED = "*"
+
+
+def suppressed_records(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> NDArray[Any]:
+    """Rows suppressed outright: ``*`` in every one of ``quasi_identifiers``.
+
+    As in ARX (its outlier handling), such records are taken out of the privacy models'
+    evaluation: they form no equivalence class, so k and every risk after a release are measured
+    on the other records, the figures the search itself reports. They still count in the table's
+    distribution of a sensitive attribute (t-closeness' reference). When every row reads ``*``
+    (each QI at its hierarchy's root), nothing was suppressed: all rows form one class."""
+    star = np.zeros(len(df), dtype=bool)
+    qis = [q for q in quasi_identifiers if q in df.columns]
+    if not qis:
+        return star
+    star[:] = True
+    for q in qis:
+        star &= df[q].astype(object).to_numpy() == SUPPRESSED
+    if star.all():
+        star[:] = False
+    return star
+
+
 def check_columns(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> list[str]:
     """Validate the frame and the quasi-identifier list; return the QIs as a list."""
     if not isinstance(df, pd.DataFrame):

@@ -38,6 +38,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.k_anonymity import KAnonymity
+from anonweb.core.risk.classes import SUPPRESSED
 from anonweb.core.search.lattice import (
     ClassTable,
     ClassTableCache,
@@ -48,7 +49,6 @@ from anonweb.core.search.lattice import (
 from anonweb.core.search.metrics import Metric, make_metric
 
 MAX_LATTICE = 2_000_000
-SUPPRESSED = "*"
 
 
 @dataclass(frozen=True)
