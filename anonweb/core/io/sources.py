@@ -340,6 +340,8 @@ class TextSource:
                 )
                 first = True
                 self._parsed_blocks = 0
+                # A column found to hold text is not matched against the number patterns again.
+                known = [EMPTY] * self.width
                 for batch in reader:
                     self._parsed_blocks += 1
                     self._check_invalid(invalid)
@@ -349,7 +351,9 @@ class TextSource:
                         self._take_header(columns)
                         columns = [c.slice(1) for c in columns]
                     columns = [self._clean(c) for c in columns]
-                    yield columns, [text_kind(c, EMPTY) for c in columns]
+                    kinds = [text_kind(c, k) for c, k in zip(columns, known, strict=True)]
+                    known = [max(k, seen) for k, seen in zip(kinds, known, strict=True)]
+                    yield columns, kinds
                 self._check_invalid(invalid)
                 if first:
                     raise DataError(f"{self.label}: the file is empty")
