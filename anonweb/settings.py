@@ -285,4 +285,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # django-axes narrates every login at INFO; failures and lockouts are audit events already.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

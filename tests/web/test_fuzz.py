@@ -392,7 +392,7 @@ def test_hostile_plans_are_refused_clearly_and_save_nothing(client, officer, dat
     @given(text=_plan_text(), preview=st.booleans())
     def run(text, preview):
         jobs, charges = Job.objects.count(), PrivacyCharge.objects.count()
-        data = {"title": "fuzz", "plan": text}
+        data = {"title": "fuzz", "purpose": "fuzzing", "recipient": "nobody", "plan": text}
         if preview:
             data["preview"] = "1"
         response = client.post(url, data)
@@ -414,4 +414,5 @@ def test_hostile_plans_are_refused_clearly_and_save_nothing(client, officer, dat
     run()
     total = sum(answers.values())
     assert total >= PLAN_EXAMPLES and answers["refused (400)"] > 0
+    assert answers["launched"] + answers["previewed"] > 0
     print(f"\nplan fuzz: {total} plans, {dict(answers)}, 0 server errors")
