@@ -8,6 +8,7 @@ running one.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import traceback
 import uuid
@@ -227,7 +228,9 @@ def _set_terminal(
             job = Job.objects.select_related("team").get(id=job_id)
             details = {"kind": job.kind}
             if error:
-                details["error"] = error[:500]
+                # The job page shows the officer the message as it is; the trail, which every
+                # team member reads, keeps it without the values it quotes.
+                details["error"] = without_quoted_values(error, job)[:500]
             if status != JobStatus.SUCCEEDED:
                 # A job that never reached its privacy-spending steps gives its reservation back.
                 from anonweb.releases.budget import charge_refund_unspent
@@ -240,6 +243,25 @@ def _set_terminal(
             if status != JobStatus.SUCCEEDED:
                 _after_unsuccessful(job, error or message or status)
     return bool(changed)
+
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+
+
+def without_quoted_values(message: str, job: Job) -> str:
+    """``message`` with every quoted text replaced by '…', except the names of the dataset's
+    columns and of the plan's step kinds (core messages quote values as 'x' or "x")."""
+    keep = set()
+    if job.dataset_id is not None:
+        keep |= {str(c) for c in job.dataset.column_names}
+    for step in ((job.params or {}).get("plan") or {}).get("steps", []) or []:
+        if isinstance(step, dict) and isinstance(step.get("kind"), str):
+            keep.add(step["kind"])
+
+    def redact(match: re.Match) -> str:
+        return match.group(0) if match.group(0)[1:-1] in keep else "'…'"
+
+    return _QUOTED.sub(redact, message)
 
 
 def _after_unsuccessful(job: Job, reason: str) -> None:
