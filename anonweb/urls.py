@@ -1,6 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from anonweb.accounts import views as account_views
 from anonweb.common import views as common_views
@@ -8,6 +11,11 @@ from anonweb.common import views as common_views
 urlpatterns = [
     path("", common_views.home, name="home"),
     path("healthz", common_views.healthz, name="healthz"),
+    # browsers ask for /favicon.ico on every page: a long-cached icon instead of a logged 404
+    path(
+        "favicon.ico",
+        login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    ),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("datasets/", include("anonweb.datasets.urls")),

@@ -66,8 +66,18 @@ def release_detail(request, release_id: int):
             "conflicts_live": [c for c in conflicts if c["live"]],
             "checked": release.conflicts_checked if staff else None,
             "alternatives": alternatives,
+            "disclosing": _disclosing(report),
         },
     )
+
+
+def _disclosing(report: dict) -> list[tuple[str, dict]]:
+    """Sensitive columns with classes that share one value after a search that reached k."""
+    searched = any(s.get("kind") == "optimal_generalization" for s in report.get("steps") or [])
+    sensitive = (report.get("risk_after") or {}).get("sensitive") or {}
+    if not searched:
+        return []
+    return [(name, sa) for name, sa in sensitive.items() if sa.get("homogeneous_classes")]
 
 
 def _search_alternatives(report: dict) -> list[dict]:

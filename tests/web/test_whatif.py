@@ -245,3 +245,42 @@ def test_release_page_offers_the_search_alternatives_as_fixed_level_plans(
     assert s2["information_loss"] == other["information_loss"]
     client.force_login(analyst)
     assert Job.objects.count() == 2
+
+
+def test_release_page_first_lines_say_what_the_search_did(client, officer, dataset):
+    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.releases.models import Release
+
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["age", "sex"],
+        "sensitive": ["disease"],
+        "hierarchies": {
+            "age": {"builder": "interval", "width": 10},
+            "sex": {"rows": [["F", "*"], ["M", "*"]]},
+        },
+        "steps": [{"kind": "optimal_generalization", "params": {"k": 2, "suppression": 0.2}}],
+    }
+    job = anonymize_launch(
+        user=officer, dataset=dataset, plan=plan, title="k2", purpose="t", recipient="r"
+    )
+    job_execute(job_id=job.pk, worker="t")
+    release = Release.objects.get()
+    (s,) = [x for x in release.report["steps"] if x["kind"] == "optimal_generalization"]
+    client.force_login(officer)
+    page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
+    first = page.split('data-testid="search-did"')[1].split("</section>")[0]
+    assert f"{s['suppressed']} record" in first and "information loss" in first
+    assert "disease l = " in first
+    if s["suppressed"]:
+        assert "still in the file" in first
+    homogeneous = release.report["risk_after"]["sensitive"]["disease"]["homogeneous_classes"]
+    assert ('data-testid="discloses"' in first) == bool(homogeneous)
+
+
+def test_favicon_is_served_not_a_404(client):
+    r = client.get("/favicon.ico")
+    assert r.status_code == 301 and r.url.endswith("favicon.svg")
+    icon = client.get(r.url)
+    assert icon.status_code == 200
+    icon.close()
