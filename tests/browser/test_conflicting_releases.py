@@ -21,6 +21,7 @@ def _run_plan(page, url, dataset_id, plan, title):
     page.fill("#id_title", title)
     page.fill("#id_purpose", "BMI study")
     page.fill("#id_recipient", "Clinic research unit")
+    page.click("[data-testid=advanced] summary")  # the plan as JSON, beside the forms
     page.fill("#id_plan", json.dumps({"version": 1, **plan}))
     page.click("[data-testid=launch-plan]")
     page.wait_for_url("**/jobs/*/")
@@ -82,6 +83,12 @@ def test_the_second_bmi_release_is_flagged_on_its_review_page(
     assert "Exact inference: 1 record(s) · bmi" in text
     assert "release 1 (awaiting approval)" in text and "release 2 (awaiting approval)" in text
     assert "43" not in text and steward.locator("[data-testid=inferred-values]").count() == 0
+    # The release gate lists the conflict as blocking: Approve without a justification is refused.
+    gate = steward.locator("[data-testid=finding][data-code=conflict_exact_inference]")
+    assert gate.count() == 1 and "block" in gate.inner_text()
+    steward.click("button[value=approve]")
+    steward.wait_for_load_state()
+    assert steward.locator("[data-testid=release-status]").inner_text() == "Awaiting approval"
     # The earlier release's page shows the same finding, with the live status of both.
     steward.goto(first_url)
     assert steward.locator("[data-testid=conflict-finding][data-type=exact_inference]").count() == 1

@@ -102,6 +102,9 @@ def test_bmi_second_release_discloses_doug_fulton(client, officer, steward, anal
     assert set(finding.involved.all()) == {first, second}
     assert "release 1" in finding.explanation and "release 2" in finding.explanation
     assert "43" not in finding.explanation  # no figures for the steward's eyes
+    # The release gate holds it as a blocking finding.
+    (gate,) = [f for f in second.findings if f["code"] == "conflict_exact_inference"]
+    assert gate["severity"] == "block" and gate["records"] == 1
     # The officer sees source row 4 (Doug Fulton) and the value an attacker infers.
     client.force_login(officer)
     page = client.get(reverse("releases:detail", args=[second.pk])).content.decode()
