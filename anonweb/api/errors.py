@@ -57,7 +57,10 @@ def error_response(message: str, status_code: int, **headers) -> Response:
 
 def _status_of_core_error(exc: CoreError) -> int:
     from anonweb.datasets.ingest import UnsupportedFileType, UploadTooLarge
+    from anonweb.datasets.services import DatasetNotReady
 
+    if isinstance(exc, DatasetNotReady):
+        return status.HTTP_409_CONFLICT
     if isinstance(exc, UploadTooLarge):
         return status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     if isinstance(exc, UnsupportedFileType):

@@ -45,12 +45,16 @@ def describe_columns(df: pd.DataFrame) -> list[dict]:
     ]
 
 
+class DatasetNotReady(DataError):
+    """The dataset's upload is still being read, or could not be (the API answers 409)."""
+
+
 def require_ready(dataset: Dataset) -> None:
     """Refuse to work on a dataset whose upload is still being read, or could not be."""
     if dataset.status == DatasetStatus.PARSING:
-        raise DataError(f"{dataset.name} is still being read; wait until it is ready")
+        raise DatasetNotReady(f"{dataset.name} is still being read; wait until it is ready")
     if dataset.status == DatasetStatus.FAILED:
-        raise DataError(f"{dataset.name} could not be read: {dataset.error}")
+        raise DatasetNotReady(f"{dataset.name} could not be read: {dataset.error}")
 
 
 def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset:

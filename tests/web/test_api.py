@@ -148,6 +148,10 @@ def test_upload_returns_202_and_a_job_reads_the_file(officer, team):
     detail = client.get(f"/api/v1/datasets/{body['id']}/").json()
     assert detail["status"] == "parsing"
     assert detail["columns"] == []
+    # Nothing runs on a table still being read: 409, the dataset is not in that state yet.
+    response = client.post(f"/api/v1/datasets/{body['id']}/assessments/")
+    assert response.status_code == 409
+    assert "still being read" in response.json()["error"]
     job = client.get(f"/api/v1/jobs/{body['job']}/").json()
     assert job["kind"] == "parse" and job["status"] == "queued"
     run_queued()
