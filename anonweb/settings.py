@@ -136,7 +136,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # Logins are throttled per account and per address (django-axes): after
 # ANONWEB_LOGIN_FAILURE_LIMIT failures, either is refused (429) for ANONWEB_LOGIN_COOLOFF_MINUTES,
 # counted again from each refused try. Failures and lockouts are audit events
-# (anonweb/accounts/signals.py). Behind a proxy, REMOTE_ADDR must be the client's address.
+# (anonweb/accounts/signals.py).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -152,6 +152,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+# REMOTE_ADDR, or behind the TLS proxy the address it appended to X-Forwarded-For.
+AXES_CLIENT_IP_CALLABLE = "anonweb.common.security.client_address"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -189,7 +191,8 @@ except ImproperlyConfiguredVariable as exc:
 # Behind a TLS proxy (the documented production setup, README "Production"): the proxy
 # says https in X-Forwarded-Proto, Django redirects plain http and sends HSTS.
 try:
-    if env_bool("ANONWEB_BEHIND_TLS_PROXY", default=False):
+    ANONWEB_BEHIND_TLS_PROXY = env_bool("ANONWEB_BEHIND_TLS_PROXY", default=False)
+    if ANONWEB_BEHIND_TLS_PROXY:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("ANONWEB_SSL_REDIRECT", default=False)
     SECURE_HSTS_SECONDS = env_int("ANONWEB_HSTS_SECONDS", 0)

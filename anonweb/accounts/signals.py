@@ -55,7 +55,9 @@ def _audit_direct_delete(sender, instance: Membership, **kwargs):
 
 
 def _address(request) -> str:
-    return getattr(request, "axes_ip_address", None) or request.META.get("REMOTE_ADDR", "") or ""
+    from anonweb.common.security import client_address
+
+    return getattr(request, "axes_ip_address", None) or client_address(request)
 
 
 def _username(credentials: dict) -> str:

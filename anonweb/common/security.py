@@ -21,3 +21,19 @@ class ContentSecurityPolicyMiddleware:
         if policy and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = policy
         return response
+
+
+def client_address(request) -> str:
+    """The address logins are throttled and audited by.
+
+    Behind the TLS proxy (``ANONWEB_BEHIND_TLS_PROXY=1``) every request comes from the proxy, so
+    the address is the last entry of ``X-Forwarded-For``: the one the proxy appended. Entries
+    before it are whatever the client sent and are ignored, so a client cannot pick another
+    address to escape its lockout. Otherwise it is ``REMOTE_ADDR``."""
+    remote = request.META.get("REMOTE_ADDR", "") or ""
+    if getattr(settings, "ANONWEB_BEHIND_TLS_PROXY", False):
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        last = forwarded.split(",")[-1].strip() if forwarded else ""
+        if last:
+            return last[:64]
+    return remote

@@ -82,3 +82,26 @@ def test_a_successful_login_before_the_limit_resets_the_count(client):
     for i in range(4):
         _login(client, "forgetful", f"wrong-again-{i}")
     assert _login(client, "forgetful", PASSWORD).status_code == 302
+
+
+def test_behind_the_proxy_the_address_is_the_one_it_appended(client, settings):
+    settings.ANONWEB_BEHIND_TLS_PROXY = True
+    UserFactory(username="colleague")
+    proxy = "10.0.0.1"
+
+    def attempt(username, password, forwarded):
+        return client.post(
+            reverse("login"),
+            {"username": username, "password": password},
+            REMOTE_ADDR=proxy,
+            HTTP_X_FORWARDED_FOR=forwarded,
+        )
+
+    for i in range(5):
+        # The attacker varies what it sends; the proxy appends its real address.
+        attempt(f"nobody{i}", "wrong", f"198.51.100.{i}, 203.0.113.5")
+    assert attempt("colleague", PASSWORD, "1.2.3.4, 203.0.113.5").status_code == 429
+    # Another person behind the same proxy is not locked out with the attacker.
+    assert attempt("colleague", PASSWORD, "203.0.113.9").status_code == 302
+    addresses = {e["address"] for e in _actions("auth.login_failed")}
+    assert addresses == {"203.0.113.5"}
