@@ -154,13 +154,14 @@ def release_conflict_check(
     sensitive = [
         s for s in dict.fromkeys([*dataset.sensitive, *plan.get("sensitive", [])]) if s in source
     ]
+    tagged = list(dataset.quasi_identifiers)
     views = [
         ReleaseView(
             NEW_LABEL,
             frame.reset_index(drop=True) if frame is not None else None,
             None if rows is None else np.asarray(rows, dtype=np.int64),
             tuple(relabel(a, NEW_LABEL) for a in aggregates),
-            _qis(plan, frame),
+            _qis(plan, frame, tagged),
         )
     ]
     ids = {NEW_LABEL: None}
@@ -180,7 +181,7 @@ def release_conflict_check(
                 lineage.frame,
                 lineage.rows,
                 lineage.aggregates,
-                _qis(other.plan or {}, lineage.frame),
+                _qis(other.plan or {}, lineage.frame, tagged),
                 lineage.dp,
             )
         )
@@ -238,10 +239,13 @@ def release_conflict_check(
 _NOT_FACTS = {"type", "records", "explanation", "releases", "columns", "values", "intervals"}
 
 
-def _qis(plan: dict, frame: pd.DataFrame | None) -> tuple[str, ...]:
+def _qis(plan: dict, frame: pd.DataFrame | None, tagged: Sequence[str]) -> tuple[str, ...]:
+    """The columns an attacker may know: the dataset's tagged quasi-identifiers with the plan's
+    (a plan that lists none is still checked), as the release shows them."""
     if frame is None:
         return ()
-    return tuple(q for q in plan.get("quasi_identifiers", []) if q in frame.columns)
+    wanted = dict.fromkeys([*tagged, *plan.get("quasi_identifiers", [])])
+    return tuple(q for q in wanted if q in frame.columns)
 
 
 def _l_alone(views: Sequence[ReleaseView], sensitive: Sequence[str]) -> dict:

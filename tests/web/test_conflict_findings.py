@@ -183,7 +183,7 @@ def stroke(officer, team):
             "age": "quasi_identifier",
             "sex": "quasi_identifier",
             "region": "quasi_identifier",
-            "glucose": "quasi_identifier",
+            "glucose": "other",
             "stroke": "sensitive",
         },
     )

@@ -47,3 +47,33 @@ def test_another_teams_upload_of_the_same_file_is_not_compared(officer, team, ot
     _release(officer, _upload(officer, team, "bmi"), first_plan)
     theirs = _release(elsewhere, _upload(elsewhere, other_team, "bmi"), second_plan)
     assert theirs.conflicts_checked == [] and not theirs.conflict_findings.exists()
+
+
+def test_a_plan_listing_no_quasi_identifier_is_checked_on_the_tagged_ones(officer, team):
+    """Issue 8: a plan without quasi-identifiers got no conflict check at all."""
+    df = pd.DataFrame(
+        {
+            "h": list("PPQQRR"),
+            "g": list("XYYZZX"),
+            "disease": ["flu", "hiv", "cancer", "flu", "hiv", "cancer"],
+        }
+    )
+    ds = dataset_create(
+        user=officer,
+        team=team,
+        upload=SimpleUploadedFile("c.csv", df.to_csv(index=False).encode()),
+        name="c",
+    )
+    ds = dataset_set_tags(
+        user=officer,
+        dataset=ds,
+        tags={"h": "quasi_identifier", "g": "quasi_identifier", "disease": "sensitive"},
+    )
+    for drop in ("g", "h"):
+        plan = {
+            "sensitive": ["disease"],
+            "steps": [{"kind": "drop", "params": {"columns": [drop]}}],
+        }
+        second = _release(officer, ds, plan)
+    (finding,) = second.conflict_findings.all()
+    assert finding.type == "intersection" and finding.records == 6
