@@ -44,7 +44,7 @@ def release_detail(request, release_id: int):
 
         chart = intruder_chart(intruder)
         charts = (charts or []) + ([chart] if chart else [])
-    dp = _dp_charts(release)
+    dp = _dp_charts(release, report)
     if dp:
         charts = (charts or []) + dp
     alternatives = _search_alternatives(report) if staff else []
@@ -88,11 +88,13 @@ def _search_alternatives(report: dict) -> list[dict]:
     return []
 
 
-def _dp_charts(release) -> list[dict]:
-    """Each DP statistic of the release with its 95% interval, from the released table."""
+def _dp_charts(release, report: dict) -> list[dict]:
+    """Each DP statistic of the release with its 95% interval, from the released table and the
+    report the viewer may read (the published one for analysts: it keeps every DP step's public
+    figures)."""
     from anonweb.core.dp.charts import dp_charts, needs_table
 
-    steps = (release.report or {}).get("steps") or []
+    steps = report.get("steps") or []
     table = None
     if needs_table(steps):
         import pandas as pd

@@ -63,6 +63,14 @@ def test_the_release_page_charts_each_statistic_with_its_interval(
         == "The categories were selected privately: keys below the threshold are not released."
     )
     assert "Bins are public: equal widths between the declared bounds 0.0 and 100.0" in page
+    # An analyst reads the published report: the same charts, once the release is approved.
+    from anonweb.releases.services import release_approve
+    from tests.web.factories import Role, member
+
+    release_approve(user=steward, release=job.release, note="ok")
+    client.force_login(member(dataset.team, Role.ANALYST))
+    seen = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
+    assert re.findall(r'<div id="(chart-dp-step-\d+)"', seen) == sorted(figures)
     units = re.findall(r'data-testid="privacy-unit">([^<]*)<', page)
     assert units == ["Privacy unit: each row is a person."] * 2
 
