@@ -53,6 +53,7 @@ class ConflictCheck:
     # ("new" for the release being checked): what the release policy reads.
     report: ConflictReport | None = None
     statuses: dict[str, str] = field(default_factory=dict)
+    skipped: bool = False  # a DP release: not checked (its noise is counted in the budget)
 
     @property
     def blocking(self) -> bool:
@@ -150,6 +151,7 @@ def release_conflict_check(
     out = ConflictCheck()
     if dp:
         out.notes.append("a differentially private release: its noise is counted in the budget")
+        out.skipped = True
         return out
     sensitive = [
         s for s in dict.fromkeys([*dataset.sensitive, *plan.get("sensitive", [])]) if s in source

@@ -93,7 +93,9 @@ def release_create(
                     ]
                     release.version = (last or 0) + 1
                     release.conflicts_checked = (
-                        list(conflicts.checked) if conflicts is not None else None
+                        list(conflicts.checked)
+                        if conflicts is not None and not conflicts.skipped
+                        else None
                     )
                     release.save()
                     found = conflicts.relabelled(release.version) if conflicts else None

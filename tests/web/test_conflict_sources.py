@@ -77,3 +77,41 @@ def test_a_plan_listing_no_quasi_identifier_is_checked_on_the_tagged_ones(office
         second = _release(officer, ds, plan)
     (finding,) = second.conflict_findings.all()
     assert finding.type == "intersection" and finding.records == 6
+
+
+def test_a_dp_release_is_left_to_the_budget_and_does_not_hide_the_others(
+    client, officer, steward, dataset, django_capture_on_commit_callbacks
+):
+    from anonweb.jobs.models import Job
+    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.releases.budget import budget_set
+
+    budget_set(user=steward, dataset=dataset, epsilon=1.0)
+    query = {
+        "kind": "histogram",
+        "epsilon": 0.5,
+        "columns": ["disease"],
+        "categories": {"disease": ["flu", "gastritis", "cancer"]},
+    }
+    with django_capture_on_commit_callbacks(execute=False):
+        job = anonymize_launch(
+            user=officer,
+            dataset=dataset,
+            plan={"version": 1, "steps": [{"kind": "dp_release", "params": query}]},
+            title="dp",
+            purpose="counts",
+            recipient="public",
+        )
+    job_execute(job_id=job.pk, worker="t")
+    dp = Job.objects.get(pk=job.pk).release
+    assert dp.conflicts_checked is None and not dp.conflict_findings.exists()
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[dp.pk])).content.decode()
+    assert 'data-testid="no-conflicts"' not in page
+    # A record-level release after it is checked against it (the DP one adds no equation).
+    plan = {
+        "quasi_identifiers": ["age"],
+        "steps": [{"kind": "drop", "params": {"columns": ["name"]}}],
+    }
+    rows = _release(officer, dataset, plan)
+    assert rows.conflicts_checked == [dp.pk] and not rows.conflict_findings.exists()
