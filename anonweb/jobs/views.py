@@ -40,6 +40,9 @@ def job_status(request, job_id: int):
             "message": job.message,
             "error": job.error,
             "terminal": job.is_terminal,
+            # the page shows these as the job moves on, without a reload
+            "started_at": job.started_at.strftime("%H:%M:%S") if job.started_at else None,
+            "worker": job.worker or None,
         }
     )
 

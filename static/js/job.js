@@ -19,6 +19,8 @@
         status.textContent = s.status_label;
         status.className = "status " + s.status;
         message.textContent = s.message;
+        if (s.started_at) box.querySelector("[data-testid=job-started]").textContent = s.started_at;
+        if (s.worker) box.querySelector("[data-testid=job-worker]").textContent = s.worker;
         if (s.error) { error.textContent = s.error; error.hidden = false; }
         if (s.terminal) {
           var cancel = document.getElementById("cancel-form");

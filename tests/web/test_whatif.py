@@ -284,3 +284,25 @@ def test_favicon_is_served_not_a_404(client):
     icon = client.get(r.url)
     assert icon.status_code == 200
     icon.close()
+
+
+def test_a_queued_job_says_it_waits_and_its_status_gives_the_start(client, officer, dataset):
+    from anonweb.jobs.models import Job, JobKind, JobStatus
+
+    job = Job.objects.create(
+        team=dataset.team, dataset=dataset, kind=JobKind.PROFILE, created_by=officer
+    )
+    client.force_login(officer)
+    page = client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert "not yet (waiting for a worker)" in page
+    assert client.get(reverse("jobs:status", args=[job.pk])).json()["started_at"] is None
+    from django.utils import timezone
+
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING,
+        started_at=timezone.now(),
+        worker="w1@host",
+        heartbeat_at=timezone.now(),
+    )
+    status = client.get(reverse("jobs:status", args=[job.pk])).json()
+    assert status["started_at"] and status["worker"] == "w1@host"
