@@ -44,15 +44,6 @@ def run_profile(job: Job, progress: Progress) -> dict:
     return dataset_profile(dataset=job.dataset, progress=progress)
 
 
-def _secret_names(plan_dict: dict) -> set[str]:
-    """Secrets a plan refers to by name (``"key": "release-key"``)."""
-    return {
-        step["params"]["key"]
-        for step in plan_dict.get("steps", [])
-        if isinstance(step.get("params", {}).get("key"), str)
-    }
-
-
 @runner(JobKind.ANONYMIZE)
 def run_anonymize(job: Job, progress: Progress) -> dict:
     """Run a release plan and publish the output as a new release awaiting approval.
@@ -64,8 +55,8 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
 
     import numpy as np
 
-    from anonweb.core.release.plan import apply_plan, plan_from_dict
-    from anonweb.core.release.report import published_report
+    from anonweb.core.release.plan import plan_from_dict
+    from anonweb.core.release.publish import fresh_secrets, publish
     from anonweb.datasets.selectors import plan_with_hierarchies
     from anonweb.datasets.storage import load_frame
     from anonweb.jobs.planning import check_web_plan, public_plan
@@ -78,7 +69,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     progress(5, "loading the table")
     frame = load_frame(job.dataset.storage_key)
     progress(15, f"running {len(plan.steps)} step(s)")
-    keys = {name: pysecrets.token_bytes(32) for name in _secret_names(plan_dict)}
+    keys = fresh_secrets(plan, pysecrets.token_bytes)
     rng = np.random.default_rng(pysecrets.randbits(128))
 
     def before_spending() -> None:
@@ -90,18 +81,17 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         if not charge_spend(job_id=job.pk):
             raise JobCancelled()
 
-    output, report = apply_plan(frame, plan, rng=rng, secrets=keys, before_spending=before_spending)
-    report_dict = _without_source_values(report.to_dict())
-    published = published_report(report_dict, plan_dict)
+    made = publish(frame, plan, rng=rng, secrets=keys, before_spending=before_spending)
+    report_dict, published, output = made.report, made.published, made.frame
     thresholds = thresholds_for(team=job.dataset.team)
-    released = output.reset_index(drop=True)  # in source order until shuffled below
-    source_rows = None
+    released = made.aligned if made.aligned is not None else output
+    source_rows = made.source_rows
     aggregates: tuple = ()
     dp = not _row_preserving(plan_dict)
-    if not dp and len(output) == len(frame):
+    if not dp and made.aligned is not None:
         from anonweb.core.conflicts.lineage import microaggregated
 
-        aligned = output.reset_index(drop=True)
+        aligned = made.aligned
         intruder = _intruder(frame, aligned, plan_dict, rng)
         if intruder is not None:
             progress(75, "verifying the perturbation against a maximum-knowledge intruder")
@@ -114,10 +104,6 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
             columns=_microaggregated_columns(plan_dict),
             label="this release",
         )
-        # Published rows are shuffled so that two releases cannot be joined by row position;
-        # the mapping back to source rows stays private, for later conflict checks.
-        source_rows = rng.permutation(len(output))
-        output = output.iloc[source_rows].reset_index(drop=True)
     conflicts = None
     if dp or source_rows is not None:
         from anonweb.releases.conflicts import release_conflict_check
@@ -214,12 +200,3 @@ ROW_CHANGING_STEPS = {"dp_release", "dp_synthetic"}
 
 def _row_preserving(plan_dict: dict) -> bool:
     return not any(step.get("kind") in ROW_CHANGING_STEPS for step in plan_dict.get("steps", []))
-
-
-def _without_source_values(report: dict) -> dict:
-    """The release report is read by analysts: the source's disclosing classes (raw quasi-
-    identifier and sensitive values of the unreleased data) are reduced to their count."""
-    before = report.get("risk_before") or {}
-    for sa in (before.get("sensitive") or {}).values():
-        sa.pop("disclosing_classes", None)
-    return report

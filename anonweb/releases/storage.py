@@ -3,12 +3,10 @@ half-written is ever visible as a release."""
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -21,43 +19,12 @@ from django.conf import settings
 
 from anonweb.core.conflicts.inference import Aggregate
 
-# A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection).
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
-# A line inside a cell: a reader that splits rows on a bare CR or LF would start a new cell
-# there, so what follows a line break is neutralised as the start of a cell is.
-_AFTER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)(?=[=+\-@\t])")
+# The CSV protections live in the core's release path; imported here for the writers.
+from anonweb.core.io.export import FORMULA_PREFIXES, neutralise_cell, safe_csv_bytes  # noqa: F401
 
 
 def release_dir(storage_key) -> Path:
     return Path(settings.MEDIA_ROOT) / "releases" / str(storage_key)
-
-
-def neutralise_cell(value):
-    """Prefix text that a spreadsheet would evaluate with a quote (OWASP's advice), at the start
-    of the cell and after every line break inside it."""
-    if not isinstance(value, str):
-        return value
-    if value.startswith(FORMULA_PREFIXES):
-        value = "'" + value
-    if "\r" in value or "\n" in value:
-        value = _AFTER_LINE_BREAK.sub(lambda m: m.group(1) + "'", value)
-    return value
-
-
-def safe_csv_bytes(df: pd.DataFrame) -> bytes:
-    """CSV for download: text cells neutralised; numbers are left as numbers.
-
-    Rows end with CRLF (RFC 4180). Python's writer quotes a cell holding any character of the
-    line terminator, so with CRLF every cell containing a CR or an LF is quoted; with a bare LF
-    terminator a cell holding a lone CR went out unquoted, and readers split the row there."""
-    out = df.copy()
-    for col in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[col]):
-            out[col] = out[col].map(neutralise_cell)
-    out.columns = [neutralise_cell(str(c)) for c in out.columns]
-    buf = io.StringIO()
-    out.to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
-    return buf.getvalue().encode("utf-8")
 
 
 PRIVATE_DIR = "private"  # never served: how published rows map to source rows

@@ -25,10 +25,13 @@ QI8 = [
 ]
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+STATED = ("--purpose", "method comparison", "--recipient", "test suite")
+
+
+def run(*args: str, stated: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "DEBUG": "1"}
     return subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "anonymize", *args],
+        [sys.executable, str(ROOT / "manage.py"), "anonymize", *args, *(STATED if stated else ())],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -175,9 +178,11 @@ def test_adult_k5_s2_matches_arx(datasets_dir, tmp_path):
         str(out),
         "--report",
         str(rep),
+        "--keep-order",  # compared with ARX's output row by row
     )
     assert p.returncode == 0, p.stderr
     report = json.loads(rep.read_text())
+    assert report["row_order"] == "source order (kept on request)"
     assert [report["levels"][q] for q in QI8] == [3, 2, 2, 1, 0, 0, 0, 1]
     assert report["suppressed"] == 506 and report["k"] == 5
     ours = pd.read_csv(out, sep=";", dtype=str)
@@ -221,3 +226,60 @@ def test_an_integer_quasi_identifier_with_blanks_takes_an_arx_hierarchy(tmp_path
     lines = out.read_text().splitlines()
     assert lines[0] == "age,sex"
     assert sorted(lines[1:]) == sorted(["39,F"] * 3 + ["40,F"] * 3 + [",F"] * 2 + ["*,*"])
+
+
+def test_rows_are_shuffled_and_cells_neutralised_like_a_web_release(tmp_path):
+    n = 200
+    src = pd.DataFrame(
+        {
+            "id": [f"P{i:04d}" for i in range(n)],
+            "age": [20 + i % 50 for i in range(n)],
+            "note": ["=HYPERLINK(1)" if i % 7 == 0 else "fine" for i in range(n)],
+        }
+    )
+    path = tmp_path / "in.csv"
+    src.to_csv(path, index=False)
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "quasi_identifiers": ["age"],
+                "steps": [{"kind": "tokenize", "params": {"columns": ["id"], "key": "k"}}],
+            }
+        )
+    )
+    outputs = []
+    for name in ("a", "b"):
+        out, rep = tmp_path / f"{name}.csv", tmp_path / f"{name}.json"
+        p = run(str(path), "--plan", str(plan), "--out", str(out), "--report", str(rep))
+        assert p.returncode == 0, p.stderr
+        outputs.append(pd.read_csv(out, dtype=str))
+        report = json.loads(rep.read_text())
+        assert report["row_order"] == "shuffled"
+        assert report["purpose"] == "method comparison" and report["recipient"] == "test suite"
+        assert "gate" in report and report["rows_in"] == n
+        assert "rows_in" not in report["published"] and "risk_before" not in report["published"]
+    a, b = outputs
+    # not in source order, and the ages as a multiset unchanged
+    assert list(a["age"]) != list(src["age"].astype(str))
+    assert sorted(a["age"]) == sorted(src["age"].astype(str))
+    # formulas neutralised as in a web download
+    assert a["note"].str.startswith("'=").sum() == (src["note"] != "fine").sum()
+    # a fresh key per run: the same person's token differs between the two releases
+    assert not set(a["id"]) & set(b["id"])
+
+
+def test_purpose_and_recipient_are_required(tmp_path):
+    out = tmp_path / "out.csv"
+    p = run(*toy_args(), "--k", "2", "--out", str(out), stated=False)
+    assert p.returncode == 2 and "purpose and recipient" in p.stderr and not out.exists()
+
+
+def test_the_gate_runs_on_the_command_line(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    p = run(*toy_args(), "--k", "2", "--out", str(out), "--report", str(rep))
+    assert p.returncode == 0, p.stderr
+    gate = json.loads(rep.read_text())["gate"]
+    codes = {f["code"] for f in gate["findings"]}
+    # Disease and the other test2 columns were never tagged on the command line
+    assert "column_untagged" in codes and "release gate:" in p.stderr

@@ -58,6 +58,10 @@ def test_anonymize_runs_from_the_console_script_with_no_settings(tmp_path):
             "3",
             "--out",
             str(out),
+            "--purpose",
+            "smoke test",
+            "--recipient",
+            "test suite",
         ],
         cwd=tmp_path,
     )

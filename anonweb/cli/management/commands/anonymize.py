@@ -76,6 +76,22 @@ class Command(BaseCommand):
             choices=list(AGGREGATES),
             help="how per-attribute losses combine (default: the metric's, geometric for Loss)",
         )
+        parser.add_argument(
+            "--purpose", help="why the data goes out (required; written in the report)"
+        )
+        parser.add_argument("--recipient", help="who receives it (required; in the report)")
+        parser.add_argument(
+            "--keep-order",
+            action="store_true",
+            help="write rows in source order (default: shuffled); stated in the report",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            help="COL=ROLE column tag for the release gate (identifier, quasi_identifier, "
+            "sensitive, other, keep); the plan's quasi-identifiers and sensitive columns are "
+            "tagged so already",
+        )
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
 
@@ -88,10 +104,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc).splitlines()[0], returncode=2) from None
 
     def _run(self, opts):
+        import secrets as pysecrets
+
         import numpy as np
 
         from anonweb.core.io.frame import read_table, sniff_separator
-        from anonweb.core.release.plan import apply_plan, read_plan
+        from anonweb.core.release.plan import read_plan
+        from anonweb.core.release.policy import evaluate_release
+        from anonweb.core.release.publish import fresh_secrets, publish
 
         if opts["plan"] and opts["qi"]:
             raise CommandError("use either --plan or --qi/--k, not both", returncode=2)
@@ -100,18 +120,43 @@ class Command(BaseCommand):
             name: self._read_secret(path)
             for name, path in _pairs(opts["secret"], "--secret").items()
         }
+        purpose = (opts["purpose"] or "").strip()
+        recipient = (opts["recipient"] or "").strip()
+        if not purpose or not recipient:
+            raise CommandError(
+                "state the release's purpose and recipient (--purpose, --recipient)", returncode=2
+            )
+        tags = {q: "quasi_identifier" for q in plan.quasi_identifiers}
+        tags |= {c: "sensitive" for c in plan.sensitive}
+        tags |= _pairs(opts["tag"], "--tag")
         df = read_table(opts["path"], sep=opts["sep"])
         sep = _output_separator(opts["path"], opts["sep"], sniff_separator)
         rng = np.random.default_rng(opts["seed"])
-        out, report = apply_plan(df, plan, rng=rng, secrets=secrets)
-        summary = self._summary(report.to_dict(), plan)
+        # keys not supplied in files are drawn fresh for this release and never written
+        secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
+        made = publish(df, plan, rng=rng, secrets=secrets, keep_order=opts["keep_order"])
+        released = made.aligned if made.aligned is not None else made.frame
+        gate = evaluate_release(df, released, plan=plan, tags=tags, report=made.published)
+        summary = self._summary(made.report, plan)
+        summary.update(
+            purpose=purpose,
+            recipient=recipient,
+            row_order=made.published["row_order"],
+            published=made.published,
+            gate=gate.to_dict(),
+        )
         from anonweb.cli.output import write_all
 
-        outputs = [(opts["out"], lambda f: out.to_csv(f, sep=sep, index=False))]
+        outputs = [(opts["out"], lambda f: f.write(made.csv_bytes(sep=sep).decode("utf-8")))]
         if opts["report"]:
             outputs.append((opts["report"], lambda f: json.dump(summary, f, indent=2)))
         write_all(outputs)
-        self.stdout.write(self._line(summary, len(out)))
+        self.stdout.write(self._line(summary, len(made.frame)))
+        if gate.blocking:
+            codes = ", ".join(sorted({f.code for f in gate.blocking}))
+            self.stderr.write(
+                f"release gate: {len(gate.blocking)} blocking finding(s) ({codes}); see the report"
+            )
 
     def _search_plan(self, opts):
         from anonweb.core.io.frame import parse_column_list

@@ -1,0 +1,47 @@
+"""Writing a released table: CSV with spreadsheet formulas neutralised (CSV injection).
+
+The release path (:mod:`anonweb.core.release.publish`) and every interface that writes a release
+(the web job, the API's downloads, ``manage.py anonymize``) use :func:`safe_csv_bytes`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pandas as pd
+
+# A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
+# A line inside a cell: a reader that splits rows on a bare CR or LF would start a new cell
+# there, so what follows a line break is neutralised as the start of a cell is.
+_AFTER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)(?=[=+\-@\t])")
+
+
+def neutralise_cell(value):
+    """Prefix text that a spreadsheet would evaluate with a quote (OWASP's advice), at the start
+    of the cell and after every line break inside it."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(FORMULA_PREFIXES):
+        value = "'" + value
+    if "\r" in value or "\n" in value:
+        value = _AFTER_LINE_BREAK.sub(lambda m: m.group(1) + "'", value)
+    return value
+
+
+def safe_csv_bytes(df: pd.DataFrame, *, sep: str = ",") -> bytes:
+    """CSV for download: text cells neutralised; numbers are left as numbers.
+
+    Rows end with CRLF (RFC 4180). Python's writer quotes a cell holding any character of the
+    line terminator, so with CRLF every cell containing a CR or an LF is quoted; with a bare LF
+    terminator a cell holding a lone CR went out unquoted, and readers split the row there."""
+    out = df.copy()
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = out[col].map(neutralise_cell)
+    out.columns = [neutralise_cell(str(c)) for c in out.columns]
+    buf = io.StringIO()
+    out.to_csv(buf, index=False, sep=sep, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
+    return buf.getvalue().encode("utf-8")
