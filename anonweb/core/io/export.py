@@ -19,7 +19,7 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
 _AFTER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)(?=[=+\-@\t])")
 
 
-def neutralise_cell(value):
+def neutralise_cell(value: object) -> object:
     """Prefix text that a spreadsheet would evaluate with a quote (OWASP's advice), at the start
     of the cell and after every line break inside it."""
     if not isinstance(value, str):

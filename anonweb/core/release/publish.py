@@ -37,7 +37,7 @@ class Published:
     report: dict[str, Any]
     published: dict[str, Any]
     aligned: pd.DataFrame | None = field(default=None, repr=False)
-    source_rows: np.ndarray | None = field(default=None, repr=False)
+    source_rows: np.ndarray[Any, Any] | None = field(default=None, repr=False)
 
     def csv_bytes(self, *, sep: str = ",") -> bytes:
         return safe_csv_bytes(self.frame, sep=sep)
@@ -45,13 +45,11 @@ class Published:
 
 def secret_names(plan: Plan | Mapping[str, Any]) -> set[str]:
     """Secrets a plan refers to by name (``"key": "release-key"``)."""
-    steps = plan.steps if isinstance(plan, Plan) else plan.get("steps", [])
-    names = set()
-    for step in steps:
-        params = step.params if hasattr(step, "params") else (step.get("params") or {})
-        if isinstance(params.get("key"), str):
-            names.add(params["key"])
-    return names
+    if isinstance(plan, Plan):
+        all_params = [dict(s.params) for s in plan.steps]
+    else:
+        all_params = [dict(s.get("params") or {}) for s in plan.get("steps", [])]
+    return {p["key"] for p in all_params if isinstance(p.get("key"), str)}
 
 
 def fresh_secrets(
