@@ -136,6 +136,13 @@ def dataset_assess(request, dataset_id: int):
             request, "The raw data of this dataset has been purged; nothing can be run on it."
         )
         return redirect("datasets:detail", dataset_id=dataset.pk)
+    if dataset.is_ready and not dataset.quasi_identifiers:
+        messages.error(
+            request,
+            "No column is tagged quasi-identifier, so there is no risk to measure: tag the "
+            "columns an attacker could know (age, sex, postcode, dates, ...) and save the tags.",
+        )
+        return redirect("datasets:detail", dataset_id=dataset.pk)
     try:
         job = job_create(
             user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset

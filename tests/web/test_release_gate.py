@@ -247,3 +247,17 @@ def test_the_api_answers_409_with_the_findings(client, officer, steward, dataset
     accepted = api.post(url, {"decision": "approve", "override": JUSTIFICATION}, format="json")
     assert accepted.status_code == 200, accepted.json()
     assert accepted.json()["override"]["justification"] == JUSTIFICATION
+
+
+def test_assess_without_a_quasi_identifier_is_refused_with_a_reason(client, officer, dataset):
+    from anonweb.datasets.services import dataset_set_tags
+
+    dataset_set_tags(
+        user=officer, dataset=dataset, tags={"zip": "other", "age": "other", "sex": "other"}
+    )
+    client.force_login(officer)
+    response = client.post(reverse("datasets:assess", args=[dataset.pk]), follow=True)
+    assert "No column is tagged quasi-identifier" in response.content.decode()
+    assert not Job.objects.filter(kind=JobKind.PROFILE).exists()
+    page = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
+    assert "js/tags.js" in page
