@@ -21,7 +21,7 @@ def _run_plan(page, url, dataset_id, plan, title):
     page.fill("#id_title", title)
     page.fill("#id_purpose", "BMI study")
     page.fill("#id_recipient", "Clinic research unit")
-    page.click("[data-testid=advanced] summary")  # the plan as JSON, beside the forms
+    page.eval_on_selector("[data-testid=advanced]", "d => { d.open = true; }")  # the JSON view
     page.fill("#id_plan", json.dumps({"version": 1, **plan}))
     page.click("[data-testid=launch-plan]")
     page.wait_for_url("**/jobs/*/")

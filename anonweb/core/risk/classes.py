@@ -47,7 +47,15 @@ def suppressed_records(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> ND
         return star
     star[:] = True
     for q in qis:
-        star &= df[q].astype(object).to_numpy() == SUPPRESSED
+        col = df[q]
+        if not (
+            pd.api.types.is_object_dtype(col)
+            or pd.api.types.is_string_dtype(col)
+            or isinstance(col.dtype, pd.CategoricalDtype)
+        ):
+            return np.zeros(len(df), dtype=bool)  # a column of numbers or dates holds no ``*``
+        # Series.eq, not NumPy's ==: a blank (None, NaN, pd.NA) compares as False, never as NA
+        star &= col.eq(SUPPRESSED).fillna(False).to_numpy(dtype=bool)
     if star.all():
         star[:] = False
     return star
