@@ -19,8 +19,11 @@
         status.textContent = s.status_label;
         status.className = "status " + s.status;
         message.textContent = s.message;
-        if (s.started_at) box.querySelector("[data-testid=job-started]").textContent = s.started_at;
-        if (s.worker) box.querySelector("[data-testid=job-worker]").textContent = s.worker;
+        // The job page shows when and where the job started; the dataset page's reading box does not.
+        var started = box.querySelector("[data-testid=job-started]");
+        var worker = box.querySelector("[data-testid=job-worker]");
+        if (s.started_at && started) started.textContent = s.started_at;
+        if (s.worker && worker) worker.textContent = s.worker;
         if (s.error) { error.textContent = s.error; error.hidden = false; }
         if (s.terminal) {
           var cancel = document.getElementById("cancel-form");
