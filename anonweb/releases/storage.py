@@ -20,7 +20,12 @@ from django.conf import settings
 from anonweb.core.conflicts.inference import Aggregate
 
 # The CSV protections live in the core's release path; imported here for the writers.
-from anonweb.core.io.export import FORMULA_PREFIXES, neutralise_cell, safe_csv_bytes  # noqa: F401
+from anonweb.core.io.export import (  # noqa: F401
+    FORMULA_PREFIXES,
+    neutralise_cell,
+    neutralise_frame,
+    safe_csv_bytes,
+)
 
 
 def release_dir(storage_key) -> Path:
@@ -84,12 +89,8 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
             f"the release has {len(df):,} rows, more than a spreadsheet holds "
             f"({XLSX_MAX_ROWS:,}); download it as csv or parquet"
         )
-    for col in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = df[col].map(neutralise_cell)
-    df.columns = [neutralise_cell(str(c)) for c in df.columns]
     buf = io.BytesIO()
-    df.to_excel(buf, index=False, engine="openpyxl")
+    neutralise_frame(df).to_excel(buf, index=False, engine="openpyxl")
     return buf.getvalue()
 
 

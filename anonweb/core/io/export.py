@@ -31,17 +31,24 @@ def neutralise_cell(value: object) -> object:
     return value
 
 
+def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy for a spreadsheet (CSV or xlsx): text cells and column names neutralised; numbers
+    are left as numbers. The input is not modified."""
+    out = df.copy()
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = out[col].map(neutralise_cell)
+    out.columns = [neutralise_cell(str(c)) for c in out.columns]
+    return out
+
+
 def safe_csv_bytes(df: pd.DataFrame, *, sep: str = ",") -> bytes:
     """CSV for download: text cells neutralised; numbers are left as numbers.
 
     Rows end with CRLF (RFC 4180). Python's writer quotes a cell holding any character of the
     line terminator, so with CRLF every cell containing a CR or an LF is quoted; with a bare LF
     terminator a cell holding a lone CR went out unquoted, and readers split the row there."""
-    out = df.copy()
-    for col in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[col]):
-            out[col] = out[col].map(neutralise_cell)
-    out.columns = [neutralise_cell(str(c)) for c in out.columns]
+    out = neutralise_frame(df)
     buf = io.StringIO()
     out.to_csv(buf, index=False, sep=sep, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
     return buf.getvalue().encode("utf-8")
