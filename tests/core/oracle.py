@@ -195,7 +195,7 @@ def brute_force(
     how: str = "geometric",
 ):
     """Every node of the lattice: classes failing any model are suppressed if they fit within
-    the limit; the node of least aggregated Loss wins (ties: the lexicographically first node).
+    the limit; the node of least aggregated Loss wins (ties: the lowest sum of levels, then the lexicographically first node).
     Returns (score, node, per-QI losses, suppressed rows) or None."""
     limit = math.floor(suppression * len(df) + 1e-9)
     heights = [len(hierarchies[q][0]) for q in qis]
@@ -225,6 +225,6 @@ def brute_force(
             score = tuple(sorted(losses, reverse=True))
         else:
             score = (round(aggregate(losses, how), 12),)
-        if best is None or (score, levels) < (best[0], best[1]):
+        if best is None or (score, sum(levels), levels) < (best[0], sum(best[1]), best[1]):
             best = (score, levels, losses, int(bad.sum()))
     return best

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from anonweb.core.io.hierarchy import read_hierarchy
 from anonweb.core.models.closeness import t_closeness
+from anonweb.core.models.counts import SensitiveCounts, sensitive_domain
+from anonweb.core.models.t_closeness import hierarchical_distance, hierarchical_distance_dense
 
 DISEASES = ["gastric ulcer", "gastritis", "stomach cancer", "flu", "bronchitis", "pneumonia"]
 
@@ -103,3 +105,19 @@ def test_hierarchical_distance_matches_the_recursion(disease_hierarchy):
         )
         assert ours.distance == "hierarchical"
         assert ours.t == pytest.approx(naive_hierarchical(df, disease_hierarchy), abs=1e-12)
+
+
+def test_hierarchical_distance_from_a_count_matrix_matches_the_recursion(disease_hierarchy):
+    # the search's route: a dense (classes x values) matrix of counts, not sparse triples
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n = int(rng.integers(2, 30))
+        df = pd.DataFrame({"g": rng.choice(list("abc"), n), "dis": rng.choice(DISEASES, n)})
+        domain, codes = sensitive_domain(df["dis"])
+        groups, group_codes = np.unique(df["g"], return_inverse=True)
+        hist = np.zeros((len(groups), len(domain.values)))
+        np.add.at(hist, (group_codes, codes), 1)
+        got = hierarchical_distance_dense(domain, hist, disease_hierarchy)
+        assert got.max() == pytest.approx(naive_hierarchical(df, disease_hierarchy), abs=1e-12)
+        sparse = SensitiveCounts.from_codes(domain, group_codes, codes, len(groups))
+        assert got == pytest.approx(hierarchical_distance(sparse, disease_hierarchy), abs=1e-12)

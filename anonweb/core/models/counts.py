@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,8 @@ from anonweb.core.risk.classes import (
     equivalence_classes,
     group_codes,
 )
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,12 +62,13 @@ class SensitiveDomain:
         """Rank (0-based) of each value in ascending order; missing values last."""
         return value_ranks(self.values)
 
-    def cached(self, key: object, build: Callable[[], object]) -> object:
+    def cached(self, key: object, build: Callable[[], _T]) -> _T:
         """A per-domain cache for what a model derives from the values alone (hierarchy paths),
         so that a search checking thousands of nodes derives it once."""
         if key not in self._cache:
             self._cache[key] = build()
-        return self._cache[key]
+        # each key is built by one caller's builder, so it holds what that builder returns
+        return cast(_T, self._cache[key])
 
 
 def sensitive_domain(series: pd.Series) -> tuple[SensitiveDomain, NDArray[Any]]:

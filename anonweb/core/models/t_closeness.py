@@ -132,7 +132,7 @@ def _domain_nodes(domain: SensitiveDomain, hierarchy: Hierarchy) -> list[NDArray
     got = domain.cached(
         ("hierarchy", id(hierarchy)), lambda: (hierarchy, hierarchy_nodes(hierarchy, domain.values))
     )
-    return got[1]  # type: ignore[index,no-any-return]
+    return got[1]
 
 
 def hierarchical_distance(sc: SensitiveCounts, hierarchy: Hierarchy) -> NDArray[Any]:
@@ -175,6 +175,56 @@ def _level_cost(
     # Children's extras sum to the parent's extra, so neg_extra = pos_extra - extra(parent).
     neg = pos - (p_parent - q_parent[p_node])
     return np.bincount(p_cls, weights=np.maximum(np.minimum(pos, neg), 0.0), minlength=n)
+
+
+def hierarchical_distance_dense(
+    domain: SensitiveDomain, hist: NDArray[Any], hierarchy: Hierarchy
+) -> NDArray[Any]:
+    """:func:`hierarchical_distance` from a dense (classes x values) matrix of counts.
+
+    The counts are summed per hierarchy node with one matrix product per level (sums of whole
+    counts, so exact), then each inner node's extras follow as in :func:`_level_cost`.
+    """
+    maps = _domain_level_maps(domain, hierarchy)
+    n = hist.shape[0]
+    if not maps:
+        return np.zeros(n)
+    top = len(maps)
+    sizes = np.maximum(hist.sum(axis=1, keepdims=True), 1)
+    q_value = domain.share
+    # extra of every value (level 0) in every class: p - q
+    extra_child = hist / sizes - q_value
+    cost = np.zeros(n)
+    for level, (to_parent, value_to_parent) in enumerate(maps, start=1):
+        pos = np.maximum(extra_child, 0.0) @ to_parent
+        extra_parent = (hist @ value_to_parent) / sizes - q_value @ value_to_parent
+        neg = pos - extra_parent
+        cost += level / top * np.maximum(np.minimum(pos, neg), 0.0).sum(axis=1)
+        extra_child = extra_parent
+    return np.asarray(np.clip(cost, 0.0, 1.0))
+
+
+def _domain_level_maps(
+    domain: SensitiveDomain, hierarchy: Hierarchy
+) -> list[tuple[NDArray[Any], NDArray[Any]]]:
+    """Per level 1..H-1 of the hierarchy: the 0/1 matrix from the level below's nodes to this
+    level's, and from the values to this level's nodes; derived once per domain."""
+
+    def build() -> tuple[Hierarchy, list[tuple[NDArray[Any], NDArray[Any]]]]:
+        nodes = _domain_nodes(domain, hierarchy)
+        maps = []
+        for level in range(1, len(nodes)):
+            child_of, parent_of = nodes[level - 1], nodes[level]
+            mc, mp = int(child_of.max()) + 1, int(parent_of.max()) + 1
+            to_parent = np.zeros((mc, mp))
+            to_parent[child_of, parent_of] = 1.0
+            value_to_parent = np.zeros((len(parent_of), mp))
+            value_to_parent[np.arange(len(parent_of)), parent_of] = 1.0
+            maps.append((to_parent, value_to_parent))
+        return hierarchy, maps
+
+    got = domain.cached(("hierarchy levels", id(hierarchy)), build)
+    return got[1]
 
 
 def distance_per_class(
@@ -220,8 +270,11 @@ class TCloseness(PrivacyModel):
         return f"{self.distance}-distance {self.t}-closeness on {self.sensitive}"
 
     def measure(self, data: ClassData) -> NDArray[Any]:
-        dense = data.histogram(self.sensitive) if self.distance == "equal" else None
+        dense = data.histogram(self.sensitive) if self.distance != "ordered" else None
         if dense is not None:
+            if self.distance == "hierarchical":
+                assert self.hierarchy is not None  # checked in __post_init__
+                return hierarchical_distance_dense(*dense, self.hierarchy)
             return equal_distance_dense(*dense)
         return distance_per_class(data.sensitive(self.sensitive), self.distance, self.hierarchy)
 

@@ -49,6 +49,11 @@ from anonweb.core.search.lattice import (
 from anonweb.core.search.metrics import Metric, make_metric
 
 MAX_LATTICE = 2_000_000
+# binary searches of the tagging phase run side by side, their checks batched, when nothing may
+# be suppressed (measured on Adult: k=2 and k=5 check half the nodes, in half the time); with a
+# suppression limit one search at a time checks fewer nodes and is faster (k=10, 2%: 255 against
+# 277 nodes; with t-closeness: 2,369 against 2,380)
+TAG_PATHS = 16
 
 
 @dataclass(frozen=True)
@@ -159,10 +164,14 @@ class _Checker:
         self, levels: Sequence[int] | NDArray[Any], parent: ClassTable | None = None
     ) -> _Eval:
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
+        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), self.mono)
+
+    def _decide(self, ct: ClassTable, fail: NDArray[Any], mono: Sequence[PrivacyModel]) -> _Eval:
+        """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
+        monotonic models (those not among ``mono``)."""
         sizes = ct.sizes
         data = self._data(sizes, ct.hist)
-        fail = np.zeros(len(sizes), dtype=bool)
-        for m in self.mono:
+        for m in mono:
             # one at a time, k-anonymity first: a node it rejects needs no value histograms
             fail |= ~m.passes(data)
             if sizes[fail].sum() > self.max_out:
@@ -174,6 +183,30 @@ class _Checker:
             kept = data.select(~fail)
             ok = all(m.satisfied(kept) for m in self.table_wide)
         return _Eval(True, ok, ct, fail)
+
+    def check_few_histograms(
+        self, nodes: NDArray[Any], parents: Sequence[ClassTable]
+    ) -> list[_Eval]:
+        """:meth:`check_many` for nodes most of which the models that read only class sizes
+        (k-anonymity) reject: those decide the batch at once, and the value histograms are
+        built only for the nodes they accept, as :meth:`check` would."""
+        batch = self.table.classes_many(nodes, parents, [])
+        sizes_only = [m for m in self.mono if getattr(m, "sensitive", None) is None]
+        rest = [m for m in self.mono if getattr(m, "sensitive", None) is not None]
+        data = ClassData(batch.sizes)
+        fail = np.zeros(len(batch.sizes), dtype=bool)
+        for m in sizes_only:
+            fail |= ~m.passes(data)
+        out = batch.per_node(np.where(fail, batch.sizes, 0))
+        evals = []
+        for b in range(len(parents)):
+            ct = batch.table(b)
+            if out[b] > self.max_out:
+                evals.append(_Eval(False, False, ct))
+            else:
+                lo, hi = batch.starts[b], batch.starts[b + 1]
+                evals.append(self._decide(ct, fail[lo:hi].copy(), rest))
+        return evals
 
     def check_many(self, nodes: NDArray[Any], parents: Sequence[ClassTable]) -> list[_Eval]:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
@@ -206,7 +239,7 @@ def _lex_less(
     keys: NDArray[Any], ref: NDArray[Any], index: NDArray[Any], ref_index: int
 ) -> NDArray[Any]:
     """Row-wise ``(keys[i], index[i]) < (ref, ref_index)`` in lexicographic order: equal keys
-    are ordered by node index, i.e. by the node's levels, first QI first."""
+    are ordered by ``index``, the node's place in the tie order (see ``_Search.tie``)."""
     result = np.zeros(len(keys), dtype=bool)
     undecided = np.ones(len(keys), dtype=bool)
     for col in range(keys.shape[1]):
@@ -259,8 +292,8 @@ def optimal_generalization(
     ``models`` are instances from :mod:`anonweb.core.models.criteria`; ``k`` is a shortcut for
     ``KAnonymity(k)``. ``metric`` and ``aggregate`` name the objective (ARX's default, Loss
     aggregated by the geometric mean, when left out; see :mod:`anonweb.core.search.metrics`).
-    Among nodes of equal score, the one with the lowest levels, first QI first, wins, whatever
-    the order nodes were checked in.
+    Among nodes of equal score, the one with the lowest sum of levels wins (ARX's rule), then
+    the lowest levels, first QI first, whatever the order nodes were checked in.
     ``max_nodes`` / ``time_limit`` bound the exhaustive search (then a heuristic, reported in
     ``search``). ``table`` reuses an :class:`EncodedTable` of ``df`` built with the same QIs and
     sensitive columns (to search several settings without re-encoding).
@@ -415,7 +448,7 @@ class _Search:
         self.optimal = True
         self.algorithm = "flash-bound"
         self.note = ""
-        self.best: tuple[Any, ...] | None = None  # (key, node, eval, values, index)
+        self.best: tuple[Any, ...] | None = None  # (key, node, eval, values, tie place)
         self.nodes: NDArray[Any] = np.zeros((0, len(table.heights)), dtype=np.int16)
 
     def solve(self) -> _Found:
@@ -433,8 +466,11 @@ class _Search:
         self.packed = pack_levels(self.nodes)
         self.strides = np.array([int(np.prod(heights[i + 1 :])) for i in range(len(heights))])
         self.bkey = self.scorer.key(self.scorer.bounds(self.nodes))
-        self.order = np.lexsort(self.bkey.T[::-1])  # stable: equal bounds in node order
-        self.index = np.arange(size)
+        # ties of score go to the lowest sum of levels (as in ARX), then to the lowest levels,
+        # first QI first: ``tie`` is each node's place in that order
+        self.tie = np.empty(size, dtype=np.int64)
+        self.tie[np.lexsort((np.arange(size), self.nodes.sum(axis=1)))] = np.arange(size)
+        self.order = np.lexsort((self.tie, *self.bkey.T[::-1]))  # equal bounds in tie order
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
         self.status = np.zeros(size, dtype=np.int8)
@@ -494,10 +530,10 @@ class _Search:
         self._record(idx, ev)
         return ev
 
-    def _evaluate_many(self, chunk: list[int]) -> bool:
-        """Check several nodes in one batch, then record them in order as :meth:`_evaluate`
-        would; False once a node is no longer alive (a solution found earlier in the batch
-        beats every later node)."""
+    def _check_batch(self, chunk: list[int], few_histograms: bool = False) -> dict[int, _Eval]:
+        """Check together the nodes of ``chunk`` that have a finer node's classes cached."""
+        if len(chunk) < 2:
+            return {}  # nothing to batch: the caller checks the node and looks up its parent
         parents = [self.cache.parent(self.packed[i]) for i in chunk]
         batched = [
             j
@@ -506,13 +542,36 @@ class _Search:
             and math.prod(int(c) for c in self.table.all_cards[self.table.offsets + self.nodes[i]])
             < 2**62
         ]
-        evals: dict[int, _Eval] = {}
-        if len(batched) > 1:
-            got = self.checker.check_many(
-                self.nodes[[chunk[j] for j in batched]],
-                [p for j in batched if (p := parents[j]) is not None],
-            )
-            evals = {chunk[j]: ev for j, ev in zip(batched, got)}
+        if len(batched) < 2:
+            return {}
+        check = self.checker.check_few_histograms if few_histograms else self.checker.check_many
+        got = check(
+            self.nodes[[chunk[j] for j in batched]],
+            [p for j in batched if (p := parents[j]) is not None],
+        )
+        return {chunk[j]: ev for j, ev in zip(batched, got)}
+
+    def _evaluate_all(self, chunk: list[int]) -> None:
+        """Check several nodes, in one batch where they can be, and record every one.
+
+        What a check settles on the monotonic models is a fact about the node, and a solution
+        is kept by the order-independent rule of :meth:`_offer`: the order of checks changes
+        how many nodes are checked, never the result."""
+        self._budget()
+        if self.max_nodes is not None:
+            chunk = chunk[: self.max_nodes - self.checked]
+        evals = self._check_batch(chunk, few_histograms=True)
+        for idx in chunk:
+            ev = evals.get(idx)
+            if ev is None:
+                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
+            self._record(idx, ev)
+
+    def _evaluate_many(self, chunk: list[int]) -> bool:
+        """Check several nodes in one batch, then record them in order as :meth:`_evaluate`
+        would; False once a node is no longer alive (a solution found earlier in the batch
+        beats every later node)."""
+        evals = self._check_batch(chunk)
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:
                 self.checked += sum(1 for i in chunk[pos:] if i in evals)  # checked, not needed
@@ -537,9 +596,10 @@ class _Search:
     def _offer(self, idx: int, ev: _Eval) -> None:
         values = self._values(self.nodes[idx], ev)
         key = self.scorer.key(values[None, :])[0]
-        if self.best is None or (tuple(key), idx) < (tuple(self.best[0]), self.best[4]):
-            self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values, idx)
-            self.alive &= _lex_less(self.bkey, key, self.index, idx)
+        tie = int(self.tie[idx])
+        if self.best is None or (tuple(key), tie) < (tuple(self.best[0]), self.best[4]):
+            self.best = (key, tuple(int(x) for x in self.nodes[idx]), ev, values, tie)
+            self.alive &= _lex_less(self.bkey, key, self.tie, tie)
 
     def _values(self, node: Sequence[int] | NDArray[Any], ev: _Eval) -> NDArray[Any]:
         if not self.scorer.per_qi:
@@ -548,22 +608,33 @@ class _Search:
         return self.scorer.actual(node, ev.ct.rep[out], ev.ct.sizes[out])
 
     def _tag_phase(self) -> None:
-        """Settle the monotonic models on every node that could still beat the best."""
+        """Settle the monotonic models on every node that could still beat the best.
+
+        Binary searches run along up to ``TAG_PATHS`` disjoint paths at once when nothing may
+        be suppressed, their midpoints checked as one batch (see :meth:`_evaluate_all`)."""
         while True:
             cand = (self.status == 0) & self.alive
             if not cand.any():
                 return
-            start = self.start_order[np.argmax(cand[self.start_order])]
-            path = self._path(start, cand)
-            lo, hi = 0, len(path) - 1
-            while lo <= hi:
-                mid = (lo + hi) // 2
-                if self.status[path[mid]] == 0:
-                    self._evaluate(path[mid])
-                if self.status[path[mid]] == 1:
-                    hi = mid - 1
-                else:
-                    lo = mid + 1
+            searches: list[tuple[list[int], int, int]] = []
+            paths = TAG_PATHS if self.checker.max_out == 0 else 1
+            while len(searches) < paths and cand.any():
+                start = self.start_order[np.argmax(cand[self.start_order])]
+                path = self._path(start, cand)
+                cand[path] = False
+                searches.append((path, 0, len(path) - 1))
+            while searches:
+                mids = [path[(lo + hi) // 2] for path, lo, hi in searches]
+                self._evaluate_all(list(dict.fromkeys(i for i in mids if self.status[i] == 0)))
+                following = []
+                for (path, lo, hi), mid in zip(searches, mids):
+                    if self.status[mid] == 1:
+                        hi = (lo + hi) // 2 - 1
+                    else:
+                        lo = (lo + hi) // 2 + 1
+                    if lo <= hi:
+                        following.append((path, lo, hi))
+                searches = following
 
     def _path(self, start: int, cand: NDArray[Any]) -> list[int]:
         path = [int(start)]

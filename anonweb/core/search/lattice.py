@@ -8,6 +8,7 @@ touches only those rows: one int64 key per row (mixed radix of the level codes) 
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,10 +43,36 @@ class EncodedQI:
         return [len(lab) for lab in self.labels]
 
 
+def factorize_values(
+    series: pd.Series, *, use_na_sentinel: bool = True
+) -> tuple[NDArray[Any], pd.Index]:
+    """``pd.factorize`` of a column: a code per row and the distinct values, first seen first.
+
+    A text column read from a file holds each distinct text as one object, repeated; hashing
+    every cell's text costs most of the encoding. So the cells of an object column are numbered
+    by identity first (the objects' addresses, as integers: a cheap integer factorization),
+    and only the few objects found are then compared by value. Equal objects are equal values,
+    and equal values held by distinct objects are merged by the second step, so the codes and
+    values are exactly those of ``pd.factorize``.
+    """
+    values = series.to_numpy()
+    if values.dtype != object or len(values) < 1024:
+        codes, uniques = pd.factorize(values, use_na_sentinel=use_na_sentinel)
+        return codes.astype(np.int64, copy=False), pd.Index(uniques)
+    values = np.ascontiguousarray(values)  # held until the addresses are copied
+    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
+    addresses = np.ctypeslib.as_array(pointer, shape=(len(values),)).copy()
+    by_identity, _ = pd.factorize(addresses)
+    objects = np.empty(int(by_identity.max()) + 1, dtype=np.int64)
+    objects[by_identity] = np.arange(len(values))  # a cell holding each object
+    by_value, uniques = pd.factorize(values[objects], use_na_sentinel=use_na_sentinel)
+    return by_value.astype(np.int64, copy=False)[by_identity], pd.Index(uniques)
+
+
 def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
     """Encode ``series`` against ``hierarchy``; raises if a value is not covered."""
     # work on the distinct values only: a column has far fewer of them than rows
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    codes, uniques = factorize_values(series, use_na_sentinel=True)
     found = hierarchy.rows_of(uniques)  # by value: 39.0 of a float column finds the line 39
     if (found < 0).any():
         hierarchy.validate_covers(series)  # raises, naming the values in both forms
@@ -78,8 +105,7 @@ def encode_qi(series: pd.Series, hierarchy: Hierarchy) -> EncodedQI:
 
 def encode_sensitive(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
     """Codes per row and the distinct values (missing is a value of its own)."""
-    codes, uniques = pd.factorize(series, use_na_sentinel=False)
-    return codes.astype(np.int64), pd.Index(uniques)
+    return factorize_values(series, use_na_sentinel=False)
 
 
 class EncodedTable:
@@ -125,48 +151,88 @@ class EncodedTable:
         # all level codes side by side, so a node's codes are one fancy-indexing operation
         self.offsets = np.cumsum([0] + [len(c) for c in self.codes[:-1]])
         # one row per (QI, level): a node's codes are a few contiguous rows
-        self.all_codes = np.vstack([c for levels in self.codes for c in levels])
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
+        dtype = np.int32 if self.all_cards.max() < 2**31 else np.int64
+        self.all_codes = np.vstack([c for levels in self.codes for c in levels]).astype(dtype)
         # the same codes one row per distinct row: rolling up gathers a few hundred scattered
         # rows, and each then costs one or two cache lines instead of one per QI
-        dtype = np.int32 if self.all_cards.max() < 2**31 else np.int64
-        self.row_codes = np.ascontiguousarray(self.all_codes.T, dtype=dtype)
+        self.row_codes = np.ascontiguousarray(self.all_codes.T)
+        self._offsets = [int(o) for o in self.offsets]
+        self._cards = [int(c) for c in self.all_cards]
         self.width = self.row_codes.shape[1]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         self.heights = np.array([q.height for q in self.qis])
+        # distinct rows that differ only in their sensitive values fall in one class at every
+        # node: grouping a node from scratch needs only the distinct quasi-identifier rows
+        self.base_to_qi: NDArray[Any] | None = None
+        self.qi_codes, self.qi_weights, self.qi_first = self.all_codes, self.weights, None
+        if sens:
+            _, base_to_qi, _ = _distinct_rows([base[:, i] for i in range(d)], radices[:d])
+            n_qi = int(base_to_qi.max()) + 1
+            if n_qi < self.m:
+                self.base_to_qi = base_to_qi
+                self.qi_weights = np.bincount(base_to_qi, weights=self.weights, minlength=n_qi)
+                self.qi_first = _first_index(base_to_qi, n_qi)
+                self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
 
     def group(
         self, levels: Sequence[int] | NDArray[Any], rows: NDArray[Any] | None = None
     ) -> tuple[NDArray[Any], int]:
         """Class id of each distinct row (or of each of ``rows``) at a node, and the class count."""
-        cols = self.offsets + np.asarray(levels)
-        cards = self.all_cards[cols]
-        if rows is None:
-            sub = self.all_codes[cols]  # QIs x rows
-        else:  # the rows' codes (contiguous per row), then the node's columns: rows x QIs
-            sub = self.row_codes.take(rows, axis=0).take(cols, axis=1)
-        cards = cards.tolist()
+        inv, n_classes, _ = self.group_sizes(levels, rows)
+        return inv, n_classes
+
+    def group_sizes(
+        self,
+        levels: Sequence[int] | NDArray[Any],
+        rows: NDArray[Any] | None = None,
+        weights: NDArray[Any] | None = None,
+        codes: NDArray[Any] | None = None,
+    ) -> tuple[NDArray[Any], int, NDArray[Any] | None]:
+        """:meth:`group`, and with ``weights`` (positive, one per row grouped) their sum per
+        class, taken from the count that finds the classes when it can. Without ``rows``,
+        ``codes`` (laid out as ``all_codes``) may name other rows to group."""
+        codes = self.all_codes if codes is None else codes
+        cols = [o + int(lv) for o, lv in zip(self._offsets, levels)]
+        cards = [self._cards[c] for c in cols]
         space = math.prod(cards)
-        if space < 2**62:
+        if rows is None and space < 2**62:
+            # multiply-add over the node's rows of codes, in place: no copy of the codes is
+            # gathered, and int32 arithmetic when every key fits (the codes are int32 already)
+            key = codes[cols[0]].astype(np.int32 if space < 2**31 else np.int64)
+            for c, card in zip(cols[1:], cards[1:]):
+                key *= card
+                key += codes[c]
+        elif rows is not None and space < 2**62 and len(rows) > 1024:
+            # many rows: one gather per column of the node's codes, multiplied and added in
+            # place (cheaper than gathering the rows' codes first once rows run to thousands)
+            key = self.all_codes[cols[0]].take(rows).astype(np.int32 if space < 2**31 else np.int64)
+            for c, card in zip(cols[1:], cards[1:]):
+                key *= card
+                key += self.all_codes[c].take(rows)
+        elif rows is not None and space < 2**62:  # the rows' codes, then the node's columns
+            sub = self.row_codes.take(rows, axis=0).take(cols, axis=1)
             radix = [math.prod(cards[i + 1 :]) for i in range(len(cards))]
-            # int32 arithmetic when every key fits: the codes are int32 already
-            strides = np.array(radix, dtype=np.int32 if space < 2**31 else np.int64)
-            key = strides @ sub if rows is None else sub @ strides
+            key = sub @ np.array(radix, dtype=np.int32 if space < 2**31 else np.int64)
         else:  # too many combinations for one int64: combine column by column, renumbering
-            sub = sub if rows is None else sub.T
+            sub = codes[cols] if rows is None else self.row_codes[rows][:, cols].T
             key = sub[0].astype(np.int64)
             for j in range(1, sub.shape[0]):
                 key = pd.factorize(key * cards[j] + sub[j])[0].astype(np.int64)
             space = int(key.max()) + 1 if len(key) else 0
-        if space <= 4 * len(key):
-            occupied = np.bincount(key, minlength=space) > 0
+        # a count over the key space is the cheapest way to ids while the space is at most a
+        # few times the rows; beyond that, hashing the keys (sorting them costs more)
+        if space <= 8 * len(key):
+            counts = np.bincount(key, weights=weights, minlength=space)
+            occupied = counts > 0  # weights are positive: a key present has a positive sum
             ids = np.cumsum(occupied) - 1
-            return ids[key], int(ids[-1]) + 1
-        if space <= 1 << 15:  # the same ids (keys ranked), sorting the keys rather than the space
-            uniq, inv = np.unique(key, return_inverse=True)
-            return inv.reshape(-1), len(uniq)
+            sizes = None if weights is None else counts[occupied]
+            return ids[key], int(ids[-1]) + 1, sizes
         inv, uniq = pd.factorize(key)
-        return inv, len(uniq)
+        n_classes = len(uniq)
+        if weights is None:
+            return inv, n_classes, None
+        return inv, n_classes, np.bincount(inv, weights=weights, minlength=n_classes)
 
     def classes(
         self,
@@ -183,14 +249,22 @@ class EncodedTable:
         which builds them on first use (a node that fails k-anonymity never needs them).
         """
         if parent is None:
-            inv, n_classes = self.group(levels)
-            sizes = np.bincount(inv, weights=self.weights, minlength=n_classes)
+            if self.base_to_qi is None or self.qi_first is None:
+                inv, n_classes, sizes = self.group_sizes(levels, None, self.weights)
+                rep = _first_index(inv, n_classes)
+            else:
+                inv_qi, n_classes, sizes = self.group_sizes(
+                    levels, None, self.qi_weights, self.qi_codes
+                )
+                rep = self.qi_first[_first_index(inv_qi, n_classes)]
+                inv = inv_qi[self.base_to_qi]
+            assert sizes is not None
             hists = {} if lazy else {j: self.sa_histogram(j, inv, n_classes) for j in sa}
-            rep = _first_index(inv, n_classes)
             source = (self, None, inv) if lazy else None
             return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists, inv, source)
-        inv, n_classes = self.group(levels, parent.rep)
-        sizes = np.bincount(inv, weights=parent.sizes, minlength=n_classes).astype(np.int64)
+        inv, n_classes, sizes = self.group_sizes(levels, parent.rep, parent.sizes)
+        assert sizes is not None
+        sizes = sizes.astype(np.int64)
         hists = {} if lazy else {j: _sum_rows(parent.hist(j), inv, n_classes) for j in sa}
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = parent.rep  # any parent class inside a class represents it
@@ -203,9 +277,9 @@ class EncodedTable:
     ) -> ClassBatch:
         """The classes of several nodes at once, each rolled up from its finer node's classes.
 
-        One gather, one sort and one bincount serve the whole batch, instead of a dozen small
-        array operations per node. Class ids follow the node's mixed-radix key, as in
-        :meth:`group`; every node's key space must fit an int64.
+        One gather, one hashing and one bincount serve the whole batch, instead of a dozen
+        small array operations per node. Each node's classes are numbered together, in any
+        order (no result depends on it); every node's key space must fit an int64.
         """
         nodes = np.asarray(nodes, dtype=np.int64)
         cols = self.offsets + nodes  # nodes x QIs
@@ -218,10 +292,11 @@ class EncodedTable:
         sub = self.row_codes.ravel().take(rows[:, None] * self.width + cols[seg])
         key = np.einsum("ij,ij->i", sub, strides[seg])
         spaces = [math.prod(c) for c in cards.tolist()]
-        if sum(spaces) < 2**62:  # the nodes' key spaces side by side: one sort of one key
+        if sum(spaces) < 2**62:  # the nodes' key spaces side by side: one hashing of one key
             base = np.cumsum([0] + spaces[:-1])
-            uniq, inv = np.unique(key + base[seg], return_inverse=True)
-            inv = inv.reshape(-1)
+            # rows come node after node and nodes' keys differ, so ids numbered in order of
+            # first appearance come node after node too, as ``starts`` needs
+            inv, uniq = pd.factorize(key + base[seg])
             n_classes = len(uniq)
             class_seg = np.searchsorted(base, uniq, side="right") - 1
         else:
@@ -245,6 +320,10 @@ class EncodedTable:
         }
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = rows
+        # the class (numbered within its node) of each parent class, for histograms built later
+        local = inv - starts[seg]
+        ends = np.cumsum(lens)
+        groups = [local[e - n : e] for e, n in zip(ends.tolist(), lens.tolist())]
         return ClassBatch(
             [tuple(int(x) for x in lv) for lv in nodes],
             starts,
@@ -252,6 +331,7 @@ class EncodedTable:
             rep,
             sizes.astype(np.int64),
             hists,
+            (self, list(parents), groups),
         )
 
     def sa_histogram(self, sa_index: int, inv: NDArray[Any], n_classes: int) -> NDArray[Any]:
@@ -312,11 +392,20 @@ class ClassBatch:
     rep: NDArray[Any]
     sizes: NDArray[Any]
     hists: dict[int, NDArray[Any]]
+    # (table, the parents, per node the class of each parent class): what a node's histograms
+    # not built with the batch are built from
+    source: tuple[Any, list[ClassTable], list[NDArray[Any]]] | None = field(
+        default=None, repr=False
+    )
 
     def table(self, b: int) -> ClassTable:
         lo, hi = int(self.starts[b]), int(self.starts[b + 1])
         hists = {j: h[lo:hi] for j, h in self.hists.items()}
-        return ClassTable(self.levels[b], self.rep[lo:hi], self.sizes[lo:hi], hists)
+        source = None
+        if self.source is not None and len(hists) < len(self.source[0].sa_values):
+            table, parents, groups = self.source
+            source = (table, parents[b], groups[b])
+        return ClassTable(self.levels[b], self.rep[lo:hi], self.sizes[lo:hi], hists, None, source)
 
     def per_node(self, values: NDArray[Any]) -> NDArray[Any]:
         """Sum a per-class quantity over each node's classes."""
@@ -359,6 +448,11 @@ def pack_levels(levels: NDArray[Any]) -> NDArray[Any]:
 
 def packed_leq(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
     """Row-wise: all levels of ``a`` <= those of ``b`` (one side may be a single packed row)."""
+    if a.shape[-1] == 1 and b.shape[-1] == 1:
+        # up to 8 QIs: one word per node, compared without a reduction over words (half
+        # the time on a lattice of a few thousand nodes, and this runs for every node checked)
+        a1, b1 = a[..., 0], b[..., 0]
+        return np.asarray(((b1 | _HIGH) - a1) & _HIGH == _HIGH)
     return np.asarray((((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=1))
 
 
@@ -376,26 +470,30 @@ class ClassTableCache:
         self.tables: list[ClassTable | None] = [None] * capacity
         self.max_total = max_total
         self.total = 0
+        self.count = 0  # slots in use
         self.high = 0  # slots beyond this were never used
 
     def add(self, packed_node: NDArray[Any], ct: ClassTable) -> None:
         n = len(ct)
         if n > self.max_total // 8:
             return  # rolling up from a table this large saves little and costs memory
-        while self.used.all() or self.total + n > self.max_total:
+        while self.count == len(self.used) or self.total + n > self.max_total:
             worst = int(np.argmax(np.where(self.used, self.sizes, -1)))
             if self.sizes[worst] <= n:
                 return
             self._drop(worst)
-        slot = int(np.argmin(self.used))
+        # slots are taken in order until one is dropped: no scan for the first free one
+        slot = self.high if self.high < len(self.used) else int(np.argmin(self.used))
         self.packed[slot], self.sizes[slot], self.tables[slot] = packed_node, n, ct
         self.used[slot] = True
+        self.count += 1
         self.total += n
         self.high = max(self.high, slot + 1)
 
     def _drop(self, slot: int) -> None:
         self.total -= int(self.sizes[slot])
         self.used[slot], self.sizes[slot], self.tables[slot] = False, _BIG, None
+        self.count -= 1
 
     def parent(self, packed_node: NDArray[Any]) -> ClassTable | None:
         """The cached specialization of the node with the fewest classes."""

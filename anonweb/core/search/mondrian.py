@@ -126,7 +126,9 @@ def _scales(values: list[NDArray[Any]]) -> NDArray[Any]:
     return np.array(out)
 
 
-def _widths(values, scale, lo_rank, hi_rank) -> NDArray[Any]:
+def _widths(
+    values: list[NDArray[Any]], scale: NDArray[Any], lo_rank: NDArray[Any], hi_rank: NDArray[Any]
+) -> NDArray[Any]:
     cols = []
     for d, v in enumerate(values):
         if np.issubdtype(v.dtype, np.number):
@@ -138,7 +140,14 @@ def _widths(values, scale, lo_rank, hi_rank) -> NDArray[Any]:
     return np.column_stack(cols)
 
 
-def _round(ranks, values, scale, seg: _Segments, open_ids, k):
+def _round(
+    ranks: NDArray[Any],
+    values: list[NDArray[Any]],
+    scale: NDArray[Any],
+    seg: _Segments,
+    open_ids: NDArray[Any],
+    k: int,
+) -> NDArray[Any]:
     """Split every open partition once if possible; returns the partitions still open."""
     sizes, starts = seg.size[open_ids], seg.start[open_ids]
     pos = _ranges(starts, sizes)
@@ -169,7 +178,14 @@ def _round(ranks, values, scale, seg: _Segments, open_ids, k):
     return np.concatenate((open_ids[split], new_ids))
 
 
-def _regroup(seg: _Segments, rows, lid, offs, starts, goes_right) -> NDArray[Any]:
+def _regroup(
+    seg: _Segments,
+    rows: NDArray[Any],
+    lid: NDArray[Any],
+    offs: NDArray[Any],
+    starts: NDArray[Any],
+    goes_right: NDArray[Any],
+) -> NDArray[Any]:
     """Reorder each run so its left half comes first (stably); returns the left sizes."""
     left = ~goes_right
     n_left = np.bincount(lid, weights=left, minlength=len(offs)).astype(np.int64)
@@ -182,7 +198,14 @@ def _regroup(seg: _Segments, rows, lid, offs, starts, goes_right) -> NDArray[Any
     return n_left
 
 
-def _try_split(sub, lid, sizes, dim, candidates, k):
+def _try_split(
+    sub: NDArray[Any],
+    lid: NDArray[Any],
+    sizes: NDArray[Any],
+    dim: NDArray[Any],
+    candidates: NDArray[Any],
+    k: int,
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Median split of each candidate partition along its ``dim``; which succeed, and the rows
     that move to the right half."""
     r = sub[np.arange(len(lid)), dim[lid]]
@@ -204,7 +227,16 @@ def _try_split(sub, lid, sizes, dim, candidates, k):
     return ok, active & ~left
 
 
-def _finish(df, cols, ranks, values, scale, seg: _Segments, k, started) -> MondrianResult:
+def _finish(
+    df: pd.DataFrame,
+    cols: list[str],
+    ranks: NDArray[Any],
+    values: list[NDArray[Any]],
+    scale: NDArray[Any],
+    seg: _Segments,
+    k: int,
+    started: float,
+) -> MondrianResult:
     ids = np.argsort(seg.start, kind="stable")  # partitions in row-order position
     sizes = seg.size[ids]
     offs = seg.start[ids]

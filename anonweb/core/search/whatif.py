@@ -27,7 +27,7 @@ distribution, as ARX does.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +125,7 @@ class WhatIfTable:
     ) -> None:
         sensitive = [s for s in sensitive if s not in quasi_identifiers]
         self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
-        self.table.row_to_base = None  # only the distinct rows are needed from here on
+        del self.table.row_to_base  # only the distinct rows are needed from here on
         self.quasi_identifiers = tuple(quasi_identifiers)
         self.sensitive = tuple(sensitive)
         self.metric = make_metric(metric, self.table, aggregate)
@@ -238,7 +238,9 @@ class WhatIfTable:
             profile=self._profile(sizes, inv, kept, node, rep) if kept.any() else None,
         )
 
-    def _counts(self, inv: NDArray[Any], n_classes: int, rows: NDArray[Any] | None):
+    def _counts(
+        self, inv: NDArray[Any], n_classes: int, rows: NDArray[Any] | None
+    ) -> Callable[[str], SensitiveCounts]:
         """Sensitive value counts per class, sparse, from the distinct rows (``rows``: only
         those), each weighted by the records it stands for."""
         index = {s: j for j, s in enumerate(self.sensitive)}
@@ -281,13 +283,13 @@ class WhatIfTable:
                 self._disclosing(sc, node, kept_rep),
             )
         pop = self.population_size
-        kept = int(sizes.sum())
-        use_pop = pop is not None and pop >= kept
+        if pop is not None and pop < int(sizes.sum()):
+            pop = None  # a population smaller than the records kept is not one they come from
         return RiskProfile(
             quasi_identifiers=self.quasi_identifiers,
             anonymity=k_anonymity_of(ec),
-            risk=risk_of(ec, thresholds=self.thresholds, population_size=pop if use_pop else None),
-            population=population_uniqueness(sizes, pop) if use_pop else None,
+            risk=risk_of(ec, thresholds=self.thresholds, population_size=pop),
+            population=population_uniqueness(sizes, pop) if pop is not None else None,
             sensitive=profiles,
             classes=ec,
         )
