@@ -1,0 +1,1 @@
+"""utility: what a release kept of its source (internal: computed from the source)"""

@@ -1,0 +1,203 @@
+"""DP statistics of a release with their 95% intervals, and (internal) their exact values.
+
+The noisy value is read from the released table and the half-width from its step's report,
+which the mechanism computed from its noise scale with OpenDP's accuracy helpers
+(:func:`anonweb.core.dp.accounting.laplace_ci95`): one definition of the interval. ``interval``
+says whether it is OpenDP's exact one or an approximation (a mean, a range of tree nodes, local
+DP). With the plan at hand, the value on the source is shown beside it when the statistic read
+the source as it is (the plan's first step, no contribution bound).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.dp.charts import needs_table, statistic_rows
+from anonweb.core.dp.mechanisms import (
+    COUNT_COLUMN,
+    KEY_SEP,
+    KINDS,
+    DPQuery,
+    histogram_cells,
+    histogram_keys,
+    numeric_values,
+)
+from anonweb.core.errors import CoreError
+from anonweb.core.release.plan import Plan, get_step
+
+
+@dataclass(frozen=True)
+class DPStatistic:
+    step: int
+    kind: str
+    columns: tuple[str, ...]
+    label: str
+    value: float
+    halfwidth: float | None
+    interval: str  # "exact" (OpenDP's accuracy), "approximate" or "none"
+    exact: float | None = None  # the value on the source, when it can be stated
+
+    def to_dict(self) -> dict[str, Any]:
+        half = self.halfwidth
+        covered = None
+        if half is not None and self.exact is not None:
+            covered = abs(self.exact - self.value) <= half
+        return {
+            "step": self.step,
+            "kind": self.kind,
+            "columns": list(self.columns),
+            "label": self.label,
+            "value": self.value,
+            "ci95_halfwidth": half,
+            "low": None if half is None else self.value - half,
+            "high": None if half is None else self.value + half,
+            "interval": self.interval,
+            "exact": self.exact,
+            "exact_in_interval": covered,
+        }
+
+
+def aggregated(steps: Sequence[Mapping[str, Any]], plan: Plan | None = None) -> bool:
+    """Whether the released table holds figures rather than records: a step of the plan outputs
+    an aggregate, or (without the plan) a report entry is a central DP statistic, as
+    :func:`anonweb.core.dp.charts.needs_table` tells them. Synthetic records are records."""
+    if plan is not None:
+        try:
+            return any(get_step(s.kind).output == "aggregate" for s in plan.steps)
+        except CoreError:  # a kind no longer registered: judge by the report
+            pass
+    return needs_table(steps)
+
+
+def _float(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def dp_statistics(
+    steps: Sequence[Mapping[str, Any]],
+    table: pd.DataFrame,
+    *,
+    source: pd.DataFrame | None = None,
+    plan: Plan | None = None,
+) -> list[DPStatistic]:
+    """Each released DP figure with its 95% interval (see the module's notes)."""
+    out: list[DPStatistic] = []
+    for entry in steps:
+        kind = str(entry.get("kind"))
+        number = int(entry.get("step", 0))
+        if kind == "ldp_randomized_response":
+            out += _local(entry, number)
+        elif kind in KINDS and "noise" in entry:
+            exact = None
+            if plan is not None and source is not None and number == 1 and plan.steps:
+                # the first step reads the source itself
+                exact = _exact(DPQuery.from_params(plan.steps[0].params), source)
+            out += _central(entry, statistic_rows(table, number), exact)
+    return out
+
+
+def _central(
+    entry: Mapping[str, Any], part: pd.DataFrame, exact: Mapping[str, float] | None
+) -> list[DPStatistic]:
+    kind = str(entry["kind"])
+    number = int(entry.get("step", 0))
+    columns = tuple(str(c) for c in entry.get("columns") or [])
+
+    def stat(label: str, value: Any, half: Any, interval: str) -> DPStatistic:
+        h = _float(half)
+        return DPStatistic(
+            step=number,
+            kind=kind,
+            columns=columns,
+            label=label,
+            value=float(value),
+            halfwidth=h,
+            interval=interval if h is not None else "none",
+            exact=None if exact is None else exact.get(label),
+        )
+
+    if part.empty:
+        return []
+    if kind == "count" and COUNT_COLUMN in part.columns:
+        return [stat("count", part[COUNT_COLUMN].iloc[0], entry.get("ci95_halfwidth"), "exact")]
+    if kind == "sum" and "noisy_sum" in part.columns:
+        return [stat("sum", part["noisy_sum"].iloc[0], entry.get("ci95_halfwidth"), "exact")]
+    if kind == "mean" and "noisy_mean" in part.columns:
+        half = entry.get("mean_ci95_halfwidth_approx")
+        return [stat("mean", part["noisy_mean"].iloc[0], half, "approximate")]
+    if kind == "histogram" and set(columns) <= set(part.columns) and COUNT_COLUMN in part:
+        labels = part[list(columns)].astype(str).agg(" · ".join, axis=1)
+        half = entry.get("ci95_halfwidth")
+        return [
+            stat(str(lab), v, half, "exact")
+            for lab, v in zip(labels, part[COUNT_COLUMN].to_numpy())
+        ]
+    if kind == "range" and {"bin_lo", "bin_hi", COUNT_COLUMN} <= set(part.columns):
+        half = entry.get("range_ci95_halfwidth_approx")
+        last = len(part) - 1
+        return [
+            stat(f"[{lo:g}, {hi:g}{']' if i == last else '['}", v, half, "approximate")
+            for i, (lo, hi, v) in enumerate(
+                zip(part["bin_lo"], part["bin_hi"], part[COUNT_COLUMN].to_numpy())
+            )
+        ]
+    if kind == "quantile" and {"alpha", "quantile"} <= set(part.columns):
+        # the rank is known within an interval, the value only within that and a bin width
+        return [
+            stat(f"quantile {a:g}", v, None, "none")
+            for a, v in zip(part["alpha"], part["quantile"])
+            if _float(v) is not None
+        ]
+    return []
+
+
+def _local(entry: Mapping[str, Any], number: int) -> list[DPStatistic]:
+    estimated, sd = entry.get("estimated_counts"), _float(entry.get("estimate_sd"))
+    if not isinstance(estimated, Mapping):
+        return []
+    half = None if sd is None else 1.96 * sd
+    return [
+        DPStatistic(
+            step=number,
+            kind="local DP count",
+            columns=(str(entry.get("column", "")),),
+            label=str(k),
+            value=float(v),
+            halfwidth=half,
+            interval="approximate" if half is not None else "none",
+        )
+        for k, v in estimated.items()
+    ]
+
+
+def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, float] | None:
+    """The statistic on the source, for a first step without a contribution bound (it then
+    reads exactly the source)."""
+    if query.identifier is not None:
+        return None
+    if query.kind == "count":
+        return {"count": float(len(source))}
+    if query.kind == "histogram" and query.categories is not None:
+        counts = pd.Series(histogram_keys(source, query)).value_counts()
+        # every declared cell, those no record falls in included
+        return {
+            cell.replace(KEY_SEP, " · "): float(counts.get(cell, 0))
+            for cell in histogram_cells(query)
+        }
+    if query.kind in ("sum", "mean") and query.bounds is not None:
+        values = np.asarray(numeric_values(source, query.columns[0]), dtype=float)
+        clamped = np.clip(values, query.bounds[0], query.bounds[1])
+        if query.kind == "sum":
+            return {"sum": float(clamped.sum())}
+        return {"mean": float(clamped.mean())} if len(clamped) else None
+    return None

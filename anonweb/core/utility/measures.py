@@ -1,0 +1,481 @@
+"""The utility of a release: per column, the released distribution beside the source's; per
+quasi-identifier, the information loss the search minimised; per DP statistic, its value with
+its 95% interval.
+
+Everything here is computed from the source, so it is internal (privacy officers and data
+stewards), never part of the published report.
+
+* **Columns** present in both tables are compared. A side whose values are numbers is shown as
+  a histogram, over bins shared by both sides when both are numeric; otherwise as its most
+  frequent values plus ``(other)``, written as :func:`~anonweb.core.dp.mechanisms.cell_labels`
+  writes them (a generalized ``[20-30[`` or a suppressed ``*`` is a released category like any
+  other; a blank is ``(missing)``). The total variation distance is taken over every value (or
+  every shared bin, a blank being one more bin), not only the values shown. ``changed`` counts
+  the cells that differ from their source row, when the caller knows which source row each
+  released row comes from (``source_rows``; a shuffled release keeps it privately).
+* **Information loss per quasi-identifier** is the search's own figure (its metric objects,
+  :mod:`anonweb.core.search.metrics`), combined by the same aggregate the search minimised; for
+  a generalization to fixed levels it is computed by the what-if table (the same metric
+  objects, nothing suppressed).
+* **DP statistics**: see :mod:`anonweb.core.utility.dp`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonweb.core.dp.mechanisms import MISSING, cell_labels
+from anonweb.core.errors import ParameterError
+from anonweb.core.io.hierarchy import Hierarchy
+from anonweb.core.models.counts import SensitiveDomain
+from anonweb.core.models.t_closeness import equal_distance_dense
+from anonweb.core.release.plan import Plan, plan_from_dict
+from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
+from anonweb.core.search.metrics import aggregate_value
+from anonweb.core.utility.dp import DPStatistic, aggregated, dp_statistics
+
+OTHER = "(other)"
+TOP = 12
+GENERALIZED_TOP = 40  # intervals of a generalized number: enough to show its shape
+BINS = 20
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One side of a column: ``kind`` is ``categories`` (most frequent values, then ``(other)``)
+    or ``histogram`` (``edges`` has one more entry than ``labels``; blanks in ``missing``)."""
+
+    kind: str
+    labels: tuple[str, ...]
+    counts: tuple[int, ...]
+    total: int
+    missing: int = 0
+    edges: tuple[float, ...] = ()
+    distinct: int = 0  # distinct values (categories) before the top ones were kept
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "labels": list(self.labels),
+            "counts": list(self.counts),
+            "shares": [c / self.total if self.total else 0.0 for c in self.counts],
+            "total": self.total,
+            "missing": self.missing,
+        }
+        if self.kind == "histogram":
+            out["edges"] = list(self.edges)
+        else:
+            out["distinct"] = self.distinct
+        return out
+
+
+@dataclass(frozen=True)
+class ColumnUtility:
+    column: str
+    kind: str  # "numeric" when both sides are numbers, else "categorical"
+    original: Distribution
+    released: Distribution
+    suppressed: int  # released cells reading "*"
+    changed: int | None  # cells that differ from their source row (None: rows not matched)
+    tvd: float | None  # total variation distance (None when one side is numbers, one text)
+    mean: tuple[float, float] | None = None  # (source, released), numeric columns
+    std: tuple[float, float] | None = None
+    quasi_identifier: bool = False
+    information_loss: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = self.released.total
+        out: dict[str, Any] = {
+            "column": self.column,
+            "kind": self.kind,
+            "quasi_identifier": self.quasi_identifier,
+            "original": self.original.to_dict(),
+            "released": self.released.to_dict(),
+            "suppressed": self.suppressed,
+            "suppressed_share": self.suppressed / rows if rows else 0.0,
+            "changed": self.changed,
+            "changed_share": None if self.changed is None or not rows else self.changed / rows,
+            "tvd": self.tvd,
+            "information_loss": self.information_loss,
+        }
+        if self.mean is not None and self.std is not None:
+            out["mean"] = {"original": self.mean[0], "released": self.mean[1]}
+            out["mean_shift"] = self.mean[1] - self.mean[0]
+            out["std"] = {"original": self.std[0], "released": self.std[1]}
+            out["std_shift"] = self.std[1] - self.std[0]
+        return out
+
+
+@dataclass(frozen=True)
+class LossSummary:
+    """Per-QI information loss and its aggregate (``aggregate_value`` is recomputed from the
+    per-QI values with the search's aggregate; ``reported`` is the report's figure)."""
+
+    step: int
+    metric: str
+    aggregate: str | None
+    measure: str
+    per_qi: dict[str, float]
+    aggregate_value: float | None
+    reported: float | None
+    source: str  # "search" or "fixed levels"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "metric": self.metric,
+            "aggregate": self.aggregate,
+            "measure": self.measure,
+            "per_qi": dict(self.per_qi),
+            "aggregate_value": self.aggregate_value,
+            "reported": self.reported,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class ReleaseUtility:
+    rows_original: int
+    rows_released: int
+    records_suppressed: int
+    columns: tuple[ColumnUtility, ...]
+    loss: LossSummary | None
+    dp: tuple[DPStatistic, ...] = field(default=())
+    matched: bool = False  # released rows matched to source rows (cells compared)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows_original": self.rows_original,
+            "rows_released": self.rows_released,
+            "records_suppressed": self.records_suppressed,
+            "matched": self.matched,
+            "columns": [c.to_dict() for c in self.columns],
+            "information_loss": None if self.loss is None else self.loss.to_dict(),
+            "dp": [s.to_dict() for s in self.dp],
+        }
+
+
+def release_utility(
+    source: pd.DataFrame,
+    released: pd.DataFrame,
+    *,
+    report: Mapping[str, Any],
+    plan: Plan | Mapping[str, Any] | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    source_rows: Sequence[int] | NDArray[Any] | None = None,
+    top: int = TOP,
+    bins: int = BINS,
+) -> ReleaseUtility:
+    """The utility of ``released`` against ``source`` (neither is modified).
+
+    ``report`` is the release's internal report (``apply_plan``'s). ``plan`` lets DP
+    statistics show their exact value and names the quasi-identifiers; ``hierarchies`` (resolved
+    for the source) let a generalization to fixed levels report its loss. ``source_rows[j]`` is
+    the source row of released row ``j``, for cell-by-cell changes."""
+    if top < 1 or bins < 1:
+        raise ParameterError("top and bins must be at least 1")
+    plan_obj = plan if isinstance(plan, Plan) or plan is None else plan_from_dict(plan)
+    steps = [dict(s) for s in report.get("steps") or []]
+    measured = aggregated(steps, plan_obj)
+    qis = _quasi_identifiers(report, plan_obj)
+    loss = _loss(source, steps, hierarchies)
+    per_qi = loss.per_qi if loss is not None else {}
+    columns: list[ColumnUtility] = []
+    matched = False
+    if not measured:
+        aligned = _aligned(source, released, source_rows)
+        matched = aligned is not None
+        for col in [c for c in released.columns if c in source.columns]:
+            columns.append(
+                column_utility(
+                    source[col],
+                    released[col],
+                    aligned=None if aligned is None else aligned[col],
+                    top=top,
+                    bins=bins,
+                    quasi_identifier=col in qis,
+                    information_loss=per_qi.get(str(col)),
+                )
+            )
+    present = [q for q in qis if q in released.columns]
+    return ReleaseUtility(
+        rows_original=len(source),
+        rows_released=len(released),
+        records_suppressed=0 if measured else int(suppressed_records(released, present).sum()),
+        columns=tuple(columns),
+        loss=loss,
+        dp=tuple(dp_statistics(steps, released, source=source, plan=plan_obj)),
+        matched=matched,
+    )
+
+
+def _quasi_identifiers(report: Mapping[str, Any], plan: Plan | None) -> list[str]:
+    if plan is not None:
+        return [str(q) for q in plan.quasi_identifiers]
+    for key in ("risk_before", "risk_after"):
+        found = (report.get(key) or {}).get("quasi_identifiers")
+        if found:
+            return [str(q) for q in found]
+    return []
+
+
+def _aligned(
+    source: pd.DataFrame, released: pd.DataFrame, source_rows: Sequence[int] | NDArray[Any] | None
+) -> pd.DataFrame | None:
+    if source_rows is None:
+        return None
+    rows = np.asarray(source_rows, dtype=np.int64)
+    if len(rows) != len(released) or (len(rows) and (rows.min() < 0 or rows.max() >= len(source))):
+        raise ParameterError("source_rows must give a source row for every released row")
+    return source.iloc[rows].reset_index(drop=True)
+
+
+# -- columns -----------------------------------------------------------------------------------
+
+
+def _numeric(values: pd.Series) -> bool:
+    return bool(
+        pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values)
+    )
+
+
+def _finite(values: pd.Series) -> NDArray[np.float64]:
+    out = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return np.asarray(out[np.isfinite(out)], dtype=np.float64)
+
+
+def shared_edges(a: NDArray[np.float64], b: NDArray[np.float64], bins: int) -> NDArray[Any]:
+    """At most ``bins`` equal-width bins over the range of both sides: on whole numbers, bins of
+    whole-number width starting at the smallest value (ages read [18, 22[, not [18, 21.55[);
+    one bin when the range is a point."""
+    both = np.concatenate([a, b])
+    if not len(both):
+        return np.array([0.0, 1.0])
+    lo, hi = float(both.min()), float(both.max())
+    if bool(np.all(both == np.floor(both))) and hi - lo < 1e15:
+        width = max(1, math.ceil((hi - lo + 1) / bins))
+        count = math.ceil((hi - lo + 1) / width)
+        return np.asarray(lo + width * np.arange(count + 1), dtype=float)
+    if lo == hi:
+        return np.array([lo - 0.5, hi + 0.5])
+    return np.linspace(lo, hi, bins + 1)
+
+
+def _histogram(values: pd.Series, edges: NDArray[Any]) -> Distribution:
+    finite = _finite(values)
+    counts, _ = np.histogram(finite, bins=edges)
+    last = len(edges) - 2  # numpy's last bin holds its right edge
+    labels = tuple(
+        f"[{lo:.6g}, {hi:.6g}{']' if i == last else '['}"
+        for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
+    )
+    return Distribution(
+        kind="histogram",
+        labels=labels,
+        counts=tuple(int(c) for c in counts),
+        total=len(values),
+        missing=len(values) - len(finite),
+        edges=tuple(float(e) for e in edges),
+    )
+
+
+_LEADING_NUMBER = re.compile(r"^[\[(<>=≤≥\s]*(-?\d+(?:\.\d+)?)")
+
+
+def _by_value(labels: Sequence[str]) -> list[str]:
+    """Labels of generalized numbers (intervals, ``<18``, ``>=65``) in the order of their first
+    number; others (``*``, ``(missing)``) after them."""
+
+    def key(label: str) -> tuple[int, float, str]:
+        found = _LEADING_NUMBER.match(label)
+        return (0, float(found.group(1)), label) if found else (1, 0.0, label)
+
+    return sorted(labels, key=key)
+
+
+def labels_of(values: pd.Series) -> NDArray[Any]:
+    """Each cell as :func:`cell_labels` writes it, labelling each distinct value once (a
+    million-row column has few distinct values, and a Python call per cell is slow)."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    named = cell_labels(pd.Series(np.asarray(uniques, dtype=object), dtype=object)).to_numpy()
+    out = np.full(len(values), MISSING, dtype=object)
+    present = codes >= 0
+    out[present] = named[codes[present]]
+    return out
+
+
+def _label_counts(labels: NDArray[Any]) -> pd.Series:
+    counts = pd.Series(labels, dtype=object).value_counts(sort=False)
+    # most frequent first, ties by label, so that the same data gives the same chart
+    keys = np.asarray([str(v) for v in counts.index], dtype=object)
+    order = np.lexsort((keys, -counts.to_numpy()))
+    return counts.iloc[order]
+
+
+def _categories(counts: pd.Series, total: int, top: int, *, by_value: bool = False) -> Distribution:
+    shown = counts.iloc[:top]
+    labels = [str(v) for v in shown.index]
+    if by_value:
+        labels = _by_value(labels)
+    values = [int(counts[lab]) for lab in labels]
+    rest = int(counts.iloc[top:].sum())
+    if rest:
+        labels.append(OTHER)
+        values.append(rest)
+    missing = int(counts.get(MISSING, 0)) if len(counts) else 0
+    return Distribution(
+        kind="categories",
+        labels=tuple(labels),
+        counts=tuple(values),
+        total=total,
+        missing=missing,
+        distinct=len(counts),
+    )
+
+
+def total_variation(p: Mapping[Any, float], q: Mapping[Any, float]) -> float:
+    """½ Σ |p(x) − q(x)| over the union of both supports, counts normalised first: t-closeness'
+    equal-distance EMD (:func:`~anonweb.core.models.t_closeness.equal_distance_dense`), the
+    released distribution ``q`` against the source's ``p``."""
+    sp, sq = float(sum(p.values())), float(sum(q.values()))
+    if sp <= 0 or sq <= 0:
+        return 0.0 if sp == sq else 1.0
+    keys = list(dict.fromkeys([*p, *q]))
+    domain = SensitiveDomain(
+        "", pd.Index(keys, dtype=object), np.array([p.get(k, 0) for k in keys], dtype=float)
+    )
+    released = np.array([[q.get(k, 0) for k in keys]], dtype=float)
+    return float(equal_distance_dense(domain, released)[0])
+
+
+def column_utility(
+    original: pd.Series,
+    released: pd.Series,
+    *,
+    aligned: pd.Series | None = None,
+    top: int = TOP,
+    bins: int = BINS,
+    quasi_identifier: bool = False,
+    information_loss: float | None = None,
+) -> ColumnUtility:
+    """One column compared (``aligned``: the source values of the released rows, in order)."""
+    if aligned is not None and len(aligned) != len(released):
+        raise ParameterError("the aligned source column must have one value per released row")
+    changed = None
+    mean = std = None
+    if _numeric(original) and _numeric(released):
+        suppressed = 0  # a numeric column holds no "*"
+        if aligned is not None:
+            # numbers compared as numbers (1 and 1.0 are the same value), blanks as equal
+            x = pd.to_numeric(aligned, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            y = pd.to_numeric(released, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            changed = int((~((x == y) | (np.isnan(x) & np.isnan(y)))).sum())
+        a, b = _finite(original), _finite(released)
+        edges = shared_edges(a, b, bins)
+        orig, rel = _histogram(original, edges), _histogram(released, edges)
+        p = dict(enumerate(orig.counts)) | {"missing": orig.missing}
+        q = dict(enumerate(rel.counts)) | {"missing": rel.missing}
+        tvd: float | None = total_variation(p, q)
+        kind = "numeric"
+        if len(a) and len(b):
+            mean = (float(a.mean()), float(b.mean()))
+            std = (float(a.std()), float(b.std()))  # population standard deviations
+    else:
+        kind = "categorical"
+        rel_labels = labels_of(released)
+        suppressed = int((rel_labels == SUPPRESSED).sum())
+        if aligned is not None:
+            changed = int((labels_of(aligned) != rel_labels).sum())
+        rel_counts = _label_counts(rel_labels)
+        if _numeric(original):
+            # numbers released as text (intervals, "*"): the source stays a histogram, the
+            # released intervals are shown in the order of their values
+            orig = _histogram(original, shared_edges(_finite(original), np.zeros(0), bins))
+            rel = _categories(rel_counts, len(released), max(top, GENERALIZED_TOP), by_value=True)
+            tvd = None
+        else:
+            rel = _categories(rel_counts, len(released), top)
+            orig_counts = _label_counts(labels_of(original))
+            orig = _categories(orig_counts, len(original), top)
+            tvd = total_variation(orig_counts.to_dict(), rel_counts.to_dict())
+    return ColumnUtility(
+        column=str(original.name if original.name is not None else released.name),
+        kind=kind,
+        original=orig,
+        released=rel,
+        suppressed=suppressed,
+        changed=changed,
+        tvd=tvd,
+        mean=mean,
+        std=std,
+        quasi_identifier=quasi_identifier,
+        information_loss=information_loss,
+    )
+
+
+# -- information loss --------------------------------------------------------------------------
+
+
+def _loss(
+    source: pd.DataFrame,
+    steps: Sequence[Mapping[str, Any]],
+    hierarchies: Mapping[str, Hierarchy] | None,
+) -> LossSummary | None:
+    for entry in steps:
+        if entry.get("kind") == "optimal_generalization" and entry.get("loss_per_qi"):
+            per_qi = {str(k): float(v) for k, v in entry["loss_per_qi"].items()}
+            how = entry.get("aggregate")
+            combined = None
+            if how:
+                values = np.array([list(per_qi.values())], dtype=float)
+                combined = float(aggregate_value(values, str(how))[0])
+            reported = entry.get("information_loss")
+            return LossSummary(
+                step=int(entry.get("step", 0)),
+                metric=str(entry.get("metric", "")),
+                aggregate=None if how is None else str(how),
+                measure=str(entry.get("information_loss_measure", "")),
+                per_qi=per_qi,
+                aggregate_value=combined,
+                reported=None if reported is None else float(reported),
+                source="search",
+            )
+    for entry in steps:
+        levels = entry.get("levels")
+        if (
+            entry.get("kind") == "generalize"
+            and isinstance(levels, Mapping)
+            and hierarchies
+            and set(levels) <= set(hierarchies) & set(source.columns)
+        ):
+            return _fixed_levels_loss(source, int(entry.get("step", 0)), levels, hierarchies)
+    return None
+
+
+def _fixed_levels_loss(
+    source: pd.DataFrame, step: int, levels: Mapping[str, Any], hierarchies: Mapping[str, Hierarchy]
+) -> LossSummary:
+    from anonweb.core.search.whatif import WhatIfTable
+
+    qis = [str(c) for c in levels]
+    table = WhatIfTable(source, quasi_identifiers=qis, hierarchies=hierarchies)
+    node = table.evaluate({q: int(levels[q]) for q in qis})
+    values = np.array([[node.loss_per_qi[q] for q in qis]], dtype=float)
+    return LossSummary(
+        step=step,
+        metric=node.metric,
+        aggregate=table.metric.aggregate,
+        measure=node.information_loss_measure,
+        per_qi=dict(node.loss_per_qi),
+        aggregate_value=float(aggregate_value(values, table.metric.aggregate)[0]),
+        reported=node.information_loss,
+        source="fixed levels",
+    )

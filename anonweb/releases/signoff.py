@@ -1,0 +1,143 @@
+"""The sign-off report of a release: one self-contained HTML file (inline style, no script, no
+external resource) that a privacy officer or a steward files with the approval. It states the
+release's identity, the SHA-256 of every file of the release computed from the stored files (and
+checked against the hash recorded at publication), the plan, what the search did, the gate's
+findings, the approval and the release's audit trail.
+
+It carries internal figures (the internal report, scrubbed as when it was stored), so it is for
+the team's officers and stewards only; never a key or a seed (plans name keys, never hold them).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from anonweb.audit.models import AuditEvent
+from anonweb.core.release.publish import scrub_report
+from anonweb.releases.models import Release
+from anonweb.releases.services import release_record_signoff
+from anonweb.releases.storage import PRIVATE_DIR, release_dir
+
+# The file whose SHA-256 is recorded on the release (and in its creation event) at publication.
+RECORDED_FILE = "data.csv"
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileHash:
+    """One stored file of a release: its path inside the release, size, SHA-256 now, the hash
+    recorded at publication (None if none was) and whether it is served to readers."""
+
+    name: str
+    size: int
+    sha256: str
+    recorded: str | None
+    served: bool
+
+    @property
+    def verified(self) -> bool | None:
+        return None if self.recorded is None else self.recorded == self.sha256
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def release_file_hashes(release: Release) -> list[FileHash]:
+    """Every file stored for ``release`` (published and private), hashed now. Temporary files of
+    a write in progress (hidden names) are not part of the release."""
+    folder = release_dir(release.storage_key)
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        name = rel.as_posix()
+        out.append(
+            FileHash(
+                name=name,
+                size=path.stat().st_size,
+                sha256=file_sha256(path),
+                recorded=release.sha256 if name == RECORDED_FILE else None,
+                served=rel.parts[0] != PRIVATE_DIR,
+            )
+        )
+    return out
+
+
+# Steps that make k-anonymous classes: the release page opens with what they did.
+SEARCH_KINDS = ("optimal_generalization", "mondrian")
+
+
+def disclosing(report: dict) -> list[tuple[str, dict]]:
+    """Sensitive columns with classes that share one value after a search that reached k."""
+    searched = any(s.get("kind") in SEARCH_KINDS for s in report.get("steps") or [])
+    sensitive = (report.get("risk_after") or {}).get("sensitive") or {}
+    if not searched:
+        return []
+    return [(name, sa) for name, sa in sensitive.items() if sa.get("homogeneous_classes")]
+
+
+def signoff_filename(release: Release) -> str:
+    return re.sub(r"[^\w.-]+", "_", f"{release.dataset.name}-v{release.version}-signoff.html")
+
+
+def signoff_html(*, release: Release, user, files: list[FileHash] | None = None) -> str:
+    """The sign-off report of ``release`` as generated now for ``user`` (who must be an officer
+    or steward of its team: see ``release_get_for_signoff``)."""
+
+    report = scrub_report(copy.deepcopy(release.report or {}))
+    files = release_file_hashes(release) if files is None else files
+    events = AuditEvent.objects.filter(target_type="release", target_id=str(release.pk)).order_by(
+        "seq"
+    )
+    context = {
+        "release": release,
+        "report": report,
+        "disclosing": disclosing(report),
+        "files": files,
+        "recorded_file": RECORDED_FILE,
+        "recorded_missing": release.sha256 and not any(f.name == RECORDED_FILE for f in files),
+        "mismatch": [f for f in files if f.verified is False],
+        "plan_json": json.dumps(release.plan or {}, indent=2, ensure_ascii=False),
+        "events": [
+            {
+                "event": e,
+                "details": json.dumps(e.details, indent=1, ensure_ascii=False, sort_keys=True),
+            }
+            for e in events
+        ],
+        "generated_at": timezone.now(),
+        "generated_by": user.get_username(),
+    }
+    return render_to_string("releases/signoff.html", context)
+
+
+def signoff_download(*, release: Release, user):
+    """The sign-off report as an attachment, its download recorded in the audit trail with the
+    hashes it states (the page and the API both answer with this)."""
+    from django.http import HttpResponse
+
+    files = release_file_hashes(release)
+    html = signoff_html(release=release, user=user, files=files)
+    release_record_signoff(
+        user=user, release=release, files=[{"name": f.name, "sha256": f.sha256} for f in files]
+    )
+    response = HttpResponse(html, content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{signoff_filename(release)}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
