@@ -8,14 +8,23 @@ from django.views.generic import RedirectView
 from anonweb.accounts import views as account_views
 from anonweb.common import views as common_views
 
+
+class FaviconRedirect(RedirectView):
+    """To the icon's current name. The name holds a hash of the content and is only known once
+    collectstatic has run, so it is looked up per request (not when the URLs load), and the
+    redirect is temporary: a browser must not keep a name the next version drops."""
+
+    permanent = False
+
+    def get_redirect_url(self, *args, **kwargs):
+        return static("favicon.svg")
+
+
 urlpatterns = [
     path("", common_views.home, name="home"),
     path("healthz", common_views.healthz, name="healthz"),
-    # browsers ask for /favicon.ico on every page: a long-cached icon instead of a logged 404
-    path(
-        "favicon.ico",
-        login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
-    ),
+    # browsers ask for /favicon.ico on every page: the long-cached icon instead of a logged 404
+    path("favicon.ico", login_not_required(FaviconRedirect.as_view())),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("datasets/", include("anonweb.datasets.urls")),

@@ -23,6 +23,11 @@ class Team(models.Model):
 
 
 class Membership(models.Model):
+    # Not fields: set on an instance by the services (which audit the change themselves) and by
+    # the pre_save signal (the role before a direct save), read back by the signals.
+    _audited: bool
+    _previous_role: str | None
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 
 from anonweb.accounts.models import Membership, Role, Team
 
 
-def teams_for_user(*, user: AbstractBaseUser) -> QuerySet[Team]:
+def teams_for_user(*, user: User) -> QuerySet[Team]:
     return Team.objects.filter(memberships__user=user).distinct()
 
 
-def roles_for_user(*, user: AbstractBaseUser, team: Team) -> set[str]:
+def roles_for_user(*, user: User, team: Team) -> set[str]:
     return set(Membership.objects.filter(user=user, team=team).values_list("role", flat=True))
 
 
-def teams_where(*, user: AbstractBaseUser, role: str) -> QuerySet[Team]:
+def teams_where(*, user: User, role: str) -> QuerySet[Team]:
     return Team.objects.filter(memberships__user=user, memberships__role=role).distinct()
 
 
-def user_has_role(*, user: AbstractBaseUser, team: Team, role: str) -> bool:
+def user_has_role(*, user: User, team: Team, role: str) -> bool:
     return Membership.objects.filter(user=user, team=team, role=role).exists()
 
 
-def require_role(*, user: AbstractBaseUser, team: Team, role: str) -> None:
+def require_role(*, user: User, team: Team, role: str) -> None:
     """Raise PermissionDenied (403) with a message saying which role is needed."""
     if not user_has_role(user=user, team=team, role=role):
         raise PermissionDenied(
@@ -33,7 +33,7 @@ def require_role(*, user: AbstractBaseUser, team: Team, role: str) -> None:
         )
 
 
-def all_roles(*, user: AbstractBaseUser) -> set[str]:
+def all_roles(*, user: User | AnonymousUser) -> set[str]:
     if not user.is_authenticated:
         return set()
     return set(Membership.objects.filter(user=user).values_list("role", flat=True))

@@ -10,17 +10,22 @@ shell, a cascade when a user or a team is deleted) is still audited, by the mode
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import transaction
 
 from anonweb.accounts.models import Membership, Role, Team
 from anonweb.audit.services import audit_record
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class MembershipError(ValueError):
     """A membership change that cannot be made (unknown role, already a member)."""
 
 
-def _details(membership: Membership, via: str, **extra) -> dict:
+def _details(membership: Membership, via: str, **extra: object) -> dict:
     return {
         "username": membership.user.get_username(),
         "user_id": membership.user_id,
@@ -30,7 +35,9 @@ def _details(membership: Membership, via: str, **extra) -> dict:
     }
 
 
-def audit_membership(*, actor, membership: Membership, action: str, via: str, **extra) -> None:
+def audit_membership(
+    *, actor: User | None, membership: Membership, action: str, via: str, **extra: object
+) -> None:
     audit_record(
         actor=actor,
         team=membership.team,
@@ -46,7 +53,9 @@ def _check_role(role: str) -> str:
     return role
 
 
-def membership_grant(*, actor, team: Team, user, role: str, via: str = "service") -> Membership:
+def membership_grant(
+    *, actor: User | None, team: Team, user: User, role: str, via: str = "service"
+) -> Membership:
     """Give ``user`` the ``role`` in ``team`` (nothing happens if they already have it)."""
     _check_role(role)
     with transaction.atomic():
@@ -61,7 +70,7 @@ def membership_grant(*, actor, team: Team, user, role: str, via: str = "service"
 
 
 def membership_set_role(
-    *, actor, membership: Membership, role: str, via: str = "service"
+    *, actor: User | None, membership: Membership, role: str, via: str = "service"
 ) -> Membership:
     """Change the role of an existing membership."""
     _check_role(role)
@@ -88,7 +97,7 @@ def membership_set_role(
     return current
 
 
-def membership_revoke(*, actor, membership: Membership, via: str = "service") -> None:
+def membership_revoke(*, actor: User | None, membership: Membership, via: str = "service") -> None:
     """Remove a membership."""
     with transaction.atomic():
         current = Membership.objects.select_for_update().filter(pk=membership.pk).first()
@@ -100,7 +109,7 @@ def membership_revoke(*, actor, membership: Membership, via: str = "service") ->
         audit_membership(actor=actor, membership=current, action="membership.revoked", via=via)
 
 
-def api_token_create(*, user) -> str:
+def api_token_create(*, user: User) -> str:
     """Create the user's API token, replacing any previous one (which stops working at once);
     returns the new key. The key itself is never written to the audit trail."""
     from rest_framework.authtoken.models import Token
@@ -117,7 +126,7 @@ def api_token_create(*, user) -> str:
     return token.key
 
 
-def api_token_revoke(*, user) -> bool:
+def api_token_revoke(*, user: User) -> bool:
     """Revoke the user's API token; False if there was none."""
     from rest_framework.authtoken.models import Token
 

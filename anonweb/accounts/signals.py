@@ -12,7 +12,9 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from anonweb.accounts.models import Membership
+from anonweb.accounts.services import audit_membership
 from anonweb.audit.services import audit_record
+from anonweb.common.security import client_address
 
 USERNAME_LIMIT = 150
 
@@ -28,8 +30,6 @@ def _remember_role(sender, instance: Membership, raw=False, **kwargs):
 
 @receiver(post_save, sender=Membership)
 def _audit_direct_save(sender, instance: Membership, created: bool, raw=False, **kwargs):
-    from anonweb.accounts.services import audit_membership
-
     if raw or getattr(instance, "_audited", False):
         return
     previous = getattr(instance, "_previous_role", None)
@@ -47,16 +47,12 @@ def _audit_direct_save(sender, instance: Membership, created: bool, raw=False, *
 
 @receiver(post_delete, sender=Membership)
 def _audit_direct_delete(sender, instance: Membership, **kwargs):
-    from anonweb.accounts.services import audit_membership
-
     if getattr(instance, "_audited", False):
         return
     audit_membership(actor=None, membership=instance, action="membership.revoked", via="direct")
 
 
 def _address(request) -> str:
-    from anonweb.common.security import client_address
-
     return getattr(request, "axes_ip_address", None) or client_address(request)
 
 

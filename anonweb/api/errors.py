@@ -17,6 +17,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from anonweb.core.errors import CoreError, PlanError
+from anonweb.datasets.ingest import UnsupportedFileType, UploadTooLarge
+from anonweb.datasets.services import DatasetNotReady
+from anonweb.releases.services import ReviewError
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +59,6 @@ def error_response(message: str, status_code: int, **headers) -> Response:
 
 
 def _status_of_core_error(exc: CoreError) -> int:
-    from anonweb.datasets.ingest import UnsupportedFileType, UploadTooLarge
-    from anonweb.datasets.services import DatasetNotReady
-
     if isinstance(exc, DatasetNotReady):
         return status.HTTP_409_CONFLICT
     if isinstance(exc, UploadTooLarge):
@@ -70,7 +70,6 @@ def _status_of_core_error(exc: CoreError) -> int:
 
 def exception_handler(exc, context):
     """DRF's exception handler, for every error a view or a service raises."""
-    from anonweb.releases.services import ReviewError
 
     if isinstance(exc, Http404):
         return error_response(str(exc) or "not found", status.HTTP_404_NOT_FOUND)
@@ -89,8 +88,9 @@ def exception_handler(exc, context):
         auth_header = getattr(exc, "auth_header", None)
         if auth_header:
             headers["WWW-Authenticate"] = auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
+        wait = getattr(exc, "wait", None)  # a Throttled exception's seconds
+        if wait:
+            headers["Retry-After"] = str(int(wait))
         detail = exc.detail
         message = _flatten(detail)[0] if not isinstance(detail, str) else detail
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from anonweb.datasets.models import ColumnRole
+from anonweb.datasets.selectors import hierarchies_for
+from anonweb.releases.models import Release
 
 # ---- requests ---------------------------------------------------------------------------------
 
@@ -139,7 +141,8 @@ class ErrorOut(serializers.Serializer):
 
 
 class ErrorsOut(serializers.Serializer):
-    errors = serializers.ListField(child=serializers.CharField())
+    # the response's key is "errors", the name Serializer gives its validation errors
+    errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]
 
 
 class TokenOut(serializers.Serializer):
@@ -150,8 +153,6 @@ class TokenOut(serializers.Serializer):
 
 
 def dataset_json(dataset) -> dict:
-    from anonweb.datasets.selectors import hierarchies_for
-
     hierarchies = hierarchies_for(dataset=dataset) if dataset.is_ready else {}
     return {
         "id": dataset.pk,
@@ -179,8 +180,6 @@ def dataset_json(dataset) -> dict:
 
 
 def job_json(job) -> dict:
-    from anonweb.releases.models import Release
-
     release_id = Release.objects.filter(job=job).values_list("pk", flat=True).first()
     return {
         "id": job.pk,

@@ -32,9 +32,12 @@ v1 = [
     route("jobs/<int:job_id>/", views.JobDetail, "job"),
     route("jobs/<int:job_id>/cancel/", views.JobCancel, "job-cancel"),
     route("releases/", views.ReleaseCollection, "releases"),
+    route("releases/compare/", views.ReleaseCompare, "release-compare"),
     route("releases/<int:release_id>/", views.ReleaseDetail, "release"),
     route("releases/<int:release_id>/review/", views.ReleaseReview, "release-review"),
     route("releases/<int:release_id>/download/", views.ReleaseDownload, "release-download"),
+    route("releases/<int:release_id>/utility/", views.ReleaseUtility, "release-utility"),
+    route("releases/<int:release_id>/signoff/", views.ReleaseSignoff, "release-signoff"),
     route("audit/", views.AuditCollection, "audit"),
 ]
 

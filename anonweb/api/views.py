@@ -21,9 +21,42 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from anonweb.accounts.models import Role
+from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
+from anonweb.datasets.selectors import (
+    STAFF_ROLES,
+    can_see_raw,
+    dataset_get_for_user,
+    datasets_for_user,
+)
+from anonweb.datasets.services import dataset_set_hierarchy_spec, dataset_set_tags
+from anonweb.datasets.uploads import upload_refused
+from anonweb.datasets.whatif import whatif_evaluate
+from anonweb.jobs.models import JobKind, JobStatus
+from anonweb.jobs.selectors import job_get_for_user, latest_profile
+from anonweb.jobs.services import (
+    anonymize_launch,
+    dataset_upload,
+    job_cancel,
+    job_create,
+    jobs_reap_stale,
+)
+from anonweb.releases.audit_access import audit_events_for_user
+from anonweb.releases.budget import budget_get_for_user, budget_set
+from anonweb.releases.compare import release_comparison
+from anonweb.releases.selectors import (
+    conflicts_for,
+    release_get_downloadable,
+    release_get_for_signoff,
+    release_get_for_user,
+    releases_for_user,
+)
+from anonweb.releases.services import ReleaseBlocked, release_record_download, release_review
+from anonweb.releases.signoff import signoff_download
+from anonweb.releases.storage import release_file
+from anonweb.releases.utility import release_utility_for_user
 
 OFFICER = Role.PRIVACY_OFFICER.value
 STEWARD = Role.DATA_STEWARD.value
@@ -99,8 +132,6 @@ class DatasetCollection(ApiView):
         operation_id="datasets_list",
     )
     def get(self, request):
-        from anonweb.datasets.selectors import datasets_for_user
-
         return Response([s.dataset_json(d) for d in datasets_for_user(user=request.user)])
 
     @doc(
@@ -114,10 +145,6 @@ class DatasetCollection(ApiView):
         summary="Upload a table; it is read by a background job",
     )
     def post(self, request):
-        from anonweb.accounts.selectors import teams_where
-        from anonweb.datasets.services import dataset_upload
-        from anonweb.datasets.uploads import upload_refused
-
         if not teams_where(user=request.user, role=Role.PRIVACY_OFFICER).exists():
             # Before the body is read: nobody else's upload is written to disk.
             raise PermissionDenied("Uploading needs the privacy officer role in a team.")
@@ -140,7 +167,6 @@ class DatasetCollection(ApiView):
 
 def _upload_team(user, wanted: str):
     """The team an upload goes to: the one named, or the caller's only officer team."""
-    from anonweb.accounts.selectors import teams_where
 
     teams = teams_where(user=user, role=Role.PRIVACY_OFFICER)
     wanted = str(wanted or "").strip()
@@ -150,23 +176,21 @@ def _upload_team(user, wanted: str):
         if found is None:
             raise PermissionDenied(f"you are not a privacy officer in a team {wanted!r}")
         return found
-    found = list(teams[:2])
-    if not found:
+    candidates = list(teams[:2])
+    if not candidates:
         raise PermissionDenied("Uploading needs the privacy officer role in a team.")
-    if len(found) > 1:
+    if len(candidates) > 1:
         from rest_framework.exceptions import ValidationError
 
         raise ValidationError(
             {"team": "you are a privacy officer in several teams: name one (slug or id)"}
         )
-    return found[0]
+    return candidates[0]
 
 
 class DatasetDetail(ApiView):
     @doc(roles=STAFF, responses={200: s.DatasetOut}, summary="A dataset and its columns")
     def get(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import dataset_get_for_user
-
         return Response(
             s.dataset_json(dataset_get_for_user(user=request.user, dataset_id=dataset_id))
         )
@@ -181,9 +205,6 @@ class DatasetDetail(ApiView):
         summary="Tag columns",
     )
     def patch(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import dataset_get_for_user
-        from anonweb.datasets.services import dataset_set_tags
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         fields = self.valid(s.RolesRequest)
         dataset = dataset_set_tags(user=request.user, dataset=dataset, tags=dict(fields["roles"]))
@@ -200,9 +221,6 @@ class DatasetHierarchy(ApiView):
         description="400 names the values of the column that the hierarchy does not cover.",
     )
     def put(self, request, dataset_id: int, column: str):
-        from anonweb.datasets.selectors import dataset_get_for_user
-        from anonweb.datasets.services import dataset_set_hierarchy_spec
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         if not isinstance(request.data, dict):
             return Response(
@@ -231,10 +249,6 @@ class DatasetAssessments(ApiView):
         summary="Assess the dataset's risk in a background job",
     )
     def post(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import dataset_get_for_user
-        from anonweb.jobs.models import JobKind
-        from anonweb.jobs.services import job_create
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         job = job_create(
             user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset
@@ -249,9 +263,6 @@ class DatasetRisk(ApiView):
         summary="The latest risk profile (the JSON of `assess --format json`)",
     )
     def get(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import dataset_get_for_user
-        from anonweb.jobs.selectors import latest_profile
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         job = latest_profile(dataset=dataset)
         risk = (job.result or {}).get("risk") if job is not None else None
@@ -281,9 +292,6 @@ class DatasetWhatIf(ApiView):
         ),
     )
     def post(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import can_see_raw, dataset_get_for_user
-        from anonweb.datasets.whatif import whatif_evaluate
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         if not dataset.is_ready or dataset.is_purged:
             raise Conflict("the raw data of this dataset is not available")
@@ -309,9 +317,6 @@ class DatasetReleases(ApiView):
         summary="Run a release plan (refused with every problem listed before anything runs)",
     )
     def post(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import dataset_get_for_user
-        from anonweb.jobs.services import anonymize_launch
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         fields = self.valid(s.ReleaseRequest)
         if not isinstance(fields["plan"], dict):
@@ -330,8 +335,6 @@ class DatasetReleases(ApiView):
 class DatasetBudget(ApiView):
     @doc(roles=STAFF, responses={200: OpenApiTypes.OBJECT}, summary="The source's (ε, δ) ledger")
     def get(self, request, dataset_id: int):
-        from anonweb.releases.budget import budget_get_for_user
-
         return Response(budget_get_for_user(user=request.user, dataset_id=dataset_id).to_dict())
 
     @doc(
@@ -342,9 +345,6 @@ class DatasetBudget(ApiView):
         summary="Set the source's budget (null removes it)",
     )
     def put(self, request, dataset_id: int):
-        from anonweb.datasets.selectors import dataset_get_for_user
-        from anonweb.releases.budget import budget_set
-
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         fields = self.valid(s.BudgetRequest)
         ledger = budget_set(
@@ -359,10 +359,6 @@ class DatasetBudget(ApiView):
 class JobDetail(ApiView):
     @doc(roles=STAFF, responses={200: s.JobOut}, summary="A background job")
     def get(self, request, job_id: int):
-        from anonweb.jobs.models import JobStatus
-        from anonweb.jobs.selectors import job_get_for_user
-        from anonweb.jobs.services import jobs_reap_stale
-
         job = job_get_for_user(user=request.user, job_id=job_id)
         if job.status == JobStatus.RUNNING:
             jobs_reap_stale()
@@ -373,9 +369,6 @@ class JobDetail(ApiView):
 class JobCancel(ApiView):
     @doc(roles=[OFFICER], request=None, responses={200: s.JobOut}, summary="Cancel a job")
     def post(self, request, job_id: int):
-        from anonweb.jobs.selectors import job_get_for_user
-        from anonweb.jobs.services import job_cancel
-
         job = job_get_for_user(user=request.user, job_id=job_id)
         return Response(s.job_json(job_cancel(user=request.user, job=job)))
 
@@ -390,9 +383,6 @@ def release_json(release, *, user) -> dict:
     """A release as its reader may see it, as on its page: officers and stewards of the team get
     the full report, the gate's findings, the recipient and the conflicts; analysts the
     published report (what the released data shows) and the purpose only."""
-    from anonweb.accounts.models import Membership
-    from anonweb.datasets.selectors import STAFF_ROLES
-    from anonweb.releases.selectors import conflicts_for
 
     staff = Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
     override = release.override or None
@@ -464,8 +454,6 @@ class ReleaseCollection(ApiView):
         operation_id="releases_list",
     )
     def get(self, request):
-        from anonweb.releases.selectors import releases_for_user
-
         releases = releases_for_user(user=request.user)
         dataset = _int_param(request, "dataset")
         if dataset is not None:
@@ -483,10 +471,27 @@ class ReleaseCollection(ApiView):
 class ReleaseDetail(ApiView):
     @doc(roles=EVERYONE, responses={200: OpenApiTypes.OBJECT}, summary="A release and its report")
     def get(self, request, release_id: int):
-        from anonweb.releases.selectors import release_get_for_user
-
         release = release_get_for_user(user=request.user, release_id=release_id)
         return Response(release_json(release, user=request.user))
+
+
+class ReleaseCompare(ApiView):
+    @doc(
+        roles=EVERYONE,
+        parameters=[
+            OpenApiParameter("a", int, required=True, description="one version of a source"),
+            OpenApiParameter("b", int, required=True, description="another version of it"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Two versions of a source side by side (analysts: published figures only)",
+    )
+    def get(self, request):
+        from rest_framework.exceptions import ValidationError
+
+        a, b = _int_param(request, "a"), _int_param(request, "b")
+        if a is None or b is None:
+            raise ValidationError({"a" if a is None else "b": "give two release ids, a and b"})
+        return Response(release_comparison(user=request.user, a_id=a, b_id=b).to_dict())
 
 
 class ReleaseReview(ApiView):
@@ -505,9 +510,6 @@ class ReleaseReview(ApiView):
         summary="Approve or reject (a steward other than the requester)",
     )
     def post(self, request, release_id: int):
-        from anonweb.releases.selectors import release_get_for_user
-        from anonweb.releases.services import ReleaseBlocked, release_review
-
         release = release_get_for_user(user=request.user, release_id=release_id)
         fields = self.valid(s.ReviewRequest)
         try:
@@ -545,6 +547,26 @@ class FormatIsTheFiles(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+class ReleaseUtility(ApiView):
+    @doc(
+        roles=STAFF,
+        responses={200: OpenApiTypes.OBJECT, 409: OpenApiResponse(s.ErrorOut)},
+        summary="A release's utility: distributions beside the source's, loss, DP intervals",
+        description=(
+            "Computed from the source, so for the team's privacy officers and data stewards "
+            "only: per column the source's and the released distribution, cells suppressed and "
+            "changed, total variation distance, mean and standard deviation; the information "
+            "loss per quasi-identifier with its aggregate; each DP statistic with its 95% "
+            "interval (and its value on the source when the statistic read it as it is)."
+        ),
+    )
+    def get(self, request, release_id: int):
+        release, utility = release_utility_for_user(user=request.user, release_id=release_id)
+        if utility is None:
+            raise Conflict("the release's files or its source's are gone: nothing to compare")
+        return Response({"release": release.pk, **utility})
+
+
 class ReleaseDownload(ApiView):
     content_negotiation_class = FormatIsTheFiles
 
@@ -555,10 +577,6 @@ class ReleaseDownload(ApiView):
         summary="Download an approved release (staff: any not rejected)",
     )
     def get(self, request, release_id: int):
-        from anonweb.releases.selectors import release_get_downloadable
-        from anonweb.releases.services import release_record_download
-        from anonweb.releases.storage import release_file
-
         fmt = request.query_params.get("format", "csv").strip().lower() or "csv"
         if fmt not in DOWNLOAD_FORMATS:
             from rest_framework.exceptions import ValidationError
@@ -580,6 +598,19 @@ class ReleaseDownload(ApiView):
         )
 
 
+class ReleaseSignoff(ApiView):
+    content_negotiation_class = FormatIsTheFiles
+
+    @doc(
+        roles=STAFF,
+        responses={(200, "text/html"): OpenApiTypes.BINARY},
+        summary="The sign-off report: a self-contained HTML file (officers and stewards)",
+    )
+    def get(self, request, release_id: int):
+        release = release_get_for_signoff(user=request.user, release_id=release_id)
+        return signoff_download(release=release, user=request.user)
+
+
 # ---- audit --------------------------------------------------------------------------------------
 
 
@@ -596,8 +627,6 @@ class AuditCollection(ApiView):
         operation_id="audit_list",
     )
     def get(self, request):
-        from anonweb.audit.selectors import audit_events_for_user
-
         events = audit_events_for_user(
             user=request.user, action=request.query_params.get("action", "").strip()
         )

@@ -1,63 +1,12 @@
-"""Reading and verifying the audit trail."""
+"""Verifying the audit trail. Which events a user may read is
+:mod:`anonweb.releases.audit_access` (it depends on teams and releases, which sit above)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
-
 from anonweb.audit.models import AuditEvent, AuditHead
 from anonweb.audit.services import GENESIS, compute_hash
-
-
-def audit_events_for_user(*, user, action: str = "", actor: str = "", target: str = "") -> QuerySet:
-    qs = AuditEvent.objects.all()
-    if not user.is_superuser:
-        qs = qs.filter(_visible(user))
-    if action:
-        qs = qs.filter(action=action)
-    if actor:
-        qs = qs.filter(actor_name=actor)
-    if target:
-        kind, _, ident = target.partition(":")
-        qs = qs.filter(target_type=kind, **({"target_id": ident} if ident else {}))
-    return qs.order_by("-id")
-
-
-# What an analyst sees of a release they can download: its approval and its downloads.
-ANALYST_ACTIONS = ("release.approved", "release.downloaded")
-
-
-def _visible(user) -> Q:
-    """Officers and stewards see their teams' events; an analyst (in a team where they hold no
-    other role) only the approval and downloads of the releases they can download: nothing
-    about raw datasets, jobs, or pending and rejected releases."""
-    from anonweb.accounts.models import Membership, Role
-    from anonweb.datasets.selectors import STAFF_ROLES
-    from anonweb.releases.models import Release, ReleaseStatus
-
-    staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
-    analyst_teams = (
-        Membership.objects.filter(user=user, role=Role.ANALYST)
-        .exclude(team__in=staff_teams)
-        .values("team")
-    )
-    downloadable = [
-        str(pk)
-        for pk in Release.objects.filter(
-            team__in=analyst_teams, status=ReleaseStatus.APPROVED
-        ).values_list("pk", flat=True)
-    ]
-    return (
-        Q(team__in=staff_teams)
-        | Q(
-            team__in=analyst_teams,
-            target_type="release",
-            target_id__in=downloadable,
-            action__in=ANALYST_ACTIONS,
-        )
-        | Q(team__isnull=True, actor=user)
-    )
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,16 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from anonweb.audit.models import CURRENT_SCHEME, AuditEvent, AuditHead
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.db.models import Model
 
 GENESIS = "0" * 64
 # Details must never carry secrets. Keys with these words are refused outright so that a
@@ -111,18 +115,24 @@ def compute_hash(event: AuditEvent) -> str:
     return hashlib.sha256(canonical_payload(event)).hexdigest()
 
 
+def _limit(name: str) -> int:
+    """The length limit of one of the event's text fields."""
+    field = AuditEvent._meta.get_field(name)
+    assert isinstance(field, models.CharField) and field.max_length is not None
+    return field.max_length
+
+
 def audit_record(
     *,
-    actor,
+    actor: AbstractBaseUser | AnonymousUser | None,
     action: str,
     target: Any = None,
-    team=None,
+    team: Model | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> AuditEvent:
     """Append one event. Joins the caller's transaction, so the event and the change commit
     together or not at all."""
     details_text = canonical_json(_check_details(dict(details or {})))
-    field = AuditEvent._meta.get_field
     with transaction.atomic():
         head, _ = AuditHead.objects.select_for_update().get_or_create(
             id=1, defaults={"last_hash": GENESIS, "count": 0}
@@ -133,13 +143,13 @@ def audit_record(
             scheme=CURRENT_SCHEME,
             created_at=timezone.now(),
             actor_id=getattr(actor, "pk", None),
-            actor_name=_text(actor_name, field("actor_name").max_length),
+            actor_name=_text(actor_name, _limit("actor_name")),
             team_id=getattr(team, "pk", None),
-            team_name=_text(str(team) if team is not None else "", field("team_name").max_length),
-            action=_text(action, field("action").max_length),
+            team_name=_text(str(team) if team is not None else "", _limit("team_name")),
+            action=_text(action, _limit("action")),
             target_type=_text(
                 type(target).__name__.lower() if target is not None else "",
-                field("target_type").max_length,
+                _limit("target_type"),
             ),
             target_id=_text(str(target.pk) if target is not None else "", 64),
             details_text=details_text,

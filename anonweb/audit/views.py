@@ -1,7 +1,7 @@
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
-from anonweb.audit.selectors import audit_events_for_user
+from anonweb.releases.audit_access import audit_events_for_user
 
 
 def audit_list(request):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
@@ -10,20 +11,20 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from anonweb.accounts.models import Membership
+from anonweb.celery import app
 from anonweb.datasets.selectors import datasets_for_user
 from anonweb.jobs.selectors import jobs_for_user
+from anonweb.releases.selectors import releases_for_user
 
 
 def home(request):
     memberships = Membership.objects.filter(user=request.user).select_related("team")
-    context = {
+    context: dict[str, Any] = {
         "memberships": memberships,
         "datasets": datasets_for_user(user=request.user)[:5],
         "jobs": jobs_for_user(user=request.user)[:5],
     }
     try:
-        from anonweb.releases.selectors import releases_for_user
-
         context["releases"] = releases_for_user(user=request.user)[:5]
     except ImportError:
         context["releases"] = []
@@ -46,8 +47,6 @@ def _check_database() -> dict:
 
 
 def _check_broker() -> dict:
-    from anonweb.celery import app
-
     url = settings.CELERY_BROKER_URL
     transport = url.split("://", 1)[0]
     start = time.perf_counter()

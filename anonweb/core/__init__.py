@@ -10,7 +10,8 @@ The wings, in the order data flows through them (a wing imports only from wings 
 * :mod:`~anonweb.core.search` — the optimal generalization search, its metrics, Mondrian;
 * :mod:`~anonweb.core.conflicts` — what releases of one source disclose together;
 * :mod:`~anonweb.core.release` — release plans and the path that makes a release;
-* :mod:`~anonweb.core.transforms` and :mod:`~anonweb.core.dp` — the step kinds a plan runs.
+* :mod:`~anonweb.core.transforms` and :mod:`~anonweb.core.dp` — the step kinds a plan runs;
+* :mod:`~anonweb.core.utility` — what a release kept of its source (internal).
 
 The main entry points are importable from here: ``from anonweb.core import assess_risk``.
 """
@@ -31,6 +32,7 @@ _PUBLIC = {
     "mondrian": "anonweb.core.search.mondrian",
     "release_conflicts": "anonweb.core.conflicts.intersection",
     "intruder_check": "anonweb.core.risk.intruder",
+    "release_utility": "anonweb.core.utility.measures",
     "CoreError": "anonweb.core.errors",
     "DataError": "anonweb.core.errors",
     "HierarchyError": "anonweb.core.errors",

@@ -1,3 +1,5 @@
+from typing import cast
+
 from django import forms
 
 from anonweb.accounts.models import Team
@@ -22,7 +24,7 @@ class UploadForm(forms.Form):
 
     def __init__(self, *args, teams, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
+        cast(forms.ModelChoiceField, self.fields["team"]).queryset = teams
         if teams.count() == 1:
             self.fields["team"].initial = teams.first()
 

@@ -1,8 +1,9 @@
 """Uploading a dataset: the file is stored as it arrives, then read by a background job.
 
-* :func:`dataset_upload` is what the upload page and the API call: it moves the received file
-  into the dataset's folder (hashed while it was written), creates the dataset in the
-  ``parsing`` state and queues the job that reads it. The request returns at once.
+* :func:`anonweb.jobs.services.dataset_upload` is what the upload page and the API call: it
+  stores the file with :func:`dataset_store` (moved into the dataset's folder, hashed while it
+  was written; the dataset in the ``parsing`` state) and queues the job that reads it, in one
+  transaction. The request returns at once.
 * :func:`dataset_parse` (the job) converts the file to Parquet in bounded memory with
   :func:`anonweb.core.io.ingest.convert_to_parquet`, checking the limits as it reads, and
   marks the dataset ``ready``.
@@ -170,35 +171,6 @@ def dataset_store(*, user, team, upload, name: str, description: str = "") -> Da
     return dataset
 
 
-def dataset_upload(*, user, team, upload, name: str, description: str = "", sep: str | None = None):
-    """Store an upload and queue the job that reads it; returns ``(dataset, job)``.
-
-    The one entry point of the upload page and of ``POST /api/v1/datasets/``: the request
-    does no reading of the file beyond moving it into place."""
-    from anonweb.jobs.models import JobKind
-    from anonweb.jobs.services import job_create
-
-    folder = None
-    try:
-        with transaction.atomic():
-            dataset = dataset_store(
-                user=user, team=team, upload=upload, name=name, description=description
-            )
-            folder = dataset_dir(dataset.storage_key)
-            job = job_create(
-                user=user,
-                team=team,
-                kind=JobKind.PARSE,
-                dataset=dataset,
-                params={"sep": sep} if sep else {},
-            )
-    except BaseException:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return dataset, job
-
-
 def dataset_parse(*, dataset: Dataset, progress, sep: str | None = None) -> dict:
     """Read the stored upload into the dataset's Parquet table and mark it ready.
 
@@ -298,7 +270,7 @@ def dataset_create(
 ) -> Dataset:
     """Store and read an upload in this process; returns the ready dataset, or raises with
     the reason and keeps nothing (no row, no file). For the demo, scripts and tests; the page
-    and the API use :func:`dataset_upload`."""
+    and the API use :func:`anonweb.jobs.services.dataset_upload`."""
     folder = None
     try:
         with transaction.atomic():

@@ -2,7 +2,7 @@
 
 After a purge nothing can run on a dataset, so what stays is what people read about it later:
 names of columns, parameters that are numbers (k, ε, thresholds), digests, and counts of what
-was removed. These functions are applied by :func:`anonweb.datasets.services.dataset_purge` to
+was removed. These functions are applied by :func:`anonweb.jobs.retention.dataset_purge` to
 
 * job results (a profile's disclosing classes list full quasi-identifier rows and the value
   they disclose): each list of classes becomes its count;
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from anonweb.core.release.plan import step_schemas
 
 PURGED = "purged"
 # Parameters whose text is a setting, never a value of the data.
@@ -81,7 +83,6 @@ _VALUE_MAPS = frozenset({"codebook", "matrix"})
 
 def _parameter_names() -> frozenset[str]:
     """Every parameter name a step, hierarchy builder or privacy model declares."""
-    from anonweb.core.release.plan import step_schemas
 
     names: set[str] = set()
 

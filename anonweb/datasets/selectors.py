@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
+from anonweb.core.errors import ParameterError
 from anonweb.datasets.models import Dataset, Hierarchy
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 STAFF_ROLES = (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
 
 
-def datasets_for_user(*, user) -> QuerySet[Dataset]:
+def datasets_for_user(*, user: User) -> QuerySet[Dataset]:
     teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     return Dataset.objects.filter(team__in=teams).select_related("team", "uploaded_by")
 
 
-def dataset_get_for_user(*, user, dataset_id: int) -> Dataset:
+def dataset_get_for_user(*, user: User, dataset_id: int) -> Dataset:
     try:
         return datasets_for_user(user=user).get(pk=dataset_id)
     except (Dataset.DoesNotExist, ValueError, TypeError):
         raise Http404("No such dataset.") from None
 
 
-def can_see_raw(*, user, dataset: Dataset) -> bool:
+def can_see_raw(*, user: User, dataset: Dataset) -> bool:
     """Raw rows are for the team's privacy officers only."""
     return Membership.objects.filter(
         user=user, team=dataset.team, role=Role.PRIVACY_OFFICER
@@ -52,7 +58,6 @@ def plan_with_hierarchies(*, dataset: Dataset, plan: dict) -> dict:
     """The plan with each reference to an uploaded hierarchy (``{"uploaded": "<sha256>"}``)
     replaced by its rows, as the core runs it. Raises ParameterError for a reference the
     dataset does not hold."""
-    from anonweb.core.errors import ParameterError
 
     specs = plan.get("hierarchies") or {}
     if not isinstance(specs, dict):

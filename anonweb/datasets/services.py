@@ -7,17 +7,29 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from django.db import transaction
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import require_role
+from anonweb.accounts.selectors import require_role, user_has_role
 from anonweb.audit.services import audit_record
+from anonweb.core.assessment.charts import homogeneity_histogram
+from anonweb.core.assessment.profile import assess_risk
 from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
+from anonweb.core.io.hierarchy import parse_hierarchy
+from anonweb.core.io.hierarchy_builders import build_hierarchy
 from anonweb.datasets.models import ColumnRole, Dataset, DatasetStatus, Hierarchy
-from anonweb.datasets.storage import dataset_dir, load_distinct, load_frame
+from anonweb.datasets.storage import load_distinct, load_frame
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import date
+
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import UploadedFile
 
 # Column names that almost always hold direct identifiers; only a first guess for the officer.
 _IDENTIFIER_NAME = re.compile(
@@ -57,7 +69,7 @@ def require_ready(dataset: Dataset) -> None:
         raise DatasetNotReady(f"{dataset.name} could not be read: {dataset.error}")
 
 
-def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset:
+def dataset_set_tags(*, user: User, dataset: Dataset, tags: dict[str, str]) -> Dataset:
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     require_ready(dataset)
     unknown = sorted(set(tags) - set(dataset.column_names))
@@ -87,7 +99,7 @@ def dataset_set_tags(*, user, dataset: Dataset, tags: dict[str, str]) -> Dataset
     return dataset
 
 
-def dataset_profile(*, dataset: Dataset, progress) -> dict:
+def dataset_profile(*, dataset: Dataset, progress: Callable[[int, str], None]) -> dict:
     """Column profile plus, when quasi-identifiers are tagged, the full risk profile."""
     progress(5, "loading the table")
     df = load_frame(dataset.storage_key)
@@ -99,10 +111,7 @@ def dataset_profile(*, dataset: Dataset, progress) -> dict:
         "sensitive": dataset.sensitive,
     }
     if dataset.quasi_identifiers:
-        from anonweb.core.assessment.profile import assess_risk
-
         progress(50, "measuring re-identification and homogeneity risk")
-        from anonweb.core.assessment.charts import homogeneity_histogram
 
         profile = assess_risk(
             df,
@@ -125,16 +134,21 @@ MAX_HIERARCHY_BYTES = 20 * 1024 * 1024
 
 
 def dataset_set_hierarchy(
-    *, user, dataset: Dataset, column: str, upload=None, spec: dict | None = None
+    *,
+    user: User,
+    dataset: Dataset,
+    column: str,
+    upload: UploadedFile | None = None,
+    spec: dict | None = None,
 ) -> Hierarchy:
     """Attach a hierarchy to a column: an ARX-format file (``upload``, ``value;level1;...;*``)
     or a spec in the plans' own form (``spec``, see :func:`dataset_set_hierarchy_spec`)."""
-    from anonweb.core.io.hierarchy import parse_hierarchy
 
     if (upload is None) == (spec is None):
         raise ParameterError("give either a hierarchy file or a hierarchy spec")
     if spec is not None:
         return dataset_set_hierarchy_spec(user=user, dataset=dataset, column=column, spec=spec)
+    assert upload is not None  # exactly one of upload and spec, checked above
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     if upload.size is not None and upload.size > MAX_HIERARCHY_BYTES:
         raise DataError("a hierarchy file may be at most 20 MB")
@@ -152,15 +166,15 @@ def dataset_set_hierarchy(
     )
 
 
-def dataset_set_hierarchy_spec(*, user, dataset: Dataset, column: str, spec: dict) -> Hierarchy:
+def dataset_set_hierarchy_spec(
+    *, user: User, dataset: Dataset, column: str, spec: dict
+) -> Hierarchy:
     """Attach a hierarchy to a column, in the plans' own form: ``{"rows": [[value, level1, ...,
     "*"], ...]}`` or a builder spec such as ``{"builder": "interval", "width": 10}``.
 
     The hierarchy must cover every value of the column (the error names the values it misses).
     Only that column's distinct values are read, never the whole table. Setting the same
     hierarchy again changes nothing; a different one becomes the current version."""
-    from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
-    from anonweb.core.io.hierarchy_builders import build_hierarchy
 
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     require_ready(dataset)
@@ -229,15 +243,13 @@ def hierarchy_digest(spec: dict) -> str:
 
 
 def dataset_set_retention(
-    *, user, dataset: Dataset, retain_until, confirm: str | None = None
+    *, user: User, dataset: Dataset, retain_until: date | None, confirm: str | None = None
 ) -> Dataset:
     """Officers and stewards set the date after which the raw table is deleted.
 
     A date already past makes the next retention run purge the data: only a privacy officer
     may set one, typing the dataset's name as ``confirm``."""
     from django.utils import timezone
-
-    from anonweb.accounts.selectors import user_has_role
 
     if not any(
         user_has_role(user=user, team=dataset.team, role=r)
@@ -248,12 +260,12 @@ def dataset_set_retention(
     if past:
         if not user_has_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER):
             raise ParameterError(
-                f"{retain_until.isoformat()} is in the past: the raw data would be purged at the "
+                f"{retain_until} is in the past: the raw data would be purged at the "
                 "next retention run, which only a privacy officer can confirm"
             )
         if (confirm or "").strip() != dataset.name:
             raise ParameterError(
-                f"{retain_until.isoformat()} is in the past: the raw data will be purged at the "
+                f"{retain_until} is in the past: the raw data will be purged at the "
                 "next retention run; type the dataset's name to confirm"
             )
     with transaction.atomic():
@@ -272,98 +284,7 @@ def dataset_set_retention(
     return dataset
 
 
-def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
-    """Delete the raw table (original upload and its Parquet copy) for good. The dataset's
-    metadata, audit trail and releases stay; nothing can be run on it afterwards.
-
-    ``user`` is None when the retention policy purges an expired dataset."""
-    from django.utils import timezone
-
-    if user is not None:
-        require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
-    with transaction.atomic():
-        changed = Dataset.objects.filter(pk=dataset.pk, purged_at__isnull=True).update(
-            purged_at=timezone.now()
-        )
-        if not changed:
-            raise DataError(f"the raw data of {dataset.name} was already purged")
-        removed = _purge_stored_values(dataset)
-        audit_record(
-            actor=user,
-            team=dataset.team,
-            action="dataset.purged",
-            target=dataset,
-            details={
-                "reason": reason[:300],
-                "rows": dataset.rows,
-                "sha256": dataset.source_sha256,
-                **removed,
-            },
-        )
-        # Files go only once the row says so: a crash in between leaves files of a purged
-        # dataset (removed by the next purge run), never a live dataset without its data.
-        transaction.on_commit(
-            lambda: shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
-        )
-    dataset.refresh_from_db()
-    return dataset
-
-
-def _purge_stored_values(dataset: Dataset) -> dict:
-    """Remove the source's values kept in the database (job results, hierarchies, plans of jobs
-    and releases), keeping counts; see :mod:`anonweb.datasets.purge`. Returns what was done."""
-    from anonweb.datasets.purge import scrub_hierarchy_spec, scrub_plan, scrub_result
-    from anonweb.jobs.models import Job
-    from anonweb.releases.models import Release
-
-    columns = dataset.column_names
-    jobs = 0
-    for job in Job.objects.filter(dataset=dataset).only("pk", "params", "result").iterator():
-        params = dict(job.params or {})
-        if "plan" in params:
-            params["plan"] = scrub_plan(params["plan"], columns=columns)
-        result = scrub_result(job.result or {})
-        if params != job.params or result != job.result:
-            Job.objects.filter(pk=job.pk).update(params=params, result=result)
-            jobs += 1
-    hierarchies = 0
-    for hierarchy in Hierarchy.objects.filter(dataset=dataset).only("pk", "spec").iterator():
-        Hierarchy.objects.filter(pk=hierarchy.pk).update(spec=scrub_hierarchy_spec(hierarchy.spec))
-        hierarchies += 1
-    releases = 0
-    for release in Release.objects.filter(dataset=dataset).only("pk", "plan").iterator():
-        plan = scrub_plan(release.plan, columns=columns)
-        if plan != release.plan:
-            Release.objects.filter(pk=release.pk).update(plan=plan)
-            releases += 1
-    return {
-        "jobs_scrubbed": jobs,
-        "hierarchies_scrubbed": hierarchies,
-        "release_plans_scrubbed": releases,
-    }
-
-
-def datasets_purge_expired(*, today=None) -> list[int]:
-    """Purge every dataset whose retention date has passed; returns their ids."""
-    from django.utils import timezone
-
-    today = today or timezone.localdate()
-    purged = []
-    for dataset in Dataset.objects.filter(retain_until__lt=today, purged_at__isnull=True):
-        dataset_purge(
-            user=None,
-            dataset=dataset,
-            reason=f"retention period ended on {dataset.retain_until.isoformat()}",
-        )
-        purged.append(dataset.pk)
-    # Leftovers of purges interrupted between the database and the file system.
-    for dataset in Dataset.objects.filter(purged_at__isnull=False):
-        if dataset_dir(dataset.storage_key).exists():
-            shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
-    return purged
-
-
-def dataset_set_population(*, user, dataset: Dataset, population_size: int | None) -> Dataset:
+def dataset_set_population(*, user: User, dataset: Dataset, population_size: int | None) -> Dataset:
     """The officer states how many people the table was sampled from (None: the table is the
     whole population, or the size is unknown)."""
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
@@ -393,7 +314,6 @@ from anonweb.datasets.ingest import (  # noqa: E402
     dataset_parse,
     dataset_parse_failed,
     dataset_store,
-    dataset_upload,
 )
 
 __all__ = [
@@ -404,5 +324,4 @@ __all__ = [
     "dataset_parse",
     "dataset_parse_failed",
     "dataset_store",
-    "dataset_upload",
 ]

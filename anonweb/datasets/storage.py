@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 from django.conf import settings
 
+from anonweb.core.errors import DataError
+
 
 def dataset_dir(storage_key) -> Path:
     return Path(settings.MEDIA_ROOT) / "datasets" / str(storage_key)
@@ -33,8 +35,6 @@ def write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
 
 
 def _existing_parquet(storage_key) -> Path:
-    from anonweb.core.errors import DataError
-
     path = parquet_path(storage_key)
     if not path.exists():
         raise DataError("the raw data of this dataset has been purged; its releases remain")

@@ -21,6 +21,8 @@ from django.core.files.uploadhandler import SkipFile, TemporaryFileUploadHandler
 from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
 
+from anonweb.core.io.sources import size_text as core_size_text
+
 # Room for the form fields next to the file (name, description, CSRF token, multipart framing).
 FORM_ALLOWANCE = 1024 * 1024
 
@@ -30,8 +32,6 @@ def incoming_dir() -> Path:
 
 
 def size_text(n: int) -> str:
-    from anonweb.core.io.sources import size_text as core_size_text
-
     return core_size_text(n)
 
 
@@ -94,7 +94,10 @@ class StreamedUploadHandler(TemporaryFileUploadHandler):
             # Only reachable when the declared length lied or was absent; say why the file is
             # missing rather than letting the form report an empty field.
             if self.request is not None:
-                self.request.upload_refused = over_limit_message(self.received)
+                # a note for the view on the request, read back by upload_refused()
+                self.request.upload_refused = (  # type: ignore[attr-defined]
+                    over_limit_message(self.received)
+                )
             self.upload_interrupted()
             raise SkipFile()
         self.digest.update(raw_data)
@@ -102,7 +105,9 @@ class StreamedUploadHandler(TemporaryFileUploadHandler):
 
     def file_complete(self, file_size):
         upload = super().file_complete(file_size)
-        upload.sha256 = self.digest.hexdigest()
+        assert upload is not None  # the temporary-file handler always hands its file on
+        # read back by the dataset service, which records the upload's digest
+        upload.sha256 = self.digest.hexdigest()  # type: ignore[attr-defined]
         return upload
 
 

@@ -5,22 +5,43 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import teams_where, user_has_role
+from anonweb.accounts.selectors import require_role, teams_where, user_has_role
+from anonweb.common.charts import risk_charts_cached
+from anonweb.core.assessment.charts import loss_chart, risk_charts
 from anonweb.core.errors import CoreError
+from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
+from anonweb.core.io.hierarchy_builders import (
+    build_hierarchy,
+    builder_schemas,
+    hierarchy_spec_errors,
+)
+from anonweb.core.io.hierarchy_preview import hierarchy_preview
 from anonweb.datasets.forms import TagForm, UploadForm
+from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_get_for_user,
     datasets_for_user,
     hierarchies_for,
+    hierarchy_spec,
 )
-from anonweb.datasets.services import dataset_set_tags
-from anonweb.datasets.services import dataset_upload as upload_and_read
-from anonweb.datasets.storage import load_head
+from anonweb.datasets.services import (
+    dataset_discard,
+    dataset_set_hierarchy,
+    dataset_set_hierarchy_spec,
+    dataset_set_population,
+    dataset_set_retention,
+    dataset_set_tags,
+)
+from anonweb.datasets.storage import load_distinct, load_head, load_value_counts
 from anonweb.datasets.uploads import upload_refused
+from anonweb.datasets.whatif import whatif_evaluate
 from anonweb.jobs.models import JobKind
+from anonweb.jobs.retention import dataset_purge
 from anonweb.jobs.selectors import latest_profile, parse_job
+from anonweb.jobs.services import dataset_upload as upload_and_read
 from anonweb.jobs.services import job_create
+from anonweb.releases.budget import budget_set, ledger_for
 
 PREVIEW_ROWS = 20
 
@@ -99,10 +120,7 @@ def dataset_detail(request, dataset_id: int):
     profile_job = latest_profile(dataset=dataset)
     charts = None
     if profile_job and profile_job.result.get("risk"):
-        from anonweb.common.charts import risk_charts_cached
-
         charts = risk_charts_cached(profile_job.result["risk"])
-    from anonweb.releases.budget import ledger_for
 
     hierarchies = hierarchies_for(dataset=dataset)
     return render(
@@ -155,8 +173,6 @@ def dataset_assess(request, dataset_id: int):
 
 @require_POST
 def dataset_discard_view(request, dataset_id: int):
-    from anonweb.datasets.services import dataset_discard
-
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     try:
         dataset_discard(user=request.user, dataset=dataset)
@@ -169,8 +185,6 @@ def dataset_discard_view(request, dataset_id: int):
 
 @require_POST
 def dataset_hierarchy(request, dataset_id: int):
-    from anonweb.datasets.services import dataset_set_hierarchy
-
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     column = request.POST.get("column", "")
     upload = request.FILES.get("file")
@@ -188,8 +202,6 @@ def dataset_hierarchy(request, dataset_id: int):
 
 @require_POST
 def dataset_budget(request, dataset_id: int):
-    from anonweb.releases.budget import budget_set
-
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     epsilon = request.POST.get("epsilon", "").strip()
     delta = request.POST.get("delta", "").strip()
@@ -210,8 +222,6 @@ def dataset_budget(request, dataset_id: int):
 @require_POST
 def dataset_retention(request, dataset_id: int):
     import datetime as dt
-
-    from anonweb.datasets.services import dataset_set_retention
 
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     raw = request.POST.get("retain_until", "").strip()
@@ -239,8 +249,6 @@ def dataset_retention(request, dataset_id: int):
 
 @require_POST
 def dataset_purge_view(request, dataset_id: int):
-    from anonweb.datasets.services import dataset_purge
-
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     if request.POST.get("confirm", "").strip() != dataset.name:
         messages.error(
@@ -264,8 +272,6 @@ def dataset_purge_view(request, dataset_id: int):
 
 @require_POST
 def dataset_population(request, dataset_id: int):
-    from anonweb.datasets.services import dataset_set_population
-
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     raw = request.POST.get("population_size", "").replace(",", "").strip()
     try:
@@ -293,9 +299,6 @@ def dataset_whatif(request, dataset_id: int):
     import json
 
     from django.http import JsonResponse
-
-    from anonweb.core.assessment.charts import loss_chart, risk_charts
-    from anonweb.datasets.whatif import whatif_evaluate
 
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     if request.method not in ("GET", "POST"):
@@ -336,8 +339,6 @@ HIERARCHY_KINDS = (
 def _column_for_officer(request, dataset_id: int, column: str):
     from django.http import Http404
 
-    from anonweb.accounts.selectors import require_role
-
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
     if column not in dataset.column_names:
@@ -349,11 +350,6 @@ def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
     """A hierarchy for one column, built with a form per builder (from the builders' declared
     schemas) and previewed on this dataset before it is saved."""
     import json
-
-    from anonweb.core.io.hierarchy_builders import builder_schemas
-    from anonweb.datasets.selectors import hierarchy_spec
-    from anonweb.datasets.services import dataset_set_hierarchy_spec
-    from anonweb.datasets.storage import load_distinct
 
     dataset = _column_for_officer(request, dataset_id, column)
     if not dataset.is_ready or dataset.is_purged:
@@ -376,7 +372,6 @@ def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
             return redirect("datasets:detail", dataset_id=dataset.pk)
     current = hierarchy_spec(dataset=dataset, column=column)
     distinct = load_distinct(dataset.storage_key, column)
-    from anonweb.jobs.planning import suggest_hierarchy
 
     start = current or suggest_hierarchy(dataset, column, distinct, stored={})
     values = sorted(map(str, distinct.tolist()))
@@ -413,11 +408,6 @@ def dataset_hierarchy_preview(request, dataset_id: int, column: str):
     import json
 
     from django.http import JsonResponse
-
-    from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
-    from anonweb.core.io.hierarchy_builders import build_hierarchy, hierarchy_spec_errors
-    from anonweb.core.io.hierarchy_preview import hierarchy_preview
-    from anonweb.datasets.storage import load_value_counts
 
     dataset = _column_for_officer(request, dataset_id, column)
     try:

@@ -16,7 +16,12 @@ from collections import OrderedDict
 from typing import Any
 
 from anonweb.core.errors import ParameterError
+from anonweb.core.io.hierarchy_builders import resolve_hierarchies
+from anonweb.core.search.whatif import WhatIfTable
+from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.models import Dataset
+from anonweb.datasets.selectors import hierarchies_for, plan_with_hierarchies
+from anonweb.datasets.storage import load_distinct, load_frame
 
 MAX_TABLES = 3
 _tables: OrderedDict[tuple, Any] = OrderedDict()
@@ -26,9 +31,6 @@ _building: dict[tuple, threading.Lock] = {}
 
 def whatif_specs(dataset: Dataset) -> dict[str, dict]:
     """The hierarchy spec of each quasi-identifier, uploaded tables resolved to their rows."""
-    from anonweb.datasets.selectors import hierarchies_for, plan_with_hierarchies
-    from anonweb.datasets.storage import load_distinct
-    from anonweb.jobs.planning import suggest_hierarchy
 
     stored = hierarchies_for(dataset=dataset)
     specs = {}
@@ -54,9 +56,6 @@ def _key(dataset: Dataset, specs: dict, metric: str, aggregate: str | None) -> t
 
 def whatif_table(dataset: Dataset, *, metric: str = "loss", aggregate: str | None = None):
     """The dataset's :class:`~anonweb.core.search.whatif.WhatIfTable`, encoded on first use."""
-    from anonweb.core.io.hierarchy_builders import resolve_hierarchies
-    from anonweb.core.search.whatif import WhatIfTable
-    from anonweb.datasets.storage import load_frame
 
     if not dataset.quasi_identifiers:
         raise ParameterError("tag at least one column as a quasi-identifier to try levels")

@@ -4,6 +4,7 @@ before anything is launched."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -12,7 +13,9 @@ from django.urls import reverse
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
-from anonweb.core.errors import CoreError
+from anonweb.core.errors import CoreError, PlanError
+from anonweb.core.release.plan import plan_from_json, plan_to_dict, step_kinds, step_schemas
+from anonweb.core.release.policy import evaluate_plan
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_distinct
 from anonweb.jobs.planning import (
@@ -23,6 +26,9 @@ from anonweb.jobs.planning import (
     validate_web_plan,
 )
 from anonweb.jobs.services import anonymize_launch
+from anonweb.releases.budget import check_budget, ledger_for
+from anonweb.releases.gate import thresholds_for
+from anonweb.releases.selectors import release_get_for_user
 
 
 class SuggestForm(forms.Form):
@@ -96,9 +102,6 @@ class PlanForm(forms.Form):
         self.dataset = dataset
 
     def clean_plan(self):
-        from anonweb.core.errors import PlanError
-        from anonweb.core.release.plan import plan_from_json, plan_to_dict
-
         text = self.cleaned_data["plan"]
         try:
             plan = validate_web_plan(self.dataset, plan_to_dict(plan_from_json(text)))
@@ -120,7 +123,7 @@ def plan_page(request, *, dataset_id: int):
     if not dataset.is_ready:
         return redirect("datasets:detail", dataset_id=dataset.pk)
     suggest = SuggestForm(request.GET or None)
-    options = suggest.cleaned_data if suggest.is_valid() else {}
+    options: dict[str, Any] = suggest.cleaned_data if suggest.is_valid() else {}
     privacy = None
     current: dict = {}
     if request.method == "POST":
@@ -150,15 +153,14 @@ def plan_page(request, *, dataset_id: int):
         # A suggestion needs only the distinct values of the tagged columns, not the table.
         needed = dict.fromkeys([*dataset.quasi_identifiers, *dataset.sensitive])
         values = {c: load_distinct(dataset.storage_key, c) for c in needed}
+        suppression = options.get("suppression")
         plan = suggest_plan(
             dataset,
             values,
             mode=options.get("mode") or "k_anonymity",
             epsilon=options.get("epsilon") or 1.0,
             k=options.get("k") or 5,
-            suppression=options.get("suppression")
-            if options.get("suppression") is not None
-            else 0.02,
+            suppression=suppression if suppression is not None else 0.02,
             l_diversity=options.get("l_diversity"),
             identifiers=options.get("identifiers") or "drop",
             metric=options.get("metric") or "loss",
@@ -171,8 +173,6 @@ def plan_page(request, *, dataset_id: int):
         form = PlanForm(
             initial={"plan": json.dumps(plan, indent=2, ensure_ascii=False)}, dataset=dataset
         )
-    from anonweb.core.release.plan import step_kinds
-    from anonweb.releases.budget import ledger_for
 
     return render(
         request,
@@ -196,10 +196,9 @@ def plan_page(request, *, dataset_id: int):
 
 def plan_check(request, *, dataset_id: int):
     """Check a plan as it is typed (POST, JSON): every problem against the declared schemas and
-    the dataset, with its reason, and the privacy cost of a plan that passes. Nothing runs."""
+    the dataset, with its reason, and for a plan that passes its privacy cost and the release
+    gate's findings that can be judged before it runs. Nothing runs."""
     from django.http import JsonResponse
-
-    from anonweb.core.errors import PlanError
 
     dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
     require_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
@@ -219,15 +218,45 @@ def plan_check(request, *, dataset_id: int):
     except CoreError as exc:
         return JsonResponse({"errors": [str(exc)], "privacy": None})
     return JsonResponse(
-        {"errors": [], "privacy": privacy, "unconfirmed": unconfirmed_problems(plan)},
+        {
+            "errors": [],
+            "privacy": privacy,
+            "unconfirmed": unconfirmed_problems(plan),
+            "findings": plan_findings(dataset, plan),
+            "budget": plan_budget(dataset, privacy["total"]),
+        },
         json_dumps_params={"ensure_ascii": False},
     )
+
+
+def plan_budget(dataset, cost: dict) -> dict:
+    """What remains of the source's budget, and why the plan's cost would be refused at launch
+    (the launch's own check, on the ledger as it stands; nothing is reserved)."""
+    ledger = ledger_for(dataset)
+    try:
+        check_budget(ledger, cost, name=dataset.name)
+    except CoreError as exc:
+        return {"remaining": ledger.to_dict()["remaining"], "problem": str(exc)}
+    return {"remaining": ledger.to_dict()["remaining"], "problem": None}
+
+
+def plan_findings(dataset, plan: dict) -> list[dict]:
+    """The release gate's findings that the plan and the tags decide before it runs (the core
+    policy's own subset); the rest are measured on the release."""
+
+    result = evaluate_plan(
+        plan,
+        tags=dict(dataset.tags or {}),
+        columns=[c["name"] for c in dataset.columns],
+        rows=dataset.rows,
+        thresholds=thresholds_for(team=dataset.team),
+    )
+    return [f.to_dict() for f in result.findings]
 
 
 def builder_data(dataset) -> dict:
     """What the plan builder's forms are made from: every declared schema, and the columns
     with their tags and types."""
-    from anonweb.core.release.plan import step_schemas
 
     return {
         "schemas": step_schemas(),
@@ -246,7 +275,6 @@ def builder_data(dataset) -> dict:
 def _plan_from_alternative(request, dataset) -> dict | None:
     """The plan of a release with its search fixed at a node picked among the search's
     alternatives (``?release=ID&levels={"age": 2, ...}``); None without those parameters."""
-    from anonweb.releases.selectors import release_get_for_user
 
     release_id, raw = request.GET.get("release"), request.GET.get("levels")
     if not release_id or not raw:
@@ -256,7 +284,7 @@ def _plan_from_alternative(request, dataset) -> dict | None:
         levels = json.loads(raw)
     except ValueError:
         levels = None
-    plan = ((release.job.params or {}).get("plan") if release.job_id else None) or None
+    plan = ((release.job.params or {}).get("plan") if release.job is not None else None) or None
     if release.dataset_id != dataset.pk or not isinstance(levels, dict) or plan is None:
         messages.error(request, "That node cannot be made into a plan for this dataset.")
         return None

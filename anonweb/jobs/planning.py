@@ -3,55 +3,21 @@ submitted from the web, and the public copy of a plan that is stored with a rele
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from anonweb.core.errors import ParameterError
+from anonweb.core.dp.accounting import split_epsilon
+from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY, cell_labels, preview, unconfirmed
+from anonweb.core.errors import ParameterError, PlanError
+from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
+from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
+from anonweb.core.search.metrics import DEFAULT_AGGREGATE
+from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.models import Dataset
-
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_DIGITS = re.compile(r"^\d+$")
-_CODE_NAME = re.compile(r"zip|post(al)?.?code|plz|postcode", re.IGNORECASE)
-
-
-def suggest_hierarchy(
-    dataset: Dataset, column: str, sample: pd.Series, *, stored: dict | None = None
-) -> dict[str, Any]:
-    """The hierarchy set on the dataset if there is one, else a builder that fits the column's
-    values (``sample``: the column, or only its distinct values). An uploaded table is referred
-    to by digest, not copied: it may be megabytes, and the job resolves it when it runs.
-    ``stored`` is :func:`~anonweb.datasets.selectors.hierarchies_for` of the dataset."""
-    from anonweb.datasets.selectors import hierarchies_for, hierarchy_spec
-
-    current = (stored if stored is not None else hierarchies_for(dataset=dataset)).get(column)
-    if current is not None:
-        if current.kind == "uploaded":
-            return {"uploaded": current.sha256, "values": current.values, "levels": current.levels}
-        spec = hierarchy_spec(dataset=dataset, column=column)
-        if spec is not None:
-            return spec
-    values = sample.dropna()
-    if _CODE_NAME.search(column) and len(values) and values.astype(str).str.len().nunique() == 1:
-        return {"builder": "mask"}  # postal codes: mask digits from the right, not intervals
-    if pd.api.types.is_numeric_dtype(sample):
-        span = float(values.max() - values.min()) if len(values) else 0.0
-        width = next((w for w in (1, 2, 5, 10, 20, 50, 100, 1000, 10000) if span / w <= 20), 100000)
-        return {"builder": "interval", "width": width}
-    text = values.astype(str)
-    if len(text) and text.str.match(_ISO_DATE).all():
-        return {"builder": "date"}
-    if len(text) and text.str.match(_DIGITS).all() and text.str.len().nunique() == 1:
-        return {"builder": "mask"}
-    distinct = sorted(text.unique())
-    if len(distinct) <= 5:
-        # Few categories: the only sensible coarsening is to suppress the value.
-        return {"rows": [[v, "*"] for v in distinct]}
-    # Ordered groups are only a starting point: an officer should upload a semantic hierarchy.
-    return {"builder": "grouping", "group_size": max(2, len(distinct) // 8), "fanout": 2}
+from anonweb.datasets.selectors import hierarchies_for, plan_with_hierarchies
 
 
 def _identifier_steps(dataset: Dataset, identifiers: str) -> list[dict[str, Any]]:
@@ -84,8 +50,6 @@ def _outward_bounds(values: pd.Series) -> list[float]:
 
 
 def _data_categories(values: pd.Series) -> list[str]:
-    from anonweb.core.dp.mechanisms import cell_labels
-
     return sorted(set(cell_labels(values.dropna())))
 
 
@@ -99,8 +63,6 @@ def _dp_histogram_steps(
     categories instead. Numeric columns: counts over equal bins between bounds, so the bin edges
     are public; the suggested bounds are the data's range, marked as read from the data until
     the officer confirms them. The privacy unit is the tagged identifier when there is one."""
-    from anonweb.core.dp.accounting import split_epsilon
-    from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY
 
     columns = dataset.sensitive or dataset.quasi_identifiers
     shares = split_epsilon(epsilon, max(1, len(columns)))
@@ -133,7 +95,6 @@ def _ldp_steps(
     starting point (the column's values; its range rounded outwards) and marks them
     ``read_from_data``: a launch is refused until the officer has checked them against a public
     source (a codebook) and removed the mark."""
-    from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY
 
     steps = []
     for c in dataset.sensitive:
@@ -144,9 +105,10 @@ def _ldp_steps(
                 {"kind": "ldp_laplace", "params": {**params, READ_FROM_DATA_KEY: ["bounds"]}}
             )
         else:
-            params = {"column": c, "epsilon": epsilon, "categories": _data_categories(values)}
-            if len(params["categories"]) < 2:
-                params["categories"] = params["categories"] + ["(other)"]
+            categories = _data_categories(values)
+            if len(categories) < 2:
+                categories = categories + ["(other)"]
+            params = {"column": c, "epsilon": epsilon, "categories": categories}
             steps.append(
                 {
                     "kind": "ldp_randomized_response",
@@ -160,7 +122,6 @@ def unconfirmed_problems(plan: Mapping[str, Any]) -> list[str]:
     """Steps whose public parameters are not confirmed: categories or bounds still marked as read
     from the data, or randomized response that would read its categories from the data when it
     runs. A launch is refused while there are any (a preview is not)."""
-    from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY, unconfirmed
 
     problems = []
     for i, step in enumerate(plan.get("steps") or [], 1):
@@ -219,8 +180,6 @@ def suggest_plan(
             {"model": "distinct_l", "sensitive": sa, "l": l_diversity} for sa in dataset.sensitive
         ]
     if qis:
-        from anonweb.core.search.metrics import DEFAULT_AGGREGATE
-
         params: dict[str, Any] = {"k": k, "suppression": suppression, "metric": metric}
         # the objective is written out, ARX's default included, so the plan explains itself
         chosen = aggregate or DEFAULT_AGGREGATE.get(metric)
@@ -228,7 +187,6 @@ def suggest_plan(
             params["aggregate"] = chosen
         params["models"] = models
         plan["steps"].append({"kind": "optimal_generalization", "params": params})
-    from anonweb.datasets.selectors import hierarchies_for
 
     stored = hierarchies_for(dataset=dataset)
     plan["hierarchies"] = {c: suggest_hierarchy(dataset, c, frame[c], stored=stored) for c in qis}
@@ -237,7 +195,6 @@ def suggest_plan(
 
 def check_web_plan(plan: dict[str, Any]) -> None:
     """Plans from the web may not read files on the server: hierarchies come as rows or builders."""
-    from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
 
     for column, spec in (plan.get("hierarchies") or {}).items():
         if isinstance(spec, str) or (isinstance(spec, dict) and "path" in spec):
@@ -256,9 +213,6 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
 
     Returns the parsed :class:`~anonweb.core.release.plan.Plan`; raises
     :class:`~anonweb.core.errors.PlanError` whose ``errors`` lists every problem."""
-    from anonweb.core.errors import PlanError
-    from anonweb.core.release.plan import plan_from_dict, validate_plan
-    from anonweb.datasets.selectors import plan_with_hierarchies
 
     try:
         parsed = plan_from_dict(plan)
@@ -284,7 +238,7 @@ def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
     """The plan as published with a release: every parameter, but hierarchy tables (which list
     the source's distinct values) and substitution codebooks summarised, and secrets only by name."""
     out = dict(plan)
-    hierarchies = {}
+    hierarchies: dict[str, Any] = {}
     for column, spec in (plan.get("hierarchies") or {}).items():
         if isinstance(spec, dict) and "rows" in spec:
             rows = spec["rows"]
@@ -325,7 +279,6 @@ def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
 
     Each DP step is costed at the input distance the steps before it allow
     (:func:`anonweb.core.release.plan.plan_costs`), so one refused there is refused here."""
-    from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
 
     parsed = plan_from_dict(plan)
     specs = validate_plan(parsed)
@@ -337,8 +290,6 @@ def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
             total[name] = total.get(name, 0.0) + value
         entry: dict[str, Any] = {"step": c.step, "kind": c.kind, "cost": c.cost}
         if c.kind == "dp_release":
-            from anonweb.core.dp.mechanisms import preview
-
             entry["preview"] = preview(parsed.steps[c.step - 1].params, distance=c.distance)
         steps.append(entry)
     return {"total": total, "steps": steps}

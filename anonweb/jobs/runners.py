@@ -6,7 +6,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from anonweb.core.conflicts.lineage import microaggregated
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.publish import fresh_secrets, publish
+from anonweb.core.risk.intruder import intruder_check
+from anonweb.datasets.selectors import plan_with_hierarchies
+from anonweb.datasets.services import dataset_parse, dataset_profile
+from anonweb.datasets.storage import load_frame
 from anonweb.jobs.models import Job, JobKind
+from anonweb.jobs.planning import check_web_plan, public_plan
+from anonweb.jobs.publication import release_create
+from anonweb.jobs.services import JobCancelled
+from anonweb.releases.budget import charge_spend
+from anonweb.releases.conflicts import release_conflict_check
+from anonweb.releases.gate import gate_evaluate, thresholds_for
 
 Progress = Callable[[int, str], None]
 RUNNERS: dict[str, Callable[[Job, Progress], dict]] = {}
@@ -32,15 +45,13 @@ def run_demo_sleep(job: Job, progress: Progress) -> dict:
 
 @runner(JobKind.PARSE)
 def run_parse(job: Job, progress: Progress) -> dict:
-    from anonweb.datasets.services import dataset_parse
-
+    assert job.dataset is not None  # parse, profile and release jobs are made for a dataset
     return dataset_parse(dataset=job.dataset, progress=progress, sep=job.params.get("sep"))
 
 
 @runner(JobKind.PROFILE)
 def run_profile(job: Job, progress: Progress) -> dict:
-    from anonweb.datasets.services import dataset_profile
-
+    assert job.dataset is not None
     return dataset_profile(dataset=job.dataset, progress=progress)
 
 
@@ -55,14 +66,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
 
     import numpy as np
 
-    from anonweb.core.release.plan import plan_from_dict
-    from anonweb.core.release.publish import fresh_secrets, publish
-    from anonweb.datasets.selectors import plan_with_hierarchies
-    from anonweb.datasets.storage import load_frame
-    from anonweb.jobs.planning import check_web_plan, public_plan
-    from anonweb.releases.gate import gate_evaluate, thresholds_for
-    from anonweb.releases.services import release_create
-
+    assert job.dataset is not None
     plan_dict = job.params["plan"]
     check_web_plan(plan_dict)
     plan = plan_from_dict(plan_with_hierarchies(dataset=job.dataset, plan=plan_dict))
@@ -75,9 +79,6 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     def before_spending() -> None:
         # The reservation becomes spent before any mechanism reads the data; if it was refunded
         # meanwhile (the job was failed or cancelled), nothing is drawn.
-        from anonweb.jobs.services import JobCancelled
-        from anonweb.releases.budget import charge_spend
-
         if not charge_spend(job_id=job.pk):
             raise JobCancelled()
 
@@ -89,8 +90,6 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     aggregates: tuple = ()
     dp = not _row_preserving(plan_dict)
     if not dp and made.aligned is not None:
-        from anonweb.core.conflicts.lineage import microaggregated
-
         aligned = made.aligned
         intruder = _intruder(frame, aligned, plan_dict, rng)
         if intruder is not None:
@@ -106,8 +105,6 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         )
     conflicts = None
     if dp or source_rows is not None:
-        from anonweb.releases.conflicts import release_conflict_check
-
         progress(80, "checking for conflicts with earlier releases")
         conflicts = release_conflict_check(
             dataset=job.dataset,
@@ -163,8 +160,6 @@ PERTURBING_STEPS = {
 def _intruder(source, aligned, plan_dict: dict, rng) -> dict | None:
     """Maximum-knowledge intruder check on the numeric columns the plan perturbed, if any."""
     import pandas as pd
-
-    from anonweb.core.risk.intruder import intruder_check
 
     columns: list[str] = []
     for step in plan_dict.get("steps", []):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import threading
 import traceback
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -22,8 +24,22 @@ from django.utils import timezone
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
-from anonweb.core.errors import CoreError
-from anonweb.jobs.models import Job, JobStatus
+from anonweb.core.errors import CoreError, ParameterError, PlanError
+from anonweb.datasets.ingest import dataset_store
+from anonweb.datasets.services import dataset_parse_failed, require_ready
+from anonweb.datasets.storage import dataset_dir
+from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.jobs.planning import plan_privacy, public_plan, unconfirmed_problems, validate_web_plan
+from anonweb.releases.budget import charge_refund_unspent, charge_reserve, check_budget, ledger_lock
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import UploadedFile
+
+    from anonweb.accounts.models import Team
+    from anonweb.datasets.models import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +82,13 @@ def job_complete_claimed(*, job: Job, result: dict) -> None:
         raise JobLost(f"job {job.pk} is no longer running under this worker's claim")
 
 
-def job_create(*, user, team, kind: str, dataset=None, params: dict | None = None) -> Job:
+def job_create(
+    *, user: User, team: Team, kind: str, dataset: Dataset | None = None, params: dict | None = None
+) -> Job:
     """Create a queued job and enqueue it once the transaction commits."""
-    from anonweb.jobs.models import JobKind
 
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
     if dataset is not None and kind != JobKind.PARSE:
-        from anonweb.datasets.services import require_ready
-
         require_ready(dataset)
         if dataset.is_purged:
             raise CoreError(
@@ -96,15 +111,49 @@ def job_create(*, user, team, kind: str, dataset=None, params: dict | None = Non
             details={
                 "kind": kind,
                 "dataset_id": getattr(dataset, "pk", None),
-                "params": _public_params(params or {}),
+                "params": job_public_params(params or {}),
             },
         )
         transaction.on_commit(lambda: job_enqueue(job_id=job.pk))
     return job
 
 
+def dataset_upload(
+    *,
+    user: User,
+    team: Team,
+    upload: UploadedFile,
+    name: str,
+    description: str = "",
+    sep: str | None = None,
+) -> tuple[Dataset, Job]:
+    """Store an upload and queue the job that reads it; returns ``(dataset, job)``.
+
+    The one entry point of the upload page and of ``POST /api/v1/datasets/``: the request
+    does no reading of the file beyond moving it into place."""
+    folder = None
+    try:
+        with transaction.atomic():
+            dataset = dataset_store(
+                user=user, team=team, upload=upload, name=name, description=description
+            )
+            folder = dataset_dir(dataset.storage_key)
+            job = job_create(
+                user=user,
+                team=team,
+                kind=JobKind.PARSE,
+                dataset=dataset,
+                params={"sep": sep} if sep else {},
+            )
+    except BaseException:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return dataset, job
+
+
 def anonymize_launch(
-    *, user, dataset, plan: dict, title: str, purpose: str = "", recipient: str = ""
+    *, user: User, dataset: Dataset, plan: dict, title: str, purpose: str = "", recipient: str = ""
 ) -> Job:
     """Queue a release plan after reserving its privacy cost on the source's ledger.
 
@@ -113,10 +162,6 @@ def anonymize_launch(
 
     The ledger is locked while it is read and the charge written (one transaction), so two
     launches cannot both fit into the same remaining budget (see ``anonweb.releases.budget``)."""
-    from anonweb.core.errors import ParameterError, PlanError
-    from anonweb.jobs.models import JobKind
-    from anonweb.jobs.planning import plan_privacy, unconfirmed_problems, validate_web_plan
-    from anonweb.releases.budget import charge_reserve, check_budget, ledger_lock
 
     purpose, recipient = (purpose or "").strip(), (recipient or "").strip()
     missing = [n for n, v in (("purpose", purpose), ("recipient", recipient)) if not v]
@@ -149,11 +194,10 @@ def anonymize_launch(
         return job
 
 
-def _public_params(params: dict) -> dict:
+def job_public_params(params: dict) -> dict:
     """Parameters as recorded in the audit trail, which every team member can read: a plan as
     it is published with a release (hierarchy tables and codebooks, which hold source values,
     summarised); secrets and seeds never."""
-    from anonweb.jobs.planning import public_plan
 
     out = {k: v for k, v in params.items() if k not in ("secrets", "seed")}
     if isinstance(out.get("plan"), dict):
@@ -208,9 +252,9 @@ def _set_terminal(
     *,
     job_id: int,
     status: str,
-    from_statuses,
+    from_statuses: Iterable[str],
     error: str = "",
-    result=None,
+    result: dict[str, Any] | None = None,
     message: str = "",
     claim: tuple[str, int] | None = None,
 ) -> bool:
@@ -226,17 +270,14 @@ def _set_terminal(
         changed = rows.update(**fields)
         if changed:
             job = Job.objects.select_related("team").get(id=job_id)
-            details = {"kind": job.kind}
+            details: dict[str, object] = {"kind": job.kind}
             if error:
                 # The job page shows the officer the message as it is; the trail, which every
                 # team member reads, keeps it without the values it quotes.
                 details["error"] = without_quoted_values(error, job)[:500]
-            if status != JobStatus.SUCCEEDED:
-                # A job that never reached its privacy-spending steps gives its reservation back.
-                from anonweb.releases.budget import charge_refund_unspent
-
-                if charge_refund_unspent(job_id=job_id):
-                    details["privacy_refunded"] = True
+            # A job that never reached its privacy-spending steps gives its reservation back.
+            if status != JobStatus.SUCCEEDED and charge_refund_unspent(job_id=job_id):
+                details["privacy_refunded"] = True
             audit_record(
                 actor=None, team=job.team, action=f"job.{status}", target=job, details=details
             )
@@ -252,7 +293,7 @@ def without_quoted_values(message: str, job: Job) -> str:
     """``message`` with every quoted text replaced by '…', except the names of the dataset's
     columns and of the plan's step kinds (core messages quote values as 'x' or "x")."""
     keep = set()
-    if job.dataset_id is not None:
+    if job.dataset is not None:
         keep |= {str(c) for c in job.dataset.column_names}
     for step in ((job.params or {}).get("plan") or {}).get("steps", []) or []:
         if isinstance(step, dict) and isinstance(step.get("kind"), str):
@@ -267,17 +308,14 @@ def without_quoted_values(message: str, job: Job) -> str:
 def _after_unsuccessful(job: Job, reason: str) -> None:
     """A job that reads an upload and ends without success leaves a failed dataset with the
     reason, and none of its files (whether it failed, was cancelled or lost its worker)."""
-    from anonweb.jobs.models import JobKind
 
     if job.kind == JobKind.PARSE and job.dataset_id is not None:
-        from anonweb.datasets.services import dataset_parse_failed
-
         if job.status == JobStatus.CANCELLED:
             reason = "the upload was cancelled before it was read"
         dataset_parse_failed(dataset_id=job.dataset_id, error=reason)
 
 
-def job_cancel(*, user, job: Job) -> Job:
+def job_cancel(*, user: User, job: Job) -> Job:
     require_role(user=user, team=job.team, role=Role.PRIVACY_OFFICER)
     with transaction.atomic():
         if Job.objects.filter(id=job.pk, status=JobStatus.QUEUED).update(
@@ -286,9 +324,7 @@ def job_cancel(*, user, job: Job) -> Job:
             message="cancelled before it started",
             cancel_requested=True,
         ):
-            from anonweb.releases.budget import charge_refund_unspent
-
-            details = {"kind": job.kind}
+            details: dict[str, object] = {"kind": job.kind}
             if charge_refund_unspent(job_id=job.pk):
                 details["privacy_refunded"] = True
             audit_record(
@@ -322,7 +358,11 @@ def job_execute(*, job_id: int, worker: str) -> None:
     stop_heartbeat = _start_heartbeat(job_id)
     try:
         run = RUNNERS[job.kind]
-        result = run(job, lambda pct, msg="": job_progress(job_id=job_id, percent=pct, message=msg))
+
+        def progress(pct: int, msg: str = "") -> None:
+            job_progress(job_id=job_id, percent=pct, message=msg)
+
+        result = run(job, progress)
     except JobLost:
         log.warning(
             "job %s: finished by someone else (reaped while this worker was stalled); "
@@ -359,10 +399,10 @@ def job_execute(*, job_id: int, worker: str) -> None:
         stop_heartbeat()
 
 
-def _start_heartbeat(job_id: int):
+def _start_heartbeat(job_id: int) -> Callable[[], None]:
     stop = threading.Event()
 
-    def beat():
+    def beat() -> None:
         try:
             while not stop.wait(HEARTBEAT_SECONDS):
                 Job.objects.filter(id=job_id, status=JobStatus.RUNNING).update(
@@ -376,7 +416,7 @@ def _start_heartbeat(job_id: int):
     thread = threading.Thread(target=beat, name=f"job-{job_id}-heartbeat", daemon=True)
     thread.start()
 
-    def halt():
+    def halt() -> None:
         stop.set()
         thread.join(timeout=HEARTBEAT_SECONDS + 5)
 

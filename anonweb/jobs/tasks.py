@@ -22,6 +22,3 @@ def _connect_reaper(sender, **kwargs):
         from anonweb.jobs.services import jobs_reap_stale
 
         jobs_reap_stale()
-        from anonweb.common.tasks import sweep_storage_task
-
-        sweep_storage_task()

@@ -6,8 +6,9 @@ from django.views.decorators.http import require_POST
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_where
 from anonweb.jobs.models import JobKind, JobStatus
+from anonweb.jobs.plan_views import plan_check, plan_page
 from anonweb.jobs.selectors import job_get_for_user, jobs_for_user
-from anonweb.jobs.services import job_cancel, job_create, jobs_reap_stale
+from anonweb.jobs.services import job_cancel, job_create, job_public_params, jobs_reap_stale
 
 
 def job_list(request):
@@ -23,7 +24,9 @@ def job_list(request):
 
 def job_detail(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
-    return render(request, "jobs/detail.html", {"job": job})
+    # the parameters as the audit trail records them: no secret, seed or source value
+    params = job_public_params(job.params or {})
+    return render(request, "jobs/detail.html", {"job": job, "params": params})
 
 
 def job_status(request, job_id: int):
@@ -70,12 +73,8 @@ def job_queue_check(request):
 
 
 def job_plan(request, dataset_id: int):
-    from anonweb.jobs.plan_views import plan_page
-
     return plan_page(request, dataset_id=dataset_id)
 
 
 def job_plan_check(request, dataset_id: int):
-    from anonweb.jobs.plan_views import plan_check
-
     return plan_check(request, dataset_id=dataset_id)

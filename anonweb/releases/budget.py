@@ -39,6 +39,8 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import DataError, ParameterError
+from anonweb.datasets.models import Dataset
+from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.releases.models import ChargeState, PrivacyCharge, PrivacyLedger
 
 COMPOSITION = "basic"
@@ -128,8 +130,6 @@ def ledger_row(dataset) -> PrivacyLedger:
 
 
 def _view(row: PrivacyLedger) -> Ledger:
-    from anonweb.datasets.models import Dataset
-
     sums = {(s, k): 0.0 for s in ChargeState.values for k in ("epsilon", "delta")}
     entries = []
     charges = row.charges.select_related("job", "dataset", "job__release").order_by(
@@ -186,7 +186,6 @@ def ledger_for(dataset) -> Ledger:
 
 def budget_get_for_user(*, user, dataset_id: int) -> Ledger:
     """Selector: the ledger of a dataset the user can see (404 otherwise)."""
-    from anonweb.datasets.selectors import dataset_get_for_user
 
     return ledger_for(dataset_get_for_user(user=user, dataset_id=dataset_id))
 

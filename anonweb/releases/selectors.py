@@ -1,15 +1,23 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
 from anonweb.accounts.selectors import user_has_role
+from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import STAFF_ROLES
+from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
+from anonweb.releases.storage import read_private_json
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
-def releases_for_user(*, user) -> QuerySet[Release]:
+def releases_for_user(*, user: User) -> QuerySet[Release]:
     """Officers and stewards see all their teams' releases; analysts only approved ones."""
     staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
@@ -22,14 +30,14 @@ def releases_for_user(*, user) -> QuerySet[Release]:
     )
 
 
-def release_get_for_user(*, user, release_id: int) -> Release:
+def release_get_for_user(*, user: User, release_id: int) -> Release:
     try:
         return releases_for_user(user=user).get(pk=release_id)
     except (Release.DoesNotExist, ValueError, TypeError):
         raise Http404("No such release.") from None
 
 
-def release_get_downloadable(*, user, release_id: int) -> Release:
+def release_get_downloadable(*, user: User, release_id: int) -> Release:
     """A release the user may download (page and API): analysts an approved one, the team's
     officers and stewards any that is not rejected. Hidden ones are 404, rejected ones 403."""
     from django.core.exceptions import PermissionDenied
@@ -43,6 +51,21 @@ def release_get_downloadable(*, user, release_id: int) -> Release:
     return release
 
 
+def release_get_for_signoff(*, user: User, release_id: int) -> Release:
+    """A release whose sign-off report the user may read: the team's officers and stewards
+    only, since it carries the internal report. Analysts get 403 for a release they can see
+    (approved) and 404 for one they cannot; other teams 404."""
+    from django.core.exceptions import PermissionDenied
+
+    release = release_get_for_user(user=user, release_id=release_id)
+    if not Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists():
+        raise PermissionDenied(
+            "The sign-off report carries internal figures: privacy officers and data stewards "
+            "of the team only."
+        )
+    return release
+
+
 TYPE_LABELS = {
     "exact_inference": "Exact inference",
     "differencing": "Differencing",
@@ -52,13 +75,11 @@ TYPE_LABELS = {
 }
 
 
-def conflicts_for(*, release: Release, user) -> list[dict]:
+def conflicts_for(*, release: Release, user: User) -> list[dict]:
     """Conflict findings involving this release: those its own check found against earlier
     releases, and those later releases' checks found with it. Every release named carries its
     live status; officers and stewards only. Only a privacy officer of the team gets the records and the values an attacker
     would infer (from the finding release's private files)."""
-    from anonweb.releases.conflicts import FINDINGS_FILE
-    from anonweb.releases.storage import read_private_json
 
     findings = (
         ConflictFinding.objects.filter(involved=release)
@@ -112,3 +133,43 @@ def conflicts_for(*, release: Release, user) -> list[dict]:
                 }
         out.append(entry)
     return out
+
+
+class ReleasesNotComparable(CoreError):
+    """Two releases that a comparison cannot put side by side (different sources, or one)."""
+
+
+def release_is_staff(*, user: User, release: Release) -> bool:
+    """Whether the user reads the release's internal report (its team's officers and stewards)."""
+    return Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
+
+
+def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release, Release, bool]:
+    """Two versions of one source that the user may compare, and whether they read the internal
+    reports. Each release is fetched as its page fetches it (outside the user's teams, or
+    pending for an analyst: 404); an analyst compares only releases they can download (rejected:
+    403). Releases of different sources are refused with a reason."""
+    a = release_get_for_user(user=user, release_id=a_id)
+    b = release_get_for_user(user=user, release_id=b_id)
+    staff = release_is_staff(user=user, release=a) and release_is_staff(user=user, release=b)
+    if not staff:
+        a = release_get_downloadable(user=user, release_id=a.pk)
+        b = release_get_downloadable(user=user, release_id=b.pk)
+    if a.dataset_id != b.dataset_id:
+        raise ReleasesNotComparable(
+            f"{a.dataset.name} v{a.version} and {b.dataset.name} v{b.version} are releases of "
+            "different sources: only versions of one source can be compared."
+        )
+    if a.pk == b.pk:
+        raise ReleasesNotComparable("Choose two different versions of the source to compare.")
+    return a, b, staff
+
+
+def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Release]:
+    """The other versions of the release's source the user can see (for "compare with")."""
+    return (
+        releases_for_user(user=user)
+        .filter(dataset_id=release.dataset_id)
+        .exclude(pk=release.pk)
+        .order_by("-version")
+    )

@@ -1,21 +1,23 @@
-"""Release use cases: create from a finished job, approve or reject (never by the requester)."""
+"""Release use cases: approve or reject (never by the requester), conflict findings, downloads.
+A finished job's release is created by :mod:`anonweb.jobs.publication`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db import transaction
 from django.utils import timezone
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
-from anonweb.releases.storage import (
-    remove_release_files,
-    write_private_json,
-    write_release_files,
-)
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from anonweb.releases.conflicts import ConflictCheck
 
 
 def finding_summary(findings: list[dict]) -> list[dict]:
@@ -35,115 +37,8 @@ class ReviewError(Exception):
     """The release was already reviewed."""
 
 
-def release_create(
-    *,
-    job,
-    frame,
-    plan: dict,
-    report: dict,
-    title: str,
-    source_rows=None,
-    aggregates=(),
-    dp: bool = False,
-    conflicts=None,
-    published_report: dict | None = None,
-    gate: dict | None = None,
-    purpose: str = "",
-    recipient: str = "",
-) -> Release:
-    """Files first (atomically renamed into place), then the row, its conflict findings, its
-    audit event and the job's success in one transaction; if the row cannot be written the
-    files are removed again.
-
-    ``source_rows``, ``aggregates`` and ``dp`` are the release's lineage (kept privately);
-    ``conflicts`` the :class:`~anonweb.releases.conflicts.ConflictCheck` of the new release
-    against the earlier ones.
-
-    ``job`` must be running under the claim of the worker calling this: a job that the reaper
-    failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
-    from anonweb.jobs.services import JobLost, job_claim_held, job_complete_claimed
-
-    if not job_claim_held(job=job):
-        raise JobLost(f"job {job.pk} is no longer running under this worker's claim")
-    release = Release(
-        team=job.team,
-        dataset=job.dataset,
-        job=job,
-        title=title,
-        plan=plan,
-        report=report,
-        rows=len(frame),
-        columns=[str(c) for c in frame.columns],
-        requested_by=job.created_by,
-        published_report=published_report or {},
-        gate=gate or {},
-        purpose=purpose,
-        recipient=recipient,
-    )
-    release.sha256 = write_release_files(
-        release.storage_key, frame, source_rows=source_rows, aggregates=aggregates, dp=dp
-    )
-    found = None
-    try:
-        for _attempt in range(3):
-            try:
-                with transaction.atomic():
-                    last = Release.objects.filter(dataset=job.dataset).aggregate(v=Max("version"))[
-                        "v"
-                    ]
-                    release.version = (last or 0) + 1
-                    release.conflicts_checked = (
-                        list(conflicts.checked)
-                        if conflicts is not None and not conflicts.skipped
-                        else None
-                    )
-                    release.save()
-                    found = conflicts.relabelled(release.version) if conflicts else None
-                    if found is not None:
-                        _save_findings(release, found)
-                    audit_record(
-                        actor=job.created_by,
-                        team=job.team,
-                        action="release.created",
-                        target=release,
-                        details={
-                            "dataset_id": job.dataset_id,
-                            "version": release.version,
-                            "job_id": job.pk,
-                            "rows": release.rows,
-                            "sha256": release.sha256,
-                            "plan": plan,
-                            **({"conflicts": found.summary()} if found is not None else {}),
-                            "purpose": purpose,
-                            "recipient": recipient,
-                            "findings": finding_summary(release.findings),
-                        },
-                    )
-                    job_complete_claimed(
-                        job=job,
-                        result={
-                            "release_id": release.pk,
-                            "version": release.version,
-                            "rows": release.rows,
-                        },
-                    )
-                break
-            except IntegrityError:
-                release.pk = None
-                continue
-        else:
-            raise IntegrityError("could not allocate a release version")
-    except BaseException:
-        remove_release_files(release.storage_key)
-        raise
-    if found is not None:
-        from anonweb.releases.conflicts import FINDINGS_FILE
-
-        write_private_json(release.storage_key, FINDINGS_FILE, found.private)
-    return release
-
-
-def _save_findings(release: Release, found) -> None:
+def save_conflict_findings(release: Release, found: ConflictCheck) -> None:
+    """The conflict findings of a new release, linked to every release they involve."""
     by_id = {r.pk: r for r in Release.objects.filter(pk__in=found.checked)}
     for position, entry in enumerate(found.public):
         finding = ConflictFinding.objects.create(
@@ -200,7 +95,7 @@ def blocking_findings(*, release: Release) -> list[dict]:
 
 
 def release_review(
-    *, user, release: Release, decision: str, note: str = "", override: str = ""
+    *, user: User, release: Release, decision: str, note: str = "", override: str = ""
 ) -> Release:
     """Approve or reject ``release`` (a data steward other than the requester).
 
@@ -258,17 +153,17 @@ def release_review(
     return release
 
 
-def release_approve(*, user, release: Release, note: str = "", override: str = "") -> Release:
+def release_approve(*, user: User, release: Release, note: str = "", override: str = "") -> Release:
     return release_review(
         user=user, release=release, decision="approve", note=note, override=override
     )
 
 
-def release_reject(*, user, release: Release, note: str = "") -> Release:
+def release_reject(*, user: User, release: Release, note: str = "") -> Release:
     return release_review(user=user, release=release, decision="reject", note=note)
 
 
-def release_record_download(*, user, release: Release) -> None:
+def release_record_download(*, user: User, release: Release) -> None:
     with transaction.atomic():
         audit_record(
             actor=user,
@@ -276,4 +171,16 @@ def release_record_download(*, user, release: Release) -> None:
             action="release.downloaded",
             target=release,
             details={"version": release.version, "sha256": release.sha256},
+        )
+
+
+def release_record_signoff(*, user: User, release: Release, files: list[dict[str, str]]) -> None:
+    """A sign-off report was downloaded: who, and the file hashes it stated."""
+    with transaction.atomic():
+        audit_record(
+            actor=user,
+            team=release.team,
+            action="release.signoff_downloaded",
+            target=release,
+            details={"version": release.version, "status": release.status, "files": files},
         )

@@ -18,6 +18,7 @@ import pandas as pd
 from django.conf import settings
 
 from anonweb.core.conflicts.inference import Aggregate
+from anonweb.core.errors import DataError
 
 # The CSV protections live in the core's release path; imported here for the writers.
 from anonweb.core.io.export import (  # noqa: F401
@@ -71,8 +72,6 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
     ``xlsx`` is written from the Parquet copy with every text cell neutralised as in the CSV
     (its bytes). Raises Http404 when the files are missing."""
     from django.http import Http404
-
-    from anonweb.core.errors import DataError
 
     folder = release_dir(storage_key)
     stored = {"csv": folder / "data.csv", "parquet": folder / "data.parquet"}

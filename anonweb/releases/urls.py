@@ -1,13 +1,15 @@
 from django.urls import path
 
-from anonweb.releases import views
+from anonweb.releases import views, views_compare
 
 app_name = "releases"
 urlpatterns = [
     path("", views.release_list, name="list"),
+    path("compare/", views_compare.release_compare, name="compare"),
     path("policy/", views.policy_page, name="policy"),
     path("policy/<int:team_id>/", views.policy_page, name="policy_team"),
     path("<int:release_id>/", views.release_detail, name="detail"),
     path("<int:release_id>/review/", views.release_review, name="review"),
     path("<int:release_id>/download/", views.release_download, name="download"),
+    path("<int:release_id>/signoff.html", views.release_signoff, name="signoff"),
 ]

@@ -6,11 +6,25 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import user_has_role
+from anonweb.accounts.selectors import teams_for_user, user_has_role
+from anonweb.common.charts import risk_charts_cached
+from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
+from anonweb.core.dp.charts import dp_charts, needs_table
+from anonweb.core.errors import CoreError
+from anonweb.core.release.policy import PolicyThresholds
+from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.models import ReleaseStatus
-from anonweb.releases.selectors import release_get_for_user, releases_for_user
-from anonweb.releases.services import ReviewError, release_record_download
+from anonweb.releases.selectors import (
+    conflicts_for,
+    release_get_downloadable,
+    release_get_for_user,
+    releases_for_user,
+)
+from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
+from anonweb.releases.services import release_review as review
+from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import release_dir
+from anonweb.releases.utility import release_utility_get, utility_charts_cached
 
 
 def release_list(request):
@@ -32,25 +46,23 @@ def release_detail(request, release_id: int):
     charts = None
     risk_after = report.get("risk_after")
     if risk_after:
-        from anonweb.common.charts import risk_charts_cached
-
         charts = risk_charts_cached(risk_after)
-    from anonweb.releases.selectors import conflicts_for
 
     conflicts = conflicts_for(release=release, user=request.user) if staff else []
     intruder = report.get("intruder")
     if intruder:
-        from anonweb.core.assessment.charts import intruder_chart
-
         chart = intruder_chart(intruder)
         charts = (charts or []) + ([chart] if chart else [])
     dp = _dp_charts(release, report)
     if dp:
         charts = (charts or []) + dp
+    # Computed from the source: officers and stewards only, never analysts.
+    utility = utility_charts = None
+    if staff:
+        utility = release_utility_get(release=release)
+        utility_charts = utility_charts_cached(utility) if utility else None
     alternatives = _search_alternatives(report) if staff else []
     if alternatives:
-        from anonweb.core.assessment.charts import alternatives_chart
-
         chart = alternatives_chart(alternatives)
         charts = (charts or []) + ([chart] if chart else [])
     return render(
@@ -66,18 +78,11 @@ def release_detail(request, release_id: int):
             "conflicts_live": [c for c in conflicts if c["live"]],
             "checked": release.conflicts_checked if staff else None,
             "alternatives": alternatives,
-            "disclosing": _disclosing(report),
+            "disclosing": disclosing(report),
+            "utility": utility,
+            "utility_charts": utility_charts,
         },
     )
-
-
-def _disclosing(report: dict) -> list[tuple[str, dict]]:
-    """Sensitive columns with classes that share one value after a search that reached k."""
-    searched = any(s.get("kind") == "optimal_generalization" for s in report.get("steps") or [])
-    sensitive = (report.get("risk_after") or {}).get("sensitive") or {}
-    if not searched:
-        return []
-    return [(name, sa) for name, sa in sensitive.items() if sa.get("homogeneous_classes")]
 
 
 def _search_alternatives(report: dict) -> list[dict]:
@@ -92,7 +97,6 @@ def _dp_charts(release, report: dict) -> list[dict]:
     """Each DP statistic of the release with its 95% interval, from the released table and the
     report the viewer may read (the published one for analysts: it keeps every DP step's public
     figures)."""
-    from anonweb.core.dp.charts import dp_charts, needs_table
 
     steps = report.get("steps") or []
     table = None
@@ -107,9 +111,6 @@ def _dp_charts(release, report: dict) -> list[dict]:
 
 @require_POST
 def release_review(request, release_id: int):
-    from anonweb.releases.services import ReleaseBlocked
-    from anonweb.releases.services import release_review as review
-
     release = release_get_for_user(user=request.user, release_id=release_id)
     decision = request.POST.get("decision")
     try:
@@ -142,8 +143,6 @@ def release_review(request, release_id: int):
 
 
 def release_download(request, release_id: int):
-    from anonweb.releases.selectors import release_get_downloadable
-
     release = release_get_downloadable(user=request.user, release_id=release_id)
     path = release_dir(release.storage_key) / "data.csv"
     if not path.exists():
@@ -153,6 +152,15 @@ def release_download(request, release_id: int):
     return FileResponse(
         open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv"
     )
+
+
+def release_signoff(request, release_id: int):
+    """The sign-off report as a self-contained HTML file (officers and stewards of the team)."""
+    from anonweb.releases.selectors import release_get_for_signoff
+    from anonweb.releases.signoff import signoff_download
+
+    release = release_get_for_signoff(user=request.user, release_id=release_id)
+    return signoff_download(release=release, user=request.user)
 
 
 class PolicyForm(forms.Form):
@@ -170,10 +178,6 @@ class PolicyForm(forms.Form):
 
 def policy_page(request, team_id: int | None = None):
     """The team's release policy; a data steward edits it."""
-    from anonweb.accounts.selectors import teams_for_user
-    from anonweb.core.errors import CoreError
-    from anonweb.core.release.policy import PolicyThresholds
-    from anonweb.releases.gate import release_policy_update, thresholds_for
 
     teams = list(teams_for_user(user=request.user))
     if not teams:

@@ -11,6 +11,7 @@
   var steps = data.schemas.steps, builders = data.schemas.hierarchy_builders;
   var errorsBox = document.getElementById("plan-errors");
   var costBox = document.querySelector("[data-testid=live-cost]");
+  var findingsBox = document.querySelector("[data-testid=live-findings]");
   var plan = null, pending = null, seq = 0;
   var ACTIONS = {
     identifier: ["drop", "tokenize", "substitute", "regex_mask"],
@@ -236,12 +237,47 @@
     var text = "This plan spends ε = " + t.epsilon.toFixed(4) + (t.delta ? ", δ = " + t.delta : "") +
       (t.local_epsilon ? "; local ε = " + t.local_epsilon.toFixed(4) + " per record" : "") + ".";
     costBox.appendChild(el("p", {"data-testid": "live-cost-total"}, text));
+    var budget = answer.budget || {};
+    if (budget.problem) {
+      costBox.appendChild(el("p", {"class": "error", "data-testid": "live-cost-budget"}, "It cannot run: " + budget.problem + "."));
+    } else if (budget.remaining && budget.remaining.epsilon !== null && budget.remaining.epsilon !== undefined &&
+               (t.epsilon > 0 || t.local_epsilon > 0 || t.delta > 0)) {
+      var r = budget.remaining;
+      costBox.appendChild(el("p", {"data-testid": "live-cost-budget"}, "It fits the budget: ε = " +
+        Number(r.epsilon).toFixed(4) + (r.delta ? ", δ = " + r.delta : "") + " remains for this source before it runs."));
+    }
     answer.privacy.steps.forEach(function (s) {
       if (!s.preview) return;
       costBox.appendChild(el("p", {}, "Step " + s.step + " (" + s.preview.kind + "): 95% of released values within ±" +
         Number(s.preview.ci95_halfwidth).toFixed(2) + " of the truth."));
     });
     (answer.unconfirmed || []).forEach(function (u) { costBox.appendChild(el("p", {"class": "error"}, u)); });
+  }
+
+  // the release gate's findings that the plan and the tags decide (the rest are measured on
+  // the release itself, after the run)
+  function showFindings(answer) {
+    if (!findingsBox) return;
+    findingsBox.textContent = "";
+    if (answer.errors && answer.errors.length) {
+      findingsBox.appendChild(el("p", {"class": "meta"}, "Fix the plan to see the release gate's findings."));
+      findingsBox.setAttribute("data-state", "unknown");
+      return;
+    }
+    var found = answer.findings || [];
+    findingsBox.setAttribute("data-state", found.length ? "findings" : "clear");
+    if (!found.length) {
+      findingsBox.appendChild(el("p", {"data-testid": "live-findings-clear"},
+        "Release gate: nothing found in the plan and the tags. The risk after, free text and conflicts are measured when it runs."));
+      return;
+    }
+    findingsBox.appendChild(el("p", {}, "Release gate, judged from the plan and the tags (a steward cannot approve these without a written justification):"));
+    var list = el("ul", {"class": "findings"});
+    found.forEach(function (f) {
+      var item = el("li", {"class": f.severity === "block" ? "error" : "", "data-code": f.code}, f.message);
+      list.appendChild(item);
+    });
+    findingsBox.appendChild(list);
   }
 
   function check() {
@@ -258,6 +294,7 @@
         SF.showErrors(errorsBox, answer.data.errors);
         root.setAttribute("data-checked", answer.data.errors && answer.data.errors.length ? "invalid" : "valid");
         showCost(answer.data);
+        showFindings(answer.data);
       });
     }, 250);
   }

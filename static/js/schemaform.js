@@ -21,6 +21,8 @@
     var t = schema.type;
     if (t === "object" && schema.properties) return "object";
     if (t === "object" && schema.additionalProperties && schema["x-keys"]) return "mapping";
+    if (t === "object" && schema.additionalProperties && kind(schema.additionalProperties) === "pairs") return "matrix";
+    if (t === "object" && schema.additionalProperties && scalarValues(schema.additionalProperties)) return "pairs";
     if (t === "array" && schema.items && schema.items["x-column"]) return "columns";
     if (t === "array" && schema.items && schema.items.type === "object") return "list";
     if (t === "array" && schema.items && (schema.items.type === "number" || schema.items.type === "integer")) return "numbers";
@@ -31,6 +33,28 @@
   }
 
   function has(v) { return v !== undefined && v !== null && v !== ""; }
+
+  // a value that is a number, a text or null (or one of those): a codebook's replacement
+  function scalarValues(schema) {
+    var alts = schema.anyOf || schema.oneOf || [schema];
+    return alts.every(function (a) { return ["number", "integer", "string", "null"].indexOf(a.type) >= 0; });
+  }
+
+  function allows(schema, type) {
+    return (schema.anyOf || schema.oneOf || [schema]).some(function (a) {
+      return a.type === type || (type === "number" && a.type === "integer");
+    });
+  }
+
+  // a typed cell: a number where the schema allows one, blank as null where it allows that
+  function cellValue(schema, text) {
+    if (text.trim() === "") return allows(schema, "null") ? null : undefined;
+    if (allows(schema, "number") && !allows(schema, "string")) {
+      var n = Number(text);
+      return isNaN(n) ? text : n;
+    }
+    return text;
+  }
 
   function scalar(schema, value, opts, name) {
     var k = kind(schema);
@@ -115,6 +139,161 @@
       var out = {}, any = false;
       parts.forEach(function (p) { var v = p[1].get(); if (v !== undefined) { out[p[0]] = v; any = true; } });
       return any ? out : undefined;
+    }};
+  }
+
+  // key -> value (a codebook): a two-column table, one row per entry
+  function pairs(schema, value, opts, name) {
+    var box = el("div", {"class": "sf-pairs", "data-name": name});
+    var table = el("table", {"class": "kv sf-table"});
+    var head = el("tr");
+    head.appendChild(el("th", {}, "value"));
+    head.appendChild(el("th", {}, "replaced by"));
+    head.appendChild(el("th"));
+    table.appendChild(head);
+    box.appendChild(table);
+    var rows = [];
+    function push(k, v) {
+      var tr = el("tr");
+      var key = el("input", {type: "text", name: name + ".key", "aria-label": "value"});
+      var val = el("input", {type: "text", name: name + ".value", "aria-label": "replaced by"});
+      if (k !== undefined) key.value = k;
+      if (v !== undefined && v !== null) val.value = String(v);
+      var rm = el("button", {type: "button", "class": "link"}, "remove");
+      [key, val, rm].forEach(function (n) { var td = el("td"); td.appendChild(n); tr.appendChild(td); });
+      table.appendChild(tr);
+      var row = {tr: tr, key: key, val: val};
+      rows.push(row);
+      rm.addEventListener("click", function () {
+        rows.splice(rows.indexOf(row), 1);
+        tr.remove();
+        box.dispatchEvent(new Event("input", {bubbles: true}));
+      });
+      return row;
+    }
+    Object.keys(value || {}).forEach(function (k) { push(k, value[k]); });
+    var add = el("button", {type: "button", "class": "secondary small", "data-testid": "sf-add-" + name}, "Add an entry");
+    add.addEventListener("click", function () { push().key.focus(); });
+    box.appendChild(add);
+    return {el: box, get: function () {
+      var out = {}, any = false;
+      rows.forEach(function (r) {
+        if (r.key.value === "") return;
+        var v = cellValue(schema.additionalProperties, r.val.value);
+        out[r.key.value] = v === undefined ? "" : v;
+        any = true;
+      });
+      return any ? out : undefined;
+    }};
+  }
+
+  // category -> {category: probability} (a PRAM transition matrix): the categories once, then
+  // a square table of probabilities with each row's sum beside it
+  function matrix(schema, value, opts, name) {
+    var cellSchema = schema.additionalProperties.additionalProperties;
+    var box = el("div", {"class": "sf-matrix", "data-name": name});
+    var given = value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    var keys = Object.keys(given);
+    keys.forEach(function (k) {
+      Object.keys(given[k] || {}).forEach(function (t) { if (keys.indexOf(t) < 0) keys.push(t); });
+    });
+    var catsLabel = el("label", {}, "Categories ");
+    var cats = el("input", {type: "text", name: name + ".categories", placeholder: "comma-separated",
+      "data-testid": "sf-categories-" + name});
+    cats.value = keys.join(", ");
+    catsLabel.appendChild(cats);
+    box.appendChild(catsLabel);
+    var fill = el("span", {"class": "sf-fill"});
+    var p = el("input", {type: "number", step: "any", min: "0", max: "1", placeholder: "0.8",
+      "aria-label": "probability of keeping a value", "data-testid": "sf-keep-" + name});
+    var fillBtn = el("button", {type: "button", "class": "secondary small", "data-testid": "sf-fill-" + name},
+      "Fill: keep each value with this probability, the rest spread evenly");
+    fill.appendChild(p);
+    fill.appendChild(fillBtn);
+    box.appendChild(fill);
+    var holder = el("div");
+    box.appendChild(holder);
+    var cells = [], sums = [], order = [];
+    function categories() {
+      var seen = [];
+      cats.value.split(",").map(function (s) { return s.trim(); }).forEach(function (c) {
+        if (c !== "" && seen.indexOf(c) < 0) seen.push(c);
+      });
+      return seen;
+    }
+    function read() {
+      var out = {};
+      order.forEach(function (from, i) {
+        var row = {};
+        order.forEach(function (to, j) {
+          var v = cellValue(cellSchema, cells[i][j].value);
+          if (v !== undefined && v !== null) row[to] = v;
+        });
+        out[from] = row;
+      });
+      return out;
+    }
+    function showSums() {
+      cells.forEach(function (row, i) {
+        var total = row.reduce(function (acc, c) { var n = Number(c.value); return acc + (isNaN(n) ? 0 : n); }, 0);
+        sums[i].textContent = "Σ " + (Math.round(total * 1e6) / 1e6);
+        sums[i].className = Math.abs(total - 1) > 1e-9 ? "error" : "";
+      });
+    }
+    function draw(vals) {
+      holder.textContent = "";
+      order = categories();
+      cells = [];
+      sums = [];
+      if (!order.length) return;
+      var table = el("table", {"class": "kv sf-table", "data-testid": "sf-matrix-" + name});
+      var head = el("tr");
+      head.appendChild(el("th", {}, "from \\ to"));
+      order.forEach(function (c) { head.appendChild(el("th", {}, c)); });
+      head.appendChild(el("th"));
+      table.appendChild(head);
+      order.forEach(function (from, i) {
+        var tr = el("tr");
+        tr.appendChild(el("th", {scope: "row"}, from));
+        cells.push([]);
+        order.forEach(function (to, j) {
+          var input = el("input", {type: "number", step: "any", min: "0", max: "1", "class": "sf-cell",
+            name: name + "[" + from + "][" + to + "]", "aria-label": from + " to " + to});
+          var v = vals[from] && vals[from][to];
+          if (v !== undefined && v !== null) input.value = String(v);
+          var td = el("td");
+          td.appendChild(input);
+          tr.appendChild(td);
+          cells[i].push(input);
+        });
+        var sum = el("td");
+        tr.appendChild(sum);
+        sums.push(sum);
+        table.appendChild(tr);
+      });
+      holder.appendChild(table);
+      showSums();
+    }
+    draw(given);
+    cats.addEventListener("change", function () { draw(read()); box.dispatchEvent(new Event("input", {bubbles: true})); });
+    holder.addEventListener("input", showSums);
+    fillBtn.addEventListener("click", function () {
+      var keep = Number(p.value === "" ? p.placeholder : p.value);
+      if (isNaN(keep)) return;
+      if (categories().join("\n") !== order.join("\n")) draw(read());
+      var n = order.length;
+      var other = n > 1 ? (1 - keep) / (n - 1) : 0;
+      cells.forEach(function (row, i) {
+        row.forEach(function (c, j) {
+          c.value = String(n === 1 ? 1 : i === j ? keep : Math.round(other * 1e12) / 1e12);
+        });
+      });
+      showSums();
+      box.dispatchEvent(new Event("input", {bubbles: true}));
+    });
+    return {el: box, get: function () {
+      if (!order.length) return undefined;
+      return read();
     }};
   }
 
@@ -246,6 +425,8 @@
       case "list": return list(schema, value, opts, name);
       case "columns": return columnsPicker(schema, value, opts, name);
       case "mapping": return mapping(schema, value, opts, name);
+      case "matrix": return matrix(schema, value, opts, name);
+      case "pairs": return pairs(schema, value, opts, name);
       case "numbers": return listOf(schema, value, opts, name, true);
       case "texts": return listOf(schema, value, opts, name, false);
       case "any": return any(schema, value, opts, name);

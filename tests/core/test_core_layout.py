@@ -54,6 +54,7 @@ WINGS = [
     "release",
     "transforms",
     "dp",
+    "utility",
 ]
 # The plan registry loads the step modules that register into it (a plug-in loader, called lazily).
 ALLOWED_LATE = {

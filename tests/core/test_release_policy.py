@@ -11,7 +11,12 @@ from anonweb.core.conflicts.check import ReleaseView, check_conflicts
 from anonweb.core.errors import ParameterError
 from anonweb.core.findings import CODES, Finding
 from anonweb.core.release.plan import apply_plan, plan_from_dict
-from anonweb.core.release.policy import PolicyThresholds, evaluate_release, free_text
+from anonweb.core.release.policy import (
+    PolicyThresholds,
+    evaluate_plan,
+    evaluate_release,
+    free_text,
+)
 
 N = 800
 STATES = ["IL", "OH", "TX", "CA", "NY", "WA", "FL", "GA"]
@@ -343,3 +348,55 @@ def test_every_code_has_its_sentence():
         Finding("no_such_code", "block", "x")
     with pytest.raises(ValueError):
         Finding("risk_k", "maybe", "x")
+
+
+PRE_RUN = ("identifier_released", "column_untagged", "no_quasi_identifiers")
+
+
+@pytest.mark.parametrize(
+    "steps,tags",
+    [
+        ([], TAGS),  # name and email go out as they are
+        ([{"kind": "drop", "params": {"columns": ["name"]}}], TAGS),
+        ([{"kind": "drop", "params": {"columns": ["name", "email"]}}], TAGS),
+        (
+            [
+                {"kind": "drop", "params": {"columns": ["name"]}},
+                {"kind": "tokenize", "params": {"columns": ["email"], "key": "k"}},
+            ],
+            TAGS,
+        ),
+        ([{"kind": "drop", "params": {"columns": ["name", "email"]}}], {**TAGS, "disease": None}),
+        (
+            [{"kind": "drop", "params": {"columns": ["name", "email"]}}],
+            {"age": "other", "sex": "other", "disease": "sensitive"},
+        ),
+    ],
+)
+def test_the_plan_alone_gives_the_same_pre_run_findings_as_the_release(steps, tags):
+    df = people()
+    plan = {"sensitive": ["disease"], "steps": steps}
+    out, _ = run(df, plan)
+    after = evaluate_release(df, out, plan=plan, tags=tags)
+    before = evaluate_plan(plan, tags=tags, columns=list(df.columns), rows=len(df))
+    expected = sorted((f.code, f.columns) for f in after.findings if f.code in PRE_RUN)
+    assert sorted((f.code, f.columns) for f in before.findings) == expected
+    assert all(f.severity == "block" and f.records == N for f in before.findings)
+
+
+def test_the_plan_alone_names_an_untouched_identifier_by_the_plan():
+    [finding] = evaluate_plan(
+        {"steps": [{"kind": "drop", "params": {"columns": ["name"]}}]},
+        tags=TAGS,
+        columns=["name", "email", "age", "sex", "disease"],
+        rows=10,
+    ).findings
+    assert finding.code == "identifier_released" and finding.columns == ("email",)
+    assert "no step of the plan changes or drops it" in finding.message
+    assert finding.facts == {"rows": 10}
+
+
+def test_the_plan_alone_judges_nothing_of_an_aggregate_release():
+    plan = {"steps": [{"kind": "dp_release", "params": {"kind": "count", "epsilon": 1.0}}]}
+    result = evaluate_plan(plan, tags={}, columns=["name", "x"], rows=5)
+    assert result.findings == () and result.risk == {"output": "aggregate"}

@@ -28,7 +28,7 @@ def test_every_page_requires_login(client, name, kwargs):
 def test_object_pages_require_login(client, dataset, officer):
     import pandas as pd
 
-    from anonweb.releases.services import release_create
+    from anonweb.jobs.publication import release_create
 
     job = Job.objects.create(
         team=dataset.team, dataset=dataset, kind=JobKind.ANONYMIZE, status=JobStatus.RUNNING

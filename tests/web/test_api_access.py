@@ -91,7 +91,8 @@ def world(team, other_team, officer, steward, analyst, outsider, dataset):
     from rest_framework.test import APIClient
 
     from anonweb.datasets.services import dataset_profile
-    from anonweb.releases.services import release_approve, release_create
+    from anonweb.jobs.publication import release_create
+    from anonweb.releases.services import release_approve
 
     Job.objects.create(
         team=team,

@@ -149,7 +149,8 @@ def test_release_review_and_download(officer, steward, analyst, dataset):
 
 def test_xlsx_download_neutralises_formulas(officer, steward, team, dataset):
     from anonweb.jobs.models import JobStatus
-    from anonweb.releases.services import release_approve, release_create
+    from anonweb.jobs.publication import release_create
+    from anonweb.releases.services import release_approve
 
     job = Job.objects.create(
         team=team,

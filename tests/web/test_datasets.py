@@ -192,8 +192,7 @@ def test_a_lost_worker_fails_the_upload(officer, team, settings):
 
     from django.utils import timezone
 
-    from anonweb.datasets.services import dataset_upload
-    from anonweb.jobs.services import jobs_reap_stale
+    from anonweb.jobs.services import dataset_upload, jobs_reap_stale
 
     dataset, job = dataset_upload(user=officer, team=team, upload=csv_upload(), name="v")
     Job.objects.filter(pk=job.pk).update(
@@ -373,8 +372,8 @@ def test_the_sweep_removes_abandoned_incoming_files_and_failed_uploads(officer, 
     import os
     import time
 
-    from anonweb.common.storage_sweep import LEFTOVER_AGE, sweep_storage
-    from anonweb.datasets.services import dataset_upload
+    from anonweb.jobs.services import dataset_upload
+    from anonweb.releases.storage_sweep import LEFTOVER_AGE, sweep_storage
 
     old = time.time() - LEFTOVER_AGE.total_seconds() - 60
     incoming = settings.MEDIA_ROOT / "incoming"

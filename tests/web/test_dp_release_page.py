@@ -36,7 +36,7 @@ def test_the_release_page_charts_each_statistic_with_its_interval(
     assert job.status == JobStatus.SUCCEEDED, job.error
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
-    assert "vendor/plotly/plotly.min.js" in page
+    assert "vendor/plotly/plotly-cartesian.min.js" in page
     figures = {
         m.group(1): json.loads(m.group(2))
         for m in re.finditer(

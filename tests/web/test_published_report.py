@@ -86,6 +86,9 @@ def analyst_answers(client, analyst, releases) -> dict[str, str]:
         answer = rest.get(f"/api/v1/releases/{r.pk}/")
         assert answer.status_code == 200
         out[f"api release {r.pk}"] = json.dumps(answer.json())
+        utility = rest.get(f"/api/v1/releases/{r.pk}/utility/")
+        assert utility.status_code == 403  # computed from the source: staff only
+        out[f"api utility {r.pk}"] = json.dumps(utility.json())
     return out
 
 
@@ -98,10 +101,12 @@ def test_analysts_see_no_source_figure_or_cell(client, analyst, steward, release
         for internal in ("rows_in", "risk_before", "source rows", "<th>Before</th>", RECIPIENT):
             assert internal not in text, (name, internal)
         assert 'data-testid="findings"' not in text and 'data-testid="conflicts"' not in text
+        assert 'data-testid="utility' not in text
     # the staff pages do carry them: the checks above can fail
     client.force_login(steward)
     staff = client.get(reverse("releases:detail", args=[k_release.pk])).content.decode()
     assert "source rows" in staff and "<th>Before</th>" in staff and RECIPIENT in staff
+    assert 'data-testid="utility"' in staff
     assert k_release.report["rows_in"] == 6 and k_release.report["risk_before"]["k"] == 1
 
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from anonweb.audit.services import audit_record
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.releases.services import release_create
+from anonweb.jobs.publication import release_create
 
 pytestmark = pytest.mark.django_db
 
@@ -131,7 +131,7 @@ def test_setting_a_hierarchy_reads_only_its_column(officer, dataset, parquet_rea
 def test_risk_charts_are_built_once_per_report(client, officer, dataset, monkeypatch):
     from django.core.cache import cache
 
-    from anonweb.core.assessment import charts as chart_module
+    from anonweb.common import charts as chart_module
     from anonweb.jobs.services import job_create, job_execute
 
     cache.clear()

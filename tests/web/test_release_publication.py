@@ -9,12 +9,12 @@ import pytest
 from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
-from anonweb.common.storage_sweep import LEFTOVER_AGE, sweep_storage
+from anonweb.jobs import publication, runners
 from anonweb.jobs import services as job_services
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.releases import services as release_services
 from anonweb.releases.models import Release
 from anonweb.releases.storage import release_dir
+from anonweb.releases.storage_sweep import LEFTOVER_AGE, sweep_storage
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_a_job_reaped_while_writing_its_release_publishes_nothing(
     officer, dataset, settings, monkeypatch
 ):
     job = _job(officer, dataset)
-    real_write = release_services.write_release_files
+    real_write = publication.write_release_files
 
     def stalled_write(storage_key, frame, **kwargs):
         digest = real_write(storage_key, frame, **kwargs)
@@ -61,7 +61,7 @@ def test_a_job_reaped_while_writing_its_release_publishes_nothing(
         assert _reap_as_if_silent(job.pk) == 1
         return digest
 
-    monkeypatch.setattr(release_services, "write_release_files", stalled_write)
+    monkeypatch.setattr(publication, "write_release_files", stalled_write)
     job_services.job_execute(job_id=job.pk, worker="w1")
 
     job.refresh_from_db()
@@ -77,7 +77,7 @@ def test_once_the_release_is_committed_the_reaper_cannot_fail_its_job(
     officer, dataset, monkeypatch
 ):
     job = _job(officer, dataset)
-    real_create = release_services.release_create
+    real_create = publication.release_create
     reaped = []
 
     def stalled_after_publishing(**kwargs):
@@ -86,7 +86,7 @@ def test_once_the_release_is_committed_the_reaper_cannot_fail_its_job(
         reaped.append(_reap_as_if_silent(job.pk))
         return release
 
-    monkeypatch.setattr(release_services, "release_create", stalled_after_publishing)
+    monkeypatch.setattr(runners, "release_create", stalled_after_publishing)
     job_services.job_execute(job_id=job.pk, worker="w1")
 
     job.refresh_from_db()
@@ -107,7 +107,7 @@ def test_a_release_is_not_written_for_a_job_claimed_by_another_attempt(officer, 
     import pandas as pd
 
     with pytest.raises(job_services.JobLost):
-        release_services.release_create(
+        publication.release_create(
             job=stale_view, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="x"
         )
     assert not Release.objects.exists()

@@ -4,9 +4,11 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
+from anonweb.jobs import publication
 from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.jobs.publication import release_create
 from anonweb.releases.models import Release, ReleaseStatus
-from anonweb.releases.services import ReviewError, release_approve, release_create, release_reject
+from anonweb.releases.services import ReviewError, release_approve, release_reject
 from anonweb.releases.storage import neutralise_cell, release_dir, safe_csv_bytes
 
 pytestmark = pytest.mark.django_db
@@ -47,8 +49,6 @@ def test_release_is_versioned_and_audited(release, dataset, officer):
 def test_a_release_whose_row_cannot_be_written_leaves_no_files(
     dataset, officer, settings, monkeypatch
 ):
-    from anonweb.releases import services
-
     job = Job.objects.create(
         team=dataset.team,
         dataset=dataset,
@@ -60,7 +60,7 @@ def test_a_release_whose_row_cannot_be_written_leaves_no_files(
     def boom(**kwargs):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(services, "audit_record", boom)
+    monkeypatch.setattr(publication, "audit_record", boom)
     with pytest.raises(RuntimeError):
         release_create(job=job, frame=pd.DataFrame({"a": [1]}), plan={}, report={}, title="x")
     assert not Release.objects.exists()

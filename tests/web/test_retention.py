@@ -8,9 +8,10 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
-from anonweb.datasets.services import dataset_purge, dataset_set_retention, datasets_purge_expired
+from anonweb.datasets.services import dataset_set_retention
 from anonweb.datasets.storage import dataset_dir
 from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.jobs.retention import dataset_purge, datasets_purge_expired
 from anonweb.jobs.services import job_create, job_execute
 
 pytestmark = pytest.mark.django_db

@@ -93,16 +93,16 @@ def test_other_teams_and_anonymous_get_nothing(client, outsider, analyst, datase
 
 
 def test_the_table_is_encoded_once(client, officer, dataset, monkeypatch):
-    from anonweb.datasets import storage
+    from anonweb.datasets import whatif
 
     calls = []
-    real = storage.load_frame
+    real = whatif.load_frame
 
     def counting(*args, **kwargs):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(storage, "load_frame", counting)
+    monkeypatch.setattr(whatif, "load_frame", counting)
     client.force_login(officer)
     for lv in range(3):
         assert _post(client, dataset, {"levels": {"sex": lv % 2}}).status_code == 200
@@ -280,7 +280,7 @@ def test_release_page_first_lines_say_what_the_search_did(client, officer, datas
 
 def test_favicon_is_served_not_a_404(client):
     r = client.get("/favicon.ico")
-    assert r.status_code == 301 and r.url.endswith("favicon.svg")
+    assert r.status_code == 302 and r.url.endswith("favicon.svg")
     icon = client.get(r.url)
     assert icon.status_code == 200
     icon.close()

@@ -7,11 +7,11 @@ a ``data_id`` for the embedded JSON and the ``figure`` (data + layout).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike
 from plotly.utils import PlotlyJSONEncoder
 
 _LAYOUT = {
@@ -82,7 +82,7 @@ SHARE_BINS = (
 )
 
 
-def homogeneity_histogram(top_share: NDArray[Any], sizes: NDArray[Any]) -> dict[str, int]:
+def homogeneity_histogram(top_share: ArrayLike, sizes: ArrayLike) -> dict[str, int]:
     """Records by the share of their class that holds the class's most frequent sensitive
     value: 100% means the class discloses the value to anyone who can place a person in it."""
     import numpy as np
@@ -187,7 +187,7 @@ def loss_chart(loss_per_qi: Mapping[str, float], measure: str = "") -> dict[Any,
     return {"id": "chart-loss", "data_id": "chart-loss-data", "figure": _as_data(fig)}
 
 
-def alternatives_chart(alternatives: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def alternatives_chart(alternatives: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The search's alternatives: information loss against prosecutor risk, one point per node
     that satisfies the models (the Pareto front), the optimum marked. Each point carries its
     levels, so a page can turn a click into a plan with those levels."""

@@ -134,7 +134,15 @@ def check_conflicts(
     )
 
 
-def _validate(source, releases, sensitive, k, l, p, new) -> None:  # noqa: E741
+def _validate(
+    source: pd.DataFrame,
+    releases: Sequence[ReleaseView],
+    sensitive: Sequence[str],
+    k: int | None,
+    l: int | None,  # noqa: E741
+    p: float | None,
+    new: str | None,
+) -> None:
     labels = [v.label for v in releases]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -169,14 +177,25 @@ def _by_column(views: Sequence[ReleaseView]) -> dict[str, list[Aggregate]]:
     return out
 
 
-def _pairs(records: list[RecordRelease], new: str | None):
+def _pairs(
+    records: list[RecordRelease], new: str | None
+) -> list[tuple[RecordRelease, RecordRelease]]:
     if new is None:
         return list(combinations(records, 2))
     mine = [r for r in records if r.label == new]
     return [(m, r) for m in mine for r in records if r.label != new]
 
 
-def _aggregate_findings(source, column, aggs, *, new, p, bounds, budget):
+def _aggregate_findings(
+    source: pd.DataFrame,
+    column: str,
+    aggs: list[Aggregate],
+    *,
+    new: str | None,
+    p: float | None,
+    bounds: tuple[float, float] | None,
+    budget: int | None,
+) -> tuple[list[Finding], list[str]]:
     if column not in source.columns:
         raise DataError(f"the source has no column {column!r}")
     x = pd.to_numeric(source[column], errors="coerce").to_numpy(dtype=float)
@@ -206,7 +225,7 @@ def _aggregate_findings(source, column, aggs, *, new, p, bounds, budget):
             known_interval |= run.determined | run.narrow(p, x)
         findings += _exact(combined, combined.determined & ~known, column)
         findings += _interval(combined, combined.narrow(p, x) & ~known_interval, column, p)
-    incomplete = []
+    incomplete: list[str] = []
     if combined.undecided.any():
         incomplete.append(
             f"{column}: the equations of {', '.join(labels)} about {int(combined.undecided.sum())} "
@@ -216,7 +235,9 @@ def _aggregate_findings(source, column, aggs, *, new, p, bounds, budget):
     return findings, incomplete
 
 
-def _exact(inf: Inference, mask: NDArray[Any], column: str, *, alone: str | None = None):
+def _exact(
+    inf: Inference, mask: NDArray[Any], column: str, *, alone: str | None = None
+) -> list[Finding]:
     """One finding per (kind, releases involved), explained by its first record's arithmetic."""
     rows = np.flatnonzero(mask)
     if not rows.size:
@@ -226,7 +247,7 @@ def _exact(inf: Inference, mask: NDArray[Any], column: str, *, alone: str | None
     k1, k2 = inf.explained[rows, 0], inf.explained[rows, 2]
     general = k1 == -2
     key = np.where(general, -1, k1) * (len(aggs) + 2) + np.where(k2 >= 0, k2, -1)
-    out = []
+    out: list[Finding] = []
     for code in np.unique(key).tolist():
         members = rows[key == code]
         kind, text = recipe(inf, int(members[0]))
@@ -252,7 +273,9 @@ def _exact(inf: Inference, mask: NDArray[Any], column: str, *, alone: str | None
     return out
 
 
-def _interval(inf: Inference, mask: NDArray[Any], column: str, p, *, alone: str | None = None):
+def _interval(
+    inf: Inference, mask: NDArray[Any], column: str, p: float | None, *, alone: str | None = None
+) -> list[Finding]:
     if p is None or not mask.any():
         return []
     rows = rows_of(mask)

@@ -46,7 +46,7 @@ class Finding:
         """JSON form. ``ids[row]`` names a record (default: the row number from 1); with
         ``values=False`` the inferred values and intervals are left out."""
 
-        def name(row: int):
+        def name(row: int) -> object:
             return json_value(ids[row]) if ids is not None else int(row) + 1
 
         out: dict[str, Any] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from anonweb.core.conflicts.check import ConflictReport
+from anonweb.core.conflicts.findings import Finding as ConflictFinding
 from anonweb.core.findings import BLOCK, Finding
 
 STATUS_WORDS = {
@@ -33,7 +34,7 @@ def _status_text(labels: tuple[str, ...], statuses: Mapping[str, str]) -> str:
     return f" [{'; '.join(parts)}]" if parts else ""
 
 
-def _message(f) -> str:
+def _message(f: ConflictFinding) -> str:
     """The explanation of a record-level finding holds counts only; an aggregate finding's
     explanation works an example out (a source value), so it is replaced by a count."""
     if f.type in ("linkage", "intersection"):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonweb.core.conflicts.solver import Equations, solve
+from anonweb.core.conflicts.solver import Equations, Solution, solve
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.risk.classes import combine_codes
 
@@ -118,7 +118,7 @@ def infer(
     n = x.size
     aggs = tuple(aggregates)
     lo0, hi0 = public_bounds(x, bounds)
-    groups = []
+    groups: list[NDArray[Any]] = []
     for a in aggs:
         g = np.asarray(a.groups, dtype=np.int64)
         if g.size != n:
@@ -164,7 +164,7 @@ def infer(
     return result
 
 
-def public_bounds(x: NDArray[Any], bounds) -> tuple[float, float]:
+def public_bounds(x: NDArray[Any], bounds: Sequence[float] | None) -> tuple[float, float]:
     if bounds is None:
         finite = x[np.isfinite(x)]
         return (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
@@ -186,7 +186,13 @@ class _System:
     weight: NDArray[Any]  # per atom: the random 64-bit weight in the hash
 
     @classmethod
-    def build(cls, aggs, groups, atom, n_atoms) -> _System:
+    def build(
+        cls,
+        aggs: Sequence[Aggregate],
+        groups: Sequence[NDArray[Any]],
+        atom: NDArray[Any],
+        n_atoms: int,
+    ) -> _System:
         offsets = np.cumsum([0] + [len(a.figures) for a in aggs])
         eq_ids = np.concatenate([offsets[k] + g[g >= 0] for k, g in enumerate(groups)])
         atom_ids = np.concatenate([atom[g >= 0] for g in groups])
@@ -226,7 +232,9 @@ class _System:
             weight,
         )
 
-    def explain(self, atoms: NDArray[Any], rows: NDArray[Any], groups) -> NDArray[Any]:
+    def explain(
+        self, atoms: NDArray[Any], rows: NDArray[Any], groups: Sequence[NDArray[Any]]
+    ) -> NDArray[Any]:
         """For determined one-record atoms: a group of that record alone, or two groups whose
         difference is that record (preferring a second group from an aggregate the record is
         absent from: a differencing attack); ``-2`` everywhere when more are needed."""
@@ -269,7 +277,9 @@ class _System:
         out[i, 3] = np.where(is_single, -1, sm_g)
         return out
 
-    def _pick(self, reps, rows, stacked, *, absent: bool) -> tuple[NDArray[Any], NDArray[Any]]:
+    def _pick(
+        self, reps: NDArray[Any], rows: NDArray[Any], stacked: NDArray[Any], *, absent: bool
+    ) -> tuple[NDArray[Any], NDArray[Any]]:
         """Per (merged equation, record): the first original (aggregate, group) behind it, or
         with ``absent`` the first from an aggregate the record is not in (-1 if none)."""
         lo, hi = self.orig_ptr[reps], self.orig_ptr[reps + 1]
@@ -291,14 +301,26 @@ class _System:
         return out_k, out_g
 
 
-def _propagate(aggs, groups, atom, atom_size, sol, lo0, hi0, determined, vals):
+def _propagate(
+    aggs: Sequence[Aggregate],
+    groups: Sequence[NDArray[Any]],
+    atom: NDArray[Any],
+    atom_size: NDArray[Any],
+    sol: Solution,
+    lo0: float,
+    hi0: float,
+    determined: NDArray[Any],
+    vals: NDArray[Any],
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Bounds through the equations: each member of a group of total ``t`` lies in
     ``[t - (sum of the others' highs), t - (sum of the others' lows)]``."""
     n = atom.size
     low = np.full(n, lo0)
     high = np.full(n, hi0)
     low[determined] = high[determined] = vals[determined]
-    eq_parts, row_parts, rhs_parts = [], [], []
+    eq_parts: list[NDArray[Any]] = []
+    row_parts: list[NDArray[Any]] = []
+    rhs_parts: list[NDArray[Any]] = []
     offset = 0
     for a, g in zip(aggs, groups, strict=True):
         rows = np.flatnonzero(g >= 0)

@@ -36,6 +36,9 @@ from anonweb.core.risk.classes import EquivalenceClasses, combine_codes, dense_c
 AGREEMENT = 0.99  # share of shared records whose cells must match for a column to join them
 MIN_ORDERED = 10  # fewer shared records in the same order could be chance (1 in 10! at most)
 
+# The sensitive column's codes in each release of a pair (None for a release without it).
+_SideCodes = tuple[NDArray[Any] | None, NDArray[Any] | None]
+
 
 @dataclass(frozen=True)
 class RecordRelease:
@@ -90,7 +93,9 @@ def find_join(a: RecordRelease, b: RecordRelease) -> Join | None:
     return Join("columns", tuple(alone or agreeing), linked)
 
 
-def _linked(a: RecordRelease, b: RecordRelease, columns, ia, ib) -> NDArray[Any]:
+def _linked(
+    a: RecordRelease, b: RecordRelease, columns: list[str], ia: NDArray[Any], ib: NDArray[Any]
+) -> NDArray[Any]:
     """Shared records whose values in ``columns`` occur once in each release (and agree)."""
     both = pd.concat([a.frame[columns], b.frame[columns]], ignore_index=True)
     key = group_codes(both.astype(str), columns)
@@ -153,7 +158,15 @@ def pair_findings(
     return out
 
 
-def _k_finding(kind, rows, hit, ec, k, labels, join) -> Finding:
+def _k_finding(
+    kind: str,
+    rows: NDArray[Any],
+    hit: NDArray[Any],
+    ec: EquivalenceClasses,
+    k: int,
+    labels: tuple[str, str],
+    join: Join | None,
+) -> Finding:
     sizes = ec.record_sizes()[hit]
     a, b = labels
     if join is not None:
@@ -170,7 +183,7 @@ def _k_finding(kind, rows, hit, ec, k, labels, join) -> Finding:
             "releases cannot be joined row by row today; any join (a shared key, external "
             "data) would expose these records"
         )
-    facts = {"k": k, "k_joined": int(sizes.min())}
+    facts: dict[str, object] = {"k": k, "k_joined": int(sizes.min())}
     if join is not None:
         facts.update(link=join.how, link_columns=list(join.columns))
     return Finding(kind, tuple(int(r) for r in rows[hit]), text, labels, (), facts=facts)
@@ -194,13 +207,29 @@ def _distinct(codes: NDArray[Any], values: NDArray[Any]) -> NDArray[Any]:
     return np.asarray(per_class[codes])
 
 
-def _linked_l(a, b, s, rows, ia, ib, ca, cb, ec, join, l) -> Finding | None:  # noqa: E741
-    coded = _released_codes(a, b, s) or _one_side(a, b, s)
+def _linked_l(
+    a: RecordRelease,
+    b: RecordRelease,
+    s: str,
+    rows: NDArray[Any],
+    ia: NDArray[Any],
+    ib: NDArray[Any],
+    ca: NDArray[Any],
+    cb: NDArray[Any],
+    ec: EquivalenceClasses,
+    join: Join,
+    l: int | None,  # noqa: E741
+) -> Finding | None:
+    coded: _SideCodes | None = _released_codes(a, b, s) or _one_side(a, b, s)
     if coded is None:
         return None
     va, vb = coded
     # Joined, the attacker sees the released values of both rows; take A's where it has them.
-    joined_values = va[ia] if va is not None else vb[ib]
+    if va is not None:
+        joined_values = va[ia]
+    else:
+        assert vb is not None  # _one_side gives the codes of the side that has the column
+        joined_values = vb[ib]
     l_min = 2 if l is None else l
     joined = _distinct(ec.codes, joined_values)
     alone_ok = np.ones(rows.size, dtype=bool)
@@ -217,14 +246,14 @@ def _linked_l(a, b, s, rows, ia, ib, ca, cb, ec, join, l) -> Finding | None:  # 
         f"values{' (the value is disclosed)' if l_min == 2 else ''}, though each release alone "
         f"shows at least {l_min}"
     )
-    facts = {"l": l_min, "l_joined": int(joined[hit].min()), "link": join.how}
+    facts: dict[str, object] = {"l": l_min, "l_joined": int(joined[hit].min()), "link": join.how}
     facts["link_columns"] = list(join.columns)
     return Finding(
         "linkage", rows_of_subset(rows, hit), text, (a.label, b.label), (s,), facts=facts
     )
 
 
-def _one_side(a, b, s):
+def _one_side(a: RecordRelease, b: RecordRelease, s: str) -> _SideCodes | None:
     """Only one release shows the sensitive column: joined, its values reach the other's rows."""
     for side, r in ((0, a), (1, b)):
         if s in r.frame.columns:
@@ -233,7 +262,17 @@ def _one_side(a, b, s):
     return None
 
 
-def _composition(a, b, s, rows, ia, ib, ca, cb, l) -> Finding | None:  # noqa: E741
+def _composition(
+    a: RecordRelease,
+    b: RecordRelease,
+    s: str,
+    rows: NDArray[Any],
+    ia: NDArray[Any],
+    ib: NDArray[Any],
+    ca: NDArray[Any],
+    cb: NDArray[Any],
+    l: int | None,  # noqa: E741
+) -> Finding | None:
     coded = _released_codes(a, b, s)
     if coded is None:
         return None
@@ -251,7 +290,7 @@ def _composition(a, b, s, rows, ia, ib, ca, cb, l) -> Finding | None:  # noqa: E
         f"{' (the value is disclosed)' if l_min == 2 else ''}, though each release alone "
         f"shows at least {l_min}"
     )
-    facts = {"l": l_min, "l_combined": int(common[hit].min())}
+    facts: dict[str, object] = {"l": l_min, "l_combined": int(common[hit].min())}
     return Finding(
         "intersection", rows_of_subset(rows, hit), text, (a.label, b.label), (s,), facts=facts
     )

@@ -35,6 +35,7 @@ The input is pure structure plus right-hand sides: no pandas, no data frame.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,9 @@ class Solution:
     undecided: NDArray[Any]  # bool per unknown: in a part past the work budget
 
 
-def equations_from_lists(n_vars: int, groups, rhs) -> Equations:
+def equations_from_lists(
+    n_vars: int, groups: Sequence[Sequence[int]], rhs: Sequence[float] | NDArray[Any]
+) -> Equations:
     """From a list of index lists (tests, small cases)."""
     sizes = [len(g) for g in groups]
     var = (
@@ -141,12 +144,14 @@ def solve(
     return Solution(determined, values, undecided)
 
 
-def _random_free(rng, rows: int, cols: int) -> NDArray[Any]:
+def _random_free(rng: np.random.Generator, rows: int, cols: int) -> NDArray[Any]:
     # Gaussian draws: an exact zero has probability 0, one below the tolerance about 1e-9.
     return np.asarray(rng.standard_normal((rows, cols)))
 
 
-def _impose(extra: Equations, x, null, rng):
+def _impose(
+    extra: Equations, x: NDArray[Any], null: NDArray[Any], rng: np.random.Generator
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """Restrict the null vectors (and the particular solution) to those that also satisfy
     ``extra``: ``null @ z`` for ``z`` in the null space of ``T @ null``."""
     t = sparse.csr_matrix(
@@ -163,7 +168,16 @@ def _impose(extra: Equations, x, null, rng):
     return x, null @ mix
 
 
-def _solve_fine(eqs: Equations, order, budget, rng, x, null, undecided, dense_max) -> None:
+def _solve_fine(
+    eqs: Equations,
+    order: NDArray[Any] | None,
+    budget: int,
+    rng: np.random.Generator,
+    x: NDArray[Any],
+    null: NDArray[Any],
+    undecided: NDArray[Any],
+    dense_max: int,
+) -> None:
     eq_of = eqs.eq_of_entry()
     n, m = eqs.n_vars, eqs.count
     degree = np.bincount(eqs.var, minlength=n)
@@ -184,8 +198,8 @@ def _solve_fine(eqs: Equations, order, budget, rng, x, null, undecided, dense_ma
     if groundless.any():
         graph_like &= ~(groundless & _odd_cycle_components(eqs, eq_of, degree, comp_eq, n_comp))
     atoms_per_comp = np.bincount(comp_var[used], minlength=n_comp)
-    order = np.arange(n) if order is None else np.asarray(order)
-    local = _local_rank(comp_var, used, order, n_comp)
+    rank = np.arange(n) if order is None else np.asarray(order)
+    local = _local_rank(comp_var, used, rank, n_comp)
     interval = (
         ~graph_like
         & (atoms_per_comp > 0)
@@ -211,13 +225,15 @@ def _solve_fine(eqs: Equations, order, budget, rng, x, null, undecided, dense_ma
             cvars = var_sorted[var_bounds[c] : var_bounds[c + 1]]
             cvars = cvars[used[cvars]]
             try:
-                work += _eliminate(eqs, members, cvars, order, budget - work, rng, x, null)
+                work += _eliminate(eqs, members, cvars, rank, budget - work, rng, x, null)
             except _OverBudget:
                 undecided[cvars] = True
                 work = budget
 
 
-def _local_rank(comp_var, used, order, n_comp) -> NDArray[Any]:
+def _local_rank(
+    comp_var: NDArray[Any], used: NDArray[Any], order: NDArray[Any], n_comp: int
+) -> NDArray[Any]:
     """Rank of each used unknown within its part, by ``order`` then index (-1 if unused)."""
     idx = np.flatnonzero(used)
     srt = idx[np.lexsort((idx, order[idx], comp_var[idx]))]
@@ -227,7 +243,9 @@ def _local_rank(comp_var, used, order, n_comp) -> NDArray[Any]:
     return local
 
 
-def _interval_components(eqs, eq_of, local, comp_eq, n_comp) -> NDArray[Any]:
+def _interval_components(
+    eqs: Equations, eq_of: NDArray[Any], local: NDArray[Any], comp_eq: NDArray[Any], n_comp: int
+) -> NDArray[Any]:
     """Parts in which every equation covers a run of consecutive unknowns (in rank order)."""
     ranks = local[eqs.var]
     lo = np.full(eqs.count, np.iinfo(np.int64).max)
@@ -239,7 +257,18 @@ def _interval_components(eqs, eq_of, local, comp_eq, n_comp) -> NDArray[Any]:
     return ~broken
 
 
-def _intervals(eqs, eq_of, local, comp_eq, comp_var, used, which, x, null, rng) -> None:
+def _intervals(
+    eqs: Equations,
+    eq_of: NDArray[Any],
+    local: NDArray[Any],
+    comp_eq: NDArray[Any],
+    comp_var: NDArray[Any],
+    used: NDArray[Any],
+    which: NDArray[Any],
+    x: NDArray[Any],
+    null: NDArray[Any],
+    rng: np.random.Generator,
+) -> None:
     """Parts made of runs: the sum of unknowns ``a..b`` is ``P[b+1] - P[a]`` for the prefix
     sums ``P``, so each equation is an edge between two prefix nodes, and unknown ``j`` is
     determined iff prefix nodes ``j`` and ``j+1`` are connected. Values come from the
@@ -270,12 +299,14 @@ def _intervals(eqs, eq_of, local, comp_eq, comp_var, used, which, x, null, rng) 
     null[vars_in] = draws[labels[j + 1]] - draws[labels[j]]
 
 
-def _bfs(graph, root: int) -> tuple[NDArray[Any], NDArray[Any]]:
+def _bfs(graph: sparse.csr_matrix, root: int) -> tuple[NDArray[Any], NDArray[Any]]:
     order, pred = csgraph.breadth_first_order(graph, root, directed=False)
     return order.astype(np.int64), pred.astype(np.int64)
 
 
-def _potentials(a, b, w, labels, n_nodes) -> NDArray[Any]:
+def _potentials(
+    a: NDArray[Any], b: NDArray[Any], w: NDArray[Any], labels: NDArray[Any], n_nodes: int
+) -> NDArray[Any]:
     """``P[b] - P[a] = w`` along a breadth-first forest (each component's first node at 0)."""
     first = np.unique(labels, return_index=True)[1]
     root = n_nodes  # a super-root joined to each component's first node
@@ -310,7 +341,9 @@ def _potentials(a, b, w, labels, n_nodes) -> NDArray[Any]:
     return np.asarray(pot[:n_nodes])
 
 
-def _odd_cycle_components(eqs, eq_of, degree, comp_eq, n_comp) -> NDArray[Any]:
+def _odd_cycle_components(
+    eqs: Equations, eq_of: NDArray[Any], degree: NDArray[Any], comp_eq: NDArray[Any], n_comp: int
+) -> NDArray[Any]:
     """Parts whose equations, joined by the unknowns they share, contain an odd cycle.
 
     A graph is bipartite iff its bipartite double cover has twice as many components: each node
@@ -330,7 +363,9 @@ def _odd_cycle_components(eqs, eq_of, degree, comp_eq, n_comp) -> NDArray[Any]:
     return odd
 
 
-def _edge_ends(eqs, eq_of, degree, which) -> tuple[NDArray[Any], NDArray[Any]]:
+def _edge_ends(
+    eqs: Equations, eq_of: NDArray[Any], degree: NDArray[Any], which: NDArray[Any]
+) -> tuple[NDArray[Any], NDArray[Any]]:
     """For the unknowns of degree 2 selected by ``which`` (per entry of the var array, sorted
     by unknown): their two equations."""
     sel = which[eqs.var]
@@ -339,7 +374,17 @@ def _edge_ends(eqs, eq_of, degree, which) -> tuple[NDArray[Any], NDArray[Any]]:
     return ends[:, 0], ends[:, 1]
 
 
-def _graph(eqs, eq_of, degree, eq_mask, touches_free, comp_eq, x, null, rng) -> None:
+def _graph(
+    eqs: Equations,
+    eq_of: NDArray[Any],
+    degree: NDArray[Any],
+    eq_mask: NDArray[Any],
+    touches_free: NDArray[Any],
+    comp_eq: NDArray[Any],
+    x: NDArray[Any],
+    null: NDArray[Any],
+    rng: np.random.Generator,
+) -> None:
     """Graph-like parts: nodes are equations plus one free node, unknowns are edges."""
     m = eqs.count
     free = m
@@ -409,7 +454,9 @@ def _graph(eqs, eq_of, degree, eq_mask, touches_free, comp_eq, x, null, rng) -> 
     null[edge_var] = edge_vals[:n_real, 1:]
 
 
-def _preorder(order: NDArray[Any], pred: NDArray[Any], n_nodes: int):
+def _preorder(
+    order: NDArray[Any], pred: NDArray[Any], n_nodes: int
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """Preorder position, subtree size and (-1)^depth of the nodes of a BFS tree."""
     order_l = order.tolist()
     pred_l = pred.tolist()
@@ -431,7 +478,16 @@ def _preorder(order: NDArray[Any], pred: NDArray[Any], n_nodes: int):
     return np.asarray(pos, dtype=np.int64), np.asarray(size, dtype=np.int64), sign
 
 
-def _dense(eqs, eq_of, comp_eq, comp_var, which, x, null, rng) -> None:
+def _dense(
+    eqs: Equations,
+    eq_of: NDArray[Any],
+    comp_eq: NDArray[Any],
+    comp_var: NDArray[Any],
+    which: NDArray[Any],
+    x: NDArray[Any],
+    null: NDArray[Any],
+    rng: np.random.Generator,
+) -> None:
     """Small parts, batched by padded size: SVD gives the null basis and the pseudo-inverse."""
     n_comp = which.size
     sel_comp = np.flatnonzero(which)
@@ -490,7 +546,16 @@ class _OverBudget(Exception):
     pass
 
 
-def _eliminate(eqs, members, cvars, order, budget, rng, x, null) -> int:
+def _eliminate(
+    eqs: Equations,
+    members: NDArray[Any],
+    cvars: NDArray[Any],
+    order: NDArray[Any],
+    budget: int,
+    rng: np.random.Generator,
+    x: NDArray[Any],
+    null: NDArray[Any],
+) -> int:
     """Row-echelon form of one part by a sweep over its unknowns in ``order``; then
     back-substitution, last pivot first."""
     rank_of = np.empty(eqs.n_vars, dtype=np.int64)
@@ -501,11 +566,11 @@ def _eliminate(eqs, members, cvars, order, budget, rng, x, null) -> int:
     rhs: list[float] = []
     heap: list[tuple[int, int, int]] = []
     for e in members.tolist():
-        cols = sorted(rank_of[eqs.var[eqs.ptr[e] : eqs.ptr[e + 1]]].tolist())
-        rows.append(dict.fromkeys(cols, 1.0))
-        row_heaps.append(cols)  # a sorted list is a heap
+        ranks: list[int] = sorted(rank_of[eqs.var[eqs.ptr[e] : eqs.ptr[e + 1]]].tolist())
+        rows.append(dict.fromkeys(ranks, 1.0))
+        row_heaps.append(ranks)  # a sorted list is a heap
         rhs.append(float(eqs.rhs[e]))
-        heap.append((cols[0], len(cols), len(rows) - 1))
+        heap.append((ranks[0], len(ranks), len(rows) - 1))
     heapq.heapify(heap)
     pivot_of: dict[int, int] = {}
     work = 0

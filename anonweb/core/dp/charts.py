@@ -30,7 +30,9 @@ def _interval(value: Any) -> float | None:
     return out if out == out else None
 
 
-def _part(table: pd.DataFrame, step: int) -> pd.DataFrame:
+def statistic_rows(table: pd.DataFrame, step: int) -> pd.DataFrame:
+    """The rows of a released table that step ``step`` measured (several stacked measurements
+    are labelled ``"<step>: ..."`` in the ``statistic`` column)."""
     if STATISTIC_COLUMN not in table.columns:
         return table
     labels = table[STATISTIC_COLUMN].astype(str)
@@ -187,7 +189,7 @@ def dp_charts(
         if entry.get("kind") == "ldp_randomized_response":
             fig = _local(entry)
         elif entry.get("kind") in KINDS and "noise" in entry and table is not None:
-            part = _part(table, int(entry.get("step", 0)))
+            part = statistic_rows(table, int(entry.get("step", 0)))
             kind = entry["kind"]
             if kind == "histogram":
                 fig = _histogram(entry, part)

@@ -17,7 +17,7 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,9 @@ from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
+
+if TYPE_CHECKING:  # OpenDP loads a native library: imported late at run time
+    from opendp.mod import Domain, Measurement, Metric, Transformation
 
 KINDS = ("count", "histogram", "sum", "mean", "quantile", "range")
 MISSING = "(missing)"
@@ -220,7 +223,8 @@ def histogram_keys(df: pd.DataFrame, query: DPQuery) -> list[str]:
                     f"(e.g. {shown})"
                 )
     if len(labels) == 1:
-        return labels[0].tolist()
+        keys: list[str] = labels[0].tolist()
+        return keys
     return [KEY_SEP.join(parts) for parts in zip(*labels)]
 
 
@@ -251,20 +255,29 @@ def numeric_values(df: pd.DataFrame, column: str) -> list[float]:
 # -- measurements (built without data) -------------------------------------------------------
 
 
-def _space(atom: type):
+def _space(atom: type) -> tuple[Domain, Metric]:
     dp = acc.opendp()
     domain = dp.atom_domain(T=float, nan=False) if atom is float else dp.atom_domain(T=atom)
     return dp.vector_domain(domain), dp.symmetric_distance()
 
 
-def _noisy(q: DPQuery, pre, d_in: int, *, integer: bool, stats: list[str], detail=None) -> Prepared:
+def _noisy(
+    q: DPQuery,
+    pre: Transformation,
+    d_in: int,
+    *,
+    integer: bool,
+    stats: list[str],
+    detail: Mapping[str, Any] | None = None,
+) -> Prepared:
     """``pre`` followed by Laplace noise calibrated so that the whole chain spends ``q.epsilon``
     for one person; the cost is its map at ``d_in``."""
     dp = acc.opendp()
     c = q.max_contributions
     meas, scale = acc.calibrate(
         lambda s: pre >> dp.m.then_laplace(scale=s),
-        sensitivity=float(pre.map(c)),
+        # OpenDP 0.16 leaves Transformation.map unannotated
+        sensitivity=float(pre.map(c)),  # type: ignore[no-untyped-call]
         d_in=c,
         epsilon=q.epsilon,
     )
@@ -301,8 +314,9 @@ def _selected_histogram(q: DPQuery, d_in: int) -> Prepared:
     target = float(q.delta or 0.0)
     pre = _space(str) >> dp.t.then_count_by()
 
-    def build(scale: float, threshold: int = 2**30):
-        return pre >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
+    def build(scale: float, threshold: int = 2**30) -> Measurement:
+        meas: Measurement = pre >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
+        return meas
 
     c = q.max_contributions
     meas, scale = acc.calibrate(build, sensitivity=float(c), d_in=c, epsilon=q.epsilon)
@@ -523,7 +537,7 @@ DP_PUBLIC_REPORT = (
 
 def _register() -> None:
     try:
-        from anonweb.core.release.plan import StepOutcome, register_step
+        from anonweb.core.release.plan import StepContext, StepOutcome, register_step
     except ImportError:  # the plan module is optional for the functions above
         return
 
@@ -547,7 +561,9 @@ def _register() -> None:
         output="aggregate",
         public_report=DP_PUBLIC_REPORT,
     )
-    def dp_release_step(df, params, ctx):
+    def dp_release_step(
+        df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
+    ) -> StepOutcome:
         result = release(df, DPQuery.from_params(params), rng=ctx.rng, distance=ctx.distance)
         return StepOutcome(frame=result.table, report=result.report)
 

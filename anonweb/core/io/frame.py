@@ -9,13 +9,15 @@ from pathlib import Path
 import pandas as pd
 
 from anonweb.core.errors import DataError
-from anonweb.core.io.ingest import (  # noqa: F401 - the names callers import from here
-    EXCEL_SUFFIXES,
-    PARQUET_SUFFIXES,
-    TEXT_SUFFIXES,
-    load_table,
-)
-from anonweb.core.io.sources import DEFAULT_NA_VALUES, SNIFF_DELIMITERS, sniff_separator  # noqa: F401
+
+# Re-exported: the names callers import from here.
+from anonweb.core.io.ingest import EXCEL_SUFFIXES as EXCEL_SUFFIXES
+from anonweb.core.io.ingest import PARQUET_SUFFIXES as PARQUET_SUFFIXES
+from anonweb.core.io.ingest import TEXT_SUFFIXES as TEXT_SUFFIXES
+from anonweb.core.io.ingest import load_table as load_table
+from anonweb.core.io.sources import DEFAULT_NA_VALUES as DEFAULT_NA_VALUES
+from anonweb.core.io.sources import SNIFF_DELIMITERS as SNIFF_DELIMITERS
+from anonweb.core.io.sources import sniff_separator as sniff_separator
 
 
 def _decode_sep(sep: str | None) -> str | None:
@@ -44,6 +46,7 @@ def read_table(
     if fmt not in (None, "csv", "excel", "parquet"):
         raise DataError(f"unknown format {fmt!r}: use csv, excel or parquet")
     return load_table(
+        # Any binary file object works (Django's upload files too): the reader reads and seeks
         source,  # type: ignore[arg-type]
         fmt=fmt,
         sep=_decode_sep(sep),

@@ -15,7 +15,7 @@ whose last level is the root ``*``:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,7 @@ def interval_hierarchy(
     if breaks is not None:
         cuts = sorted(float(b) for b in breaks)
     else:
+        assert width is not None  # exactly one of width and breaks, checked above
         first = start if start is not None else math.floor(lo_all / width) * width
         count = max(1, math.floor((hi_all - first) / width) + 1)
         cuts = [first + i * width for i in range(count + 1)]
@@ -99,7 +100,14 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
-def _interval_path(x, cuts, fanout, levels, bottom, top) -> list[str]:
+def _interval_path(
+    x: float,
+    cuts: list[float],
+    fanout: int,
+    levels: int | None,
+    bottom: float | None,
+    top: float | None,
+) -> list[str]:
     n_int = len(cuts) - 1
     n_levels = max(1, math.ceil(math.log(n_int, fanout)) if n_int > 1 else 1)
     if levels is not None:
@@ -110,7 +118,7 @@ def _interval_path(x, cuts, fanout, levels, bottom, top) -> list[str]:
         return [f">={_fmt(top)}"] * n_levels
     i = int(np.searchsorted(cuts, x, side="right") - 1)
     i = min(max(i, 0), n_int - 1)
-    path = []
+    path: list[str] = []
     for level in range(n_levels):
         span = fanout**level
         a = (i // span) * span
@@ -154,7 +162,7 @@ def grouping_hierarchy(
     return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
 
 
-def _natural_key(v: str):
+def _natural_key(v: str) -> tuple[int, float, str]:
     try:
         return (0, float(v), v)
     except ValueError:
@@ -204,7 +212,8 @@ def date_hierarchy(
     return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
 
 
-BUILDERS = {
+# Each builder takes the column, then its own keyword parameters (BUILDER_SCHEMAS).
+BUILDERS: dict[str, Callable[..., Hierarchy]] = {
     "interval": interval_hierarchy,
     "grouping": grouping_hierarchy,
     "mask": mask_hierarchy,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.io.hierarchy import UNCOVERED, Hierarchy
 
@@ -47,7 +48,7 @@ class HierarchyPreview:
         }
 
 
-def _natural(label: object) -> tuple:
+def _natural(label: object) -> tuple[int, float, str]:
     text = str(label)
     for prefix in ("[", "<", ">="):
         if text.startswith(prefix):
@@ -62,8 +63,8 @@ def _natural(label: object) -> tuple:
 
 def hierarchy_preview(
     hierarchy: Hierarchy,
-    values: pd.Series | np.ndarray,
-    counts: np.ndarray | list[int],
+    values: pd.Series | NDArray[Any],
+    counts: NDArray[Any] | list[int],
     *,
     missing: int = 0,
     limit: int = 30,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -39,6 +39,7 @@ from anonweb.core.io.sources import (
     Limits,
     ParquetSource,
     ReadAgain,
+    Source,
     check_cells,
     open_source,
 )
@@ -50,6 +51,8 @@ ARROW_TYPES = {EMPTY: pa.string(), INT: pa.int64(), FLOAT: pa.float64(), TEXT: p
 COMPRESSION = "snappy"
 
 Progress = Callable[[float, str], None]
+# Takes each batch's column names and columns; (None, None) drops what it was given so far.
+Sink = Callable[[list[str] | None, list[pa.Array] | None], None]
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def format_of(name: str | None, fmt: str | None = None) -> str:
 
 def pandas_metadata(names: list[str], kinds: list[int], missing: list[int]) -> dict[bytes, bytes]:
     """Schema metadata that makes pandas read an integer column with blanks as ``Int64``."""
-    dtypes = {
+    dtypes: dict[int, Callable[[int], object]] = {
         INT: lambda m: "Int64" if m else "int64",
         FLOAT: lambda m: "float64",
         TEXT: lambda m: object,
@@ -131,7 +134,7 @@ def final_schema(names: list[str], kinds: list[int], missing: list[int]) -> pa.S
     return pa.schema(fields, metadata=pandas_metadata(names, kinds, missing))
 
 
-def cast_column(values: pa.Array | pa.ChunkedArray, kind: int):
+def cast_column(values: pa.Array | pa.ChunkedArray, kind: int) -> pa.Array | pa.ChunkedArray:
     """Strings of a column whose kind is known to fit (checked by the source) to its type."""
     if kind in (TEXT, EMPTY) or values.type == ARROW_TYPES[kind]:
         return values
@@ -143,6 +146,9 @@ class _Tally:
 
     def __init__(self, label: str, limits: Limits):
         self.label, self.limits = label, limits
+        self.reset()
+
+    def reset(self) -> None:
         self.rows = 0
         self.kinds: list[int] = []
         self.missing: list[int] = []
@@ -163,7 +169,7 @@ class _Tally:
             raise DataError(f"{self.label}: has a header but no data rows")
 
 
-def _read_all(source, tally: _Tally, progress: Progress | None, sink) -> None:
+def _read_all(source: Source, tally: _Tally, progress: Progress | None, sink: Sink) -> None:
     """Feed every batch to ``sink``, reading again from the start if the source asks."""
     for _attempt in range(2):
         try:
@@ -175,7 +181,7 @@ def _read_all(source, tally: _Tally, progress: Progress | None, sink) -> None:
                     progress(fraction or 0.0, f"read {tally.rows:,} rows")
             return
         except ReadAgain:
-            tally.__init__(tally.label, tally.limits)
+            tally.reset()
             sink(None, None)  # drop what was written
     raise DataError(f"{tally.label}: cannot decide the file's encoding")  # pragma: no cover
 
@@ -276,7 +282,7 @@ def _write_typed(source: ParquetSource, final: Path, tally: _Tally, report: Prog
     schema = final_schema(source.names, source.kinds, [m or 0 for m in missing])
     with pq.ParquetWriter(final, schema, compression=COMPRESSION) as writer:
 
-        def sink(names, columns):
+        def sink(names: list[str] | None, columns: list[pa.Array] | None) -> None:
             writer.write_batch(pa.record_batch(columns, schema=schema))
 
         _read_all(source, tally, report, sink)
@@ -356,7 +362,7 @@ def load_table(
     fmt: str | None = None,
     sep: str | None = None,
     name: str | None = None,
-    na_values=None,
+    na_values: Sequence[str] | None = None,
     limits: Limits | None = None,
 ) -> pd.DataFrame:
     """Read a whole table into pandas with the upload's rules (types, limits, messages)."""
@@ -383,10 +389,10 @@ def load_table(
     tally = _Tally(str(label), limits)
     chunks: list[list[pa.Array]] = []
 
-    def sink(names, columns):
+    def sink(names: list[str] | None, columns: list[pa.Array] | None) -> None:
         if names is None:
             chunks.clear()
-        else:
+        elif columns is not None:
             chunks.append(columns)
 
     try:

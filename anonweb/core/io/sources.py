@@ -19,15 +19,19 @@ import re
 import warnings
 import zipfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from anonweb.core.errors import DataError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+    from openpyxl.workbook.workbook import Workbook
 
 # What a column's values look like, ordered so that the type of a column is the max over batches.
 EMPTY, INT, FLOAT, TEXT = 0, 1, 2, 3
@@ -226,6 +230,10 @@ class _CheckedStream:
             )
 
 
+# Opens the file afresh, from its start: the readers close what it returns.
+OpenBinary = Callable[[], BinaryIO]
+
+
 class TextSource:
     """A delimited text file (CSV, TSV, ...), read in blocks by pyarrow's streaming CSV reader
     as strings. UTF-8 is expected; a file with no UTF-8 at all is read as Windows-1252 (the
@@ -235,7 +243,7 @@ class TextSource:
 
     def __init__(
         self,
-        open_binary,
+        open_binary: OpenBinary,
         *,
         label: str,
         limits: Limits,
@@ -306,7 +314,7 @@ class TextSource:
 
         invalid: list[tuple[int | None, int]] = []
 
-        def on_invalid(row) -> str:
+        def on_invalid(row: pcsv.InvalidRow) -> str:
             invalid.append((row.number, row.actual_columns))
             return "skip"
 
@@ -424,7 +432,9 @@ class ExcelSource:
     # Cells held in Python objects before a batch is handed on: a wide sheet gets short batches.
     batch_cells = 1_000_000
 
-    def __init__(self, open_binary, *, label: str, limits: Limits, batch_rows: int = 20_000):
+    def __init__(
+        self, open_binary: OpenBinary, *, label: str, limits: Limits, batch_rows: int = 20_000
+    ):
         self.open_binary, self.label, self.limits = open_binary, label, limits
         self.batch_rows = batch_rows
         self.names: list[str] = []
@@ -492,7 +502,7 @@ class ExcelSource:
                     finally:
                         book.close()
 
-    def _sheet(self, book) -> Iterator[tuple[list[pa.Array], list[int]]]:
+    def _sheet(self, book: Workbook) -> Iterator[tuple[list[pa.Array], list[int]]]:
         if not book.worksheets:
             raise DataError(f"{self.label}: the workbook has no worksheet")
         sheet = book.worksheets[0]
@@ -531,7 +541,7 @@ class ExcelSource:
             for i in range(width):
                 value = row[i] if i < len(row) else None
                 text, kind = _cell(value)
-                if kind == TEXT and "\x00" in text:
+                if kind == TEXT and text is not None and "\x00" in text:
                     raise DataError(
                         f"{self.label}: row {seen:,}, column {self.names[i]!r} contains a NUL "
                         "character"
@@ -560,7 +570,9 @@ class ExcelSource:
             )
 
     @staticmethod
-    def _flush(buffer, kinds) -> tuple[list[pa.Array], list[int]]:
+    def _flush(
+        buffer: list[list[str | None]], kinds: list[int]
+    ) -> tuple[list[pa.Array], list[int]]:
         return [pa.array(values, pa.string()) for values in buffer], list(kinds)
 
 
@@ -602,7 +614,9 @@ class ParquetSource:
     # pandas stores a non-default index as a column of this name; it is not data.
     _INDEX = re.compile(r"^__index_level_\d+__$")
 
-    def __init__(self, open_binary, *, label: str, limits: Limits, batch_rows: int = 65_536):
+    def __init__(
+        self, open_binary: OpenBinary, *, label: str, limits: Limits, batch_rows: int = 65_536
+    ):
         self.open_binary, self.label, self.limits = open_binary, label, limits
         self.batch_rows = batch_rows
         self._fh = open_binary()
@@ -671,7 +685,7 @@ class ParquetSource:
         meta = self._file.metadata
         counts: list[int | None] = []
         for i in self._keep:
-            total = 0
+            total: int | None = 0
             for g in range(meta.num_row_groups):
                 stats = meta.row_group(g).column(i).statistics
                 if stats is None or not stats.has_null_count:
@@ -734,6 +748,9 @@ class ParquetSource:
             ) from None
 
 
+Source = TextSource | ExcelSource | ParquetSource
+
+
 def open_source(
     path: str | Path | None = None,
     *,
@@ -743,7 +760,7 @@ def open_source(
     limits: Limits,
     sep: str | None = None,
     na_values: Sequence[str] | None = None,
-):
+) -> Source:
     """The reader for ``fmt`` (``csv``, ``excel`` or ``parquet``) over a path or a seekable
     binary file object."""
 
@@ -752,6 +769,7 @@ def open_source(
             return open(path, "rb")  # noqa: SIM115 - the readers close it
         assert fileobj is not None
         fileobj.seek(0)
+        # an io.RawIOBase is not a typing.BinaryIO, though it has every method a reader calls
         return _Unclosable(fileobj)  # type: ignore[return-value]
 
     if fmt == "csv":
@@ -778,9 +796,10 @@ class _Unclosable(io.RawIOBase):
     def read(self, n: int = -1) -> bytes:
         return self._fh.read(n)
 
-    def readinto(self, b) -> int:
-        data = self._fh.read(len(b))
-        b[: len(data)] = data
+    def readinto(self, b: WriteableBuffer) -> int:
+        view = memoryview(b).cast("B")
+        data = self._fh.read(len(view))
+        view[: len(data)] = data
         return len(data)
 
     def seek(self, offset: int, whence: int = 0) -> int:

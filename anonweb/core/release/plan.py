@@ -375,7 +375,7 @@ def _str_list(value: Any, name: str) -> list[str]:
 
 
 def plan_to_json(plan: Plan) -> str:
-    return json.dumps(plan_to_dict(plan), indent=2, sort_keys=True)
+    return json.dumps(plan_to_dict(plan), indent=2, sort_keys=True, ensure_ascii=False)
 
 
 def plan_from_json(text: str) -> Plan:

@@ -21,6 +21,9 @@ dataset's column tags and the team's :class:`PolicyThresholds`:
   source (``dp_exact_figures``).
 
 Every finding names columns and counts records; none holds a cell value.
+
+:func:`evaluate_plan` gives, while a plan is being written, the findings that the plan and the
+tags alone decide (the same :class:`Finding` objects, made by the same functions).
 """
 
 from __future__ import annotations
@@ -177,6 +180,86 @@ def evaluate_release(
     return PolicyResult(tuple(findings), thresholds, risk)
 
 
+def evaluate_plan(
+    plan: Plan | Mapping[str, Any],
+    *,
+    tags: Mapping[str, str | None],
+    columns: Sequence[str],
+    rows: int,
+    thresholds: PolicyThresholds | None = None,
+) -> PolicyResult:
+    """The findings of :func:`evaluate_release` that the plan and the tags decide before
+    anything runs, for a source with ``columns`` and ``rows``: an identifier that no step
+    changes or drops (``identifier_released``), a column never tagged that goes out
+    (``column_untagged``) and a record-level release with no quasi-identifier
+    (``no_quasi_identifiers``). Everything measured on the data (partly masked identifiers,
+    free text, the risk after, conflicts) waits for the release; a plan that passes here can
+    still be blocked then, never the other way round."""
+    plan = plan if isinstance(plan, Plan) else plan_from_dict(plan)
+    thresholds = thresholds or PolicyThresholds()
+    output = _output_kind(plan)
+    if output != "rows":
+        return PolicyResult((), thresholds, {"output": output})
+    removed: set[str] = set()
+    for step in plan.steps:
+        spec = get_step(step.kind)
+        if spec.removes is not None:
+            removed.update(spec.removes(step.params))
+    written = _written_by(plan)
+    findings: list[Finding] = []
+    for col in (c for c in columns if c not in removed):
+        tag = tags.get(col) or None
+        if tag == IDENTIFIER and not written.get(col):
+            findings.append(identifier_released(col, rows=rows))
+        elif tag is None:
+            findings.append(column_untagged(col, rows))
+    if not quasi_identifiers_for(plan, tags):
+        findings.append(no_quasi_identifiers(rows))
+    return PolicyResult(tuple(findings), thresholds, {"output": output})
+
+
+def identifier_released(col: str, *, rows: int, unchanged: int | None = None) -> Finding:
+    """``unchanged``: released records that show a source value (None: judged from the plan,
+    which leaves the column as it is)."""
+    if unchanged is None:
+        why = "no step of the plan changes or drops it"
+        facts: dict[str, Any] = {"rows": rows}
+    else:
+        why = f"{unchanged} of {rows} released records show the source's value"
+        facts = {"unchanged": unchanged, "rows": rows}
+    return Finding(
+        "identifier_released",
+        BLOCK,
+        f"{col} is tagged identifier and goes out unchanged: {why}. Drop, tokenize or suppress it.",
+        (col,),
+        rows if unchanged is None else unchanged,
+        facts,
+    )
+
+
+def column_untagged(col: str, records: int) -> Finding:
+    return Finding(
+        "column_untagged",
+        BLOCK,
+        f"{col} was never tagged and goes out in this release: tag it "
+        "(identifier, quasi-identifier, sensitive, other or keep as is).",
+        (col,),
+        records,
+    )
+
+
+def no_quasi_identifiers(records: int) -> Finding:
+    return Finding(
+        "no_quasi_identifiers",
+        BLOCK,
+        "No column is tagged quasi-identifier and the plan lists none, so the risk of "
+        "re-identifying a record in this release cannot be measured. Tag the columns an "
+        "attacker could know (age, sex, postcode, dates, ...).",
+        (),
+        records,
+    )
+
+
 def _output_kind(plan: Plan) -> str:
     """What the release's rows are: "rows" (record-level), "aggregate" or "synthetic"."""
     kind = "rows"
@@ -208,7 +291,14 @@ def _in_source(source: pd.Series, released: pd.Series) -> NDArray[Any]:
     return np.asarray(known.get_indexer(values.astype(str)) >= 0)
 
 
-def _identifier_findings(source, released, plan, tags, shared, thresholds):
+def _identifier_findings(
+    source: pd.DataFrame,
+    released: pd.DataFrame,
+    plan: Plan,
+    tags: Mapping[str, str | None],
+    shared: list[str],
+    thresholds: PolicyThresholds,
+) -> tuple[list[str], list[Finding]]:
     masked: list[str] = []
     findings: list[Finding] = []
     written = _written_by(plan)
@@ -221,16 +311,7 @@ def _identifier_findings(source, released, plan, tags, shared, thresholds):
         found = _in_source(source[col], released[col])
         if found.mean() >= UNCHANGED_SHARE:
             findings.append(
-                Finding(
-                    "identifier_released",
-                    BLOCK,
-                    f"{col} is tagged identifier and goes out unchanged: {int(found.sum())} of "
-                    f"{len(released)} released records show the source's value. Drop, tokenize "
-                    "or suppress it.",
-                    (col,),
-                    int(found.sum()),
-                    {"unchanged": int(found.sum()), "rows": len(released)},
-                )
+                identifier_released(col, rows=len(released), unchanged=int(found.sum()))
             )
             continue
         if written.get(col, set()) & PSEUDONYMS:
@@ -277,23 +358,19 @@ def free_text(series: pd.Series) -> dict[str, Any] | None:
     return None
 
 
-def _column_findings(source, released, tags, shared) -> list[Finding]:
-    findings = []
+def _column_findings(
+    source: pd.DataFrame,
+    released: pd.DataFrame,
+    tags: Mapping[str, str | None],
+    shared: list[str],
+) -> list[Finding]:
+    findings: list[Finding] = []
     for col in shared:
         tag = tags.get(col) or None
         if tag == IDENTIFIER:
             continue
         if tag is None:
-            findings.append(
-                Finding(
-                    "column_untagged",
-                    BLOCK,
-                    f"{col} was never tagged and goes out in this release: tag it "
-                    "(identifier, quasi-identifier, sensitive, other or keep as is).",
-                    (col,),
-                    int(released[col].notna().sum()),
-                )
-            )
+            findings.append(column_untagged(col, int(released[col].notna().sum())))
         if tag == QUASI_IDENTIFIER:
             continue  # measured in the risk after
         why = free_text(source[col])
@@ -339,7 +416,13 @@ def quasi_identifiers_for(
     return list(dict.fromkeys([*tagged, *plan.quasi_identifiers, *extra]))
 
 
-def _risk_findings(released, plan, tags, extra_qis, thresholds):
+def _risk_findings(
+    released: pd.DataFrame,
+    plan: Plan,
+    tags: Mapping[str, str | None],
+    extra_qis: list[str],
+    thresholds: PolicyThresholds,
+) -> tuple[list[Finding], dict[str, Any]]:
     qis_all = quasi_identifiers_for(plan, tags, extra_qis)
     qis = [q for q in qis_all if q in released.columns]
     sensitive = [
@@ -349,17 +432,7 @@ def _risk_findings(released, plan, tags, extra_qis, thresholds):
     ]
     risk: dict[str, Any] = {"output": "rows", "quasi_identifiers": qis, "sensitive": sensitive}
     if not qis_all:
-        return [
-            Finding(
-                "no_quasi_identifiers",
-                BLOCK,
-                "No column is tagged quasi-identifier and the plan lists none, so the risk of "
-                "re-identifying a record in this release cannot be measured. Tag the columns an "
-                "attacker could know (age, sex, postcode, dates, ...).",
-                (),
-                len(released),
-            )
-        ], risk
+        return [no_quasi_identifiers(len(released))], risk
     if not qis or released.empty:
         risk["note"] = "no quasi-identifier is released"
         return [], risk

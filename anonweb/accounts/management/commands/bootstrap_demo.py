@@ -17,6 +17,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from anonweb.accounts.models import Role, Team
 from anonweb.accounts.services import membership_grant
+from anonweb.datasets.models import Dataset
+from anonweb.datasets.services import dataset_create, dataset_set_hierarchy, dataset_set_tags
+from anonweb.demo.pii import add_synthetic_pii
 
 DEMO_USERS = [
     ("officer", Role.PRIVACY_OFFICER, "Olivia", "Officer"),
@@ -107,15 +110,10 @@ class Command(BaseCommand):
         os.chmod(path, 0o600)
 
     def _dataset(self, team):
-        from anonweb.datasets.models import Dataset
-        from anonweb.datasets.services import dataset_create, dataset_set_tags
-
         if Dataset.objects.filter(team=team, name=DEMO_DATASET).exists():
             self.stdout.write(f"Demo dataset already loaded: {DEMO_DATASET}")
             return
         import pandas as pd
-
-        from anonweb.demo.pii import add_synthetic_pii
 
         src = Path(__file__).resolve().parents[3] / "demo" / "adult_subset.csv"
         df = add_synthetic_pii(pd.read_csv(src, sep=";"))
@@ -141,7 +139,6 @@ class Command(BaseCommand):
             **{c: "quasi_identifier" for c in DEMO_QIS},
         }
         dataset_set_tags(user=officer, dataset=dataset, tags=tags)
-        from anonweb.datasets.services import dataset_set_hierarchy
 
         for column in DEMO_QIS:
             path = src.parent / "hierarchies" / f"{column}.csv"

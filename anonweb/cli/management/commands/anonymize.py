@@ -149,7 +149,9 @@ class Command(BaseCommand):
 
         outputs = [(opts["out"], lambda f: f.write(made.csv_bytes(sep=sep).decode("utf-8")))]
         if opts["report"]:
-            outputs.append((opts["report"], lambda f: json.dump(summary, f, indent=2)))
+            outputs.append(
+                (opts["report"], lambda f: json.dump(summary, f, indent=2, ensure_ascii=False))
+            )
         write_all(outputs)
         self.stdout.write(self._line(summary, len(made.frame)))
         if gate.blocking:

@@ -35,7 +35,8 @@ class Command(BaseCommand):
             sys.stderr.write(f"{parser.prog}: error: {' '.join(str(message).split())}\n")
             raise SystemExit(2)
 
-        parser.error = one_line
+        # argparse has no hook for its error message but the method itself
+        parser.error = one_line  # type: ignore[method-assign]
         return parser
 
     def add_arguments(self, parser) -> None:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from anonweb.datasets.services import datasets_purge_expired
+from anonweb.jobs.retention import datasets_purge_expired
 
 
 class Command(BaseCommand):

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from anonweb.datasets.models import Dataset, DatasetStatus
+from anonweb.releases.models import Release
+
 # Far longer than any write of a table's files; a folder this old is no write in progress.
 LEFTOVER_AGE = timedelta(hours=6)
 
@@ -51,8 +54,6 @@ def _orphans(root: Path, known_keys, cutoff: float) -> list[Path]:
 def sweep_storage(*, older_than: timedelta = LEFTOVER_AGE, now: float | None = None) -> list[str]:
     """Remove stale temporaries and row-less folders under MEDIA_ROOT; return what went, as
     paths relative to MEDIA_ROOT (for the log: names only, never content)."""
-    from anonweb.datasets.models import Dataset, DatasetStatus
-    from anonweb.releases.models import Release
 
     media = Path(settings.MEDIA_ROOT)
     cutoff = (time.time() if now is None else now) - older_than.total_seconds()

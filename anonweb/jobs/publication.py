@@ -1,0 +1,123 @@
+"""A release job's output becomes a release: the files, the row, its conflict findings, its
+audit event and the job's success, committed together under the job's claim. This finishes a
+job, so it belongs to the jobs app; what a release is stays in :mod:`anonweb.releases`."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from anonweb.audit.services import audit_record
+from anonweb.jobs.services import JobLost, job_claim_held, job_complete_claimed
+from anonweb.releases.conflicts import FINDINGS_FILE
+from anonweb.releases.models import Release
+from anonweb.releases.services import finding_summary, save_conflict_findings
+from anonweb.releases.storage import (
+    remove_release_files,
+    write_private_json,
+    write_release_files,
+)
+
+
+def release_create(
+    *,
+    job,
+    frame,
+    plan: dict,
+    report: dict,
+    title: str,
+    source_rows=None,
+    aggregates=(),
+    dp: bool = False,
+    conflicts=None,
+    published_report: dict | None = None,
+    gate: dict | None = None,
+    purpose: str = "",
+    recipient: str = "",
+) -> Release:
+    """Files first (atomically renamed into place), then the row, its conflict findings, its
+    audit event and the job's success in one transaction; if the row cannot be written the
+    files are removed again.
+
+    ``source_rows``, ``aggregates`` and ``dp`` are the release's lineage (kept privately);
+    ``conflicts`` the :class:`~anonweb.releases.conflicts.ConflictCheck` of the new release
+    against the earlier ones.
+
+    ``job`` must be running under the claim of the worker calling this: a job that the reaper
+    failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
+    if not job_claim_held(job=job):
+        raise JobLost(f"job {job.pk} is no longer running under this worker's claim")
+    release = Release(
+        team=job.team,
+        dataset=job.dataset,
+        job=job,
+        title=title,
+        plan=plan,
+        report=report,
+        rows=len(frame),
+        columns=[str(c) for c in frame.columns],
+        requested_by=job.created_by,
+        published_report=published_report or {},
+        gate=gate or {},
+        purpose=purpose,
+        recipient=recipient,
+    )
+    release.sha256 = write_release_files(
+        release.storage_key, frame, source_rows=source_rows, aggregates=aggregates, dp=dp
+    )
+    found = None
+    try:
+        for _attempt in range(3):
+            try:
+                with transaction.atomic():
+                    last = Release.objects.filter(dataset=job.dataset).aggregate(v=Max("version"))[
+                        "v"
+                    ]
+                    release.version = (last or 0) + 1
+                    release.conflicts_checked = (
+                        list(conflicts.checked)
+                        if conflicts is not None and not conflicts.skipped
+                        else None
+                    )
+                    release.save()
+                    found = conflicts.relabelled(release.version) if conflicts else None
+                    if found is not None:
+                        save_conflict_findings(release, found)
+                    audit_record(
+                        actor=job.created_by,
+                        team=job.team,
+                        action="release.created",
+                        target=release,
+                        details={
+                            "dataset_id": job.dataset_id,
+                            "version": release.version,
+                            "job_id": job.pk,
+                            "rows": release.rows,
+                            "sha256": release.sha256,
+                            "plan": plan,
+                            **({"conflicts": found.summary()} if found is not None else {}),
+                            "purpose": purpose,
+                            "recipient": recipient,
+                            "findings": finding_summary(release.findings),
+                        },
+                    )
+                    job_complete_claimed(
+                        job=job,
+                        result={
+                            "release_id": release.pk,
+                            "version": release.version,
+                            "rows": release.rows,
+                        },
+                    )
+                break
+            except IntegrityError:
+                release.pk = None
+                continue
+        else:
+            raise IntegrityError("could not allocate a release version")
+    except BaseException:
+        remove_release_files(release.storage_key)
+        raise
+    if found is not None:
+        write_private_json(release.storage_key, FINDINGS_FILE, found.private)
+    return release
