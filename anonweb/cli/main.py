@@ -9,8 +9,11 @@ settings at all (no ``SECRET_KEY``, no ``DEBUG``, no database)::
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
+from typing import NoReturn
 
 # The commands that only compute: they read and write files, never the database.
 COMMANDS = ("assess", "anonymize", "dp-release", "ldp", "intruder", "conflicts")
@@ -28,7 +31,7 @@ Commands (anonweb <command> --help for the options of each):
 """
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "anonweb") -> int:
     args = list(sys.argv if argv is None else argv)
     if len(args) < 2 or args[1] in ("-h", "--help", "help"):
         sys.stdout.write(USAGE)
@@ -39,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS
     from django.core.management import ManagementUtility
 
-    utility = ManagementUtility(["anonweb", *args[1:]])
-    utility.prog_name = "anonweb"
+    utility = ManagementUtility([prog, *args[1:]])
+    utility.prog_name = prog
     try:
         utility.execute()
     except SystemExit as exc:  # argparse and CommandError exit this way, with their status
@@ -48,5 +51,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def finish(code: int) -> NoReturn:
+    """Leave the process once a command's work is written, with ``code`` as its status.
+
+    pyarrow's C++ thread pools are still alive when the interpreter tears itself down, and about
+    one exit in a hundred on a busy machine aborts there ("terminate called without an active
+    exception", status -6) after the output is complete (apache/arrow#34314): a script would
+    read a finished report as a failure. So the Python-level clean-up runs (atexit handlers,
+    logging, temporary directories, open streams flushed) and the native teardown is skipped.
+    """
+    _flush()
+    atexit._run_exitfuncs()
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to write
+            stream.flush()
+
+
+def run() -> NoReturn:
+    """The installed ``anonweb`` command."""
+    finish(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

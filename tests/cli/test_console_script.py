@@ -97,3 +97,42 @@ def test_the_script_lists_the_commands_that_need_no_settings():
 
     commands = Path(ROOT / "anonweb" / "cli" / "management" / "commands")
     assert set(COMMANDS) == {p.stem for p in commands.glob("*.py") if p.stem != "__init__"}
+
+
+_FINISH = """
+import atexit, sys, tempfile, pathlib
+from anonweb.cli.main import finish
+folder = tempfile.TemporaryDirectory()
+pathlib.Path(sys.argv[1]).write_text(folder.name)
+atexit.register(lambda: sys.stdout.write(" cleaned"))
+sys.stdout.write("report")
+finish(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_finish_keeps_the_status_output_and_python_clean_up(tmp_path, status):
+    # The commands leave through finish(), which skips the native teardown where pyarrow's
+    # thread pools can abort a finished run; what Python cleans up at exit must still happen.
+    where = tmp_path / "where"
+    p = _run([sys.executable, "-c", _FINISH, str(where), str(status)], cwd=ROOT)
+    assert p.returncode == status, p.stderr
+    assert p.stdout == "report cleaned"
+    assert not Path(where.read_text()).exists()  # the temporary directory was removed
+
+
+def test_commands_leave_through_finish(tmp_path):
+    # both entry points end in finish(): the console script and manage.py
+    probe = (
+        "import sys, anonweb.cli.main as m\n"
+        "m.finish = lambda code: (sys.stdout.write(f'finish {code}'), sys.stdout.flush(),"
+        " __import__('os')._exit(code))\n"
+        "sys.argv = [sys.argv[1], 'assess', '--help']\n"
+    )
+    p = _run([sys.executable, "-c", probe + "m.run()", "anonweb"], cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.endswith("finish 0")
+    manage = probe + "import runpy; runpy.run_path('manage.py', run_name='__main__')"
+    p = _run([sys.executable, "-c", manage, "manage.py"], cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.endswith("finish 0")
