@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from anonweb.datasets.models import ColumnRole
 from anonweb.datasets.selectors import hierarchies_for
+from anonweb.jobs.models import JobStatus
 from anonweb.releases.models import Release
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -126,14 +127,24 @@ class DatasetOut(serializers.Serializer):
 class JobOut(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
-    status = serializers.ChoiceField(
-        choices=["queued", "running", "succeeded", "failed", "cancelled"]
-    )
+    status = serializers.ChoiceField(choices=JobStatus.values)
     progress = serializers.IntegerField()
     message = serializers.CharField()
     error = serializers.CharField()
     dataset = serializers.IntegerField(allow_null=True)
     release = serializers.IntegerField(allow_null=True)
+
+
+class AuditEventOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    seq = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    actor = serializers.CharField()
+    team = serializers.CharField()
+    action = serializers.CharField(help_text="e.g. release.approved")
+    target = serializers.CharField(help_text='"TYPE:ID", e.g. "dataset:7", or ""')
+    details = serializers.DictField()
+    hash = serializers.CharField()
 
 
 class ErrorOut(serializers.Serializer):
@@ -180,7 +191,11 @@ def dataset_json(dataset) -> dict:
 
 
 def job_json(job) -> dict:
-    release_id = Release.objects.filter(job=job).values_list("pk", flat=True).first()
+    # the job's release (one to one): read with the job when the selector joined it
+    try:
+        release_id = job.release.pk
+    except Release.DoesNotExist:
+        release_id = None
     return {
         "id": job.pk,
         "kind": job.kind,

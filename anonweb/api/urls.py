@@ -29,6 +29,7 @@ v1 = [
     route("datasets/<int:dataset_id>/what-if/", views.DatasetWhatIf, "dataset-what-if"),
     route("datasets/<int:dataset_id>/releases/", views.DatasetReleases, "dataset-releases"),
     route("datasets/<int:dataset_id>/budget/", views.DatasetBudget, "dataset-budget"),
+    route("jobs/", views.JobCollection, "jobs"),
     route("jobs/<int:job_id>/", views.JobDetail, "job"),
     route("jobs/<int:job_id>/cancel/", views.JobCancel, "job-cancel"),
     route("releases/", views.ReleaseCollection, "releases"),

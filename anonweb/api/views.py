@@ -25,6 +25,7 @@ from anonweb.accounts.models import Membership, Role
 from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
+from anonweb.api.pagination import PAGE_HEADERS, ApiPagination
 from anonweb.datasets.selectors import (
     STAFF_ROLES,
     can_see_raw,
@@ -35,7 +36,7 @@ from anonweb.datasets.services import dataset_set_hierarchy_spec, dataset_set_ta
 from anonweb.datasets.uploads import upload_refused
 from anonweb.datasets.whatif import whatif_evaluate
 from anonweb.jobs.models import JobKind, JobStatus
-from anonweb.jobs.selectors import job_get_for_user, latest_profile
+from anonweb.jobs.selectors import job_get_for_user, jobs_for_user, latest_profile
 from anonweb.jobs.services import (
     anonymize_launch,
     dataset_upload,
@@ -106,6 +107,19 @@ class ApiView(APIView):
         serializer = serializer_class(data=self.request.data if data is None else data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
+
+
+class PagedView(ApiView):
+    """A list in pages (:mod:`anonweb.api.pagination`): ``?limit=&offset=``, the total and the
+    next and previous pages in the headers, the body the list of the objects' JSON."""
+
+    pagination_class = ApiPagination
+
+    def paged(self, queryset, to_json) -> Response:
+        paginator = self.pagination_class()
+        # a list, never None: ApiPagination always has a limit
+        page: list = paginator.paginate_queryset(queryset, self.request, view=self) or []
+        return paginator.get_paginated_response([to_json(o) for o in page])
 
 
 def _int_param(request, name: str) -> int | None:
@@ -354,6 +368,36 @@ class DatasetBudget(ApiView):
 
 
 # ---- jobs ---------------------------------------------------------------------------------------
+
+
+class JobCollection(PagedView):
+    @doc(
+        roles=STAFF,
+        parameters=[
+            OpenApiParameter("dataset", int, description="only the jobs of this dataset"),
+            OpenApiParameter(
+                "status", str, enum=JobStatus.values, description="only the jobs in this state"
+            ),
+            *PAGE_HEADERS,
+        ],
+        responses={200: s.JobOut(many=True)},
+        summary="Jobs of your teams, newest first (officers and stewards)",
+        operation_id="jobs_list",
+    )
+    def get(self, request):
+        wanted = request.query_params.get("status", "").strip()
+        if wanted and wanted not in JobStatus.values:
+            from rest_framework.exceptions import ValidationError
+
+            raise ValidationError(
+                {"status": f"one of {', '.join(JobStatus.values)}, got {wanted!r}"}
+            )
+        jobs = jobs_for_user(
+            user=request.user,
+            dataset_id=_int_param(request, "dataset"),
+            status=JobStatus(wanted) if wanted else None,
+        )
+        return self.paged(jobs, s.job_json)
 
 
 class JobDetail(ApiView):
@@ -614,29 +658,22 @@ class ReleaseSignoff(ApiView):
 # ---- audit --------------------------------------------------------------------------------------
 
 
-class AuditCollection(ApiView):
+class AuditCollection(PagedView):
     @doc(
         roles=EVERYONE,
         parameters=[
             OpenApiParameter("dataset", int, description="events about this dataset"),
             OpenApiParameter("action", str, description="e.g. release.approved"),
-            OpenApiParameter("limit", int, description="at most this many (default 200, max 1000)"),
+            *PAGE_HEADERS,
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: s.AuditEventOut(many=True)},
         summary="Audit events of your teams, newest first",
         operation_id="audit_list",
     )
     def get(self, request):
         events = audit_events_for_user(
-            user=request.user, action=request.query_params.get("action", "").strip()
+            user=request.user,
+            action=request.query_params.get("action", "").strip(),
+            dataset_id=_int_param(request, "dataset"),
         )
-        dataset = _int_param(request, "dataset")
-        if dataset is not None:
-            from django.db.models import Q
-
-            events = events.filter(
-                Q(target_type="dataset", target_id=str(dataset))
-                | Q(details_text__regex=rf'"dataset_id":{dataset}[,}}]')
-            )
-        limit = min(_int_param(request, "limit") or 200, 1000)
-        return Response([s.audit_json(e) for e in events[:limit]])
+        return self.paged(events, s.audit_json)

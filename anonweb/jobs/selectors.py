@@ -15,9 +15,20 @@ if TYPE_CHECKING:
     from anonweb.datasets.models import Dataset
 
 
-def jobs_for_user(*, user: User) -> QuerySet[Job]:
+def jobs_for_user(
+    *, user: User, dataset_id: int | None = None, status: JobStatus | None = None
+) -> QuerySet[Job]:
+    """The jobs of the teams where the user is an officer or a steward (an analyst sees none),
+    newest first; optionally only those of one dataset, or in one state."""
     teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
-    return Job.objects.filter(team__in=teams).select_related("team", "dataset", "created_by")
+    jobs = Job.objects.filter(team__in=teams)
+    if dataset_id is not None:
+        jobs = jobs.filter(dataset_id=dataset_id)
+    if status is not None:
+        jobs = jobs.filter(status=status)
+    return jobs.select_related("team", "dataset", "created_by", "release").order_by(
+        "-created_at", "-id"
+    )
 
 
 def job_get_for_user(*, user: User, job_id: int) -> Job:

@@ -12,7 +12,12 @@ from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.releases.models import Release, ReleaseStatus
 
 
-def audit_events_for_user(*, user, action: str = "", actor: str = "", target: str = "") -> QuerySet:
+def audit_events_for_user(
+    *, user, action: str = "", actor: str = "", target: str = "", dataset_id: int | None = None
+) -> QuerySet:
+    """The events the user may read, newest first; optionally only one action's, one actor's,
+    those about one target (``"TYPE:ID"`` or ``"TYPE"``) or those about one dataset (the
+    dataset's own and every event whose details name it, as a job's or a release's do)."""
     qs = AuditEvent.objects.all()
     if not user.is_superuser:
         qs = qs.filter(_visible(user))
@@ -23,6 +28,11 @@ def audit_events_for_user(*, user, action: str = "", actor: str = "", target: st
     if target:
         kind, _, ident = target.partition(":")
         qs = qs.filter(target_type=kind, **({"target_id": ident} if ident else {}))
+    if dataset_id is not None:
+        qs = qs.filter(
+            Q(target_type="dataset", target_id=str(dataset_id))
+            | Q(details_text__regex=rf'"dataset_id":{dataset_id}[,}}]')
+        )
     return qs.order_by("-id")
 
 

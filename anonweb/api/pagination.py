@@ -1,0 +1,93 @@
+"""The one pagination of the API's lists.
+
+A paged list is still the JSON array it always was (so ``GET /api/v1/audit/`` answers every
+client as before); the paging is in the query and the headers:
+
+* ``?limit=`` (default 200, at most 1000; more is cut to 1000) and ``?offset=`` (from 0);
+* ``X-Total-Count``: how many objects the list has in all (with its filters);
+* ``Link``: the ``next`` and ``prev`` pages' URLs (RFC 8288), each only when there is one.
+
+A limit or an offset that is not a whole number is a 400, like any bad query parameter."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 1000
+
+
+def _whole_number(request, name: str) -> int | None:
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ValidationError({name: f"expected a whole number, got {raw!r}"})
+    return int(raw)
+
+
+class ApiPagination(LimitOffsetPagination):
+    default_limit = DEFAULT_LIMIT
+    max_limit = MAX_LIMIT
+
+    def get_limit(self, request) -> int:
+        limit = _whole_number(request, self.limit_query_param)
+        return min(limit, MAX_LIMIT) if limit else DEFAULT_LIMIT
+
+    def get_offset(self, request) -> int:
+        return _whole_number(request, self.offset_query_param) or 0
+
+    def get_paginated_response(self, data) -> Response:
+        links = [
+            f'<{url}>; rel="{rel}"'
+            for rel, url in (("next", self.get_next_link()), ("prev", self.get_previous_link()))
+            if url
+        ]
+        headers = {"X-Total-Count": str(self.count)}
+        if links:
+            headers["Link"] = ", ".join(links)
+        return Response(data, headers=headers)
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        return schema  # the body is the list itself
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        return [
+            {
+                "name": self.limit_query_param,
+                "required": False,
+                "in": "query",
+                "description": f"at most this many (default {DEFAULT_LIMIT}, max {MAX_LIMIT})",
+                "schema": {"type": "integer", "minimum": 0},
+            },
+            {
+                "name": self.offset_query_param,
+                "required": False,
+                "in": "query",
+                "description": "skip this many (the `Link` header gives the next page's URL)",
+                "schema": {"type": "integer", "minimum": 0},
+            },
+        ]
+
+
+# The paging headers, for the schema of each paged operation.
+PAGE_HEADERS = [
+    OpenApiParameter(
+        "X-Total-Count",
+        OpenApiTypes.INT,
+        location=OpenApiParameter.HEADER,
+        response=[200],
+        description="how many objects the list has in all",
+    ),
+    OpenApiParameter(
+        "Link",
+        OpenApiTypes.STR,
+        location=OpenApiParameter.HEADER,
+        response=[200],
+        description='the next and previous pages: `<URL>; rel="next", <URL>; rel="prev"`',
+    ),
+]
