@@ -1,8 +1,10 @@
 """The sign-off report of a release: one self-contained HTML file (inline style, no script, no
 external resource) that a privacy officer or a steward files with the approval. It states the
 release's identity, the SHA-256 of every file of the release computed from the stored files (and
-checked against the hash recorded at publication), the plan, what the search did, the gate's
-findings, the approval and the release's audit trail.
+checked against the hash recorded at publication), with the stored file its xlsx download is
+written from (that download is made on request, so it has no hash of its own), the plan, what the
+search did, the gate's findings, the approval and the release's audit trail. The plan and the
+audit details read as tables (the ``as_table`` filter, as everywhere in the app).
 
 It carries internal figures (the internal report, scrubbed as when it was stored), so it is for
 the team's officers and stewards only; never a key or a seed (plans name keys, never hold them).
@@ -22,13 +24,34 @@ from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
 from anonweb.core.release.publish import scrub_report
+from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.models import Release
 from anonweb.releases.services import release_record_signoff
-from anonweb.releases.storage import PRIVATE_DIR, release_dir
+from anonweb.releases.storage import (
+    LINEAGE_FILE,
+    PRIVATE_DIR,
+    XLSX_MAX_ROWS,
+    XLSX_SOURCE,
+    release_dir,
+    xlsx_offered,
+)
+from anonweb.releases.utility import UTILITY_FILE
 
 # The file whose SHA-256 is recorded on the release (and in its creation event) at publication.
 RECORDED_FILE = "data.csv"
 CHUNK = 1 << 20
+
+# What each stored file is, in the report's words.
+FILE_ROLES = {
+    "data.csv": "the published table (the CSV download)",
+    "data.parquet": "the published table (the Parquet download)",
+    f"{PRIVATE_DIR}/source_rows.npy": "the source row of each published row (conflict checks)",
+    f"{PRIVATE_DIR}/aggregates.npz": "the figures it published over groups of source records "
+    "(conflict checks)",
+    f"{PRIVATE_DIR}/{LINEAGE_FILE}": "what kind of output it is (conflict checks)",
+    f"{PRIVATE_DIR}/{FINDINGS_FILE}": "the conflict findings with their records",
+    f"{PRIVATE_DIR}/{UTILITY_FILE}": "its utility measured against the source",
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +64,10 @@ class FileHash:
     sha256: str
     recorded: str | None
     served: bool
+
+    @property
+    def role(self) -> str:
+        return FILE_ROLES.get(self.name, "")
 
     @property
     def verified(self) -> bool | None:
@@ -92,6 +119,14 @@ def disclosing(report: dict) -> list[tuple[str, dict]]:
     return [(name, sa) for name, sa in sensitive.items() if sa.get("homogeneous_classes")]
 
 
+def xlsx_derivation(release: Release, files: list[FileHash]) -> FileHash | None:
+    """The stored file the release's xlsx download is written from (it is not stored itself),
+    or None when the release offers no xlsx download (too many rows, or that file is gone)."""
+    if not xlsx_offered(release.rows):
+        return None
+    return next((f for f in files if f.name == XLSX_SOURCE), None)
+
+
 def signoff_filename(release: Release) -> str:
     return re.sub(r"[^\w.-]+", "_", f"{release.dataset.name}-v{release.version}-signoff.html")
 
@@ -113,14 +148,10 @@ def signoff_html(*, release: Release, user, files: list[FileHash] | None = None)
         "recorded_file": RECORDED_FILE,
         "recorded_missing": release.sha256 and not any(f.name == RECORDED_FILE for f in files),
         "mismatch": [f for f in files if f.verified is False],
+        "xlsx": xlsx_derivation(release, files),
+        "xlsx_max_rows": XLSX_MAX_ROWS,
         "plan_json": json.dumps(release.plan or {}, indent=2, ensure_ascii=False),
-        "events": [
-            {
-                "event": e,
-                "details": json.dumps(e.details, indent=1, ensure_ascii=False, sort_keys=True),
-            }
-            for e in events
-        ],
+        "events": events,
         "generated_at": timezone.now(),
         "generated_by": user.get_username(),
     }

@@ -67,15 +67,26 @@ def write_release_files(
     return hashlib.sha256(data).hexdigest()
 
 
+XLSX_MAX_ROWS = 1_048_575  # one row of the sheet holds the header
+# The xlsx download is not stored: it is written on each request from this stored file (its
+# bytes carry the time they were written, so they have no fixed hash).
+XLSX_SOURCE = "data.parquet"
+
+
+def xlsx_offered(rows: int) -> bool:
+    """Whether a release of ``rows`` rows can be downloaded as xlsx (a sheet's size)."""
+    return rows <= XLSX_MAX_ROWS
+
+
 def release_file(storage_key, fmt: str) -> Path | bytes:
     """A release's published table as a file: ``csv`` and ``parquet`` are stored (their path),
-    ``xlsx`` is written from the Parquet copy with every text cell neutralised as in the CSV
+    ``xlsx`` is written from :data:`XLSX_SOURCE` with every text cell neutralised as in the CSV
     (its bytes). Raises Http404 when the files are missing."""
     from django.http import Http404
 
     folder = release_dir(storage_key)
     stored = {"csv": folder / "data.csv", "parquet": folder / "data.parquet"}
-    source = stored.get(fmt, folder / "data.parquet")
+    source = stored.get(fmt, folder / XLSX_SOURCE)
     if not source.exists():
         raise Http404("The release file is missing.")
     if fmt in stored:
@@ -83,7 +94,7 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
     if fmt != "xlsx":
         raise DataError(f"unknown download format {fmt!r}; use csv, parquet or xlsx")
     df = pd.read_parquet(source)
-    if len(df) > XLSX_MAX_ROWS:
+    if not xlsx_offered(len(df)):
         raise DataError(
             f"the release has {len(df):,} rows, more than a spreadsheet holds "
             f"({XLSX_MAX_ROWS:,}); download it as csv or parquet"
@@ -91,9 +102,6 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
     buf = io.BytesIO()
     neutralise_frame(df).to_excel(buf, index=False, engine="openpyxl")
     return buf.getvalue()
-
-
-XLSX_MAX_ROWS = 1_048_575  # one row of the sheet holds the header
 
 
 def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:

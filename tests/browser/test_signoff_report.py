@@ -5,9 +5,9 @@ fetched)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
-from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -140,8 +140,21 @@ def test_steward_approves_and_downloads_the_signoff_report(browser, live_server,
     assert "Approved" in approval and "sam" in approval
     assert "Checked the summary, the findings and the hashes." in approval
     assert report.locator("[data-testid=purpose]").inner_text() == "Régional flu bulletin <2026>"
-    plan = unescape(report.locator("[data-testid=plan]").inner_text())
-    assert '"builder": "mask"' in plan
+    # the plan and the audit details read as tables, the plan's JSON kept to run it again
+    zip_builder = report.locator(
+        "[data-testid=plan] tr:has(> th:text-is('zip')) tr:has(> th:text-is('builder')) > td"
+    )
+    assert zip_builder.inner_text() == "mask"
+    plan_json = report.locator("[data-testid=plan-json] pre").text_content()
+    assert json.loads(plan_json) == release.plan
+    created = report.locator("[data-testid=event]:has(code:text-is('release.created'))")
+    sha = created.locator("[data-testid=event-details] tr:has(> th:text-is('sha256')) > td")
+    assert sha.inner_text() == release.sha256
+    assert "{" not in report.locator("[data-testid=audit]").inner_text()
+    # the xlsx download is named with the stored file it is written from
+    xlsx = report.locator("[data-testid=xlsx]")
+    assert xlsx.get_attribute("data-source") == "data.parquet"
+    assert report.locator("[data-testid=xlsx-source-sha256]").inner_text() == stated["data.parquet"]
     if release.override:
         assert JUSTIFICATION in report.locator("[data-testid=override-justification]").inner_text()
     context.close()

@@ -5,9 +5,11 @@ approval and the release's audit trail, for the team's officers and stewards onl
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
-from html import unescape
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
@@ -141,6 +143,109 @@ def signoff(client, release):
     return client.get(reverse("releases:signoff", args=[release.pk]))
 
 
+# ---- reading the report back: its HTML as a tree, its key/value tables as values -------------
+
+VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr"}
+
+
+@dataclass
+class Node:
+    tag: str
+    attrs: dict = field(default_factory=dict)
+    children: list = field(default_factory=list)
+
+    @property
+    def elements(self) -> list[Node]:
+        return [c for c in self.children if isinstance(c, Node)]
+
+    @property
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text for c in self.children)
+
+    def all(self, tag: str | None = None, **attrs) -> list[Node]:
+        """Every descendant with this tag (any if None) and these attributes (testid=...)."""
+        want = {("data-testid" if k == "testid" else k): v for k, v in attrs.items()}
+        found = []
+        for child in self.elements:
+            if (tag is None or child.tag == tag) and all(
+                child.attrs.get(k) == v for k, v in want.items()
+            ):
+                found.append(child)
+            found += child.all(tag, **attrs)
+        return found
+
+    def one(self, tag: str | None = None, **attrs) -> Node:
+        (found,) = self.all(tag, **attrs)
+        return found
+
+    def rows(self) -> list[Node]:
+        """This table's own rows (not those of the tables nested in its cells)."""
+        body = [e for e in self.elements if e.tag in ("thead", "tbody")] or [self]
+        return [r for part in body for r in part.elements if r.tag == "tr"]
+
+    def cells(self) -> list[Node]:
+        return [c for c in self.elements if c.tag in ("th", "td")]
+
+
+class TreeBuilder(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#document")
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, dict(attrs))
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_endtag(self, tag):
+        assert self.stack[-1].tag == tag, f"</{tag}> closes <{self.stack[-1].tag}>"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.stack[-1].children.append(data)
+
+
+def parse(html: str) -> Node:
+    builder = TreeBuilder()
+    builder.feed(html)
+    builder.close()
+    assert builder.stack == [builder.root], "unclosed elements"
+    return builder.root
+
+
+def shown(node: Node):
+    """A value as the key/value tables show it: a table is a dict, a numbered list a list, and
+    anything else the text of the cell."""
+    loose = "".join(c for c in node.children if isinstance(c, str)).strip()
+    if len(node.elements) == 1 and not loose:
+        (only,) = node.elements
+        if only.tag == "table" and only.attrs.get("class") == "kv":
+            return {r.cells()[0].text: shown(r.cells()[1]) for r in only.rows()}
+        if only.tag == "ol" and only.attrs.get("class") == "kv-list":
+            return [shown(li) for li in only.elements]
+    return node.text
+
+
+def as_shown(value):
+    """What a stored value should read as in those tables: nested dicts and lists of records as
+    they are; a list of plain values as one line; no value, yes and no as words."""
+    if isinstance(value, dict):
+        return {str(k): as_shown(v) for k, v in value.items()} if value else "—"
+    if isinstance(value, list | tuple):
+        if not value:
+            return "—"
+        if all(not isinstance(v, dict | list | tuple) for v in value):
+            return ", ".join(as_shown(v) for v in value)
+        return [as_shown(v) for v in value]
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def stated_hashes(html: str) -> dict[str, str]:
     rows = re.findall(
         r'data-name="([^"]+)">.*?data-testid="sha256">([0-9a-f]{64})<', html, flags=re.S
@@ -165,6 +270,59 @@ def test_signoff_states_the_sha256_of_every_stored_file(client, officer, release
     assert stated_hashes(html) == on_disk
     assert on_disk["data.csv"] == release.sha256
     assert "matches" in html and 'data-testid="hash-mismatch"' not in html
+
+
+def api_client(user):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+def xlsx_download(user, release) -> pd.DataFrame:
+    response = api_client(user).get(f"/api/v1/releases/{release.pk}/download/?format=xlsx")
+    assert response.status_code == 200, response.content[:200]
+    return pd.read_excel(io.BytesIO(response.content), dtype=str, keep_default_na=False)
+
+
+def test_signoff_names_the_stored_file_the_xlsx_download_is_written_from(client, officer, release):
+    client.force_login(officer)
+    html = signoff(client, release).content.decode()
+    said = parse(html).one(testid="xlsx")
+    source = said.attrs["data-source"]
+    stated = said.one(testid="xlsx-source-sha256").text
+    path = release_dir(release.storage_key) / source
+    # the file it names is one of the stored files, listed with the same hash as on disk
+    assert stated == stated_hashes(html)[source] == hashlib.sha256(path.read_bytes()).hexdigest()
+    # the download's cells are that file's rows and columns
+    stored = pd.read_parquet(path).astype(str)
+    assert xlsx_download(officer, release).equals(stored)
+    # and it is written from that file, not another copy of the rows: change the file and the
+    # download and the report's hash follow it
+    changed = pd.read_parquet(path).replace({"disease": {"flu": "grippe"}})
+    changed.to_parquet(path, index=False)
+    assert set(xlsx_download(officer, release)["disease"]) == {"grippe", "cancer", "gastritis"}
+    html = signoff(client, release).content.decode()
+    now = parse(html).one(testid="xlsx").one(testid="xlsx-source-sha256").text
+    assert now == hashlib.sha256(path.read_bytes()).hexdigest() != stated
+    assert "grippe" not in (release_dir(release.storage_key) / "data.csv").read_text()
+
+
+def test_signoff_says_when_a_release_has_no_xlsx_download(client, officer, release, monkeypatch):
+    from anonweb.releases import signoff as signoff_module
+    from anonweb.releases import storage
+
+    # a sheet of 5 rows: the 7 released rows do not fit, as a release of more than 1,048,575
+    monkeypatch.setattr(storage, "XLSX_MAX_ROWS", 5)
+    monkeypatch.setattr(signoff_module, "XLSX_MAX_ROWS", 5)
+    response = api_client(officer).get(f"/api/v1/releases/{release.pk}/download/?format=xlsx")
+    assert response.status_code == 400 and "more than a spreadsheet holds" in str(response.json())
+    client.force_login(officer)
+    doc = parse(signoff(client, release).content.decode())
+    assert not doc.all(testid="xlsx")
+    assert "its 7 rows are more than a sheet holds (5)" in doc.one(testid="no-xlsx").text
 
 
 def test_signoff_names_a_file_changed_after_publication(client, officer, release):
@@ -195,23 +353,40 @@ def test_signoff_is_self_contained_and_escapes_user_text(client, officer, stewar
 
 def test_signoff_has_the_plan_findings_approval_and_audit_trail(client, officer, steward, release):
     client.force_login(officer)
-    before = signoff(client, release).content.decode()
-    assert "Not yet approved" in before.split('data-testid="approval"')[1]
+    before = parse(signoff(client, release).content.decode())
+    assert "Not yet approved" in before.one(testid="approval").text
     approve(steward, release, "fine by me")
-    html = signoff(client, release).content.decode()
-    approval = html.split('data-testid="approval"')[1].split("</div>")[0]
+    release.refresh_from_db()
+    doc = parse(signoff(client, release).content.decode())
+    approval = doc.one(testid="approval").text
     assert "Approved" in approval and steward.username in approval and "fine by me" in approval
-    override = html.split('data-testid="override"')[1].split("</div>")[0]
-    assert escape(OVERRIDE) in override and "risk_k" in override
     assert "Not yet approved" not in approval
-    plan = unescape(html.split('data-testid="plan">')[1].split("</pre>")[0])
-    assert '"builder": "interval"' in plan and '"suppression": 0.2' in plan
-    for f in release.findings:
-        assert f'data-code="{f["code"]}"' in html
-    audit = html.split('data-testid="audit"')[1].split("</table>")[0]
-    for action in ("release.created", "release.approved", "release.signoff_downloaded"):
-        assert f"<code>{action}</code>" in audit
-    assert "k holds, but 1 class (3 records) shares one value of disease" in html
+    override = doc.one(testid="override").text
+    assert OVERRIDE in override and "risk_k" in override
+    # the plan, every parameter as a table, and as JSON to run it again
+    assert shown(doc.one(testid="plan")) == as_shown(release.plan)
+    assert shown(doc.one(testid="plan"))["hierarchies"]["age"]["builder"] == "interval"
+    assert json.loads(doc.one(testid="plan-json").one("pre").text) == release.plan
+    # the gate's findings, each with its code
+    findings = [r.attrs["data-code"] for r in doc.one(testid="findings").all(testid="finding")]
+    assert findings == [f["code"] for f in release.findings] and "risk_k" in findings
+    # the audit trail as it was when the report was made (its own download is recorded after)
+    events = list(
+        AuditEvent.objects.filter(target_type="release", target_id=str(release.pk)).order_by("seq")
+    )
+    assert events[-1].action == "release.signoff_downloaded"
+    rows = doc.one(testid="audit").all(testid="event")
+    assert [int(r.attrs["data-seq"]) for r in rows] == [e.seq for e in events[:-1]]
+    for row, event in zip(rows, events[:-1], strict=True):
+        seq, _when, who, action, details = row.cells()
+        assert (seq.text, who.text, action.text) == (str(event.seq), event.actor_name, event.action)
+        assert shown(details) == as_shown(event.details)
+    actions = [e.action for e in events[:-1]]
+    assert {"release.created", "release.approved", "release.signoff_downloaded"} <= set(actions)
+    created = shown(rows[actions.index("release.created")].cells()[4])
+    assert created["sha256"] == release.sha256 and created["plan"] == as_shown(release.plan)
+    assert "{&quot;" not in str(doc.one(testid="audit").text)
+    assert "k holds, but 1 class (3 records) shares one value of disease" in doc.text
 
 
 def test_signoff_plan_keeps_accents_and_the_report_is_scrubbed(client, officer, team, dataset):
@@ -236,8 +411,11 @@ def test_signoff_plan_keeps_accents_and_the_report_is_scrubbed(client, officer, 
     )
     client.force_login(officer)
     html = signoff(client, release).content.decode()
-    plan = unescape(html.split('data-testid="plan">')[1].split("</pre>")[0])
+    doc = parse(html)
+    plan = doc.one(testid="plan-json").one("pre").text
     assert json.loads(plan) == plan_dict and '"prénom"' in plan
+    assert shown(doc.one(testid="plan"))["steps"][0]["params"]["columns"] == "prénom"
+    assert "\\u00e9" not in html
     assert "47677" not in html and "hiv" not in html
 
 
