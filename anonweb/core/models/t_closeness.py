@@ -8,8 +8,10 @@ only pays for the values it contains, plus closed forms for the values it lacks.
 * ordered (numeric): over the m sorted distinct values of the whole table,
   EMD = 1/(m-1) sum_i |sum_{j<=i} (p_j - q_j)|; a missing value sorts last.
 * hierarchical (a value hierarchy is given): EMD = sum over inner nodes N of
-  height(N)/H * min(pos_extra(N), neg_extra(N)); a missing value is a leaf of its own directly
-  under the root, so a class of missing values is as far from the others as the tree allows.
+  height(N)/H * min(pos_extra(N), neg_extra(N)), which telescopes to (S_0 + ... + S_{H-1}) / H
+  with S_l the positive part of the class's surplus summed over the nodes of level l; a missing
+  value is a leaf of its own directly under the root, so a class of missing values is as far
+  from the others as the tree allows.
 """
 
 from __future__ import annotations
@@ -182,48 +184,48 @@ def hierarchical_distance_dense(
 ) -> NDArray[Any]:
     """:func:`hierarchical_distance` from a dense (classes x values) matrix of counts.
 
-    The counts are summed per hierarchy node with one matrix product per level (sums of whole
-    counts, so exact), then each inner node's extras follow as in :func:`_level_cost`.
+    The same EMD in closed form: an inner node N costs height(N)/H * min(pos_extra(N),
+    neg_extra(N)) = height(N)/H * (pos_extra(N) - max(extra(N), 0)), and ``pos_extra(N)`` sums
+    ``max(extra(c), 0)`` over the children c of N. Summed over the tree the terms telescope, so
+    with S_l the sum of ``max(extra(N), 0)`` over the nodes N of level l (S_H = 0 at the root),
+    EMD = (S_0 + ... + S_{H-1}) / H: one positive-part sum per level. Each level's counts are
+    sums of whole counts over contiguous columns (the values in tree order), so exact.
     """
-    maps = _domain_level_maps(domain, hierarchy)
+    nodes = _domain_nodes(domain, hierarchy)
     n = hist.shape[0]
-    if not maps:
+    top = len(nodes) - 1
+    if top < 1:
         return np.zeros(n)
-    top = len(maps)
+    order, starts, shares = _domain_tree_order(domain, hierarchy)
     sizes = np.maximum(hist.sum(axis=1, keepdims=True), 1)
-    q_value = domain.share
-    # extra of every value (level 0) in every class: p - q
-    extra_child = hist / sizes - q_value
-    cost = np.zeros(n)
-    for level, (to_parent, value_to_parent) in enumerate(maps, start=1):
-        pos = np.maximum(extra_child, 0.0) @ to_parent
-        extra_parent = (hist @ value_to_parent) / sizes - q_value @ value_to_parent
-        neg = pos - extra_parent
-        cost += level / top * np.maximum(np.minimum(pos, neg), 0.0).sum(axis=1)
-        extra_child = extra_parent
-    return np.asarray(np.clip(cost, 0.0, 1.0))
+    cost = np.maximum(hist / sizes - domain.share, 0.0).sum(axis=1)
+    counts = hist[:, order] if starts else hist
+    for first, share in zip(starts, shares):
+        level = np.add.reduceat(counts, first, axis=1)
+        cost += np.maximum(level / sizes - share, 0.0).sum(axis=1)
+    return np.asarray(np.clip(cost / top, 0.0, 1.0))
 
 
-def _domain_level_maps(
+def _domain_tree_order(
     domain: SensitiveDomain, hierarchy: Hierarchy
-) -> list[tuple[NDArray[Any], NDArray[Any]]]:
-    """Per level 1..H-1 of the hierarchy: the 0/1 matrix from the level below's nodes to this
-    level's, and from the values to this level's nodes; derived once per domain."""
+) -> tuple[NDArray[Any], list[NDArray[Any]], list[NDArray[Any]]]:
+    """The values in tree order (the values under any inner node side by side), and for each
+    level 1..H-1 below the root: the first position of each node in that order and the node's
+    share of the table; derived once per domain."""
 
-    def build() -> tuple[Hierarchy, list[tuple[NDArray[Any], NDArray[Any]]]]:
+    def build() -> tuple[Hierarchy, tuple[NDArray[Any], list[NDArray[Any]], list[NDArray[Any]]]]:
         nodes = _domain_nodes(domain, hierarchy)
-        maps = []
-        for level in range(1, len(nodes)):
-            child_of, parent_of = nodes[level - 1], nodes[level]
-            mc, mp = int(child_of.max()) + 1, int(parent_of.max()) + 1
-            to_parent = np.zeros((mc, mp))
-            to_parent[child_of, parent_of] = 1.0
-            value_to_parent = np.zeros((len(parent_of), mp))
-            value_to_parent[np.arange(len(parent_of)), parent_of] = 1.0
-            maps.append((to_parent, value_to_parent))
-        return hierarchy, maps
+        inner = nodes[1:-1]  # levels strictly between the values and the root
+        order = np.lexsort(tuple(nodes[: len(nodes) - 1]))
+        starts, shares = [], []
+        for codes in inner:
+            ordered = codes[order]
+            first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            starts.append(first)
+            shares.append(np.add.reduceat(domain.share[order], first))
+        return hierarchy, (order, starts, shares)
 
-    got = domain.cached(("hierarchy levels", id(hierarchy)), build)
+    got = domain.cached(("hierarchy tree order", id(hierarchy)), build)
     return got[1]
 
 
