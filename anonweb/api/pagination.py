@@ -1,9 +1,11 @@
 """The one pagination of the API's lists.
 
-A paged list is still the JSON array it always was (so ``GET /api/v1/audit/`` answers every
-client as before); the paging is in the query and the headers:
+A paged list is still the JSON array it always was (so ``GET /api/v1/audit/`` and
+``GET /api/v1/releases/`` answer every client as before); the paging is in the query and the
+headers:
 
-* ``?limit=`` (default 200, at most 1000; more is cut to 1000) and ``?offset=`` (from 0);
+* ``?limit=`` (default 200, or the view's ``page_default``; at most 1000, more is cut to 1000)
+  and ``?offset=`` (from 0);
 * ``X-Total-Count``: how many objects the list has in all (with its filters);
 * ``Link``: the ``next`` and ``prev`` pages' URLs (RFC 8288), each only when there is one.
 
@@ -34,9 +36,13 @@ class ApiPagination(LimitOffsetPagination):
     default_limit = DEFAULT_LIMIT
     max_limit = MAX_LIMIT
 
+    def paginate_queryset(self, queryset, request, view=None):
+        self.default_limit = getattr(view, "page_default", DEFAULT_LIMIT)
+        return super().paginate_queryset(queryset, request, view)
+
     def get_limit(self, request) -> int:
         limit = _whole_number(request, self.limit_query_param)
-        return min(limit, MAX_LIMIT) if limit else DEFAULT_LIMIT
+        return min(limit, MAX_LIMIT) if limit else self.default_limit
 
     def get_offset(self, request) -> int:
         return _whole_number(request, self.offset_query_param) or 0
@@ -52,42 +58,28 @@ class ApiPagination(LimitOffsetPagination):
             headers["Link"] = ", ".join(links)
         return Response(data, headers=headers)
 
-    def get_paginated_response_schema(self, schema: dict) -> dict:
-        return schema  # the body is the list itself
 
-    def get_schema_operation_parameters(self, view) -> list[dict]:
-        return [
-            {
-                "name": self.limit_query_param,
-                "required": False,
-                "in": "query",
-                "description": f"at most this many (default {DEFAULT_LIMIT}, max {MAX_LIMIT})",
-                "schema": {"type": "integer", "minimum": 0},
-            },
-            {
-                "name": self.offset_query_param,
-                "required": False,
-                "in": "query",
-                "description": "skip this many (the `Link` header gives the next page's URL)",
-                "schema": {"type": "integer", "minimum": 0},
-            },
-        ]
-
-
-# The paging headers, for the schema of each paged operation.
-PAGE_HEADERS = [
-    OpenApiParameter(
-        "X-Total-Count",
-        OpenApiTypes.INT,
-        location=OpenApiParameter.HEADER,
-        response=[200],
-        description="how many objects the list has in all",
-    ),
-    OpenApiParameter(
-        "Link",
-        OpenApiTypes.STR,
-        location=OpenApiParameter.HEADER,
-        response=[200],
-        description='the next and previous pages: `<URL>; rel="next", <URL>; rel="prev"`',
-    ),
-]
+def page_parameters(default: int = DEFAULT_LIMIT) -> list[OpenApiParameter]:
+    """The paging of a list in the schema: its query parameters and its response headers."""
+    return [
+        OpenApiParameter(
+            "limit", int, description=f"at most this many (default {default}, max {MAX_LIMIT})"
+        ),
+        OpenApiParameter(
+            "offset", int, description="skip this many (the `Link` header gives the next page)"
+        ),
+        OpenApiParameter(
+            "X-Total-Count",
+            OpenApiTypes.INT,
+            location=OpenApiParameter.HEADER,
+            response=[200],
+            description="how many objects the list has in all",
+        ),
+        OpenApiParameter(
+            "Link",
+            OpenApiTypes.STR,
+            location=OpenApiParameter.HEADER,
+            response=[200],
+            description='the next and previous pages: `<URL>; rel="next", <URL>; rel="prev"`',
+        ),
+    ]

@@ -25,7 +25,7 @@ from anonweb.accounts.models import Membership, Role
 from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
-from anonweb.api.pagination import PAGE_HEADERS, ApiPagination
+from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters
 from anonweb.datasets.selectors import (
     STAFF_ROLES,
     can_see_raw,
@@ -110,13 +110,16 @@ class ApiView(APIView):
 
 
 class PagedView(ApiView):
-    """A list in pages (:mod:`anonweb.api.pagination`): ``?limit=&offset=``, the total and the
-    next and previous pages in the headers, the body the list of the objects' JSON."""
+    # A list in pages (anonweb.api.pagination): ?limit=&offset=, the total and the next and
+    # previous pages in the headers, the body the list of the objects' JSON. Its schema
+    # declares page_parameters(page_default). (Not DRF's ``pagination_class``, which the schema
+    # generator would turn into a component of its own for what is a plain list.)
 
-    pagination_class = ApiPagination
+    paginator_class = ApiPagination
+    page_default = DEFAULT_LIMIT
 
     def paged(self, queryset, to_json) -> Response:
-        paginator = self.pagination_class()
+        paginator = self.paginator_class()
         # a list, never None: ApiPagination always has a limit
         page: list = paginator.paginate_queryset(queryset, self.request, view=self) or []
         return paginator.get_paginated_response([to_json(o) for o in page])
@@ -378,10 +381,14 @@ class JobCollection(PagedView):
             OpenApiParameter(
                 "status", str, enum=JobStatus.values, description="only the jobs in this state"
             ),
-            *PAGE_HEADERS,
+            *page_parameters(),
         ],
         responses={200: s.JobOut(many=True)},
         summary="Jobs of your teams, newest first (officers and stewards)",
+        description=(
+            "Each job as `GET /api/v1/jobs/{id}/` gives it. In pages: the total is in the "
+            "`X-Total-Count` header, the next and previous pages in the `Link` header."
+        ),
         operation_id="jobs_list",
     )
     def get(self, request):
@@ -484,7 +491,9 @@ def conflict_json(entry: dict) -> dict:
     return out
 
 
-class ReleaseCollection(ApiView):
+class ReleaseCollection(PagedView):
+    page_default = 500  # what the list gave before it had pages
+
     @doc(
         roles=EVERYONE,
         parameters=[
@@ -492,9 +501,10 @@ class ReleaseCollection(ApiView):
             OpenApiParameter(
                 "status", str, enum=list(STATUS_FILTER), description="only releases in this state"
             ),
+            *page_parameters(page_default),
         ],
-        responses={200: OpenApiTypes.OBJECT},
-        summary="Releases you may see (analysts: approved ones)",
+        responses={200: OpenApiResponse({"type": "array", "items": {"type": "object"}})},
+        summary="Releases you may see (analysts: approved ones), newest first",
         operation_id="releases_list",
     )
     def get(self, request):
@@ -509,7 +519,7 @@ class ReleaseCollection(ApiView):
 
                 raise ValidationError({"status": f"one of {', '.join(STATUS_FILTER)}"})
             releases = releases.filter(status=STATUS_FILTER[wanted])
-        return Response([release_json(r, user=request.user) for r in releases[:500]])
+        return self.paged(releases, lambda r: release_json(r, user=request.user))
 
 
 class ReleaseDetail(ApiView):
@@ -664,9 +674,14 @@ class AuditCollection(PagedView):
         parameters=[
             OpenApiParameter("dataset", int, description="events about this dataset"),
             OpenApiParameter("action", str, description="e.g. release.approved"),
-            *PAGE_HEADERS,
+            *page_parameters(),
         ],
         responses={200: s.AuditEventOut(many=True)},
+        description=(
+            "Analysts see the approval and downloads of the releases they may download only. "
+            "In pages: the total is in the `X-Total-Count` header, the next and previous pages "
+            "in the `Link` header."
+        ),
         summary="Audit events of your teams, newest first",
         operation_id="audit_list",
     )
