@@ -141,19 +141,33 @@ class EncodedTable:
         self.m = len(self.weights)
         d = len(self.qis)
         # hierarchy codes (for metrics) and the same codes compacted to the values present,
-        # which keeps the mixed-radix key space, and so the grouping, small
-        self.full_codes = [[lc[base[:, i]] for lc in q.level_codes] for i, q in enumerate(self.qis)]
-        self.codes, self.cards = [], []
-        for levels in self.full_codes:
-            present = [np.bincount(c) > 0 for c in levels]
-            self.codes.append([(np.cumsum(p) - 1)[c] for p, c in zip(present, levels)])
-            self.cards.append([int(p.sum()) for p in present])
-        # all level codes side by side, so a node's codes are one fancy-indexing operation
-        self.offsets = np.cumsum([0] + [len(c) for c in self.codes[:-1]])
+        # which keeps the mixed-radix key space, and so the grouping, small. What is present
+        # is found on the hierarchy's few rows; the distinct rows are then read once per level
+        base_cols = [base[:, i] for i in range(d)]
+        self.full_codes = [
+            [lc.take(base_cols[i]) for lc in q.level_codes] for i, q in enumerate(self.qis)
+        ]
+        compact: list[NDArray[Any]] = []  # per (QI, level): compacted code per hierarchy code
+        self.cards: list[list[int]] = []
+        for i, q in enumerate(self.qis):
+            rows_present = np.bincount(base_cols[i], minlength=len(q.level_codes[0])) > 0
+            self.cards.append([])
+            for lc, labels in zip(q.level_codes, q.labels):
+                present = np.zeros(len(labels), dtype=bool)
+                present[lc[rows_present]] = True
+                compact.append(np.cumsum(present) - 1)
+                self.cards[i].append(int(present.sum()))
         # one row per (QI, level): a node's codes are a few contiguous rows
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
         dtype = np.int32 if self.all_cards.max() < 2**31 else np.int64
-        self.all_codes = np.vstack([c for levels in self.codes for c in levels]).astype(dtype)
+        self.all_codes = np.empty((len(compact), self.m), dtype=dtype)
+        full = [c for levels in self.full_codes for c in levels]
+        for r, (to_compact, codes) in enumerate(zip(compact, full)):
+            np.take(to_compact.astype(dtype), codes, out=self.all_codes[r], mode="clip")
+        self.offsets = np.cumsum(np.array([0] + [len(c) for c in self.cards[:-1]]))
+        self.codes = [
+            list(self.all_codes[o : o + len(c)]) for o, c in zip(self.offsets.tolist(), self.cards)
+        ]
         # the same codes one row per distinct row: rolling up gathers a few hundred scattered
         # rows, and each then costs one or two cache lines instead of one per QI
         self.row_codes = np.ascontiguousarray(self.all_codes.T)
@@ -224,10 +238,15 @@ class EncodedTable:
         # few times the rows; beyond that, hashing the keys (sorting them costs more)
         if space <= 8 * len(key):
             counts = np.bincount(key, weights=weights, minlength=space)
-            occupied = counts > 0  # weights are positive: a key present has a positive sum
-            ids = np.cumsum(occupied) - 1
+            # weights are positive: a key present has a positive sum. Ids in key order, written
+            # where the keys are (a scatter of the few classes, not a cumulative sum of the
+            # space), and gathered with ``take`` (several times cheaper than indexing)
+            occupied = np.flatnonzero(counts > 0)
+            n_classes = len(occupied)
+            ids = np.empty(space, dtype=np.int64)
+            ids[occupied] = np.arange(n_classes)
             sizes = None if weights is None else counts[occupied]
-            return ids[key], int(ids[-1]) + 1, sizes
+            return ids.take(key), n_classes, sizes
         inv, uniq = pd.factorize(key)
         n_classes = len(uniq)
         if weights is None:
@@ -520,12 +539,11 @@ def _distinct_rows(
         inverse, uniq = pd.factorize(key, sort=True)
         inverse = inverse.astype(np.int64, copy=False)
         counts = np.bincount(inverse, minlength=len(uniq))
-        base = np.empty((len(uniq), len(cols)), dtype=np.int64)
-        rest = uniq.copy()
-        for j in range(len(cols) - 1, -1, -1):
-            r = max(radices[j], 1)
-            base[:, j] = rest % r
-            rest //= r
+        # each distinct row's values read from one of its rows (cheaper than dividing the keys)
+        first = _first_index(inverse, len(uniq))
+        base = np.empty((len(uniq), len(cols)), dtype=np.int64, order="F")
+        for j, col in enumerate(cols):
+            np.take(col, first, out=base[:, j])
         return base, inverse, counts
     matrix = np.column_stack(cols)
     base, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)

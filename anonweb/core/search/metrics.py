@@ -136,19 +136,23 @@ class LossMetric(Metric):
     def __init__(self, table: EncodedTable, aggregate: str | None = None) -> None:
         super().__init__(table, aggregate)
         n = table.n
-        w = table.weights
-        self.leaves: list[list[NDArray[Any]]] = []  # per QI, per level: leaves per distinct row
+        self.leaves: list[list[NDArray[Any]]] = []  # per QI, per level: leaves per level code
         self.size: list[int] = []  # per QI: hierarchy size (leaves under the root)
         self.level_sums: list[list[int]] = []  # per QI, per level: sum of leaves over records
-        for i, q in enumerate(table.qis):
+        for q in table.qis:
             size = len(q.hierarchy.rows)
-            per_level = [
-                np.rint(q.shares[lv][table.full_codes[i][lv]] * size).astype(np.int64)
-                for lv in range(q.height)
-            ]
+            per_level = [np.rint(share * size).astype(np.int64) for share in q.shares]
+            # records per hierarchy row (the last one for missing values): the sums are taken
+            # over the hierarchy's rows, not over the records
+            records = np.bincount(q.row_index, minlength=size + 1)
             self.leaves.append(per_level)
             self.size.append(size)
-            self.level_sums.append([int((w * leaves).sum()) for leaves in per_level])
+            self.level_sums.append(
+                [
+                    int((records * leaves[codes]).sum())
+                    for leaves, codes in zip(per_level, q.level_codes)
+                ]
+            )
         self.level_values = [
             np.array([self._normalize(i, s) for s in sums])
             for i, sums in enumerate(self.level_sums)
@@ -168,7 +172,8 @@ class LossMetric(Metric):
         for i, lv in enumerate(levels):
             raw = self.level_sums[i][lv]
             if len(rep_out):
-                raw += int((w * (self.size[i] - self.leaves[i][lv][rep_out])).sum())
+                leaves = self.leaves[i][lv][self.table.full_codes[i][lv][rep_out]]
+                raw += int((w * (self.size[i] - leaves)).sum())
             out[i] = self._normalize(i, raw)
         return out
 
