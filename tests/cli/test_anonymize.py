@@ -283,3 +283,18 @@ def test_the_gate_runs_on_the_command_line(tmp_path):
     codes = {f["code"] for f in gate["findings"]}
     # Disease and the other test2 columns were never tagged on the command line
     assert "column_untagged" in codes and "release gate:" in p.stderr
+
+
+def test_fail_on_block_exits_1_with_the_files_written(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    files = ("--out", str(out), "--report", str(rep), "--fail-on-block")
+    # k=2 is below the gate's default threshold and Disease/Salary are untagged: blocked
+    p = run(*toy_args(), "--k", "2", *files)
+    assert p.returncode == 1, p.stderr
+    assert "release gate:" in p.stderr and "column_untagged" in p.stderr
+    assert out.exists() and json.loads(rep.read_text())["gate"]["findings"]
+    # k=5 with every column tagged: nothing to find, status 0 with the flag
+    tags = ("--tag", "Disease=sensitive", "--tag", "Salary=other")
+    p = run(*toy_args(), "--k", "5", *files, *tags)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(rep.read_text())["gate"]["findings"] == []

@@ -92,6 +92,12 @@ class Command(BaseCommand):
             "sensitive, other, keep); the plan's quasi-identifiers and sensitive columns are "
             "tagged so already",
         )
+        parser.add_argument(
+            "--fail-on-block",
+            action="store_true",
+            help="exit with status 1 when the release gate has blocking findings (the files are "
+            "still written, for review); by default the findings are reported and the status is 0",
+        )
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
 
@@ -156,9 +162,12 @@ class Command(BaseCommand):
         self.stdout.write(self._line(summary, len(made.frame)))
         if gate.blocking:
             codes = ", ".join(sorted({f.code for f in gate.blocking}))
-            self.stderr.write(
+            line = (
                 f"release gate: {len(gate.blocking)} blocking finding(s) ({codes}); see the report"
             )
+            if opts["fail_on_block"]:
+                raise CommandError(line, returncode=1)
+            self.stderr.write(line)
 
     def _search_plan(self, opts):
         from anonweb.core.io.frame import parse_column_list
