@@ -84,6 +84,9 @@ def test_the_schema_documents_exactly_the_routes(schema):
     assert len(in_urls) >= 17
 
 
+JOB_NOTE = "profiled the clinic's extract"
+
+
 @pytest.fixture
 def world(team, other_team, officer, steward, analyst, outsider, dataset):
     """The team's objects (a dataset, a finished job, an approved release) and a client per
@@ -100,6 +103,7 @@ def world(team, other_team, officer, steward, analyst, outsider, dataset):
         kind=JobKind.PROFILE,
         status=JobStatus.SUCCEEDED,
         created_by=officer,
+        message=JOB_NOTE,
         result=dataset_profile(dataset=dataset, progress=lambda *a: None),
     )
     job = Job.objects.create(
@@ -132,7 +136,8 @@ def world(team, other_team, officer, steward, analyst, outsider, dataset):
             "release_id": release.pk,
             "column": "age",
         },
-        "secrets": [team.name, team.slug, dataset.name],
+        # a job's message: only the team's officers and stewards see the team's jobs
+        "secrets": [team.name, team.slug, dataset.name, JOB_NOTE],
     }
 
 
