@@ -17,6 +17,7 @@ from anonweb.releases.storage import (
     write_private_json,
     write_release_files,
 )
+from anonweb.releases.utility import utility_measure_at_publication
 
 
 def release_create(
@@ -34,10 +35,16 @@ def release_create(
     gate: dict | None = None,
     purpose: str = "",
     recipient: str = "",
+    source=None,
 ) -> Release:
     """Files first (atomically renamed into place), then the row, its conflict findings, its
     audit event and the job's success in one transaction; if the row cannot be written the
     files are removed again.
+
+    ``source`` is the table the job read: given, the release's utility is measured from it and
+    stored with the files before the row is committed, so the release is never visible without
+    it (if that fails, the release is published all the same and its first staff reader
+    computes it).
 
     ``source_rows``, ``aggregates`` and ``dp`` are the release's lineage (kept privately);
     ``conflicts`` the :class:`~anonweb.releases.conflicts.ConflictCheck` of the new release
@@ -67,6 +74,8 @@ def release_create(
     )
     found = None
     try:
+        if source is not None:
+            utility_measure_at_publication(release=release, source=source)
         for _attempt in range(3):
             try:
                 with transaction.atomic():

@@ -127,7 +127,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         thresholds=thresholds,
         conflicts=conflicts.gate_findings() if conflicts is not None else (),
     )
-    progress(85, "writing the release")
+    progress(85, "writing the release and measuring its utility")
     release = release_create(
         job=job,
         frame=output,
@@ -142,6 +142,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         gate=gate.to_dict(),
         purpose=job.params.get("purpose", ""),
         recipient=job.params.get("recipient", ""),
+        source=frame,
     )
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
 

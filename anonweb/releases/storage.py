@@ -167,8 +167,12 @@ def write_private_json(storage_key, name: str, data) -> None:
     private = release_dir(storage_key) / PRIVATE_DIR
     private.mkdir(parents=True, exist_ok=True)
     tmp = private / f".{name}.tmp"
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, private / name)
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, private / name)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_private_json(storage_key, name: str):

@@ -1,14 +1,19 @@
 """A release's utility (the released distributions beside the source's, the information loss per
 quasi-identifier, DP figures with their intervals), for the team's officers and stewards.
 
-It is computed from the source, so it is never part of the published report: the first staff
-reader computes it with the core's :func:`~anonweb.core.utility.measures.release_utility` from the
-stored source, the released table and the private row mapping, and it is kept beside the
-lineage in the release's private folder (never served), since neither file changes. It quotes
-the source, so it goes when the source is purged (:func:`utility_forget`)."""
+It is computed from the source, so it is never part of the published report. The job that
+publishes a release measures it (:func:`utility_measure_at_publication`) with the core's
+:func:`~anonweb.core.utility.measures.release_utility` from the source it holds, the released
+table and the private row mapping, before the release's row is committed, and keeps it beside the
+lineage in the release's private folder (never served), since neither file changes. A release
+published without it (before it was measured at publication, or when that failed) gets it from
+its first staff reader, computed the same way from the stored source. It quotes the source, so
+it goes when the source is purged (:func:`utility_forget`)."""
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
 import numpy as np
@@ -37,6 +42,8 @@ UTILITY_FILE = "utility.json"
 # Bumped when the stored figures change shape, so that older files are computed again.
 UTILITY_VERSION = 2
 
+log = logging.getLogger(__name__)
+
 
 def is_staff(*, user, release: Release) -> bool:
     return Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
@@ -54,42 +61,88 @@ def release_utility_for_user(*, user, release_id: int) -> tuple[Release, dict[st
 
 
 def release_utility_get(*, release: Release) -> dict[str, Any] | None:
-    """The stored utility, computed and stored on first use. The caller checks the reader."""
+    """The stored utility (measured when the release was published), else computed and stored
+    now. The caller checks the reader."""
     stored = read_private_json(release.storage_key, UTILITY_FILE)
     if isinstance(stored, dict) and stored.get("version") == UTILITY_VERSION:
         return stored["utility"]
     utility = _compute(release)
     if utility is not None:
-        write_private_json(
-            release.storage_key, UTILITY_FILE, {"version": UTILITY_VERSION, "utility": utility}
-        )
+        _store(release, utility)
     return utility
 
 
-def _compute(release: Release) -> dict[str, Any] | None:
+def utility_measure_at_publication(*, release: Release, source: pd.DataFrame) -> bool:
+    """Measure and store the utility of ``release`` while it is being published: its files are
+    written and its row not yet committed, so nobody can read it yet. ``source`` is the table
+    the job read (the dataset's stored source). The plan and report are read as the row will
+    hold them (JSON), so the figures are those the first reader would compute.
+
+    A failure never stops the publication: it is logged as a warning, no file of it is left (the
+    file is written under a hidden name and renamed), and the first staff reader computes the
+    utility instead. Returns whether
+    it was stored."""
+    try:
+        as_stored = json.loads(json.dumps({"plan": release.plan, "report": release.report}))
+        utility = _compute(
+            release, source=source, plan=as_stored["plan"], report=as_stored["report"]
+        )
+        if utility is None:
+            raise FileNotFoundError("the released table is not in the release's folder")
+        _store(release, utility)
+    except Exception:
+        log.warning(
+            "release %s of dataset %s: its utility could not be measured at publication; the "
+            "first staff reader will compute it",
+            release.storage_key,
+            release.dataset_id,
+            exc_info=True,
+        )
+        return False
+    return True
+
+
+def _store(release: Release, utility: dict[str, Any]) -> None:
+    write_private_json(
+        release.storage_key, UTILITY_FILE, {"version": UTILITY_VERSION, "utility": utility}
+    )
+
+
+def _compute(
+    release: Release,
+    *,
+    source: pd.DataFrame | None = None,
+    plan: dict | None = None,
+    report: dict | None = None,
+) -> dict[str, Any] | None:
+    """The utility of ``release`` from its stored files and ``source`` (read from the dataset's
+    storage when not given); its plan and report unless others are given."""
 
     folder = release_dir(release.storage_key)
     if not (folder / "data.parquet").exists():
         return None
-    try:
-        source = load_frame(release.dataset.storage_key)
-    except (FileNotFoundError, CoreError):
-        return None
+    if source is None:
+        try:
+            source = load_frame(release.dataset.storage_key)
+        except (FileNotFoundError, CoreError):
+            return None
+    plan = release.plan if plan is None else plan
+    report = release.report if report is None else report
     released = pd.read_parquet(folder / "data.parquet")
     rows_path = folder / PRIVATE_DIR / "source_rows.npy"
     source_rows = np.load(rows_path) if rows_path.exists() else None
     if source_rows is not None and (len(source_rows) != len(released) or len(source) == 0):
         source_rows = None
     try:
-        plan = plan_from_dict(release.plan) if release.plan else None
+        plan_obj = plan_from_dict(plan) if plan else None
     except CoreError:
-        plan = None
-    hierarchies = _hierarchies(release.plan or {}, source)
+        plan_obj = None
+    hierarchies = _hierarchies(plan or {}, source)
     result = release_utility(
         source,
         released,
-        report=release.report or {},
-        plan=plan,
+        report=report or {},
+        plan=plan_obj,
         hierarchies=hierarchies,
         source_rows=source_rows,
     )

@@ -1,11 +1,13 @@
 """The release page's utility section and its API: for the team's officers and stewards only,
 computed once from the source and kept privately."""
 
+from pathlib import Path
+
 import pytest
 from django.urls import reverse
 
-from anonweb.releases.storage import read_private_json
-from anonweb.releases.utility import UTILITY_FILE
+from anonweb.releases.storage import read_private_json, release_dir
+from anonweb.releases.utility import UTILITY_FILE, UTILITY_VERSION
 from tests.web.test_api import api
 from tests.web.test_published_report import OVERRIDE, launch
 
@@ -102,17 +104,126 @@ def test_dp_statistics_with_their_intervals(client, officer, steward, dataset):
     assert html.count('data-testid="dp-statistic"') == 3
 
 
-def test_computed_once_then_read_from_the_private_file(client, officer, dataset):
+@pytest.fixture
+def computations(monkeypatch):
+    """Every computation of a release's utility (the core's function, counted as it runs), with
+    how many releases existed as rows while it ran."""
+    from anonweb.releases import utility
+    from anonweb.releases.models import Release
+
+    calls: list[int] = []
+    real = utility.release_utility
+
+    def counted(*args, **kwargs):
+        calls.append(Release.objects.count())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(utility, "release_utility", counted)
+    return calls
+
+
+def test_published_with_its_utility_so_readers_never_compute_it(
+    client, officer, steward, dataset, computations
+):
     from anonweb.datasets.storage import dataset_dir
 
     release = launch(officer, dataset, FIXED, "fixed")
-    assert read_private_json(release.storage_key, UTILITY_FILE) is None
-    first = api(officer).get(f"/api/v1/releases/{release.pk}/utility/").json()
-    assert read_private_json(release.storage_key, UTILITY_FILE)["utility"]["columns"]
+    assert computations == [0]  # by the job that published it, before its row existed
+    stored = read_private_json(release.storage_key, UTILITY_FILE)
+    assert stored["version"] == UTILITY_VERSION and stored["utility"]["columns"]
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[release.pk]))
+    assert page.context["utility"] == stored["utility"]
+    assert api(officer).get(f"/api/v1/releases/{release.pk}/utility/").json() == {
+        "release": release.pk,
+        **stored["utility"],
+    }
+    assert computations == [0]
     import shutil
 
     shutil.rmtree(dataset_dir(dataset.storage_key))  # the source is gone: the stored copy answers
-    assert api(officer).get(f"/api/v1/releases/{release.pk}/utility/").json() == first
+    assert (
+        page.context["utility"]
+        == client.get(reverse("releases:detail", args=[release.pk])).context["utility"]
+    )
+
+
+@pytest.mark.parametrize("plan", [FIXED, SEARCH, DP], ids=["fixed", "search", "dp"])
+def test_measured_at_publication_as_the_first_reader_would(officer, steward, dataset, plan):
+    """What the job stored is what a reader computes from the stored source and the row."""
+    from anonweb.releases.budget import budget_set
+    from anonweb.releases.models import Release
+    from anonweb.releases.utility import release_utility_get
+
+    budget_set(user=steward, dataset=dataset, epsilon=5.0)
+    release = launch(officer, dataset, plan, "r")
+    stored = read_private_json(release.storage_key, UTILITY_FILE)["utility"]
+    (release_dir(release.storage_key) / "private" / UTILITY_FILE).unlink()
+    assert release_utility_get(release=Release.objects.get(pk=release.pk)) == stored
+
+
+def test_an_older_release_gets_its_utility_from_its_first_reader(
+    client, officer, dataset, computations
+):
+    """Released before the utility was measured at publication: computed once, on first view."""
+    release = launch(officer, dataset, FIXED, "fixed")
+    (release_dir(release.storage_key) / "private" / UTILITY_FILE).unlink()
+    computations.clear()
+    client.force_login(officer)
+    first = client.get(reverse("releases:detail", args=[release.pk])).context["utility"]
+    assert computations == [1]
+    assert read_private_json(release.storage_key, UTILITY_FILE)["utility"] == first
+    assert client.get(reverse("releases:detail", args=[release.pk])).context["utility"] == first
+    assert computations == [1]
+
+
+def test_a_utility_that_cannot_be_measured_does_not_stop_the_release(
+    client, officer, dataset, monkeypatch, caplog
+):
+    from anonweb.releases import utility
+
+    def broken(*args, **kwargs):
+        raise MemoryError("no room for the distributions")
+
+    monkeypatch.setattr(utility, "release_utility", broken)
+    with caplog.at_level("WARNING", logger="anonweb.releases.utility"):
+        release = launch(officer, dataset, FIXED, "fixed")
+    assert "could not be measured at publication" in caplog.text
+    assert "no room for the distributions" in caplog.text
+    assert release.status == "pending" and release.sha256
+    private = release_dir(release.storage_key) / "private"
+    assert not [p.name for p in private.iterdir() if "utility" in p.name]
+    monkeypatch.undo()
+    client.force_login(officer)
+    page = client.get(reverse("releases:detail", args=[release.pk]))
+    assert page.context["utility"]["columns"]
+    assert (
+        read_private_json(release.storage_key, UTILITY_FILE)["utility"] == page.context["utility"]
+    )
+
+
+def test_a_utility_file_that_cannot_be_written_leaves_nothing_half_written(
+    officer, dataset, monkeypatch
+):
+    from anonweb.releases import storage
+
+    real_write = Path.write_text
+    attempts = []
+
+    def full_disk(self, data, *args, **kwargs):
+        if self.name != f".{UTILITY_FILE}.tmp":
+            return real_write(self, data, *args, **kwargs)
+        attempts.append(self)
+        real_write(self, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(storage.Path, "write_text", full_disk)
+    release = launch(officer, dataset, FIXED, "fixed")
+    monkeypatch.undo()
+    private = release_dir(release.storage_key) / "private"
+    assert len(attempts) == 1 and attempts[0].parent == private
+    assert not [p.name for p in private.iterdir() if "utility" in p.name]
+    assert (release_dir(release.storage_key) / "data.csv").exists()
 
 
 def test_analysts_never_get_the_utility(client, officer, steward, analyst, dataset):
