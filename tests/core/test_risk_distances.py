@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from anonweb.core.io.hierarchy import read_hierarchy
 from anonweb.core.models.closeness import t_closeness
-from anonweb.core.models.counts import SensitiveCounts, sensitive_domain
+from anonweb.core.models.counts import ClassData, SensitiveCounts, sensitive_domain
+from anonweb.core.models.criteria import TCloseness
 from anonweb.core.models.t_closeness import hierarchical_distance, hierarchical_distance_dense
 
 DISEASES = ["gastric ulcer", "gastritis", "stomach cancer", "flu", "bronchitis", "pneumonia"]
@@ -121,3 +122,46 @@ def test_hierarchical_distance_from_a_count_matrix_matches_the_recursion(disease
         assert got.max() == pytest.approx(naive_hierarchical(df, disease_hierarchy), abs=1e-12)
         sparse = SensitiveCounts.from_codes(domain, group_codes, codes, len(groups))
         assert got == pytest.approx(hierarchical_distance(sparse, disease_hierarchy), abs=1e-12)
+
+
+def _random_classes(rng, domain_size: int, n: int) -> np.ndarray:
+    """A (classes x values) count matrix: classes of a few values each, some of one value."""
+    hist = rng.integers(0, 4, (n, domain_size)) * (rng.random((n, domain_size)) < rng.random())
+    hist[hist.sum(axis=1) == 0, 0] = 1
+    return hist.astype(float)
+
+
+def _dense(domain, hist: np.ndarray) -> ClassData:
+    """Classes as the search hands them to the models: a count matrix per sensitive column."""
+    return ClassData(hist.sum(axis=1), histograms=lambda name: (domain, hist))
+
+
+@pytest.mark.parametrize("distance", ["equal", "hierarchical"])
+def test_the_coverage_bound_never_exceeds_the_distance(disease_hierarchy, distance):
+    # the search settles sublattices with the bound, as a monotonic model: a class it rejects
+    # must fail t-closeness too, or the search would suppress classes that pass
+    rng = np.random.default_rng(5)
+    hierarchy = disease_hierarchy if distance == "hierarchical" else None
+    for _ in range(60):
+        df = pd.DataFrame({"dis": rng.choice(DISEASES, int(rng.integers(6, 40)))})
+        domain, _ = sensitive_domain(df["dis"])
+        hist = _random_classes(rng, len(domain.values), int(rng.integers(1, 30)))
+        data = _dense(domain, hist)
+        sparse = ClassData(hist.sum(axis=1), {"dis": SensitiveCounts.from_histogram(domain, hist)})
+        t = float(rng.uniform(0.05, 0.6))
+        model = TCloseness("dis", t, distance, hierarchy)
+        (coverage,) = model.implied()
+        assert coverage.monotonic
+        bound = coverage.measure(data)
+        assert (bound <= model.measure(data) + 1e-12).all()
+        assert bound == pytest.approx(coverage.measure(sparse), abs=1e-12)
+        assert not (model.passes(data) & ~coverage.passes(data)).any()
+        # merging classes only adds values: a merge of classes one of which meets the bound
+        # meets it (what declaring it monotonic promises)
+        merged = hist[rng.integers(0, len(hist), len(hist))] + hist
+        both = _dense(domain, merged)
+        assert (coverage.measure(both) <= bound + 1e-12).all()
+
+
+def test_ordered_t_closeness_implies_no_coverage_bound():
+    assert TCloseness("num", 0.2, "ordered").implied() == ()

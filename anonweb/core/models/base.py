@@ -74,6 +74,12 @@ class PrivacyModel(ABC):
     def passes(self, data: ClassData) -> NDArray[Any]:
         """For each class, whether it satisfies the model (all True for a table-wide model)."""
 
+    def implied(self) -> tuple[PrivacyModel, ...]:
+        """Monotonic models that every class satisfying this one satisfies too (necessary
+        conditions): a search can settle whole sublattices with them before it checks this
+        model itself. None by default."""
+        return ()
+
     def satisfied(self, data: ClassData) -> bool:
         """Whether the classes, as a table, satisfy the model."""
         return bool(self.satisfied_in_groups(data, np.zeros(len(data), dtype=np.int64), 1)[0])

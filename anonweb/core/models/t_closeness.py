@@ -282,3 +282,68 @@ class TCloseness(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) <= self.t + TOLERANCE
+
+    def implied(self) -> tuple[PrivacyModel, ...]:
+        if self.distance == "ordered":
+            return ()
+        return (TClosenessCoverage(self.sensitive, self.t, self.distance, self.hierarchy),)
+
+
+# the coverage bound is checked this far above t: a class it rejects is farther from t than
+# the float error of any distance computed, so t-closeness rejects it too
+COVERAGE_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class TClosenessCoverage(PrivacyModel):
+    """A necessary condition of :class:`TCloseness` (equal or hierarchical distance) that only
+    grows easier to meet as classes merge, so the search can treat it as monotonic.
+
+    A class holds mass only on the values it contains: with Q the table's share of those
+    values, sum_v min(p_v, q_v) <= Q, so its equal-distance EMD, 1 - sum_v min(p_v, q_v), is at
+    least 1 - Q. Likewise, for the hierarchical distance, the level-l term S_l is at least
+    1 - Q_l, with Q_l the table's share of the level-l nodes the class touches, so the EMD is
+    at least the mean of 1 - Q_l over the levels below the root. Merging classes only adds
+    values (and nodes), so a merge of classes of which one meets the bound meets it too.
+    """
+
+    sensitive: str
+    t: float
+    distance: str = "equal"
+    hierarchy: Hierarchy | None = None
+    kind = "t_closeness_coverage"
+    monotonic = True
+    worst = "max"
+    fields = ("sensitive", "t", "distance")
+
+    def describe(self) -> str:
+        return f"values that can make a {self.distance}-distance {self.t}-close class"
+
+    def measure(self, data: ClassData) -> NDArray[Any]:
+        """The lower bound on each class's EMD that the values it contains set."""
+        dense = data.histogram(self.sensitive)
+        if dense is not None:
+            domain, hist = dense
+            present = hist > 0
+        else:
+            sc = data.sensitive(self.sensitive)
+            domain = sc.domain
+            present = np.zeros((sc.n_classes, len(domain.values)), dtype=bool)
+            present[sc.cls, sc.val] = True
+        bound = 1.0 - (present * domain.share).sum(axis=1)
+        if self.distance == "hierarchical":
+            assert self.hierarchy is not None
+            nodes = _domain_nodes(domain, self.hierarchy)
+            top = len(nodes) - 1
+            if top < 1:
+                return np.zeros(len(present))
+            order, starts, shares = _domain_tree_order(domain, self.hierarchy)
+            ordered = present[:, order] if starts else present
+            for first, share in zip(starts, shares):
+                touched = np.logical_or.reduceat(ordered, first, axis=1)
+                bound += 1.0 - (touched * share).sum(axis=1)
+            bound /= top
+        return np.asarray(np.clip(bound, 0.0, 1.0))
+
+    def passes(self, data: ClassData) -> NDArray[Any]:
+        return self.measure(data) <= self.t + COVERAGE_MARGIN

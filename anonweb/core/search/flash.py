@@ -138,8 +138,11 @@ class _Checker:
         self.table = table
         self.max_out = math.floor(suppression * table.n + 1e-9)
         # models that read only class sizes first (see check)
+        # with the monotonic necessary conditions of the other models: a class that fails one
+        # fails its model, so they change no outcome, but settle whole sublattices early
+        implied = [i for m in models if m.per_class and not m.monotonic for i in m.implied()]
         self.mono = sorted(
-            (m for m in models if m.per_class and m.monotonic),
+            [*(m for m in models if m.per_class and m.monotonic), *implied],
             key=lambda m: getattr(m, "sensitive", None) is not None,
         )
         self.other = [m for m in models if m.per_class and not m.monotonic]
