@@ -44,7 +44,6 @@ from anonweb.core.search.lattice import (
     ClassTableCache,
     EncodedTable,
     pack_levels,
-    packed_leq,
 )
 from anonweb.core.search.metrics import Metric, make_metric
 
@@ -467,7 +466,15 @@ class _Search:
             )
         self.nodes = np.indices(tuple(heights)).reshape(len(heights), -1).T.astype(np.int16)
         self.packed = pack_levels(self.nodes)
+        # nodes whose key space surely fits an int64 (a float product, with a margin), which
+        # the batched checks need
+        spaces = self.table.all_cards[self.table.offsets + self.nodes].astype(float).prod(axis=1)
+        self.fits = spaces < 2.0**61
         self.strides = np.array([int(np.prod(heights[i + 1 :])) for i in range(len(heights))])
+        # each node's direct generalizations, one per QI (``size`` where the QI is at its top)
+        self.successors = np.where(
+            self.nodes < heights - 1, np.arange(size)[:, None] + self.strides, size
+        )
         self.bkey = self.scorer.key(self.scorer.bounds(self.nodes))
         # ties of score go to the lowest sum of levels (as in ARX), then to the lowest levels,
         # first QI first: ``tie`` is each node's place in that order
@@ -477,6 +484,7 @@ class _Search:
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
         self.status = np.zeros(size, dtype=np.int8)
+        self.grid = self.status.reshape(tuple(heights))  # the same array, an axis per QI
         self.done = np.zeros(size, dtype=bool)
         self.alive = np.ones(size, dtype=bool)
         self.cache = ClassTableCache(len(heights))
@@ -537,13 +545,9 @@ class _Search:
         """Check together the nodes of ``chunk`` that have a finer node's classes cached."""
         if len(chunk) < 2:
             return {}  # nothing to batch: the caller checks the node and looks up its parent
-        parents = [self.cache.parent(self.packed[i]) for i in chunk]
+        parents = self.cache.parents(self.packed[chunk])
         batched = [
-            j
-            for j, (i, p) in enumerate(zip(chunk, parents))
-            if p is not None
-            and math.prod(int(c) for c in self.table.all_cards[self.table.offsets + self.nodes[i]])
-            < 2**62
+            j for j, (i, p) in enumerate(zip(chunk, parents)) if p is not None and self.fits[i]
         ]
         if len(batched) < 2:
             return {}
@@ -589,10 +593,14 @@ class _Search:
         self.cache.add(self.packed[idx], ev.ct)
         self.checked += 1
         self.done[idx] = True
+        # the generalizations of a node, and its specializations, are boxes of the lattice
+        # laid out as an array with an axis per QI: tagged through views, in place
+        levels = self.nodes[idx].tolist()
         if ev.mono_ok:
-            self.status[packed_leq(self.packed[idx], self.packed) & (self.status == 0)] = 1
+            up = self.grid[tuple(slice(lv, None) for lv in levels)]
+            up[up == 0] = 1
         else:
-            self.status[packed_leq(self.packed, self.packed[idx])] = -1
+            self.grid[tuple(slice(0, lv + 1) for lv in levels)] = -1
         if ev.ok:
             self._offer(idx, ev)
 
@@ -615,16 +623,24 @@ class _Search:
 
         Binary searches run along up to ``TAG_PATHS`` disjoint paths at once when nothing may
         be suppressed, their midpoints checked as one batch (see :meth:`_evaluate_all`)."""
+        size = len(self.nodes)
+        place = np.empty(size, dtype=np.int64)  # each node's place in ``start_order``
+        place[self.start_order] = np.arange(size)
         while True:
-            cand = (self.status == 0) & self.alive
+            # one more entry, never a candidate: where ``successors`` points past the top
+            cand = np.append((self.status == 0) & self.alive, False)
             if not cand.any():
                 return
             searches: list[tuple[list[int], int, int]] = []
             paths = TAG_PATHS if self.checker.max_out == 0 else 1
-            while len(searches) < paths and cand.any():
-                start = self.start_order[np.argmax(cand[self.start_order])]
-                path = self._path(start, cand)
+            waiting = cand[self.start_order]
+            while len(searches) < paths:
+                first = int(np.argmax(waiting))
+                if not waiting[first]:
+                    break
+                path = self._path(int(self.start_order[first]), cand)
                 cand[path] = False
+                waiting[place[path]] = False
                 searches.append((path, 0, len(path) - 1))
             while searches:
                 mids = [path[(lo + hi) // 2] for path, lo, hi in searches]
@@ -641,9 +657,8 @@ class _Search:
 
     def _path(self, start: int, cand: NDArray[Any]) -> list[int]:
         path = [int(start)]
-        top = self.table.heights - 1
         while True:
-            ups = path[-1] + self.strides[self.nodes[path[-1]] < top]
+            ups = self.successors[path[-1]]
             ups = ups[cand[ups]]
             if not len(ups):
                 return path

@@ -466,13 +466,14 @@ def pack_levels(levels: NDArray[Any]) -> NDArray[Any]:
 
 
 def packed_leq(a: NDArray[Any], b: NDArray[Any]) -> NDArray[Any]:
-    """Row-wise: all levels of ``a`` <= those of ``b`` (one side may be a single packed row)."""
+    """Row-wise: all levels of ``a`` <= those of ``b`` (one side may be a single packed row;
+    rows of the two sides broadcast against each other, packed words being the last axis)."""
     if a.shape[-1] == 1 and b.shape[-1] == 1:
         # up to 8 QIs: one word per node, compared without a reduction over words (half
         # the time on a lattice of a few thousand nodes, and this runs for every node checked)
         a1, b1 = a[..., 0], b[..., 0]
         return np.asarray(((b1 | _HIGH) - a1) & _HIGH == _HIGH)
-    return np.asarray((((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=1))
+    return np.asarray((((b | _HIGH) - a) & _HIGH == _HIGH).all(axis=-1))
 
 
 class ClassTableCache:
@@ -516,13 +517,17 @@ class ClassTableCache:
 
     def parent(self, packed_node: NDArray[Any]) -> ClassTable | None:
         """The cached specialization of the node with the fewest classes."""
+        return self.parents(packed_node[None])[0]
+
+    def parents(self, packed_nodes: NDArray[Any]) -> list[ClassTable | None]:
+        """:meth:`parent` of each of several nodes, in one comparison with the cache."""
         h = self.high
         if h == 0:
-            return None
-        below = self.used[:h] & packed_leq(self.packed[:h], packed_node)
-        if not below.any():
-            return None
-        return self.tables[int(np.argmin(np.where(below, self.sizes[:h], _BIG)))]
+            return [None] * len(packed_nodes)
+        below = self.used[:h] & packed_leq(self.packed[:h], packed_nodes[:, None])
+        best = np.argmin(np.where(below, self.sizes[:h], _BIG), axis=1)
+        found = below[np.arange(len(best)), best]
+        return [self.tables[int(b)] if f else None for b, f in zip(best.tolist(), found.tolist())]
 
 
 def _distinct_rows(
