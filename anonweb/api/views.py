@@ -47,6 +47,7 @@ from anonweb.jobs.services import (
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
+from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for,
     release_get_downloadable,
@@ -508,17 +509,16 @@ class ReleaseCollection(PagedView):
         operation_id="releases_list",
     )
     def get(self, request):
-        releases = releases_for_user(user=request.user)
-        dataset = _int_param(request, "dataset")
-        if dataset is not None:
-            releases = releases.filter(dataset_id=dataset)
         wanted = request.query_params.get("status", "").strip()
-        if wanted:
-            if wanted not in STATUS_FILTER:
-                from rest_framework.exceptions import ValidationError
+        if wanted and wanted not in STATUS_FILTER:
+            from rest_framework.exceptions import ValidationError
 
-                raise ValidationError({"status": f"one of {', '.join(STATUS_FILTER)}"})
-            releases = releases.filter(status=STATUS_FILTER[wanted])
+            raise ValidationError({"status": f"one of {', '.join(STATUS_FILTER)}"})
+        releases = releases_for_user(
+            user=request.user,
+            dataset_id=_int_param(request, "dataset"),
+            status=ReleaseStatus(STATUS_FILTER[wanted]) if wanted else None,
+        )
         return self.paged(releases, lambda r: release_json(r, user=request.user))
 
 

@@ -17,16 +17,24 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
-def releases_for_user(*, user: User) -> QuerySet[Release]:
-    """Officers and stewards see all their teams' releases; analysts only approved ones."""
+def releases_for_user(
+    *, user: User, dataset_id: int | None = None, status: ReleaseStatus | None = None
+) -> QuerySet[Release]:
+    """Officers and stewards see all their teams' releases; analysts only approved ones. Newest
+    first; optionally only those of one dataset, or in one state."""
     staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
+    releases = Release.objects.filter(
+        Q(team__in=staff_teams) | Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED)
+    )
+    if dataset_id is not None:
+        releases = releases.filter(dataset_id=dataset_id)
+    if status is not None:
+        releases = releases.filter(status=status)
     return (
-        Release.objects.filter(
-            Q(team__in=staff_teams) | Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED)
-        )
-        .select_related("team", "dataset", "requested_by", "reviewed_by")
+        releases.select_related("team", "dataset", "requested_by", "reviewed_by")
         .distinct()
+        .order_by("-created_at", "-id")
     )
 
 
