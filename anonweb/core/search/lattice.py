@@ -208,6 +208,8 @@ class EncodedTable:
         ``codes`` (laid out as ``all_codes``) may name other rows to group."""
         codes = self.all_codes if codes is None else codes
         cols = [o + int(lv) for o, lv in zip(self._offsets, levels)]
+        # a QI at a level of one value (its root) adds nothing to the key: left out
+        cols = [c for c in cols if self._cards[c] > 1] or cols[:1]
         cards = [self._cards[c] for c in cols]
         space = math.prod(cards)
         if rows is None and space < 2**62:
@@ -296,8 +298,8 @@ class EncodedTable:
     ) -> ClassBatch:
         """The classes of several nodes at once, each rolled up from its finer node's classes.
 
-        One gather, one hashing and one bincount serve the whole batch, instead of a dozen
-        small array operations per node. Each node's classes are numbered together, in any
+        One key, one count (or hashing) and one bincount serve the whole batch, instead of a
+        dozen small array operations per node. Each node's classes are numbered together, in any
         order (no result depends on it); every node's key space must fit an int64.
         """
         nodes = np.asarray(nodes, dtype=np.int64)
@@ -308,15 +310,34 @@ class EncodedTable:
         lens = np.array([len(p) for p in parents], dtype=np.int64)
         seg = np.repeat(np.arange(len(parents)), lens)
         rows = np.concatenate([p.rep for p in parents])
-        sub = self.row_codes.ravel().take(rows[:, None] * self.width + cols[seg])
-        key = np.einsum("ij,ij->i", sub, strides[seg])
         spaces = [math.prod(c) for c in cards.tolist()]
-        if sum(spaces) < 2**62:  # the nodes' key spaces side by side: one hashing of one key
+        # node by node, the parent's rows of codes (a few contiguous bytes each), the node's
+        # columns of them, and their key: cheaper than building one index of every code read
+        strides = strides.astype(np.int32 if max(spaces) < 2**31 else np.int64)
+        key = np.concatenate(
+            [
+                self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
+                for p, c, s in zip(parents, cols, strides)
+            ]
+        ).astype(np.int64, copy=False)
+        weights = np.concatenate([p.sizes for p in parents])
+        sizes: NDArray[Any] | None = None
+        if sum(spaces) < 2**62:  # the nodes' key spaces side by side: one key for the batch
             base = np.cumsum([0] + spaces[:-1])
-            # rows come node after node and nodes' keys differ, so ids numbered in order of
-            # first appearance come node after node too, as ``starts`` needs
-            inv, uniq = pd.factorize(key + base[seg])
-            n_classes = len(uniq)
+            # rows come node after node and nodes' keys differ, so ids numbered in key order
+            # (a count over the spaces, while they are small) or in order of first appearance
+            # (hashing) come node after node too, as ``starts`` needs
+            key = key + base[seg]
+            if sum(spaces) <= 8 * len(key):
+                counts = np.bincount(key, weights=weights, minlength=sum(spaces))
+                uniq = np.flatnonzero(counts > 0)
+                n_classes = len(uniq)
+                ids = np.empty(len(counts), dtype=np.int64)
+                ids[uniq] = np.arange(n_classes)
+                inv, sizes = ids.take(key), counts[uniq]
+            else:
+                inv, uniq = pd.factorize(key)
+                n_classes = len(uniq)
             class_seg = np.searchsorted(base, uniq, side="right") - 1
         else:
             order = np.lexsort((key, seg))
@@ -331,9 +352,8 @@ class EncodedTable:
             class_seg = sseg[new]
         counts = np.bincount(class_seg, minlength=len(parents))
         starts = np.concatenate(([0], np.cumsum(counts)))
-        sizes = np.bincount(
-            inv, weights=np.concatenate([p.sizes for p in parents]), minlength=n_classes
-        )
+        if sizes is None:
+            sizes = np.bincount(inv, weights=weights, minlength=n_classes)
         hists = {
             j: _sum_rows(np.concatenate([p.hist(j) for p in parents]), inv, n_classes) for j in sa
         }
