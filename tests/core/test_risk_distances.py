@@ -165,3 +165,19 @@ def test_the_coverage_bound_never_exceeds_the_distance(disease_hierarchy, distan
 
 def test_ordered_t_closeness_implies_no_coverage_bound():
     assert TCloseness("num", 0.2, "ordered").implied() == ()
+
+
+def test_the_coverage_bound_of_a_large_domain_is_one_minus_the_share_present():
+    # past the tabulated sizes the bound is computed class by class: the same figure
+    rng = np.random.default_rng(9)
+    df = pd.DataFrame({"v": rng.integers(0, 20, 400)})
+    domain, _ = sensitive_domain(df["v"])
+    assert len(domain.values) == 20
+    hist = _random_classes(rng, 20, 50)
+    (coverage,) = TCloseness("v", 0.3).implied()
+    expected = 1.0 - ((hist > 0) * domain.share).sum(axis=1)
+    assert coverage.measure(_dense(domain, hist)) == pytest.approx(expected, abs=1e-12)
+    assert (
+        coverage.measure(_dense(domain, hist))
+        <= TCloseness("v", 0.3).measure(_dense(domain, hist)) + 1e-12
+    ).all()

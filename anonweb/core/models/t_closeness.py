@@ -292,6 +292,13 @@ class TCloseness(PrivacyModel):
 # the coverage bound is checked this far above t: a class it rejects is farther from t than
 # the float error of any distance computed, so t-closeness rejects it too
 COVERAGE_MARGIN = 1e-9
+# up to this many distinct values, the bound of every set of values is tabulated once
+COVERAGE_TABLE_VALUES = 16
+
+
+def _all_subsets(m: int) -> NDArray[Any]:
+    """Row ``mask`` marks the values whose bits are set in ``mask`` (2**m x m)."""
+    return np.asarray((np.arange(1 << m)[:, None] >> np.arange(m)) & 1, dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -330,6 +337,19 @@ class TClosenessCoverage(PrivacyModel):
             domain = sc.domain
             present = np.zeros((sc.n_classes, len(domain.values)), dtype=bool)
             present[sc.cls, sc.val] = True
+        m = len(domain.values)
+        if m > COVERAGE_TABLE_VALUES:
+            return self._bound(domain, present)
+        # few values: the bound of every set of values, looked up by the set's bit mask
+        table = domain.cached(
+            ("coverage", self.distance, id(self.hierarchy)),
+            lambda: (self.hierarchy, self._bound(domain, _all_subsets(m))),
+        )[1]
+        masks = present @ (2.0 ** np.arange(m))  # exact: sums of distinct powers of two
+        return np.asarray(table[masks.astype(np.intp)])
+
+    def _bound(self, domain: SensitiveDomain, present: NDArray[Any]) -> NDArray[Any]:
+        """The bound for classes containing the values ``present`` marks (classes x values)."""
         bound = 1.0 - (present * domain.share).sum(axis=1)
         if self.distance == "hierarchical":
             assert self.hierarchy is not None
