@@ -10,6 +10,7 @@ every route against that declaration, as anonymous, as each role and as another 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpResponse
@@ -21,13 +22,12 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
 from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters
 from anonweb.datasets.selectors import (
-    STAFF_ROLES,
     can_see_raw,
     dataset_get_for_user,
     datasets_for_user,
@@ -47,12 +47,13 @@ from anonweb.jobs.services import (
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
-from anonweb.releases.models import ReleaseStatus
+from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
-    conflicts_for,
+    conflicts_for_releases,
     release_get_downloadable,
     release_get_for_signoff,
     release_get_for_user,
+    release_staff_team_ids,
     releases_for_user,
 )
 from anonweb.releases.services import ReleaseBlocked, release_record_download, release_review
@@ -119,11 +120,14 @@ class PagedView(ApiView):
     paginator_class = ApiPagination
     page_default = DEFAULT_LIMIT
 
-    def paged(self, queryset, to_json) -> Response:
+    def paged(self, queryset, to_json=None, *, many=None) -> Response:
+        """One page of the queryset, each object as ``to_json`` writes it, or the whole page as
+        ``many`` writes it (a list of the objects' JSON, for what is read for a page at once)."""
         paginator = self.paginator_class()
         # a list, never None: ApiPagination always has a limit
         page: list = paginator.paginate_queryset(queryset, self.request, view=self) or []
-        return paginator.get_paginated_response([to_json(o) for o in page])
+        data = many(page) if many is not None else [to_json(o) for o in page]
+        return paginator.get_paginated_response(data)
 
 
 def _int_param(request, name: str) -> int | None:
@@ -431,12 +435,22 @@ API_STATUS = {"pending": "awaiting_review"}
 STATUS_FILTER = {"awaiting_review": "pending", "approved": "approved", "rejected": "rejected"}
 
 
-def release_json(release, *, user) -> dict:
-    """A release as its reader may see it, as on its page: officers and stewards of the team get
-    the full report, the gate's findings, the recipient and the conflicts; analysts the
-    published report (what the released data shows) and the purpose only."""
+def releases_json(releases: Sequence[Release], *, user) -> list[dict]:
+    """Each release as its reader may see it, as on its page: officers and stewards of the team
+    get the full report, the gate's findings, the recipient and the conflicts; analysts the
+    published report (what the released data shows) and the purpose only. The queries are the
+    same for one release as for a page of them."""
 
-    staff = Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
+    staff_teams = release_staff_team_ids(user=user)
+    conflicts = conflicts_for_releases(releases=releases, user=user)
+    return [
+        release_json(release, staff=release.team_id in staff_teams, conflicts=conflicts[release.pk])
+        for release in releases
+    ]
+
+
+def release_json(release: Release, *, staff: bool, conflicts: list[dict]) -> dict:
+    """One release's JSON (through :func:`releases_json`, which says what ``staff`` reads)."""
     override = release.override or None
     if override and not staff:
         override = {k: v for k, v in override.items() if k != "findings"}
@@ -455,9 +469,7 @@ def release_json(release, *, user) -> dict:
         "report": (release.report if staff else release.published_report) or {},
         "findings": release.findings if staff else [],
         "override": override,
-        "conflicts": [conflict_json(c) for c in conflicts_for(release=release, user=user)]
-        if staff
-        else [],
+        "conflicts": [conflict_json(c) for c in conflicts] if staff else [],
         "requested_by": getattr(release.requested_by, "username", None),
         "reviewed_by": getattr(release.reviewed_by, "username", None),
         "review_note": release.review_note,
@@ -519,14 +531,15 @@ class ReleaseCollection(PagedView):
             dataset_id=_int_param(request, "dataset"),
             status=ReleaseStatus(STATUS_FILTER[wanted]) if wanted else None,
         )
-        return self.paged(releases, lambda r: release_json(r, user=request.user))
+        return self.paged(releases, many=lambda page: releases_json(page, user=request.user))
 
 
 class ReleaseDetail(ApiView):
     @doc(roles=EVERYONE, responses={200: OpenApiTypes.OBJECT}, summary="A release and its report")
     def get(self, request, release_id: int):
         release = release_get_for_user(user=request.user, release_id=release_id)
-        return Response(release_json(release, user=request.user))
+        (out,) = releases_json([release], user=request.user)
+        return Response(out)
 
 
 class ReleaseCompare(ApiView):

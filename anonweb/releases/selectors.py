@@ -1,12 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
-from anonweb.accounts.selectors import user_has_role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.releases.conflicts import FINDINGS_FILE
@@ -83,63 +83,85 @@ TYPE_LABELS = {
 }
 
 
-def conflicts_for(*, release: Release, user: User) -> list[dict]:
-    """Conflict findings involving this release: those its own check found against earlier
-    releases, and those later releases' checks found with it. Every release named carries its
-    live status; officers and stewards only. Only a privacy officer of the team gets the records and the values an attacker
-    would infer (from the finding release's private files)."""
+def release_staff_team_ids(*, user: User) -> set[int]:
+    """The teams whose releases' internal report the user reads: those where they are a privacy
+    officer or a data steward."""
+    return set(
+        Membership.objects.filter(user=user, role__in=STAFF_ROLES).values_list("team_id", flat=True)
+    )
 
+
+def conflicts_for(*, release: Release, user: User) -> list[dict]:
+    """Conflict findings involving this release, as :func:`conflicts_for_releases` gives them."""
+    return conflicts_for_releases(releases=[release], user=user)[release.pk]
+
+
+def conflicts_for_releases(*, releases: Sequence[Release], user: User) -> dict[int, list[dict]]:
+    """Conflict findings involving each release, by release id, in a number of queries that does
+    not grow with the releases: those its own check found against earlier releases, and those
+    later releases' checks found with it. Every release named carries its live status; officers
+    and stewards of the release's team only (analysts get none: nothing of other releases,
+    pending or rejected ones included, nor of the source). Only a privacy officer of the team
+    gets the records and the values an attacker would infer (from the finding release's
+    private files)."""
+
+    out: dict[int, list[dict]] = {r.pk: [] for r in releases}
+    staff_teams = release_staff_team_ids(user=user)
+    shown = {r.pk: r for r in releases if r.team_id in staff_teams}
+    if not shown:
+        return out
+    officer_teams = set(
+        Membership.objects.filter(
+            user=user, role=Role.PRIVACY_OFFICER, team_id__in={r.team_id for r in shown.values()}
+        ).values_list("team_id", flat=True)
+    )
+    links = ConflictFinding.involved.through.objects.filter(release_id__in=list(shown))
     findings = (
-        ConflictFinding.objects.filter(involved=release)
+        ConflictFinding.objects.filter(pk__in=links.values("conflictfinding_id"))
         .select_related("release")
         .prefetch_related("involved__dataset")
-        .order_by("release__version", "position")
+        .order_by("release__version", "position", "pk")
     )
-    if not Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists():
-        # Analysts see nothing of other releases (pending or rejected ones included) nor of
-        # the source: the findings are for officers and stewards.
-        return []
-    officer = user_has_role(user=user, team=release.team, role=Role.PRIVACY_OFFICER)
     private_files: dict[int, list] = {}
-    out = []
     for f in findings:
         involved = sorted(f.involved.all(), key=lambda r: (r.created_at, r.pk))
-        entry = {
-            "id": f.pk,
-            "type": f.type,
-            "type_label": TYPE_LABELS.get(f.type, f.type),
-            "records": f.records,
-            "columns": f.columns,
-            "explanation": f.explanation,
-            "facts": f.facts,
-            "found_by": f.release,
-            "releases": [
-                {
-                    "release": r,
-                    "label": f"release {r.version}"
-                    + ("" if r.dataset_id == release.dataset_id else f" of {r.dataset.name}"),
-                    "live": r.status != "rejected",
-                }
-                for r in involved
-            ],
-            "live": all(r.status != ReleaseStatus.REJECTED for r in involved),
-            "l_by_release": sorted((f.facts.get("l_by_release") or {}).items()),
-        }
-        if officer:
-            if f.release_id not in private_files:
-                private_files[f.release_id] = (
-                    read_private_json(f.release.storage_key, FINDINGS_FILE) or []
-                )
-            rows = private_files[f.release_id]
-            if f.position < len(rows):
-                detail = rows[f.position]
-                entry["private"] = {
-                    "explanation": detail.get("explanation", ""),
-                    "records": detail.get("records", []),
-                    "values": detail.get("values", {}),
-                    "intervals": detail.get("intervals", {}),
-                }
-        out.append(entry)
+        for release in (shown[r.pk] for r in involved if r.pk in shown):
+            entry = {
+                "id": f.pk,
+                "type": f.type,
+                "type_label": TYPE_LABELS.get(f.type, f.type),
+                "records": f.records,
+                "columns": f.columns,
+                "explanation": f.explanation,
+                "facts": f.facts,
+                "found_by": f.release,
+                "releases": [
+                    {
+                        "release": r,
+                        "label": f"release {r.version}"
+                        + ("" if r.dataset_id == release.dataset_id else f" of {r.dataset.name}"),
+                        "live": r.status != "rejected",
+                    }
+                    for r in involved
+                ],
+                "live": all(r.status != ReleaseStatus.REJECTED for r in involved),
+                "l_by_release": sorted((f.facts.get("l_by_release") or {}).items()),
+            }
+            if release.team_id in officer_teams:
+                if f.release_id not in private_files:
+                    private_files[f.release_id] = (
+                        read_private_json(f.release.storage_key, FINDINGS_FILE) or []
+                    )
+                rows = private_files[f.release_id]
+                if f.position < len(rows):
+                    detail = rows[f.position]
+                    entry["private"] = {
+                        "explanation": detail.get("explanation", ""),
+                        "records": detail.get("records", []),
+                        "values": detail.get("values", {}),
+                        "intervals": detail.get("intervals", {}),
+                    }
+            out[release.pk].append(entry)
     return out
 
 
@@ -149,7 +171,7 @@ class ReleasesNotComparable(CoreError):
 
 def release_is_staff(*, user: User, release: Release) -> bool:
     """Whether the user reads the release's internal report (its team's officers and stewards)."""
-    return Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
+    return release.team_id in release_staff_team_ids(user=user)
 
 
 def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release, Release, bool]:

@@ -145,3 +145,71 @@ def test_risk_charts_are_built_once_per_report(client, officer, dataset, monkeyp
     assert all(b'class="chart"' in p.content or b"chart-" in p.content for p in pages)
     assert len(built) == 1
     cache.clear()
+
+
+def _add_conflict(found_by, others, position=0):
+    """A conflict finding of ``found_by`` with ``others``, linked as the release job links it."""
+    from anonweb.releases.models import ConflictFinding
+
+    finding = ConflictFinding.objects.create(
+        release=found_by,
+        position=position,
+        type="differencing",
+        records=1,
+        columns=["n"],
+        labels={f"release {r.version}": r.pk for r in others},
+        explanation="release 1 and release 2 differ in one record",
+        facts={"l_by_release": {str(r.pk): 1 for r in others}},
+    )
+    finding.involved.set([found_by, *others])
+    return finding
+
+
+def _api_queries(user, url) -> int:
+    from tests.web.test_api_releases import api
+
+    client = api(user)
+    client.get(url)  # warm caches (content types)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    return len(ctx)
+
+
+def test_the_release_list_api_costs_the_same_for_2_and_12_releases(
+    client, officer, steward, analyst, dataset
+):
+    from anonweb.releases.services import release_approve, release_reject
+
+    def add(n):
+        releases = _add_releases(dataset, officer, n)
+        # In conflict with each other (one finding naming all, one naming a pair), some
+        # approved, one rejected: every kind of row the list writes.
+        _add_conflict(releases[-1], releases[:-1])
+        _add_conflict(releases[-1], releases[:1], position=1)
+        release_approve(user=steward, release=releases[0], override="accepted for this test " * 2)
+        release_reject(user=steward, release=releases[-1], note="no")
+        return releases
+
+    users = {"officer": officer, "steward": steward, "analyst": analyst}
+    pages = {
+        "api list": "/api/v1/releases/",
+        "api list of the dataset": f"/api/v1/releases/?dataset={dataset.pk}",
+    }
+    add(2)
+    two = {(u, p): _api_queries(user, url) for u, user in users.items() for p, url in pages.items()}
+    client.force_login(officer)
+    web = {"release list": reverse("releases:list")}
+    web["dataset detail"] = reverse("datasets:detail", args=[dataset.pk])
+    for url in web.values():
+        client.get(url)
+    two_web = {name: _queries(client, url) for name, url in web.items()}
+
+    add(10)
+    twelve = {
+        (u, p): _api_queries(user, url) for u, user in users.items() for p, url in pages.items()
+    }
+    twelve_web = {name: _queries(client, url) for name, url in web.items()}
+    grown = {key: (two[key], twelve[key]) for key in two if twelve[key] != two[key]}
+    grown.update({k: (two_web[k], twelve_web[k]) for k in web if twelve_web[k] != two_web[k]})
+    assert grown == {}, f"queries (2 releases -> 12) changed on: {grown}"
