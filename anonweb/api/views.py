@@ -624,7 +624,9 @@ class ReleaseUtility(ApiView):
             "only: per column the source's and the released distribution, cells suppressed and "
             "changed, total variation distance, mean and standard deviation; the information "
             "loss per quasi-identifier with its aggregate; each DP statistic with its 95% "
-            "interval (and its value on the source when the statistic read it as it is)."
+            "interval (and its value on the source when the statistic read it as it is). "
+            "Measured by the job that publishes the release; a release published without it "
+            "gets it on the first request."
         ),
     )
     def get(self, request, release_id: int):
