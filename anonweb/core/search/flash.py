@@ -479,7 +479,7 @@ class _Search:
         # ties of score go to the lowest sum of levels (as in ARX), then to the lowest levels,
         # first QI first: ``tie`` is each node's place in that order
         self.tie = np.empty(size, dtype=np.int64)
-        self.tie[np.lexsort((np.arange(size), self.nodes.sum(axis=1)))] = np.arange(size)
+        self.tie[np.argsort(self.nodes.sum(axis=1), kind="stable")] = np.arange(size)
         self.order = np.lexsort((self.tie, *self.bkey.T[::-1]))  # equal bounds in tie order
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
@@ -668,17 +668,18 @@ class _Search:
         """Score the nodes passing the monotonic models, cheapest bound first."""
         exact = self.checker.only_mono and self.checker.max_out == 0
         if exact and self.scorer.per_qi:
-            for idx in self.order:
-                if not self.alive[idx]:
-                    return
-                if self.status[idx] != 1 or self.done[idx]:
-                    continue
+            # the first node in bound order that passes and is unchecked, if no node before it
+            # is out of the running (read off arrays, not node by node)
+            alive = self.alive[self.order]
+            head = self.order[: len(alive) if alive.all() else int(np.argmin(alive))]
+            ready = np.flatnonzero((self.status[head] == 1) & ~self.done[head])
+            if len(ready):
+                idx = int(head[ready[0]])
                 # nothing is suppressed, so the bound is the loss; grouping only for the report
                 ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
                 self.checked += 1
                 self.done[idx] = True
-                self._offer(int(idx), ev)
-                return
+                self._offer(idx, ev)
             return
         # Nodes are checked in batches that grow while no solution stops the scan; the
         # results are recorded in order, so the outcome is that of checking one at a time.

@@ -149,8 +149,12 @@ class EncodedTable:
         ]
         compact: list[NDArray[Any]] = []  # per (QI, level): compacted code per hierarchy code
         self.cards: list[list[int]] = []
+        # per QI: records per hierarchy row (the last one for missing values)
+        self.row_records: list[NDArray[Any]] = []
         for i, q in enumerate(self.qis):
-            rows_present = np.bincount(base_cols[i], minlength=len(q.level_codes[0])) > 0
+            records = np.bincount(base_cols[i], self.weights, minlength=len(q.level_codes[0]))
+            self.row_records.append(records.astype(np.int64))
+            rows_present = records > 0
             self.cards.append([])
             for lc, labels in zip(q.level_codes, q.labels):
                 present = np.zeros(len(labels), dtype=bool)

@@ -139,12 +139,10 @@ class LossMetric(Metric):
         self.leaves: list[list[NDArray[Any]]] = []  # per QI, per level: leaves per level code
         self.size: list[int] = []  # per QI: hierarchy size (leaves under the root)
         self.level_sums: list[list[int]] = []  # per QI, per level: sum of leaves over records
-        for q in table.qis:
+        for q, records in zip(table.qis, table.row_records):
             size = len(q.hierarchy.rows)
             per_level = [np.rint(share * size).astype(np.int64) for share in q.shares]
-            # records per hierarchy row (the last one for missing values): the sums are taken
-            # over the hierarchy's rows, not over the records
-            records = np.bincount(q.row_index, minlength=size + 1)
+            # the sums are taken over the hierarchy's rows, not over the records
             self.leaves.append(per_level)
             self.size.append(size)
             self.level_sums.append(
