@@ -92,6 +92,9 @@ def release_create(
                     found = conflicts.relabelled(release.version) if conflicts else None
                     if found is not None:
                         save_conflict_findings(release, found)
+                        # the findings' records and values (officers only) are written before
+                        # the row commits: a release is never visible without them
+                        write_private_json(release.storage_key, FINDINGS_FILE, found.private)
                     audit_record(
                         actor=job.created_by,
                         team=job.team,
@@ -127,6 +130,4 @@ def release_create(
     except BaseException:
         remove_release_files(release.storage_key)
         raise
-    if found is not None:
-        write_private_json(release.storage_key, FINDINGS_FILE, found.private)
     return release

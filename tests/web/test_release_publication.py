@@ -113,6 +113,37 @@ def test_a_release_is_not_written_for_a_job_claimed_by_another_attempt(officer, 
     assert not Release.objects.exists()
 
 
+def test_a_release_is_not_published_without_its_conflict_details(
+    officer, dataset, settings, monkeypatch
+):
+    # The conflict findings' records and values are written before the release's row commits:
+    # if they cannot be, nothing is published (no release, no files, the job failed).
+    written = []
+
+    def failing_write(storage_key, name, data):
+        written.append(name)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(publication, "write_private_json", failing_write)
+    job = _job(officer, dataset)
+    job_services.job_execute(job_id=job.pk, worker="w1")
+
+    job.refresh_from_db()
+    assert written == ["conflicts.json"]
+    assert job.status == JobStatus.FAILED
+    assert not Release.objects.exists()
+    assert not AuditEvent.objects.filter(action="release.created").exists()
+    root = settings.MEDIA_ROOT / "releases"
+    assert not root.exists() or list(root.iterdir()) == []
+
+
+def test_a_published_release_has_its_conflict_details(officer, dataset):
+    job = _job(officer, dataset)
+    job_services.job_execute(job_id=job.pk, worker="w1")
+    release = Release.objects.get()
+    assert (release_dir(release.storage_key) / "private" / "conflicts.json").exists()
+
+
 def _age(path, seconds):
     past = time.time() - seconds
     os.utime(path, (past, past))
