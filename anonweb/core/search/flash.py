@@ -11,6 +11,10 @@ How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009
   suppression) is decided for whole sublattices at once: a node that passes makes every
   generalization of it pass, a node that fails makes every specialization fail. Nodes are
   checked by binary search along paths from the bottom of the unknown region to its top;
+* a model that is not monotonic may imply one that is (:meth:`PrivacyModel.implied`; e.g.
+  t-closeness needs the values a class contains to cover enough of the table): the implied
+  model joins the monotonic ones, so sublattices it rules out are settled without computing
+  the model itself, and since a class failing it fails the model, no outcome changes;
 * every metric has a lower bound (its value ignoring suppression) that only grows upwards, so
   once a solution of loss L is known, every node whose bound is not below L is discarded;
 * grouping a node is one mixed-radix int64 key over the distinct rows and a bincount.
