@@ -1,6 +1,6 @@
-from django.core.paginator import Paginator
 from django.shortcuts import render
 
+from anonweb.common.paging import page_of
 from anonweb.releases.audit_access import audit_events_for_user
 
 
@@ -9,7 +9,7 @@ def audit_list(request):
     actor = request.GET.get("actor", "").strip()
     target = request.GET.get("target", "").strip()
     events = audit_events_for_user(user=request.user, action=action, actor=actor, target=target)
-    page = Paginator(events, 50).get_page(request.GET.get("page"))
+    page = page_of(request, events)
     actions = sorted(set(audit_events_for_user(user=request.user).values_list("action", flat=True)))
     return render(
         request,
