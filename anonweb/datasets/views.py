@@ -7,6 +7,7 @@ from django.views.decorators.http import require_POST
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role, teams_where, user_has_role
 from anonweb.common.charts import risk_charts_cached
+from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import loss_chart, risk_charts
 from anonweb.core.errors import CoreError
 from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
@@ -47,7 +48,8 @@ PREVIEW_ROWS = 20
 
 
 def dataset_list(request):
-    return render(request, "datasets/list.html", {"datasets": datasets_for_user(user=request.user)})
+    page = page_of(request, datasets_for_user(user=request.user))
+    return render(request, "datasets/list.html", {"page": page})
 
 
 def dataset_upload(request):

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_where
+from anonweb.common.paging import page_of
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
 from anonweb.jobs.selectors import job_get_for_user, jobs_for_user
@@ -16,7 +17,7 @@ def job_list(request):
         request,
         "jobs/list.html",
         {
-            "jobs": jobs_for_user(user=request.user)[:200],
+            "page": page_of(request, jobs_for_user(user=request.user)),
             "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
         },
     )

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_for_user, user_has_role
 from anonweb.common.charts import risk_charts_cached
+from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
@@ -28,7 +29,8 @@ from anonweb.releases.utility import release_utility_get, utility_charts_cached
 
 
 def release_list(request):
-    return render(request, "releases/list.html", {"releases": releases_for_user(user=request.user)})
+    page = page_of(request, releases_for_user(user=request.user))
+    return render(request, "releases/list.html", {"page": page})
 
 
 def release_detail(request, release_id: int):
