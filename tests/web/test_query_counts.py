@@ -213,3 +213,40 @@ def test_the_release_list_api_costs_the_same_for_2_and_12_releases(
     grown = {key: (two[key], twelve[key]) for key in two if twelve[key] != two[key]}
     grown.update({k: (two_web[k], twelve_web[k]) for k in web if twelve_web[k] != two_web[k]})
     assert grown == {}, f"queries (2 releases -> 12) changed on: {grown}"
+
+
+def test_a_page_of_a_list_costs_the_same_for_60_and_600_objects(
+    client, officer, steward, analyst, dataset
+):
+    from anonweb.releases.models import ReleaseStatus
+    from tests.web.test_list_paging import add_datasets, add_events, add_jobs, add_releases
+
+    statuses = (ReleaseStatus.APPROVED, ReleaseStatus.PENDING, ReleaseStatus.REJECTED)
+
+    def add(n):  # n of each kind that each user sees (an analyst: one release in three)
+        add_releases(dataset, 3 * n, statuses)
+        add_datasets(dataset.team, officer, n)
+        add_jobs(dataset.team, officer, n)
+        add_events(dataset.team, officer, n)
+
+    lists = ("releases:list", "datasets:list", "jobs:list", "audit:list")
+    urls = [reverse(name) + query for name in lists for query in ("", "?page=2", "?page=x")]
+    urls.append(reverse("audit:list") + "?action=test.event&page=2")
+
+    def costs():
+        counts = {}
+        for user in (officer, steward, analyst):
+            client.force_login(user)
+            for url in urls:
+                response = client.get(url)  # warm caches (content types, sessions)
+                if response.status_code == 200:
+                    counts[(user.username, url)] = _queries(client, url)
+        return counts
+
+    add(60)
+    few = costs()
+    add(540)
+    many = costs()
+    assert few.keys() == many.keys() and len(few) > 2 * len(urls), sorted(few)
+    grown = {key: (few[key], many[key]) for key in few if many[key] != few[key]}
+    assert grown == {}, f"queries (60 objects -> 600) changed on: {grown}"
