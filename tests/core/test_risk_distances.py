@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from anonweb.core.io.hierarchy import read_hierarchy
 from anonweb.core.models.closeness import t_closeness
 from anonweb.core.models.counts import ClassData, SensitiveCounts, sensitive_domain
-from anonweb.core.models.criteria import TCloseness
+from anonweb.core.models.criteria import DeltaDisclosure, TCloseness
+from anonweb.core.models.delta_disclosure import DeltaDisclosureCoverage
 from anonweb.core.models.t_closeness import hierarchical_distance, hierarchical_distance_dense
 
 DISEASES = ["gastric ulcer", "gastritis", "stomach cancer", "flu", "bronchitis", "pneumonia"]
@@ -181,3 +182,44 @@ def test_the_coverage_bound_of_a_large_domain_is_one_minus_the_share_present():
         coverage.measure(_dense(domain, hist))
         <= TCloseness("v", 0.3).measure(_dense(domain, hist)) + 1e-12
     ).all()
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 100_000), delta=st.floats(0.05, 4.0))
+def test_the_delta_coverage_bound_never_rejects_a_class_delta_disclosure_accepts(seed, delta):
+    # the search settles sublattices with the bound, as a monotonic model: a class it rejects
+    # must fail δ-disclosure too, or the search would suppress classes that pass
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"dis": rng.choice(DISEASES, int(rng.integers(6, 60)))})
+    domain, _ = sensitive_domain(df["dis"])
+    hist = _random_classes(rng, len(domain.values), int(rng.integers(1, 30)))
+    data = _dense(domain, hist)
+    sparse = ClassData(hist.sum(axis=1), {"dis": SensitiveCounts.from_histogram(domain, hist)})
+    model = DeltaDisclosure("dis", delta)
+    (coverage,) = model.implied()
+    assert isinstance(coverage, DeltaDisclosureCoverage) and coverage.monotonic
+    assert not (model.passes(data) & ~coverage.passes(data)).any()
+    # the search's dense figures are the sparse ones, bit for bit
+    assert (model.measure(data) == model.measure(sparse)).all()
+    assert coverage.measure(data) == pytest.approx(coverage.measure(sparse), abs=1e-12)
+    # merging classes only adds values: a merge of classes one of which meets the bound
+    # meets it (what declaring it monotonic promises)
+    merged = hist[rng.integers(0, len(hist), len(hist))] + hist
+    both = _dense(domain, merged)
+    assert (coverage.measure(both) >= coverage.measure(data) - 1e-12).all()
+    assert not (coverage.passes(data) & ~coverage.passes(both)).any()
+
+
+def test_the_delta_coverage_bound_rejects_a_class_of_rare_values_only():
+    # a table of 10 records: a 50%, b 30%, c 20%; δ = 1 needs the values a class contains to
+    # hold more than half of the table. A class of c alone (Q = 0.2) fails the bound and
+    # δ-disclosure; b and c (Q = 0.5, on the boundary) pass the bound and fail δ-disclosure (a
+    # necessary condition, not a sufficient one); a and b (Q = 0.8) pass both.
+    df = pd.DataFrame({"v": list("aaaaabbbcc")})
+    domain, _ = sensitive_domain(df["v"])
+    hist = np.array([[0.0, 0, 2], [0, 1, 1], [1, 1, 0]])
+    data = _dense(domain, hist)
+    coverage = DeltaDisclosureCoverage("v", 1.0)
+    assert coverage.measure(data) == pytest.approx([0.2, 0.5, 0.8])
+    assert coverage.passes(data).tolist() == [False, True, True]
+    assert DeltaDisclosure("v", 1.0).passes(data).tolist() == [False, False, True]

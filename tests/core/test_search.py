@@ -429,6 +429,36 @@ def test_search_matches_brute_force(seed, k, suppression):
     assert result.information_loss == pytest.approx(score[0], abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    "seed,k,suppression,delta",
+    [
+        (11, 2, 0.1, 1.0),
+        (12, 3, 0.05, 1.5),
+        (13, 2, 0.2, 0.8),
+        (14, 1, 0.1, 1.2),
+        (15, 4, 0.0, 2.0),
+    ],
+)
+def test_delta_disclosure_search_matches_brute_force(seed, k, suppression, delta):
+    # the search settles sublattices with δ-disclosure's coverage bound (a monotonic necessary
+    # condition): the optimum must stay the exhaustive one
+    df, hierarchies = _toy(seed)
+    qis = ["age", "zip", "sex"]
+    models = [DeltaDisclosure("disease", delta)]
+    score, node, losses, suppressed = _brute_force(df, hierarchies, qis, k, suppression, models)
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=k,
+        suppression=suppression,
+        models=models,
+    )
+    assert tuple(result.levels[q] for q in qis) == node
+    assert result.suppressed == suppressed
+    assert result.information_loss == pytest.approx(score[0], abs=1e-9)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 12), s=st.sampled_from([0.0, 0.03, 0.1]))
 def test_every_kept_class_has_k_rows(seed, k, s):

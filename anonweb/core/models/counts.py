@@ -232,6 +232,18 @@ class ClassData:
             return None
         return self._histograms(name)
 
+    def present(self, name: str) -> tuple[SensitiveDomain, NDArray[Any]]:
+        """Which values of ``name`` each class contains (a classes x values boolean matrix),
+        with the column's domain: what the coverage bounds of the models read."""
+        dense = self.histogram(name)
+        if dense is not None:
+            domain, hist = dense
+            return domain, np.asarray(hist > 0)
+        sc = self.sensitive(name)
+        present = np.zeros((sc.n_classes, len(sc.values)), dtype=bool)
+        present[sc.cls, sc.val] = True
+        return sc.domain, present
+
     def __len__(self) -> int:
         return len(self.sizes)
 

@@ -6,6 +6,9 @@ Values a class lacks are left out of the model (with them, no class lacking a va
 satisfy it); :func:`delta_all_values` gives the stricter reading for the risk profile, infinite
 when a class lacks a value of the table, since learning that a target does *not* have a value is
 a disclosure too.
+
+:class:`DeltaDisclosureCoverage` is a necessary condition of the model that only grows easier to
+meet as classes merge: the search settles sublattices with it before it computes any ratio.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.base import PrivacyModel, require_column, require_number
-from anonweb.core.models.counts import ClassData, SensitiveCounts
+from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 
 
 def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
@@ -27,6 +30,15 @@ def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
     out = np.zeros(sc.n_classes)
     np.maximum.at(out, sc.cls, ratio)
     return out
+
+
+def delta_per_class_dense(domain: SensitiveDomain, hist: NDArray[Any]) -> NDArray[Any]:
+    """:func:`delta_per_class` from a dense (classes x values) matrix of counts, as the search
+    keeps them: the same ratios, the values a class lacks left out."""
+    sizes = hist.sum(axis=1, keepdims=True)
+    share = hist / np.maximum(sizes, 1)
+    ratio = np.divide(share, domain.share, out=np.ones_like(share), where=hist > 0)
+    return np.asarray(np.abs(np.log2(ratio)).max(axis=1, initial=0.0))
 
 
 def delta_all_values(sc: SensitiveCounts) -> NDArray[Any]:
@@ -54,7 +66,55 @@ class DeltaDisclosure(PrivacyModel):
         return f"{self.delta}-disclosure privacy on {self.sensitive}"
 
     def measure(self, data: ClassData) -> NDArray[Any]:
+        dense = data.histogram(self.sensitive)
+        if dense is not None:
+            return delta_per_class_dense(*dense)
         return delta_per_class(data.sensitive(self.sensitive))
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) < self.delta
+
+    def implied(self) -> tuple[PrivacyModel, ...]:
+        return (DeltaDisclosureCoverage(self.sensitive, self.delta),)
+
+
+# the coverage bound rejects a class only when 2**δ Q falls this far below 1: the class's largest
+# ratio is then farther above 2**δ than the float error of any log2 computed, so
+# δ-disclosure rejects it too
+COVERAGE_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class DeltaDisclosureCoverage(PrivacyModel):
+    """A necessary condition of :class:`DeltaDisclosure` that only grows easier to meet as
+    classes merge, so the search can treat it as monotonic (even with suppression).
+
+    Proof. Take a class of n records, c_s of them with value s, and p(s) the value's share in
+    the whole table. δ-disclosure requires, for every value s the class contains,
+    log2((c_s / n) / p(s)) < δ, so c_s / n < 2**δ p(s). Summed over those values, the left
+    sides make 1: 1 < 2**δ Q, with Q = sum of p(s) over the values the class contains. A class
+    with Q <= 2**-δ therefore fails δ-disclosure (only the upper half of the two-sided bound is
+    used: the lower half does not survive a merge). Q depends only on which values a class
+    contains, and p(s) on the whole table, suppressed records included, so it is the same at
+    every node: a merge contains every value of its parts, and a merge of classes of which one
+    meets the bound meets it too. The records in classes failing the bound therefore never
+    grow as a node is generalized, with or without suppression.
+    """
+
+    sensitive: str
+    delta: float
+    kind = "delta_disclosure_coverage"
+    monotonic = True
+    worst = "min"
+    fields = ("sensitive", "delta")
+
+    def describe(self) -> str:
+        return f"values that can make a {self.delta}-disclosure private class on {self.sensitive}"
+
+    def measure(self, data: ClassData) -> NDArray[Any]:
+        """Q: the table's share of the values each class contains."""
+        domain, present = data.present(self.sensitive)
+        return np.asarray((present * domain.share).sum(axis=1))
+
+    def passes(self, data: ClassData) -> NDArray[Any]:
+        return np.asarray(self.measure(data) * 2.0**self.delta > 1.0 - COVERAGE_MARGIN)

@@ -328,15 +328,7 @@ class TClosenessCoverage(PrivacyModel):
 
     def measure(self, data: ClassData) -> NDArray[Any]:
         """The lower bound on each class's EMD that the values it contains set."""
-        dense = data.histogram(self.sensitive)
-        if dense is not None:
-            domain, hist = dense
-            present = hist > 0
-        else:
-            sc = data.sensitive(self.sensitive)
-            domain = sc.domain
-            present = np.zeros((sc.n_classes, len(domain.values)), dtype=bool)
-            present[sc.cls, sc.val] = True
+        domain, present = data.present(self.sensitive)
         m = len(domain.values)
         if m > COVERAGE_TABLE_VALUES:
             return self._bound(domain, present)
