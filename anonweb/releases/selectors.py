@@ -38,6 +38,17 @@ def releases_for_user(
     )
 
 
+def release_datasets_for_user(*, user: User) -> list[tuple[int, str, str]]:
+    """``(dataset id, dataset name, team name)`` of each dataset with a release the user may
+    see, by name: the choices of the release list's dataset filter."""
+    return list(
+        releases_for_user(user=user)
+        .order_by("dataset__name", "team__name", "dataset_id")
+        .values_list("dataset_id", "dataset__name", "team__name")
+        .distinct()
+    )
+
+
 def release_get_for_user(*, user: User, release_id: int) -> Release:
     try:
         return releases_for_user(user=user).get(pk=release_id)

@@ -17,6 +17,7 @@ from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for,
+    release_datasets_for_user,
     release_get_downloadable,
     release_get_for_user,
     releases_for_user,
@@ -29,8 +30,28 @@ from anonweb.releases.utility import release_utility_get, utility_charts_cached
 
 
 def release_list(request):
-    page = page_of(request, releases_for_user(user=request.user))
-    return render(request, "releases/list.html", {"page": page})
+    """The releases the user may see, a page at a time; optionally only those in one state or
+    of one dataset (a value that names none is no filter)."""
+    status = request.GET.get("status", "")
+    status = status if status in ReleaseStatus.values else ""
+    dataset = request.GET.get("dataset", "")
+    dataset = dataset if dataset.isdigit() else ""
+    releases = releases_for_user(
+        user=request.user,
+        status=ReleaseStatus(status) if status else None,
+        dataset_id=int(dataset) if dataset else None,
+    )
+    return render(
+        request,
+        "releases/list.html",
+        {
+            "page": page_of(request, releases),
+            "status": status,
+            "dataset": dataset,
+            "statuses": ReleaseStatus.choices,
+            "datasets": release_datasets_for_user(user=request.user),
+        },
+    )
 
 
 def release_detail(request, release_id: int):

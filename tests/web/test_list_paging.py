@@ -234,3 +234,33 @@ def test_paging_never_shows_another_teams_dataset_job_or_event(
     assert set(sum(walk(client, reverse("audit:list")), [])).isdisjoint(our_events)
     assert set(their_events) <= set(sum(walk(client, reverse("audit:list")), []))
     assert set(our_jobs).isdisjoint(sum(walk(client, reverse("jobs:list")), []))
+
+
+def test_the_release_list_filters_by_state_and_dataset_on_every_page(
+    client, officer, analyst, dataset
+):
+    statuses = (ReleaseStatus.APPROVED, ReleaseStatus.PENDING)
+    other = Dataset.objects.get(pk=add_datasets(dataset.team, officer, 1)[0])
+    ours = add_releases(dataset, 2 * PAGE_SIZE + 10, statuses)
+    add_releases(other, 2 * PAGE_SIZE + 10, statuses)
+    pending = newest_first(
+        Release.objects.filter(pk__in=ours, status=ReleaseStatus.PENDING).values_list(
+            "pk", flat=True
+        )
+    )
+    url = reverse("releases:list")
+    client.force_login(officer)
+    pages = walk(client, f"{url}?status=pending&dataset={dataset.pk}")
+    assert sum(pages, []) == pending and len(pages) == 2
+    page = client.get(url, {"dataset": dataset.pk}).content.decode()
+    assert f'<option value="{dataset.pk}" selected>patients (Clinic)' in page
+    assert f'<option value="{other.pk}" >{other.name} (Clinic)' in page
+    # a value that names nothing is no filter
+    everything = sum(walk(client, url), [])
+    assert sum(walk(client, f"{url}?status=bogus&dataset=x"), []) == everything
+
+    client.force_login(analyst)
+    assert sum(walk(client, f"{url}?status=pending"), []) == []
+    assert sum(walk(client, f"{url}?status=rejected&dataset={dataset.pk}"), []) == []
+    approved = sum(walk(client, f"{url}?dataset={dataset.pk}"), [])
+    assert approved == newest_first(set(ours) - set(pending))

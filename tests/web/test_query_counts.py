@@ -232,6 +232,7 @@ def test_a_page_of_a_list_costs_the_same_for_60_and_600_objects(
     lists = ("releases:list", "datasets:list", "jobs:list", "audit:list")
     urls = [reverse(name) + query for name in lists for query in ("", "?page=2", "?page=x")]
     urls.append(reverse("audit:list") + "?action=test.event&page=2")
+    urls.append(reverse("releases:list") + f"?status=approved&dataset={dataset.pk}&page=2")
 
     def costs():
         counts = {}
