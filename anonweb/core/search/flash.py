@@ -537,14 +537,6 @@ class _Search:
         if self.time_limit is not None and time.perf_counter() - self.started > self.time_limit:
             raise _Budget
 
-    def _evaluate(self, idx: int) -> _Eval:
-        """Check a node fully, tag the lattice with the monotonic outcome, and score it."""
-        self._budget()
-        node = self.nodes[idx]
-        ev = self.checker.check(node, self.cache.parent(self.packed[idx]))
-        self._record(idx, ev)
-        return ev
-
     def _check_batch(self, chunk: list[int], few_histograms: bool = False) -> dict[int, _Eval]:
         """Check together the nodes of ``chunk`` that have a finer node's classes cached."""
         if len(chunk) < 2:
@@ -579,9 +571,9 @@ class _Search:
             self._record(idx, ev)
 
     def _evaluate_many(self, chunk: list[int]) -> bool:
-        """Check several nodes in one batch, then record them in order as :meth:`_evaluate`
-        would; False once a node is no longer alive (a solution found earlier in the batch
-        beats every later node)."""
+        """Check several nodes in one batch, then record them in order, as checking them one
+        at a time would; False once a node is no longer alive (a solution found earlier in the
+        batch beats every later node)."""
         evals = self._check_batch(chunk)
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:
