@@ -121,6 +121,22 @@ def browser():
 
 
 @pytest.fixture
+def new_context(browser):
+    """Open browser contexts (one per person) that are all closed when the test ends, pass or
+    fail, so no page of one test goes on polling the live server during the next."""
+    contexts = []
+
+    def open_context(**options):
+        context = browser.new_context(**options)
+        contexts.append(context)
+        return context
+
+    yield open_context
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()

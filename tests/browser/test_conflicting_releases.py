@@ -37,7 +37,7 @@ def _run_plan(page, url, dataset_id, plan, title):
 
 
 def test_the_second_bmi_release_is_flagged_on_its_review_page(
-    browser, live_server, broker, start_worker
+    new_context, live_server, broker, start_worker
 ):
     from anonweb.datasets.services import dataset_create, dataset_set_tags
 
@@ -60,7 +60,7 @@ def test_the_second_bmi_release_is_flagged_on_its_review_page(
     url = live_server.url
     first_plan, second_plan = bmi_plans()
 
-    officer = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    officer = new_context(viewport={"width": 1280, "height": 1000}).new_page()
     login(officer, url, "olivia")
     first_url = _run_plan(officer, url, dataset.pk, first_plan, "k1")
     assert officer.locator("[data-testid=conflicts]").count() == 0
@@ -73,7 +73,7 @@ def test_the_second_bmi_release_is_flagged_on_its_review_page(
     values = officer.locator("[data-testid=inferred-values] table").inner_text()
     assert "4\t43.0" in values  # source row 4: Doug Fulton
 
-    steward = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    steward = new_context(viewport={"width": 1280, "height": 1000}).new_page()
     login(steward, url, "sam")
     steward.goto(second_url)
     assert steward.locator("[data-testid=release-status]").inner_text() == "Awaiting approval"

@@ -41,7 +41,7 @@ def _wait_job(page):
 
 
 def test_upload_tag_assess_anonymize_approve_download(
-    browser,
+    new_context,
     live_server,
     broker,
     start_worker,
@@ -57,7 +57,7 @@ def test_upload_tag_assess_anonymize_approve_download(
     source = tmp_path / "registry.csv"
     _table().to_csv(source, index=False)
 
-    officer = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    officer = new_context(viewport={"width": 1280, "height": 1000}).new_page()
     login(officer, url, "olivia")
     officer.goto(f"{url}/datasets/upload/")
     officer.fill("#id_name", "registry")
@@ -84,7 +84,7 @@ def test_upload_tag_assess_anonymize_approve_download(
     officer.screenshot(path=str(SHOTS / "dataset-risk.png"), full_page=True)
 
     # The steward raises the team's release policy to k >= 50 on the policy page.
-    steward = browser.new_context().new_page()
+    steward = new_context().new_page()
     login(steward, url, "sam")
     steward.goto(f"{url}/releases/policy/")
     steward.fill("#id_k", "50")
@@ -108,7 +108,7 @@ def test_upload_tag_assess_anonymize_approve_download(
     release_url = officer.url
     officer.screenshot(path=str(SHOTS / "release.png"), full_page=True)
 
-    analyst = browser.new_context().new_page()
+    analyst = new_context().new_page()
     login(analyst, url, "ana")
     assert analyst.goto(release_url).status == 404  # not approved yet
 

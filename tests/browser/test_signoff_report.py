@@ -89,7 +89,7 @@ def _release(officer, team):
     return job.release
 
 
-def test_steward_approves_and_downloads_the_signoff_report(browser, live_server, tmp_path):
+def test_steward_approves_and_downloads_the_signoff_report(new_context, live_server, tmp_path):
     team = TeamFactory(name="Clinic")
     officer = member(team, Role.PRIVACY_OFFICER, username="olivia")
     member(team, Role.DATA_STEWARD, username="sam")
@@ -97,7 +97,7 @@ def test_steward_approves_and_downloads_the_signoff_report(browser, live_server,
     url = f"{live_server.url}/releases/{release.pk}/"
     SHOTS.mkdir(parents=True, exist_ok=True)
 
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+    context = new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
     page = context.new_page()
     login(page, live_server.url, "sam")
     page.goto(url)
@@ -157,4 +157,3 @@ def test_steward_approves_and_downloads_the_signoff_report(browser, live_server,
     assert report.locator("[data-testid=xlsx-source-sha256]").inner_text() == stated["data.parquet"]
     if release.override:
         assert JUSTIFICATION in report.locator("[data-testid=override-justification]").inner_text()
-    context.close()
