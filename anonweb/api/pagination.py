@@ -23,7 +23,8 @@ DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 
 
-def _whole_number(request, name: str) -> int | None:
+def whole_number(request, name: str) -> int | None:
+    """A query parameter that must be a whole number (None when absent): a 400 otherwise."""
     raw = request.query_params.get(name, "").strip()
     if not raw:
         return None
@@ -41,11 +42,11 @@ class ApiPagination(LimitOffsetPagination):
         return super().paginate_queryset(queryset, request, view)
 
     def get_limit(self, request) -> int:
-        limit = _whole_number(request, self.limit_query_param)
+        limit = whole_number(request, self.limit_query_param)
         return min(limit, MAX_LIMIT) if limit else self.default_limit
 
     def get_offset(self, request) -> int:
-        return _whole_number(request, self.offset_query_param) or 0
+        return whole_number(request, self.offset_query_param) or 0
 
     def get_paginated_response(self, data) -> Response:
         links = [

@@ -26,7 +26,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
-from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters
+from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters, whole_number
 from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_get_for_user,
@@ -128,17 +128,6 @@ class PagedView(ApiView):
         page: list = paginator.paginate_queryset(queryset, self.request, view=self) or []
         data = many(page) if many is not None else [to_json(o) for o in page]
         return paginator.get_paginated_response(data)
-
-
-def _int_param(request, name: str) -> int | None:
-    raw = request.query_params.get(name, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        from rest_framework.exceptions import ValidationError
-
-        raise ValidationError({name: f"expected a whole number, got {raw!r}"})
-    return int(raw)
 
 
 # ---- datasets -----------------------------------------------------------------------------------
@@ -406,7 +395,7 @@ class JobCollection(PagedView):
             )
         jobs = jobs_for_user(
             user=request.user,
-            dataset_id=_int_param(request, "dataset"),
+            dataset_id=whole_number(request, "dataset"),
             status=JobStatus(wanted) if wanted else None,
         )
         return self.paged(jobs, s.job_json)
@@ -528,7 +517,7 @@ class ReleaseCollection(PagedView):
             raise ValidationError({"status": f"one of {', '.join(STATUS_FILTER)}"})
         releases = releases_for_user(
             user=request.user,
-            dataset_id=_int_param(request, "dataset"),
+            dataset_id=whole_number(request, "dataset"),
             status=ReleaseStatus(STATUS_FILTER[wanted]) if wanted else None,
         )
         return self.paged(releases, many=lambda page: releases_json(page, user=request.user))
@@ -555,7 +544,7 @@ class ReleaseCompare(ApiView):
     def get(self, request):
         from rest_framework.exceptions import ValidationError
 
-        a, b = _int_param(request, "a"), _int_param(request, "b")
+        a, b = whole_number(request, "a"), whole_number(request, "b")
         if a is None or b is None:
             raise ValidationError({"a" if a is None else "b": "give two release ids, a and b"})
         return Response(release_comparison(user=request.user, a_id=a, b_id=b).to_dict())
@@ -704,6 +693,6 @@ class AuditCollection(PagedView):
         events = audit_events_for_user(
             user=request.user,
             action=request.query_params.get("action", "").strip(),
-            dataset_id=_int_param(request, "dataset"),
+            dataset_id=whole_number(request, "dataset"),
         )
         return self.paged(events, s.audit_json)
