@@ -47,12 +47,14 @@ from anonweb.jobs.services import (
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
+from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for_releases,
     release_get_downloadable,
     release_get_for_signoff,
     release_get_for_user,
+    release_is_staff,
     release_staff_team_ids,
     releases_for_user,
 )
@@ -528,6 +530,11 @@ class ReleaseDetail(ApiView):
     def get(self, request, release_id: int):
         release = release_get_for_user(user=request.user, release_id=release_id)
         (out,) = releases_json([release], user=request.user)
+        if release_is_staff(user=request.user, release=release):
+            # As on the release page: the findings now, conflicts with later releases included.
+            gate = release_gate_now(release=release)
+            out["findings"] = list(gate.findings)
+            out["gate"] = {k: v for k, v in gate.to_dict().items() if k != "findings"}
         return Response(out)
 
 
@@ -583,7 +590,7 @@ class ReleaseReview(ApiView):
         return Response(
             {
                 "status": API_STATUS.get(release.status, release.status),
-                "findings": release.findings,
+                "findings": list(release_gate_now(release=release).findings),
                 "override": release.override or None,
             }
         )

@@ -60,20 +60,22 @@ CODES: dict[str, str] = {
         "above the team's maximum."
     ),
     "conflict_intersection": (
-        "Combined with an earlier approved or pending release, records' classes intersect to "
-        "fewer than k people or fewer than l sensitive values (composition attack)."
+        "Combined with another approved or pending release of the source (earlier or later), "
+        "records' classes intersect to fewer than k people or fewer than l sensitive values "
+        "(composition attack)."
     ),
     "conflict_linkage": (
-        "The release can be joined row by row with an earlier approved or pending release "
-        "(same row order, a column unique per record, shared tokens), and joined the records "
-        "fall below the policy's k or l."
+        "The release can be joined row by row with another approved or pending release of the "
+        "source, earlier or later (same row order, a column unique per record, shared tokens), "
+        "and joined the records fall below the policy's k or l."
     ),
     "conflict_exact_inference": (
-        "Aggregates of this and earlier releases together fix individual numeric values."
+        "Aggregates of this and other live releases of the source together fix individual "
+        "numeric values."
     ),
     "conflict_differencing": (
-        "Aggregates of this and earlier releases together confine individual numeric values "
-        "to within the p% rule."
+        "Aggregates of this and other live releases of the source together confine individual "
+        "numeric values to within the p% rule."
     ),
     "conflict_incomplete": (
         "Part of the conflict check could not be decided within its budget; treat it as a "

@@ -32,6 +32,7 @@ GATE_NEW_LABEL = "this release"
 DEFAULT_K = 5  # the policy's default k (issue: k >= 5)
 DEFAULT_L = 2  # no class may disclose its sensitive value
 FINDINGS_FILE = "conflicts.json"
+# The live releases of a source: approved or awaiting review (a rejected one is out for good).
 CHECKED_STATUSES = (ReleaseStatus.APPROVED, ReleaseStatus.PENDING)
 
 
@@ -53,6 +54,8 @@ class ConflictCheck:
     # ("new" for the release being checked): what the release policy reads.
     report: ConflictReport | None = None
     statuses: dict[str, str] = field(default_factory=dict)
+    # Each label's release id (None for the release being checked).
+    ids: dict[str, int | None] = field(default_factory=dict)
     skipped: bool = False  # a DP release: not checked (its noise is counted in the budget)
 
     @property
@@ -108,9 +111,11 @@ def _relabel_facts(facts) -> dict:
     return out
 
 
-def earlier_releases(*, dataset, exclude_id: int | None = None):
-    """The live releases of the same source: of this dataset, and of any upload of the same file
-    in the team (the budget ledger recognises a source the same way)."""
+def live_releases(*, dataset, exclude_id: int | None = None):
+    """The live releases of the same source (approved or awaiting review), oldest first: of this
+    dataset, and of any upload of the same file in the team (the budget ledger recognises a
+    source the same way). A new release is checked against all of them when it is written, and
+    a release under review against all the others, later ones included."""
     same_source = Release.objects.filter(dataset=dataset)
     if dataset.source_sha256:
         same_source = Release.objects.filter(
@@ -144,8 +149,10 @@ def release_conflict_check(
     exclude_id: int | None = None,
 ) -> ConflictCheck:
     """Check a new release (its published ``frame``, ``rows[j]`` the source row of row ``j``, the
-    ``aggregates`` it publishes, ``dp`` if differentially private) against the earlier releases
-    of ``dataset`` that are approved or awaiting review. ``k`` and ``l`` are the policy's."""
+    ``aggregates`` it publishes, ``dp`` if differentially private) against the live releases of
+    ``dataset`` (approved or awaiting review) other than ``exclude_id``. ``k`` and ``l`` are the
+    policy's. A release already written is checked again the same way, as the "new" one, with
+    its own id excluded (:func:`anonweb.releases.gate.release_gate_now`)."""
     k = DEFAULT_K if k is None else k
     l = DEFAULT_L if l is None else l  # noqa: E741
     out = ConflictCheck()
@@ -166,9 +173,10 @@ def release_conflict_check(
             _qis(plan, frame, tagged),
         )
     ]
-    ids = {NEW_LABEL: None}
+    ids: dict[str, int | None] = {NEW_LABEL: None}
+    out.ids = ids
     out.statuses[NEW_LABEL] = "new"
-    for other in earlier_releases(dataset=dataset, exclude_id=exclude_id):
+    for other in live_releases(dataset=dataset, exclude_id=exclude_id):
         label = _label(other, dataset)
         lineage = load_lineage(other.storage_key, label=label)
         if lineage.rows is not None and (

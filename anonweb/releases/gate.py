@@ -1,24 +1,48 @@
-"""The release gate in the app: the team's thresholds, and the core policy run on a new release.
+"""The release gate in the app: the team's thresholds, the core policy run on a new release, and
+the gate as it stands when a steward looks at a release or decides on it.
 
 The decision itself is :func:`anonweb.core.release.policy.evaluate_release`; this module only
-gathers what it reads (the dataset's tags, the team's thresholds, the earlier releases of the
-source that are approved or awaiting review) and records the steward's changes to the policy.
+gathers what it reads (the dataset's tags, the team's thresholds, the live releases of the
+source) and records the steward's changes to the policy.
+
+A release's conflicts depend on the other releases, which keep changing after it is written: a
+later release that conflicts with it, an earlier one rejected. :func:`release_gate_now` is the
+one function the release page, the API, the review and the sign-off report call: the findings
+recorded when the release was written, with its conflicts checked again against every other
+live release of the source (earlier and later).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
+from django.core.cache import cache
 from django.db import transaction
+from django.utils import timezone
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
-from anonweb.core.findings import Finding
+from anonweb.core.conflicts.gate import status_text
+from anonweb.core.errors import CoreError
+from anonweb.core.findings import BLOCK, Finding
 from anonweb.core.release.policy import PolicyResult, PolicyThresholds, evaluate_release
-from anonweb.releases.models import ReleasePolicy
+from anonweb.datasets.models import Dataset
+from anonweb.datasets.storage import load_frame
+from anonweb.releases.conflicts import (
+    GATE_NEW_LABEL,
+    NEW_LABEL,
+    live_releases,
+    release_conflict_check,
+)
+from anonweb.releases.models import ConflictFinding, Release, ReleasePolicy, ReleaseStatus
+from anonweb.releases.storage import load_lineage
 
 log = logging.getLogger(__name__)
 
@@ -70,4 +94,220 @@ def gate_evaluate(
         thresholds=thresholds or thresholds_for(team=dataset.team),
         report=published_report,
         conflicts=list(conflicts),
+    )
+
+
+CONFLICT_PREFIX = "conflict_"
+RECHECK_SECONDS = 7 * 24 * 3600  # keyed by the state it was computed on, so never stale
+
+
+@dataclass(frozen=True)
+class GateNow:
+    """A release's gate as it stands now: ``findings`` (dicts, as ``Release.gate`` holds them)
+    are those recorded when it was written, with the conflict findings replaced by a check
+    against ``checked``, the other live releases of the source (``{"id", "version", "label",
+    "status"}``) at ``version`` (a digest of their ids and statuses, the dataset's tags and the
+    policy's k and l). ``rechecked`` is False when the check could not run again (the source
+    was purged, or the release's lineage is gone): its conflicts are then those recorded when
+    each release was written, with the releases involved still live."""
+
+    findings: tuple[dict[str, Any], ...]
+    checked: tuple[dict[str, Any], ...]
+    version: str
+    rechecked: bool
+    conflict_k: int
+    conflict_l: int
+    at: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def blocking(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f.get("severity") == BLOCK]
+
+    @property
+    def conflicts(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if str(f.get("code", "")).startswith(CONFLICT_PREFIX)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": list(self.findings),
+            "blocking": len(self.blocking),
+            "checked": list(self.checked),
+            "version": self.version,
+            "rechecked": self.rechecked,
+            "conflict_thresholds": {"k": self.conflict_k, "l": self.conflict_l},
+            "at": self.at,
+            "notes": list(self.notes),
+        }
+
+
+def _label(other: Release, release: Release) -> str:
+    if other.dataset_id == release.dataset_id:
+        return f"release {other.version}"
+    return f"release {other.version} of {other.dataset.name}"
+
+
+def _version(release: Release, others: Sequence[Release], thresholds: PolicyThresholds) -> str:
+    """What the conflicts of ``release`` depend on, as a digest: the live releases (by storage
+    key, unique for ever, and status), the dataset's tags and the policy's k and l."""
+    state = {
+        "release": str(release.storage_key),
+        "tags": release.dataset.tags or {},
+        "k": thresholds.k,
+        "l": thresholds.l,
+        "live": sorted((str(o.storage_key), o.status) for o in others),
+    }
+    text = json.dumps(state, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _source(release: Release) -> pd.DataFrame | None:
+    """The source table: the release's dataset's, or another upload of the same file in the team
+    (rows align, as the conflict check assumes); None once every copy is purged."""
+    dataset = release.dataset
+    candidates = [dataset]
+    if dataset.source_sha256:
+        candidates += list(
+            Dataset.objects.filter(
+                team_id=dataset.team_id,
+                source_sha256=dataset.source_sha256,
+                purged_at__isnull=True,
+            ).exclude(pk=dataset.pk)
+        )
+    for candidate in candidates:
+        if candidate.is_purged:
+            continue
+        try:
+            return load_frame(candidate.storage_key)
+        except CoreError:
+            continue
+    return None
+
+
+def _recheck(release: Release, thresholds: PolicyThresholds) -> dict[str, Any] | None:
+    """The release's conflict check run again against the other live releases, as gate findings
+    with the ids of the releases each involves; None if it cannot run."""
+    source = _source(release)
+    if source is None:
+        return None
+    lineage = load_lineage(release.storage_key, label=NEW_LABEL)
+    if lineage.rows is None and not lineage.aggregates and not lineage.dp:
+        return None  # nothing of its lineage is kept
+    if lineage.rows is not None and lineage.rows.size and int(lineage.rows.max()) >= len(source):
+        return None
+    try:
+        check = release_conflict_check(
+            dataset=release.dataset,
+            source=source,
+            plan=release.plan or {},
+            frame=lineage.frame if lineage.rows is not None else None,
+            rows=lineage.rows,
+            aggregates=lineage.aggregates,
+            dp=lineage.dp,
+            k=thresholds.k,
+            l=thresholds.l,
+            exclude_id=release.pk,
+        )
+    except CoreError as exc:
+        log.warning("conflict check of release %s could not run again: %s", release.pk, exc)
+        return None
+    ids = {(GATE_NEW_LABEL if label == NEW_LABEL else label): i for label, i in check.ids.items()}
+    ids[GATE_NEW_LABEL] = release.pk
+    findings = check.gate_findings()
+    return {
+        "findings": [f.to_dict() for f in findings],
+        "involved": [
+            sorted({ids[label] for label in f.facts.get("releases", []) if ids.get(label)})
+            or [release.pk]
+            for f in findings
+        ],
+        "notes": list(check.notes),
+    }
+
+
+def _recorded(release: Release, live: dict[int, Release]) -> list[tuple[dict[str, Any], set[int]]]:
+    """The conflict findings recorded when releases were written (this one's check and later
+    ones') that involve this release and only live releases, as gate findings."""
+    out = []
+    findings = (
+        ConflictFinding.objects.filter(involved=release)
+        .select_related("release")
+        .prefetch_related("involved")
+        .order_by("release__created_at", "position", "pk")
+    )
+    for f in findings:
+        involved = {r.pk: r for r in f.involved.all()}
+        if any(r.status == ReleaseStatus.REJECTED for r in involved.values()):
+            continue
+        labels = {
+            (GATE_NEW_LABEL if pk == release.pk else _label(r, release)): (
+                "new" if pk == release.pk else r.status
+            )
+            for pk, r in sorted(involved.items(), key=lambda item: item[1].version)
+            if pk == release.pk or pk in live
+        }
+        found_by = "this release" if f.release_id == release.pk else _label(f.release, release)
+        code = "conflict_incomplete" if f.type == "undecided" else f"{CONFLICT_PREFIX}{f.type}"
+        finding = Finding(
+            code=code,
+            severity=BLOCK,
+            message=f"{f.explanation} (found when {found_by} was written)"
+            + status_text(tuple(labels), labels),
+            columns=tuple(f.columns),
+            records=f.records,
+            facts={"releases": list(labels), "statuses": labels, "recorded": True},
+        )
+        out.append((finding.to_dict(), set(involved)))
+    return out
+
+
+def release_gate_now(*, release: Release) -> GateNow:
+    """The gate of ``release`` at this moment (see :class:`GateNow`). The check is kept in the
+    cache under the state it was computed on: an unchanged state is not checked twice, and any
+    change to the live releases (one written, approved or rejected), the tags or the policy's k
+    and l is a new state, checked afresh."""
+    thresholds = thresholds_for(team=release.team)
+    others = list(live_releases(dataset=release.dataset, exclude_id=release.pk))
+    version = _version(release, others, thresholds)
+    key = f"anonweb:gate-now:{version}"
+    rechecked = cache.get(key)
+    if rechecked is None:
+        rechecked = _recheck(release, thresholds)
+        if rechecked is not None:
+            cache.set(key, rechecked, RECHECK_SECONDS)
+    live = {o.pk: o for o in others}
+    conflicts: list[dict[str, Any]] = []
+    notes: list[str] = []
+    if rechecked is not None:
+        conflicts = list(rechecked["findings"])
+        notes += rechecked["notes"]
+        found = {
+            (f["code"], frozenset(ids))
+            for f, ids in zip(rechecked["findings"], rechecked["involved"], strict=True)
+        }
+    else:
+        found = set()
+        notes.append(
+            "The conflict check could not run again (the source was purged or this release's "
+            "lineage is gone): the conflicts are those found when each release was written."
+        )
+    # A combination recorded when a release was written and not found by the check of this
+    # release against all the others together (which does not count again what the others
+    # already disclose) still involves this release: it stays until a release in it is rejected.
+    for finding, ids in _recorded(release, live):
+        if (finding["code"], frozenset(ids)) not in found:
+            conflicts.append(finding)
+    kept = [f for f in release.findings if not str(f.get("code", "")).startswith(CONFLICT_PREFIX)]
+    return GateNow(
+        findings=tuple(kept + conflicts),
+        checked=tuple(
+            {"id": o.pk, "version": o.version, "label": _label(o, release), "status": o.status}
+            for o in others
+        ),
+        version=version,
+        rechecked=rechecked is not None,
+        conflict_k=thresholds.k,
+        conflict_l=thresholds.l,
+        at=timezone.now().isoformat(timespec="seconds"),
+        notes=tuple(notes),
     )

@@ -12,6 +12,7 @@ from django.utils import timezone
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
+from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 
 if TYPE_CHECKING:
@@ -21,16 +22,21 @@ if TYPE_CHECKING:
 
 
 def finding_summary(findings: list[dict]) -> list[dict]:
-    """Findings as the audit trail records them: code, severity, columns, record count."""
-    return [
-        {
+    """Findings as the audit trail records them: code, severity, columns, record count, and for
+    a conflict the releases it combines with their status (labels, never values)."""
+    out = []
+    for f in findings:
+        entry = {
             "code": f.get("code"),
             "severity": f.get("severity"),
             "columns": list(f.get("columns") or []),
             "records": f.get("records", 0),
         }
-        for f in findings
-    ]
+        statuses = (f.get("facts") or {}).get("statuses")
+        if str(f.get("code", "")).startswith("conflict_") and statuses:
+            entry["releases"] = dict(statuses)
+        out.append(entry)
+    return out
 
 
 class ReviewError(Exception):
@@ -71,38 +77,19 @@ class ReleaseBlocked(ReviewError):
 MIN_JUSTIFICATION = 20  # characters: a sentence, not "ok"
 
 
-def _label_status(release: Release, label: str) -> str | None:
-    """The review status now of the release a conflict finding names ("release 3", "v3")."""
-    digits = "".join(ch for ch in label if ch.isdigit())
-    if label == "this release" or not digits:
-        return release.status
-    other = Release.objects.filter(dataset=release.dataset, version=int(digits)).first()
-    return None if other is None else other.status
-
-
-def blocking_findings(*, release: Release) -> list[dict]:
-    """The release's blocking findings as they stand now: a conflict with a release that has
-    since been rejected is no longer live and no longer blocks."""
-    out = []
-    for f in release.blocking_findings:
-        statuses = (f.get("facts") or {}).get("statuses") or {}
-        if f.get("code", "").startswith("conflict_") and any(
-            _label_status(release, label) == ReleaseStatus.REJECTED for label in statuses
-        ):
-            continue
-        out.append(f)
-    return out
-
-
 def release_review(
     *, user: User, release: Release, decision: str, note: str = "", override: str = ""
 ) -> Release:
     """Approve or reject ``release`` (a data steward other than the requester).
 
-    A release with blocking findings is approved only with ``override``, a written
-    justification: it goes into the audit trail with the findings it overrode and stays on the
-    release page. Without one, :class:`ReleaseBlocked` carries the findings (the API answers
-    409 with them). ``warn`` findings need no override."""
+    The findings that decide an approval are the gate as it stands at the moment of the decision
+    (:func:`~anonweb.releases.gate.release_gate_now`): its conflicts are checked against every
+    other live release of the source, so whichever release of a conflicting pair is approved
+    second needs the override too. A release with blocking findings is approved only with
+    ``override``, a written justification: it goes into the audit trail with the findings it
+    overrode, as they were then, and stays on the release page. Without one,
+    :class:`ReleaseBlocked` carries the findings (the API answers 409 with them). ``warn``
+    findings need no override."""
     if decision not in ("approve", "reject"):
         raise ReviewError("Choose approve or reject.")
     require_role(user=user, team=release.team, role=Role.DATA_STEWARD)
@@ -110,12 +97,21 @@ def release_review(
         raise PermissionDenied(
             "A release is reviewed by a data steward other than the person who asked for it."
         )
+    if release.status != ReleaseStatus.PENDING:
+        raise ReviewError("This release has already been reviewed.")
     status = ReleaseStatus.APPROVED if decision == "approve" else ReleaseStatus.REJECTED
     override = (override or "").strip()
     details: dict = {"version": release.version, "dataset_id": release.dataset_id}
     fields: dict = {}
     if status == ReleaseStatus.APPROVED:
-        blocking = blocking_findings(release=release)
+        # Checked before the conditional update, outside its transaction (the check can take
+        # seconds). Whatever changes meanwhile only adds findings elsewhere: a release written
+        # now is checked against this one, another approved still conflicts, and one rejected
+        # only removes a conflict.
+        gate = release_gate_now(release=release)
+        blocking = gate.blocking
+        details["findings"] = finding_summary(list(gate.findings))
+        details["conflicts_checked"] = [o["id"] for o in gate.checked]
         if blocking and not override:
             raise ReleaseBlocked(blocking)
         if blocking:
@@ -128,6 +124,7 @@ def release_review(
             fields["override"] = {
                 "justification": override[:4000],
                 "findings": overridden,
+                "checked": [f"{o['label']} ({o['status']})" for o in gate.checked],
                 "by": user.get_username(),
                 "at": timezone.now().isoformat(timespec="seconds"),
             }

@@ -25,7 +25,9 @@ from django.utils import timezone
 from anonweb.audit.models import AuditEvent
 from anonweb.core.release.publish import scrub_report
 from anonweb.releases.conflicts import FINDINGS_FILE
+from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
+from anonweb.releases.selectors import conflicts_for
 from anonweb.releases.services import release_record_signoff
 from anonweb.releases.storage import (
     LINEAGE_FILE,
@@ -49,7 +51,9 @@ FILE_ROLES = {
     f"{PRIVATE_DIR}/aggregates.npz": "the figures it published over groups of source records "
     "(conflict checks)",
     f"{PRIVATE_DIR}/{LINEAGE_FILE}": "what kind of output it is (conflict checks)",
-    f"{PRIVATE_DIR}/{FINDINGS_FILE}": "the conflict findings with their records",
+    f"{PRIVATE_DIR}/{FINDINGS_FILE}": "the conflict findings its own check made when it was "
+    "written, with their records (those found later are listed under Release gate and "
+    "Conflicts)",
     f"{PRIVATE_DIR}/{UTILITY_FILE}": "its utility measured against the source",
 }
 
@@ -152,6 +156,9 @@ def signoff_html(*, release: Release, user, files: list[FileHash] | None = None)
         "xlsx_max_rows": XLSX_MAX_ROWS,
         "plan_json": json.dumps(release.plan or {}, indent=2, ensure_ascii=False),
         "events": events,
+        # The gate as it stands now: conflicts with every other live release, later ones too.
+        "gate": release_gate_now(release=release),
+        "conflicts": conflicts_for(release=release, user=user),
         "generated_at": timezone.now(),
         "generated_by": user.get_username(),
     }

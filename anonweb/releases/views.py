@@ -13,7 +13,7 @@ from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.release.policy import PolicyThresholds
-from anonweb.releases.gate import release_policy_update, thresholds_for
+from anonweb.releases.gate import release_gate_now, release_policy_update, thresholds_for
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for,
@@ -72,6 +72,9 @@ def release_detail(request, release_id: int):
         charts = risk_charts_cached(risk_after)
 
     conflicts = conflicts_for(release=release, user=request.user) if staff else []
+    # The findings as they stand now, conflicts with later releases included: what an approval
+    # would be decided on.
+    gate = release_gate_now(release=release) if staff else None
     intruder = report.get("intruder")
     if intruder:
         chart = intruder_chart(intruder)
@@ -97,6 +100,7 @@ def release_detail(request, release_id: int):
             "staff": staff,
             "can_review": can_review,
             "charts": charts,
+            "gate": gate,
             "conflicts": conflicts,
             "conflicts_live": [c for c in conflicts if c["live"]],
             "checked": release.conflicts_checked if staff else None,

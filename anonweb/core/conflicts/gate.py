@@ -25,7 +25,7 @@ STATUS_WORDS = {
 _FACTS = ("k", "k_joined", "l", "l_joined", "l_combined", "link", "link_columns")
 
 
-def _status_text(labels: tuple[str, ...], statuses: Mapping[str, str]) -> str:
+def status_text(labels: tuple[str, ...], statuses: Mapping[str, str]) -> str:
     parts = []
     for label in labels:
         status = statuses.get(label)
@@ -65,7 +65,7 @@ def conflict_findings(
             Finding(
                 code=f"conflict_{f.type}",
                 severity=BLOCK,
-                message=_message(f) + _status_text(f.releases, statuses),
+                message=_message(f) + status_text(f.releases, statuses),
                 columns=f.columns,
                 records=len(f.records),
                 facts=facts,

@@ -1,0 +1,169 @@
+"""The release gate at the moment of the decision (issue 19, item 1).
+
+Release 1 generalizes age, release 2 keeps sex and region; both keep the glucose reading, unique
+per patient, so they can be joined row by row. Release 2 is written second and is blocked with
+``conflict_linkage``; a steward approves it over the finding. Release 1, written first with
+nothing to conflict with, must now be refused without a justification: its page, the API, the
+review and the sign-off report all give the conflict with release 2 as it stands."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from anonweb.audit.models import AuditEvent
+from anonweb.releases.gate import release_gate_now
+from anonweb.releases.services import ReleaseBlocked, release_approve, release_reject
+from tests.web.test_api_releases import api
+from tests.web.test_conflict_findings import _release, stroke, stroke_plans  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+JUSTIFICATION = "The recipient holds only this release under contract; reviewed with legal."
+
+
+@pytest.fixture
+def pair(officer, stroke):  # noqa: F811
+    by_age, by_sex = stroke_plans(["glucose"])
+    first = _release(officer, stroke, by_age, "by age")
+    second = _release(officer, stroke, by_sex, "by sex and region")
+    return first, second
+
+
+def codes(findings) -> set[str]:
+    """The conflict codes among ``findings`` (release 2 alone is also below k on sex and
+    region, which is not what these tests are about)."""
+    return {f["code"] for f in findings if f["code"].startswith("conflict_")}
+
+
+def test_the_earlier_release_is_written_without_a_finding_and_the_later_with_the_conflict(pair):
+    first, second = pair
+    assert first.findings == []  # written alone: nothing to conflict with
+    assert codes(second.blocking_findings) == {"conflict_linkage"}
+
+
+def test_approving_the_earlier_release_after_the_later_needs_the_override(pair, steward):
+    first, second = pair
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    with pytest.raises(ReleaseBlocked) as refused:
+        release_approve(user=steward, release=first, note="looks fine")
+    found = refused.value.findings
+    assert codes(found) == {"conflict_linkage"}
+    assert all(f["facts"]["statuses"]["release 2"] == "approved" for f in found)
+    assert sum(f["records"] for f in found) > 0
+    first.refresh_from_db()
+    assert first.status == "pending"
+    approved = release_approve(user=steward, release=first, override=JUSTIFICATION)
+    assert approved.status == "approved"
+    assert codes(approved.override["findings"]) == {"conflict_linkage"}
+    # The audit trail records the findings as they were at the decision, naming release 2.
+    event = AuditEvent.objects.get(action="release.approved", target_id=str(first.pk))
+    details = json.loads(event.details_text)
+    assert codes(details["overridden"]) == {"conflict_linkage"}
+    assert all(f["releases"]["release 2"] == "approved" for f in details["overridden"])
+    assert details["conflicts_checked"] == [second.pk]
+
+
+def test_both_pending_block_each_other(pair, steward):
+    first, second = pair
+    for release in (first, second):
+        with pytest.raises(ReleaseBlocked) as refused:
+            release_approve(user=steward, release=release)
+        assert codes(refused.value.findings) == {"conflict_linkage"}
+
+
+def test_a_conflict_with_a_release_rejected_since_no_longer_blocks(pair, steward):
+    first, second = pair
+    release_reject(user=steward, release=second, note="not this one")
+    gate = release_gate_now(release=first)
+    assert gate.findings == () and gate.checked == ()
+    assert release_approve(user=steward, release=first).status == "approved"
+
+
+def test_the_later_release_no_longer_blocks_once_the_earlier_is_rejected(pair, steward):
+    first, second = pair
+    assert codes(release_gate_now(release=second).blocking) == {"conflict_linkage"}
+    release_reject(user=steward, release=first, note="superseded")
+    assert codes(release_gate_now(release=second).blocking) == set()
+    assert {f["code"] for f in second.blocking_findings} > {"conflict_linkage"}
+    approved = release_approve(user=steward, release=second, override=JUSTIFICATION)
+    assert codes(approved.override["findings"]) == set()
+
+
+def test_the_page_never_says_no_finding_above_the_conflicts(client, pair, steward):
+    first, second = pair
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
+    assert 'data-testid="conflicts"' in page
+    assert 'data-testid="no-findings"' not in page
+    assert 'data-code="conflict_linkage"' in page
+    assert 'data-testid="override-input"' in page
+    assert "release 2: approved" in page
+    # Approving from the page without a justification is refused.
+    url = reverse("releases:review", args=[first.pk])
+    answer = client.post(url, {"decision": "approve", "note": "ok"}, follow=True).content.decode()
+    assert "blocking finding" in answer
+    first.refresh_from_db()
+    assert first.status == "pending"
+
+
+def test_the_api_and_the_page_agree(client, pair, steward):
+    first, second = pair
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    as_steward = api(steward)
+    detail = as_steward.get(f"/api/v1/releases/{first.pk}/").json()
+    assert codes(detail["findings"]) == {"conflict_linkage"}
+    refused = as_steward.post(
+        f"/api/v1/releases/{first.pk}/review/", {"decision": "approve"}, format="json"
+    )
+    assert refused.status_code == 409
+    assert refused.json()["findings"] == detail["findings"]
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
+    for f in detail["findings"]:
+        assert f'data-code="{f["code"]}"' in page
+
+
+def test_the_signoff_report_lists_the_conflict_current_when_it_is_generated(client, pair, steward):
+    first, second = pair
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    release_approve(user=steward, release=first, override=JUSTIFICATION)
+    client.force_login(steward)
+    html = client.get(reverse("releases:signoff", args=[first.pk])).content.decode()
+    assert 'data-testid="no-findings"' not in html
+    assert 'data-code="conflict_linkage"' in html
+    assert 'data-testid="signoff-conflict"' in html and "release 2" in html
+
+
+def test_an_unchanged_state_is_checked_once_and_a_change_is_checked_again(
+    monkeypatch, pair, steward
+):
+    import anonweb.releases.gate as gate_module
+
+    first, second = pair
+    runs = []
+    real = gate_module.release_conflict_check
+
+    def counted(**kwargs):
+        runs.append(kwargs["exclude_id"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(gate_module, "release_conflict_check", counted)
+    one = release_gate_now(release=first)
+    again = release_gate_now(release=first)
+    assert runs == [first.pk] and one.version == again.version
+    assert codes(again.findings) == {"conflict_linkage"}
+    # Another release's state changes: the next look is a new state, checked afresh.
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    assert runs == [first.pk, second.pk]  # the approval of release 2 checked it
+    after = release_gate_now(release=first)
+    assert runs == [first.pk, second.pk, first.pk] and after.version != one.version
+    conflicts = [f for f in after.findings if f["code"].startswith("conflict_")]
+    assert {f["facts"]["statuses"]["release 2"] for f in conflicts} == {"approved"}
+    # Its own approval does not change what release 1 conflicts with: no new check.
+    release_gate_now(release=second)
+    assert runs.count(second.pk) == 1
+    release_reject(user=steward, release=first, note="no")
+    assert codes(release_gate_now(release=second).findings) == set()
+    assert runs.count(second.pk) == 2
