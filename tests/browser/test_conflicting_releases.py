@@ -11,7 +11,17 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from anonweb.accounts.models import Role
 from tests.browser.conftest import login
 from tests.web.factories import TeamFactory, member
-from tests.web.test_conflict_findings import BMI, HEIGHT, NAMES, bmi_plans
+from tests.web.test_conflict_findings import (
+    BMI,
+    HEIGHT,
+    NAMES,
+    STROKE_TAGS,
+    _release,
+    _upload,
+    bmi_plans,
+    stroke_plans,
+    stroke_table,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -92,3 +102,70 @@ def test_the_second_bmi_release_is_flagged_on_its_review_page(
     # The earlier release's page shows the same finding, with the live status of both.
     steward.goto(first_url)
     assert steward.locator("[data-testid=conflict-finding][data-type=exact_inference]").count() == 1
+
+
+JUSTIFICATION = "The two recipients are bound by contract never to exchange their extracts."
+
+
+def test_the_earlier_of_two_conflicting_releases_needs_the_override_once_the_later_is_approved(
+    new_context, live_server, tmp_path
+):
+    """Issue 19: release 1 (age generalized) and release 2 (sex and region) both keep a glucose
+    reading unique per patient. Release 2, written second, is blocked by the linkage and
+    approved over it; release 1, written with nothing to conflict with, is then refused without
+    a justification, and its sign-off report lists the conflict."""
+    from anonweb.releases.models import Release
+
+    team = TeamFactory(name="Stroke unit")
+    officer_user = member(team, Role.PRIVACY_OFFICER, username="olivia")
+    member(team, Role.DATA_STEWARD, username="sam")
+    dataset = _upload(officer_user, team, stroke_table(), "stroke", STROKE_TAGS)
+    by_age, by_sex = stroke_plans(["glucose"])
+    first = _release(officer_user, dataset, by_age, "by age")
+    second = _release(officer_user, dataset, by_sex, "by sex and region")
+    assert first.findings == []  # nothing to conflict with when it was written
+    url = live_server.url
+
+    steward = new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
+    page = steward.new_page()
+    login(page, url, "sam")
+    page.goto(f"{url}/releases/{second.pk}/")
+    assert page.locator("[data-testid=finding][data-code=conflict_linkage]").count() > 0
+    page.fill("#override", JUSTIFICATION)
+    page.click("button[value=approve]")
+    page.wait_for_selector("[data-testid=release-status]:has-text('Approved')")
+
+    page.goto(f"{url}/releases/{first.pk}/")
+    gate = page.locator("[data-testid=findings]")
+    assert page.locator("[data-testid=no-findings]").count() == 0
+    linkage = gate.locator("[data-testid=finding][data-code=conflict_linkage]")
+    assert linkage.count() > 0 and "block" in linkage.first.inner_text()
+    assert "release 2: approved" in gate.inner_text()
+    assert page.locator("[data-testid=conflicts]").is_visible()
+    # Approve with a plain note: refused, the release stays pending.
+    page.fill("#note", "Looks fine.")
+    page.click("button[value=approve]")
+    page.wait_for_load_state()
+    assert "blocking finding" in page.locator("main").inner_text()
+    assert page.locator("[data-testid=release-status]").inner_text() == "Awaiting approval"
+    assert Release.objects.get(pk=first.pk).status == "pending"
+    # With a justification it goes through, over the findings as they stand now.
+    page.fill("#override", JUSTIFICATION)
+    page.click("button[value=approve]")
+    page.wait_for_selector("[data-testid=release-status]:has-text('Approved')")
+    override = page.locator("[data-testid=override]").inner_text()
+    assert "conflict_linkage" in override and JUSTIFICATION in override
+
+    with page.expect_download() as info:
+        page.click("[data-testid=signoff]")
+    saved = tmp_path / info.value.suggested_filename
+    info.value.save_as(saved)
+    report = steward.new_page()
+    report.goto(saved.as_uri())
+    assert report.locator("[data-testid=no-findings]").count() == 0
+    assert report.locator("[data-testid=finding][data-code=conflict_linkage]").count() > 0
+    conflict = report.locator("[data-testid=signoff-conflict][data-type=linkage]")
+    assert conflict.count() > 0
+    assert "release 2 (approved)" in conflict.first.inner_text()
+    approved = report.locator("[data-testid=event]:has(code:text-is('release.approved'))")
+    assert "conflict_linkage" in approved.last.inner_text()

@@ -159,11 +159,10 @@ def test_rejected_releases_are_not_checked_and_findings_show_their_live_status(
     assert not third.conflict_findings.exists()
 
 
-@pytest.fixture
-def stroke(officer, team):
+def stroke_table(n: int = 200) -> pd.DataFrame:
+    """Patients with a glucose reading unique to each (a column that joins two releases)."""
     rng = np.random.default_rng(8)
-    n = 200
-    df = pd.DataFrame(
+    return pd.DataFrame(
         {
             "pid": [f"P{i:05d}" for i in rng.permutation(n)],
             "age": rng.integers(20, 80, n),
@@ -173,20 +172,21 @@ def stroke(officer, team):
             "stroke": rng.choice(["yes", "no"], n, p=[0.3, 0.7]),
         }
     )
-    return _upload(
-        officer,
-        team,
-        df,
-        "stroke",
-        {
-            "pid": "identifier",
-            "age": "quasi_identifier",
-            "sex": "quasi_identifier",
-            "region": "quasi_identifier",
-            "glucose": "other",
-            "stroke": "sensitive",
-        },
-    )
+
+
+STROKE_TAGS = {
+    "pid": "identifier",
+    "age": "quasi_identifier",
+    "sex": "quasi_identifier",
+    "region": "quasi_identifier",
+    "glucose": "other",
+    "stroke": "sensitive",
+}
+
+
+@pytest.fixture
+def stroke(officer, team):
+    return _upload(officer, team, stroke_table(), "stroke", STROKE_TAGS)
 
 
 def stroke_plans(keep: list[str], tokenize: bool = False):

@@ -36,14 +36,10 @@ def codes(findings) -> set[str]:
     return {f["code"] for f in findings if f["code"].startswith("conflict_")}
 
 
-def test_the_earlier_release_is_written_without_a_finding_and_the_later_with_the_conflict(pair):
-    first, second = pair
-    assert first.findings == []  # written alone: nothing to conflict with
-    assert codes(second.blocking_findings) == {"conflict_linkage"}
-
-
 def test_approving_the_earlier_release_after_the_later_needs_the_override(pair, steward):
     first, second = pair
+    assert first.findings == []  # written alone: nothing to conflict with then
+    assert codes(second.blocking_findings) == {"conflict_linkage"}
     release_approve(user=steward, release=second, override=JUSTIFICATION)
     with pytest.raises(ReleaseBlocked) as refused:
         release_approve(user=steward, release=first, note="looks fine")
