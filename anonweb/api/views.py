@@ -526,7 +526,17 @@ class ReleaseCollection(PagedView):
 
 
 class ReleaseDetail(ApiView):
-    @doc(roles=EVERYONE, responses={200: OpenApiTypes.OBJECT}, summary="A release and its report")
+    @doc(
+        roles=EVERYONE,
+        responses={200: OpenApiTypes.OBJECT},
+        summary="A release and its report",
+        description=(
+            "For the team's officers and stewards, `findings` is the release gate as it stands "
+            "now, as on the release page and in the review: the findings recorded when it was "
+            "written, its conflicts checked again against every other live release of the "
+            "source (`gate.checked`). The list of releases gives the findings as recorded."
+        ),
+    )
     def get(self, request, release_id: int):
         release = release_get_for_user(user=request.user, release_id=release_id)
         (out,) = releases_json([release], user=request.user)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anonweb.core.release.compare import Comparison, Row, compare_releases
+from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import release_pair_for_user
 
@@ -76,8 +77,9 @@ def release_comparison(*, user, a_id: int, b_id: int) -> ReleaseComparison:
         plan_b=b.plan or {},
         report_a=report(a),
         report_b=report(b),
-        findings_a=a.findings if staff else None,
-        findings_b=b.findings if staff else None,
+        # The gates as they stand now, as each release's page shows them.
+        findings_a=list(release_gate_now(release=a).findings) if staff else None,
+        findings_b=list(release_gate_now(release=b).findings) if staff else None,
         utility_a=utility_a,
         utility_b=utility_b,
     )

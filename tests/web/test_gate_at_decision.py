@@ -163,3 +163,13 @@ def test_an_unchanged_state_is_checked_once_and_a_change_is_checked_again(
     release_reject(user=steward, release=first, note="no")
     assert codes(release_gate_now(release=second).findings) == set()
     assert runs.count(second.pk) == 2
+
+
+def test_the_comparison_gives_each_side_its_gate_as_it_stands(pair, steward):
+    first, second = pair
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    body = api(steward).get(f"/api/v1/releases/compare/?a={first.pk}&b={second.pk}").json()
+    rows = {r["label"]: r for r in body["findings"]}
+    linkage = [label for label in rows if label.startswith("conflict_linkage")]
+    assert linkage and all(rows[label]["a"].startswith("block") for label in linkage)
+    assert rows["Blocking findings"]["a"] == len(release_gate_now(release=first).blocking)
