@@ -184,17 +184,21 @@ def _source(release: Release) -> pd.DataFrame | None:
     return None
 
 
-def _recheck(release: Release, thresholds: PolicyThresholds) -> dict[str, Any] | None:
+class NotRechecked(Exception):
+    """Why a release's conflict check cannot run again (a sentence for the steward)."""
+
+
+def _recheck(release: Release, thresholds: PolicyThresholds) -> dict[str, Any]:
     """The release's conflict check run again against the other live releases, as gate findings
-    with the ids of the releases each involves; None if it cannot run."""
+    with the ids of the releases each involves. Raises :class:`NotRechecked` if it cannot."""
     source = _source(release)
     if source is None:
-        return None
+        raise NotRechecked("the source's raw data was purged")
     lineage = load_lineage(release.storage_key, label=NEW_LABEL)
     if lineage.rows is None and not lineage.aggregates and not lineage.dp:
-        return None  # nothing of its lineage is kept
+        raise NotRechecked("this release's lineage is not kept")
     if lineage.rows is not None and lineage.rows.size and int(lineage.rows.max()) >= len(source):
-        return None
+        raise NotRechecked("this release was made from another upload of the data")
     try:
         check = release_conflict_check(
             dataset=release.dataset,
@@ -210,7 +214,7 @@ def _recheck(release: Release, thresholds: PolicyThresholds) -> dict[str, Any] |
         )
     except CoreError as exc:
         log.warning("conflict check of release %s could not run again: %s", release.pk, exc)
-        return None
+        raise NotRechecked(str(exc)) from exc
     ids = {(GATE_NEW_LABEL if label == NEW_LABEL else label): i for label, i in check.ids.items()}
     ids[GATE_NEW_LABEL] = release.pk
     findings = check.gate_findings()
@@ -271,13 +275,20 @@ def release_gate_now(*, release: Release) -> GateNow:
     version = _version(release, others, thresholds)
     key = f"anonweb:gate-now:{version}"
     rechecked = cache.get(key)
+    notes: list[str] = []
     if rechecked is None:
-        rechecked = _recheck(release, thresholds)
-        if rechecked is not None:
+        try:
+            rechecked = _recheck(release, thresholds)
+        except NotRechecked as why:
+            notes.append(
+                f"The conflict check could not run again ({why}): the conflicts are those "
+                "found when each release was written."
+            )
+        else:
             cache.set(key, rechecked, RECHECK_SECONDS)
     live = {o.pk: o for o in others}
     conflicts: list[dict[str, Any]] = []
-    notes: list[str] = []
+    found: set[tuple[str, frozenset[int]]] = set()
     if rechecked is not None:
         conflicts = list(rechecked["findings"])
         notes += rechecked["notes"]
@@ -285,12 +296,6 @@ def release_gate_now(*, release: Release) -> GateNow:
             (f["code"], frozenset(ids))
             for f, ids in zip(rechecked["findings"], rechecked["involved"], strict=True)
         }
-    else:
-        found = set()
-        notes.append(
-            "The conflict check could not run again (the source was purged or this release's "
-            "lineage is gone): the conflicts are those found when each release was written."
-        )
     # A combination recorded when a release was written and not found by the check of this
     # release against all the others together (which does not count again what the others
     # already disclose) still involves this release: it stays until a release in it is rejected.

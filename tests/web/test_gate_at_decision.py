@@ -173,3 +173,23 @@ def test_the_comparison_gives_each_side_its_gate_as_it_stands(pair, steward):
     linkage = [label for label in rows if label.startswith("conflict_linkage")]
     assert linkage and all(rows[label]["a"].startswith("block") for label in linkage)
     assert rows["Blocking findings"]["a"] == len(release_gate_now(release=first).blocking)
+
+
+def test_once_the_source_is_purged_the_recorded_conflicts_still_decide(
+    pair, officer, steward, django_capture_on_commit_callbacks
+):
+    from anonweb.jobs.retention import dataset_purge
+
+    first, second = pair
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=first.dataset, reason="study closed")
+    first.refresh_from_db()
+    gate = release_gate_now(release=first)
+    assert not gate.rechecked and "purged" in " ".join(gate.notes)
+    # the conflicts release 2's check recorded with release 1, release 2 still live
+    assert codes(gate.blocking) == {"conflict_linkage"}
+    assert all(f["facts"]["recorded"] for f in gate.conflicts)
+    assert all("release 2: approved" in f["message"] for f in gate.conflicts)
+    with pytest.raises(ReleaseBlocked):
+        release_approve(user=steward, release=first)
