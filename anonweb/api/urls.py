@@ -35,6 +35,7 @@ v1 = [
     route("releases/", views.ReleaseCollection, "releases"),
     route("releases/compare/", views.ReleaseCompare, "release-compare"),
     route("releases/<int:release_id>/", views.ReleaseDetail, "release"),
+    route("releases/<int:release_id>/gate/", views.ReleaseGate, "release-gate"),
     route("releases/<int:release_id>/review/", views.ReleaseReview, "release-review"),
     route("releases/<int:release_id>/download/", views.ReleaseDownload, "release-download"),
     route("releases/<int:release_id>/utility/", views.ReleaseUtility, "release-utility"),

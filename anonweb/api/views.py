@@ -51,10 +51,10 @@ from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for_releases,
+    release_gate_for_user,
     release_get_downloadable,
     release_get_for_signoff,
     release_get_for_user,
-    release_is_staff,
     release_staff_team_ids,
     releases_for_user,
 )
@@ -531,21 +531,33 @@ class ReleaseDetail(ApiView):
         responses={200: OpenApiTypes.OBJECT},
         summary="A release and its report",
         description=(
-            "For the team's officers and stewards, `findings` is the release gate as it stands "
-            "now, as on the release page and in the review: the findings recorded when it was "
-            "written, its conflicts checked again against every other live release of the "
-            "source (`gate.checked`). The list of releases gives the findings as recorded."
+            "As the list gives it: `findings` are the release gate's as recorded when the "
+            "release was written; `gate/` gives them as they stand now."
         ),
     )
     def get(self, request, release_id: int):
         release = release_get_for_user(user=request.user, release_id=release_id)
         (out,) = releases_json([release], user=request.user)
-        if release_is_staff(user=request.user, release=release):
-            # As on the release page: the findings now, conflicts with later releases included.
-            gate = release_gate_now(release=release)
-            out["findings"] = list(gate.findings)
-            out["gate"] = {k: v for k, v in gate.to_dict().items() if k != "findings"}
         return Response(out)
+
+
+class ReleaseGate(ApiView):
+    @doc(
+        roles=STAFF,
+        responses={200: OpenApiTypes.OBJECT},
+        summary="The release gate as it stands now: what an approval is decided on",
+        description=(
+            "The findings recorded when the release was written, with its conflicts checked "
+            "again against every other live release of the source (approved or awaiting "
+            "review, earlier and later: `checked`), as on the release page, in the review and "
+            "in the sign-off report. `version` names the state checked; `rechecked` is false "
+            "when the check could not run again (`notes` says why) and the conflicts recorded "
+            "when the releases were written decide."
+        ),
+    )
+    def get(self, request, release_id: int):
+        release, gate = release_gate_for_user(user=request.user, release_id=release_id)
+        return Response({"release": release.pk, **gate.to_dict()})
 
 
 class ReleaseCompare(ApiView):

@@ -10,6 +10,7 @@ from anonweb.accounts.models import Membership, Role
 from anonweb.core.errors import CoreError
 from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.releases.conflicts import FINDINGS_FILE
+from anonweb.releases.gate import GateNow, release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 from anonweb.releases.storage import read_private_json
 
@@ -83,6 +84,20 @@ def release_get_for_signoff(*, user: User, release_id: int) -> Release:
             "of the team only."
         )
     return release
+
+
+def release_gate_for_user(*, user: User, release_id: int) -> tuple[Release, GateNow]:
+    """A release and its gate as it stands now, for its team's officers and stewards (analysts:
+    403 for a release they can see, 404 otherwise; other teams 404)."""
+    from django.core.exceptions import PermissionDenied
+
+    release = release_get_for_user(user=user, release_id=release_id)
+    if not release_is_staff(user=user, release=release):
+        raise PermissionDenied(
+            "The release gate's findings are internal: privacy officers and data stewards of "
+            "the team only."
+        )
+    return release, release_gate_now(release=release)
 
 
 TYPE_LABELS = {

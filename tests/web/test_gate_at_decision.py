@@ -95,7 +95,7 @@ def test_the_page_never_says_no_finding_above_the_conflicts(client, pair, stewar
     assert 'data-testid="no-findings"' not in page
     assert 'data-code="conflict_linkage"' in page
     assert 'data-testid="override-input"' in page
-    assert "release 2: approved" in page
+    assert "[release 2: approved]" in page and "this release: this release" not in page
     # Approving from the page without a justification is refused.
     url = reverse("releases:review", args=[first.pk])
     answer = client.post(url, {"decision": "approve", "note": "ok"}, follow=True).content.decode()
@@ -104,21 +104,25 @@ def test_the_page_never_says_no_finding_above_the_conflicts(client, pair, stewar
     assert first.status == "pending"
 
 
-def test_the_api_and_the_page_agree(client, pair, steward):
+def test_the_api_and_the_page_agree(client, pair, steward, analyst):
     first, second = pair
     release_approve(user=steward, release=second, override=JUSTIFICATION)
     as_steward = api(steward)
-    detail = as_steward.get(f"/api/v1/releases/{first.pk}/").json()
-    assert codes(detail["findings"]) == {"conflict_linkage"}
+    gate = as_steward.get(f"/api/v1/releases/{first.pk}/gate/").json()
+    assert codes(gate["findings"]) == {"conflict_linkage"} and gate["rechecked"]
+    assert [(o["id"], o["status"]) for o in gate["checked"]] == [(second.pk, "approved")]
     refused = as_steward.post(
         f"/api/v1/releases/{first.pk}/review/", {"decision": "approve"}, format="json"
     )
     assert refused.status_code == 409
-    assert refused.json()["findings"] == detail["findings"]
+    assert refused.json()["findings"] == [f for f in gate["findings"] if f["severity"] == "block"]
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
-    for f in detail["findings"]:
+    for f in gate["findings"]:
         assert f'data-code="{f["code"]}"' in page
+    # The gate is internal: an analyst may see the approved release 2, not its gate.
+    assert api(analyst).get(f"/api/v1/releases/{second.pk}/gate/").status_code == 403
+    assert api(analyst).get(f"/api/v1/releases/{first.pk}/gate/").status_code == 404
 
 
 def test_the_signoff_report_lists_the_conflict_current_when_it_is_generated(client, pair, steward):

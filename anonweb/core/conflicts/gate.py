@@ -29,7 +29,7 @@ def status_text(labels: tuple[str, ...], statuses: Mapping[str, str]) -> str:
     parts = []
     for label in labels:
         status = statuses.get(label)
-        if status:
+        if status and status != "new":  # the release under review names itself already
             parts.append(f"{label}: {STATUS_WORDS.get(status, status)}")
     return f" [{'; '.join(parts)}]" if parts else ""
 
