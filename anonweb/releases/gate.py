@@ -235,8 +235,8 @@ def _recorded(release: Release, live: dict[int, Release]) -> list[tuple[dict[str
     out = []
     findings = (
         ConflictFinding.objects.filter(involved=release)
-        .select_related("release")
-        .prefetch_related("involved")
+        .select_related("release__dataset")
+        .prefetch_related("involved__dataset")
         .order_by("release__created_at", "position", "pk")
     )
     for f in findings:

@@ -134,6 +134,8 @@ def test_the_signoff_report_lists_the_conflict_current_when_it_is_generated(clie
     assert 'data-testid="no-findings"' not in html
     assert 'data-code="conflict_linkage"' in html
     assert 'data-testid="signoff-conflict"' in html and "release 2" in html
+    # the override states what the conflicts were checked against at the decision
+    assert "its conflicts checked then against release 2 (approved)" in html
 
 
 def test_an_unchanged_state_is_checked_once_and_a_change_is_checked_again(
