@@ -15,7 +15,13 @@ from anonweb.audit.models import AuditEvent
 from anonweb.releases.gate import release_gate_now
 from anonweb.releases.services import ReleaseBlocked, release_approve, release_reject
 from tests.web.test_api_releases import api
-from tests.web.test_conflict_findings import _release, stroke, stroke_plans  # noqa: F401
+from tests.web.test_conflict_findings import (  # noqa: F401  (fixtures)
+    _release,
+    bmi,
+    bmi_plans,
+    stroke,
+    stroke_plans,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -199,3 +205,31 @@ def test_once_the_source_is_purged_the_recorded_conflicts_still_decide(
     assert all("release 2: approved" in f["message"] for f in gate.conflicts)
     with pytest.raises(ReleaseBlocked):
         release_approve(user=steward, release=first)
+
+
+def test_three_microaggregations_conflicts_follow_the_live_releases(officer, steward, bmi):  # noqa: F811
+    """Seed 000's two BMI schemes, the second released twice. Release 3 adds nothing when it is
+    written (releases 1 and 2 already give Doug Fulton's BMI away), and release 2's check of
+    itself against 1 and 3 finds nothing new either; the conflict recorded between 1 and 2
+    still holds it. Once release 2 is rejected, 1 and 3 give the BMI away together, a conflict
+    no check made when a release was written could have found."""
+    first_plan, second_plan = bmi_plans()
+    first = _release(officer, bmi, first_plan)
+    second = _release(officer, bmi, second_plan)
+    third = _release(officer, bmi, second_plan)
+    assert not third.conflict_findings.exists()
+
+    def pairs(release):
+        return [
+            (f["code"], sorted(f["facts"]["releases"]), bool(f["facts"].get("recorded")))
+            for f in release_gate_now(release=release).conflicts
+        ]
+
+    assert pairs(first) == [("conflict_exact_inference", ["release 2", "this release"], False)]
+    assert pairs(second) == [("conflict_exact_inference", ["release 1", "this release"], True)]
+    assert pairs(third) == []
+    release_reject(user=steward, release=second, note="discloses a record")
+    assert pairs(first) == [("conflict_exact_inference", ["release 3", "this release"], False)]
+    assert pairs(third) == [("conflict_exact_inference", ["release 1", "this release"], False)]
+    with pytest.raises(ReleaseBlocked):
+        release_approve(user=steward, release=third)
