@@ -85,6 +85,13 @@ class ReviewRequest(serializers.Serializer):
         default="",
         help_text="justification for approving despite blocking findings",
     )
+    gate_version = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="the `version` of the gate/ answer the justification was written for: an "
+        "override for findings that have changed since is refused (409)",
+    )
 
 
 class BudgetRequest(serializers.Serializer):

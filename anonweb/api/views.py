@@ -604,6 +604,7 @@ class ReleaseReview(ApiView):
                 decision=fields["decision"],
                 note=fields["note"],
                 override=fields["override"],
+                seen=fields["gate_version"],
             )
         except ReleaseBlocked as exc:
             return Response(

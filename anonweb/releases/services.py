@@ -74,11 +74,30 @@ class ReleaseBlocked(ReviewError):
         )
 
 
+class FindingsChanged(ReleaseBlocked):
+    """An override was written for findings that have changed since: the other releases of the
+    source changed state (or the tags, or the policy's k and l) after the steward read them."""
+
+    def __init__(self, findings: list[dict]):
+        super().__init__(findings)
+        self.args = (
+            "The other releases of this source changed since you read the findings; the "
+            f"release now has {len(findings)} blocking finding(s). Read them again before "
+            "overriding them.",
+        )
+
+
 MIN_JUSTIFICATION = 20  # characters: a sentence, not "ok"
 
 
 def release_review(
-    *, user: User, release: Release, decision: str, note: str = "", override: str = ""
+    *,
+    user: User,
+    release: Release,
+    decision: str,
+    note: str = "",
+    override: str = "",
+    seen: str = "",
 ) -> Release:
     """Approve or reject ``release`` (a data steward other than the requester).
 
@@ -89,7 +108,9 @@ def release_review(
     ``override``, a written justification: it goes into the audit trail with the findings it
     overrode, as they were then, and stays on the release page. Without one,
     :class:`ReleaseBlocked` carries the findings (the API answers 409 with them). ``warn``
-    findings need no override."""
+    findings need no override. ``seen`` is the gate's ``version`` the steward read: an override
+    given for another state (a release written, approved or rejected since) is refused, so no
+    one overrides findings they have not seen."""
     if decision not in ("approve", "reject"):
         raise ReviewError("Choose approve or reject.")
     require_role(user=user, team=release.team, role=Role.DATA_STEWARD)
@@ -120,6 +141,8 @@ def release_review(
                     f"Write the justification for overriding the blocking findings in at least "
                     f"{MIN_JUSTIFICATION} characters."
                 )
+            if seen and seen != gate.version:
+                raise FindingsChanged(blocking)
             overridden = finding_summary(blocking)
             fields["override"] = {
                 "justification": override[:4000],
@@ -150,9 +173,11 @@ def release_review(
     return release
 
 
-def release_approve(*, user: User, release: Release, note: str = "", override: str = "") -> Release:
+def release_approve(
+    *, user: User, release: Release, note: str = "", override: str = "", seen: str = ""
+) -> Release:
     return release_review(
-        user=user, release=release, decision="approve", note=note, override=override
+        user=user, release=release, decision="approve", note=note, override=override, seen=seen
     )
 
 

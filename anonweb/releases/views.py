@@ -147,6 +147,7 @@ def release_review(request, release_id: int):
             decision=decision,
             note=request.POST.get("note", ""),
             override=request.POST.get("override", ""),
+            seen=request.POST.get("gate_version", ""),
         )
     except PermissionDenied as exc:
         messages.error(request, str(exc))

@@ -233,3 +233,44 @@ def test_three_microaggregations_conflicts_follow_the_live_releases(officer, ste
     assert pairs(third) == [("conflict_exact_inference", ["release 1", "this release"], False)]
     with pytest.raises(ReleaseBlocked):
         release_approve(user=steward, release=third)
+
+
+def test_an_override_written_for_findings_that_changed_since_is_refused(client, pair, steward):
+    from tests.web.test_conflict_findings import stroke_plans as plans
+
+    first, second = pair
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[first.pk])).content.decode()
+    seen = release_gate_now(release=first).version
+    assert f'name="gate_version" value="{seen}"' in page
+    # Meanwhile another release of the source is written: release 1 is checked against it too.
+    by_age, _ = plans(["glucose"])
+    _release(first.requested_by, first.dataset, by_age, "by age again")
+    url = reverse("releases:review", args=[first.pk])
+    body = {"decision": "approve", "override": JUSTIFICATION, "gate_version": seen}
+    answer = client.post(url, body, follow=True).content.decode()
+    assert "changed since you read the findings" in answer
+    first.refresh_from_db()
+    assert first.status == "pending"
+    # Read again, the override goes through, over the findings of the state it was written for.
+    now = release_gate_now(release=first)
+    assert now.version != seen
+    client.post(url, {**body, "gate_version": now.version})
+    first.refresh_from_db()
+    assert first.status == "approved"
+    assert len(first.override["findings"]) == len(now.blocking)
+
+
+def test_the_api_takes_the_gate_version_the_override_was_written_for(pair, steward):
+    first, second = pair
+    as_steward = api(steward)
+    seen = as_steward.get(f"/api/v1/releases/{first.pk}/gate/").json()["version"]
+    release_approve(user=steward, release=second, override=JUSTIFICATION)
+    url = f"/api/v1/releases/{first.pk}/review/"
+    body = {"decision": "approve", "override": JUSTIFICATION, "gate_version": seen}
+    stale = as_steward.post(url, body, format="json")
+    assert stale.status_code == 409 and "changed since" in stale.json()["error"]
+    assert codes(stale.json()["findings"]) == {"conflict_linkage"}
+    current = as_steward.get(f"/api/v1/releases/{first.pk}/gate/").json()["version"]
+    done = as_steward.post(url, {**body, "gate_version": current}, format="json")
+    assert done.status_code == 200 and done.json()["status"] == "approved"
