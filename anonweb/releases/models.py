@@ -68,6 +68,9 @@ class Release(models.Model):
 
     @property
     def findings(self) -> list[dict]:
+        """The gate's findings as recorded when the release was written. What an approval is
+        decided on is :func:`anonweb.releases.gate.release_gate_now` (conflicts checked again
+        against the live releases, later ones included)."""
         return list((self.gate or {}).get("findings") or [])
 
     @property
