@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from anonweb.datasets.models import ColumnRole
+from anonweb.datasets.models import UNTAGGED, ColumnRole
 from anonweb.datasets.selectors import hierarchies_for
 from anonweb.jobs.models import JobStatus
 from anonweb.releases.models import Release
@@ -31,8 +31,10 @@ class UploadRequest(serializers.Serializer):
 
 class RolesRequest(serializers.Serializer):
     roles = serializers.DictField(
-        child=serializers.ChoiceField(choices=ColumnRole.values),
-        help_text='{"COLUMN": "identifier"|"quasi_identifier"|"sensitive"|"other"}',
+        child=serializers.ChoiceField(choices=[*ColumnRole.values, UNTAGGED]),
+        help_text='{"COLUMN": "identifier"|"quasi_identifier"|"sensitive"|"other"|"keep"|'
+        '"untagged"}; "untagged" leaves the column (or makes it) untagged, which the release '
+        "gate blocks",
     )
 
 
@@ -107,7 +109,10 @@ class AcceptedJob(serializers.Serializer):
 class ColumnOut(serializers.Serializer):
     name = serializers.CharField()
     type = serializers.CharField()
-    role = serializers.ChoiceField(choices=ColumnRole.values)
+    role = serializers.ChoiceField(
+        choices=[*ColumnRole.values, UNTAGGED],
+        help_text='"untagged": never tagged (the release gate blocks it), unlike "other"',
+    )
 
 
 class DatasetOut(serializers.Serializer):
@@ -176,7 +181,7 @@ def dataset_json(dataset) -> dict:
             {
                 "name": c["name"],
                 "type": c.get("type") or c.get("dtype") or "text",
-                "role": dataset.tags.get(c["name"], ColumnRole.OTHER),
+                "role": dataset.tags.get(c["name"]) or UNTAGGED,
             }
             for c in dataset.columns
         ],
