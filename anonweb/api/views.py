@@ -9,11 +9,10 @@ every route against that declaration, as anonymous, as each role and as another 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -27,6 +26,8 @@ from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
 from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters, whole_number
+from anonweb.core.errors import CoreError
+from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_get_for_user,
@@ -47,6 +48,7 @@ from anonweb.jobs.services import (
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
+from anonweb.releases.downloads import download_response
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for_releases,
@@ -58,7 +60,6 @@ from anonweb.releases.selectors import (
 )
 from anonweb.releases.services import ReleaseBlocked, release_record_download, release_review
 from anonweb.releases.signoff import signoff_download
-from anonweb.releases.storage import release_file
 from anonweb.releases.utility import release_utility_for_user
 
 OFFICER = Role.PRIVACY_OFFICER.value
@@ -589,13 +590,6 @@ class ReleaseReview(ApiView):
         )
 
 
-DOWNLOAD_FORMATS = {
-    "csv": "text/csv",
-    "parquet": "application/vnd.apache.parquet",
-    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-}
-
-
 class FormatIsTheFiles(DefaultContentNegotiation):
     """``?format=`` names the file's format here, not a renderer: errors are always JSON."""
 
@@ -635,25 +629,16 @@ class ReleaseDownload(ApiView):
         summary="Download an approved release (staff: any not rejected)",
     )
     def get(self, request, release_id: int):
-        fmt = request.query_params.get("format", "csv").strip().lower() or "csv"
-        if fmt not in DOWNLOAD_FORMATS:
+        try:
+            fmt = download_format(request.query_params.get("format"))
+        except CoreError as exc:
             from rest_framework.exceptions import ValidationError
 
-            raise ValidationError({"format": f"one of {', '.join(DOWNLOAD_FORMATS)}"})
+            raise ValidationError({"format": str(exc)}) from None
         release = release_get_downloadable(user=request.user, release_id=release_id)
-        body = release_file(release.storage_key, fmt)
-        release_record_download(user=request.user, release=release)
-        name = re.sub(r"[^\w.-]+", "_", f"{release.dataset.name}-v{release.version}.{fmt}")
-        if isinstance(body, bytes):
-            response = HttpResponse(body, content_type=DOWNLOAD_FORMATS[fmt])
-            response["Content-Disposition"] = f'attachment; filename="{name}"'
-            return response
-        return FileResponse(
-            open(body, "rb"),  # noqa: SIM115 (closed by the response)
-            as_attachment=True,
-            filename=name,
-            content_type=DOWNLOAD_FORMATS[fmt],
-        )
+        response = download_response(release=release, fmt=fmt)
+        release_record_download(user=request.user, release=release, fmt=fmt)
+        return response
 
 
 class ReleaseSignoff(ApiView):

@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -12,7 +12,9 @@ from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
+from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
+from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import (
@@ -25,7 +27,7 @@ from anonweb.releases.selectors import (
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import release_dir
+from anonweb.releases.storage import release_dir, xlsx_offered
 from anonweb.releases.utility import release_utility_get, utility_charts_cached
 
 
@@ -104,6 +106,7 @@ def release_detail(request, release_id: int):
             "disclosing": disclosing(report),
             "utility": utility,
             "utility_charts": utility_charts,
+            "formats": [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)],
         },
     )
 
@@ -166,15 +169,16 @@ def release_review(request, release_id: int):
 
 
 def release_download(request, release_id: int):
+    """The release's table in the format asked for (``?format=csv|parquet|xlsx``, CSV by
+    default), as the API serves it."""
     release = release_get_downloadable(user=request.user, release_id=release_id)
-    path = release_dir(release.storage_key) / "data.csv"
-    if not path.exists():
-        raise Http404("The release file is missing.")
-    release_record_download(user=request.user, release=release)
-    filename = f"{release.dataset.name}-v{release.version}.csv".replace(" ", "_")
-    return FileResponse(
-        open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv"
-    )
+    try:
+        fmt = download_format(request.GET.get("format"))
+        response = download_response(release=release, fmt=fmt)
+    except CoreError as exc:
+        return render(request, "400.html", {"exception": str(exc)}, status=400)
+    release_record_download(user=request.user, release=release, fmt=fmt)
+    return response
 
 
 def release_signoff(request, release_id: int):
