@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from anonweb.core.io.export import DOWNLOAD_FORMATS
 from anonweb.datasets.models import UNTAGGED, ColumnRole
 from anonweb.datasets.selectors import hierarchies_for
 from anonweb.jobs.models import JobStatus
+from anonweb.releases.links import LINK_HOURS_DEFAULT, LINK_HOURS_MAX
 from anonweb.releases.models import Release
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -75,7 +77,23 @@ class ReleaseRequest(serializers.Serializer):
     title = serializers.CharField(max_length=200)
     purpose = serializers.CharField(required=False, allow_blank=True, default="")
     recipient = serializers.CharField(required=False, allow_blank=True, default="")
+    recipients = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text='who receives the release: ["USERNAME", "group:NAME", ...], analysts and '
+        "groups of the team; absent or empty: every analyst of the team",
+    )
     plan = serializers.JSONField(help_text='a release plan: {"steps": [...], ...}')
+
+
+class LinkRequest(serializers.Serializer):
+    label = serializers.CharField(max_length=200, help_text="whom the link is for (audited)")
+    format = serializers.ChoiceField(choices=list(DOWNLOAD_FORMATS), default="csv")
+    hours = serializers.IntegerField(
+        min_value=1, max_value=LINK_HOURS_MAX, default=LINK_HOURS_DEFAULT, help_text="validity"
+    )
 
 
 class ReviewRequest(serializers.Serializer):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -49,6 +50,7 @@ from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
 from anonweb.releases.downloads import download_response
+from anonweb.releases.links import release_link_issue
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for_releases,
@@ -323,6 +325,7 @@ class DatasetReleases(ApiView):
             "title": "k=2 extract",
             "purpose": "quarterly statistics",
             "recipient": "research unit",
+            "recipients": ["ana"],
             "plan": EXAMPLE_PLAN,
         },
         responses={202: s.AcceptedJob},
@@ -340,6 +343,7 @@ class DatasetReleases(ApiView):
             title=fields["title"],
             purpose=fields["purpose"],
             recipient=fields["recipient"],
+            recipients=fields["recipients"],
         )
         return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
 
@@ -427,7 +431,7 @@ STATUS_FILTER = {"awaiting_review": "pending", "approved": "approved", "rejected
 
 def releases_json(releases: Sequence[Release], *, user) -> list[dict]:
     """Each release as its reader may see it, as on its page: officers and stewards of the team
-    get the full report, the gate's findings, the recipient and the conflicts; analysts the
+    get the full report, the gate's findings, the recipients and the conflicts; analysts the
     published report (what the released data shows) and the purpose only. The queries are the
     same for one release as for a page of them."""
 
@@ -452,6 +456,8 @@ def release_json(release: Release, *, staff: bool, conflicts: list[dict]) -> dic
         "status": API_STATUS.get(release.status, release.status),
         "purpose": release.purpose,
         "recipient": release.recipient if staff else None,
+        # [] when every analyst of the team receives it
+        "recipients": list(release.recipients) if staff else None,
         "rows": release.rows,
         "columns": release.columns,
         "sha256": release.sha256,
@@ -639,6 +645,43 @@ class ReleaseDownload(ApiView):
         response = download_response(release=release, fmt=fmt)
         release_record_download(user=request.user, release=release, fmt=fmt)
         return response
+
+
+class ReleaseLinks(ApiView):
+    @doc(
+        roles=[STEWARD],
+        request=s.LinkRequest,
+        example={"label": "auditor at the ministry", "format": "csv", "hours": 48},
+        responses={201: OpenApiTypes.OBJECT, 409: OpenApiResponse(s.ErrorOut)},
+        summary="Issue a single-use download link for a recipient outside the team",
+        description=(
+            "For an approved release (409 otherwise). The answer carries the link's `url` once: "
+            "only a hash of its token is kept. The link gives the file in `format` once, before "
+            "`expires_at`, and nothing else about the release; a used or expired link answers "
+            "410. Issuing and using it are audit events."
+        ),
+    )
+    def post(self, request, release_id: int):
+        release = release_get_for_user(user=request.user, release_id=release_id)
+        fields = self.valid(s.LinkRequest)
+        link, token = release_link_issue(
+            user=request.user,
+            release=release,
+            fmt=fields["format"],
+            label=fields["label"],
+            hours=fields["hours"],
+        )
+        return Response(
+            {
+                "id": link.pk,
+                "release": release.pk,
+                "url": request.build_absolute_uri(reverse("releases:link", args=[token])),
+                "format": link.format,
+                "label": link.label,
+                "expires_at": link.expires_at.isoformat(),
+            },
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class ReleaseSignoff(ApiView):
