@@ -89,7 +89,7 @@ class ReleaseRequest(serializers.Serializer):
 
 
 class LinkRequest(serializers.Serializer):
-    label = serializers.CharField(max_length=200, help_text="whom the link is for (audited)")
+    recipient = serializers.CharField(max_length=200, help_text="whom the link is for (audited)")
     format = serializers.ChoiceField(choices=list(DOWNLOAD_FORMATS), default="csv")
     hours = serializers.IntegerField(
         min_value=1, max_value=LINK_HOURS_MAX, default=LINK_HOURS_DEFAULT, help_text="validity"

@@ -651,7 +651,7 @@ class ReleaseLinks(ApiView):
     @doc(
         roles=[STEWARD],
         request=s.LinkRequest,
-        example={"label": "auditor at the ministry", "format": "csv", "hours": 48},
+        example={"recipient": "auditor at the ministry", "format": "csv", "hours": 48},
         responses={201: OpenApiTypes.OBJECT, 409: OpenApiResponse(s.ErrorOut)},
         summary="Issue a single-use download link for a recipient outside the team",
         description=(
@@ -668,7 +668,7 @@ class ReleaseLinks(ApiView):
             user=request.user,
             release=release,
             fmt=fields["format"],
-            label=fields["label"],
+            label=fields["recipient"],
             hours=fields["hours"],
         )
         return Response(
@@ -677,7 +677,7 @@ class ReleaseLinks(ApiView):
                 "release": release.pk,
                 "url": request.build_absolute_uri(reverse("releases:link", args=[token])),
                 "format": link.format,
-                "label": link.label,
+                "recipient": link.label,
                 "expires_at": link.expires_at.isoformat(),
             },
             status=status.HTTP_201_CREATED,

@@ -208,8 +208,9 @@ class LinkForm(forms.Form):
 
     def __init__(self, *args, formats=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if formats is not None:
-            self.fields["format"].choices = [(f, f) for f in formats]
+        field = self.fields["format"]
+        if formats is not None and isinstance(field, forms.ChoiceField):
+            field.choices = [(f, f) for f in formats]
 
 
 @require_POST
@@ -219,7 +220,7 @@ def release_link_issue(request, release_id: int):
     release = release_get_for_user(user=request.user, release_id=release_id)
     form = LinkForm(request.POST)
     if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        errors = "; ".join(f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items())
         return render(request, "400.html", {"exception": errors}, status=400)
     try:
         link, token = issue_link(

@@ -219,7 +219,7 @@ def test_the_launch_page_takes_recipients_and_refuses_unknown_ones(
 
 
 def issue(steward, release, **body):
-    body = {"label": "auditor at the ministry", "format": "parquet", "hours": 48, **body}
+    body = {"recipient": "auditor at the ministry", "format": "parquet", "hours": 48, **body}
     return api(steward).post(f"/api/v1/releases/{release.pk}/links/", body, format="json")
 
 
@@ -228,7 +228,7 @@ def test_a_link_gives_the_file_once_and_nothing_else(client, officer, steward, d
     response = issue(steward, release)
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["format"] == "parquet" and body["label"] == "auditor at the ministry"
+    assert body["format"] == "parquet" and body["recipient"] == "auditor at the ministry"
     url = body["url"].removeprefix("http://testserver")
     link = ReleaseLink.objects.get(pk=body["id"])
     assert url.rstrip("/").split("/")[-1] not in link.token_sha256  # only a hash is stored
