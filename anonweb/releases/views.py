@@ -177,7 +177,12 @@ def release_review(request, release_id: int):
             )
             messages.success(
                 request,
-                f"Version {release.version} approved{over}; analysts can now download it.",
+                f"Version {release.version} approved{over}; "
+                + (
+                    f"its recipients ({', '.join(release.recipients)}) can now download it."
+                    if release.recipients
+                    else "every analyst of the team can now download it."
+                ),
             )
         else:
             messages.info(request, f"Version {release.version} rejected.")

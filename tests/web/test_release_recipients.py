@@ -313,3 +313,46 @@ def test_the_steward_issues_a_link_on_the_release_page(client, officer, steward,
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
     assert "external auditor" in page and "not yet" not in page
+
+
+# ---- groups of a team ---------------------------------------------------------------------------
+
+
+def test_groups_hold_members_of_their_team_and_every_change_is_audited(
+    team, officer, analyst, bob, outsider
+):
+    from anonweb.accounts.services import MembershipError, team_group_set_members
+
+    group = team_group_create(actor=officer, team=team, name="qa", members=[analyst])
+    team_group_set_members(actor=officer, group=group, members=[bob])
+    events = AuditEvent.objects.filter(action__startswith="group.").order_by("seq")
+    assert [(e.action, e.actor_name, e.details) for e in events] == [
+        ("group.created", "olivia", {"name": "qa"}),
+        ("group.members_changed", "olivia", {"name": "qa", "added": ["ana"], "removed": []}),
+        ("group.members_changed", "olivia", {"name": "qa", "added": ["bob"], "removed": ["ana"]}),
+    ]
+    with pytest.raises(MembershipError, match="not members of team Clinic: eve"):
+        team_group_set_members(actor=officer, group=group, members=[bob, outsider])
+    with pytest.raises(MembershipError, match="already has a group 'qa'"):
+        team_group_create(actor=officer, team=team, name="qa")
+    assert list(group.members.all()) == [bob]
+
+
+def test_a_group_made_in_the_admin_goes_through_the_services(client, team, analyst):
+    from django.contrib.auth import get_user_model
+
+    from anonweb.accounts.models import TeamGroup
+
+    root = get_user_model().objects.create_superuser(username="root", password="x" * 20)
+    client.force_login(root)
+    response = client.post(
+        reverse("admin:accounts_teamgroup_add"),
+        {"team": team.pk, "name": "qa", "members": [analyst.pk]},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    group = TeamGroup.objects.get(team=team, name="qa")
+    assert list(group.members.all()) == [analyst]
+    assert [e.actor_name for e in AuditEvent.objects.filter(action__startswith="group.")] == [
+        "root",
+        "root",
+    ]
