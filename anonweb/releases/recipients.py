@@ -73,6 +73,8 @@ def recipients_assign(*, release: Release, names: object) -> None:
     """Record who receives ``release``: the names, and the analysts and groups they name now.
     A name that no longer resolves (an analyst who left, a group removed since the launch)
     gives access to nobody; the release never falls back to every analyst."""
+    if not names:
+        return  # every analyst of the team: the release's default
     found = recipients_resolve(team=release.team, names=names)
     release.recipients = list(found.names)
     release.save(update_fields=["recipients"])

@@ -166,6 +166,8 @@ def test_the_release_json_and_page_carry_the_recipients(
     assert "<code>ana</code>, <code>group:qa</code> only" in page
     created = AuditEvent.objects.get(action="release.created", target_id=str(release.pk))
     assert created.details["recipients"] == ["ana", "group:qa"]
+    signoff = client.get(reverse("releases:signoff", args=[release.pk]))
+    assert '<td data-testid="recipients">ana, group:qa only</td>' in signoff.content.decode()
 
 
 @pytest.mark.parametrize(
