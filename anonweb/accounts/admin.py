@@ -3,8 +3,14 @@
 
 from django.contrib import admin
 
-from anonweb.accounts.models import Membership, Team
-from anonweb.accounts.services import membership_grant, membership_revoke, membership_set_role
+from anonweb.accounts.models import Membership, Team, TeamGroup
+from anonweb.accounts.services import (
+    membership_grant,
+    membership_revoke,
+    membership_set_role,
+    team_group_create,
+    team_group_set_members,
+)
 
 
 def _save_membership(request, obj: Membership, change: bool) -> Membership:
@@ -63,3 +69,26 @@ class MembershipAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for obj in queryset:
             membership_revoke(actor=request.user, membership=obj, via="admin")
+
+
+@admin.register(TeamGroup)
+class TeamGroupAdmin(admin.ModelAdmin):
+    """Groups a release can name as recipients; created and filled through the services, so
+    each change is audited with the administrator as the actor."""
+
+    list_display = ("name", "team", "created_at")
+    list_filter = ("team",)
+    filter_horizontal = ("members",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("team", "name") if obj is not None else ()
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            created = team_group_create(actor=request.user, team=obj.team, name=obj.name)
+            obj.pk = created.pk
+
+    def save_related(self, request, form, formsets, change):
+        team_group_set_members(
+            actor=request.user, group=form.instance, members=form.cleaned_data["members"]
+        )

@@ -43,3 +43,26 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} — {self.get_role_display()} in {self.team}"
+
+
+class TeamGroup(models.Model):
+    """A named group of a team's members (e.g. "qa"), which a release names as its recipients
+    (``"group:qa"``). Scoped to its team: two teams may each have a group of the same name.
+    Members change through ``anonweb.accounts.services`` (audited); a member receives a release
+    only while they are an analyst of the team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="groups")
+    name = models.CharField(max_length=120)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="team_groups"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="unique_group_name_per_team")
+        ]
+        ordering = ["team__name", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.team})"

@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from anonweb.accounts.models import Membership, Role, Team
+from anonweb.accounts.models import Membership, Role, Team, TeamGroup
 from anonweb.audit.services import audit_record
+from anonweb.core.release.recipients import parse_recipients
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from django.contrib.auth.models import User
 
 
@@ -135,3 +138,54 @@ def api_token_revoke(*, user: User) -> bool:
         if deleted:
             audit_record(actor=user, action="account.token_revoked", target=user, details={})
     return deleted
+
+
+def team_group_create(
+    *, actor: User | None, team: Team, name: str, members: Iterable[User] = ()
+) -> TeamGroup:
+    """A group of the team (a name releases can name as ``group:NAME``) with ``members``, who
+    must be members of the team."""
+    name = (name or "").strip()
+    parse_recipients([f"group:{name}"])  # the same form a launch reads
+    if TeamGroup.objects.filter(team=team, name=name).exists():
+        raise MembershipError(f"team {team.name} already has a group {name!r}")
+    with transaction.atomic():
+        group = TeamGroup.objects.create(team=team, name=name)
+        audit_record(
+            actor=actor, team=team, action="group.created", target=group, details={"name": name}
+        )
+        team_group_set_members(actor=actor, group=group, members=members)
+    return group
+
+
+def team_group_set_members(
+    *, actor: User | None, group: TeamGroup, members: Iterable[User]
+) -> None:
+    """Make ``members`` the group's members (each a member of the group's team); the audit
+    event names who was added and who removed."""
+    wanted = {u.pk: u for u in members}
+    in_team = set(
+        Membership.objects.filter(team=group.team, user_id__in=list(wanted)).values_list(
+            "user_id", flat=True
+        )
+    )
+    outside = sorted(u.get_username() for pk, u in wanted.items() if pk not in in_team)
+    if outside:
+        raise MembershipError(
+            f"not members of team {group.team.name}: {', '.join(outside)}; a group holds "
+            "members of its team only"
+        )
+    with transaction.atomic():
+        current = {u.pk: u for u in group.members.all()}
+        added = sorted(u.get_username() for pk, u in wanted.items() if pk not in current)
+        removed = sorted(u.get_username() for pk, u in current.items() if pk not in wanted)
+        if not added and not removed:
+            return
+        group.members.set(list(wanted.values()))
+        audit_record(
+            actor=actor,
+            team=group.team,
+            action="group.members_changed",
+            target=group,
+            details={"name": group.name, "added": added, "removed": removed},
+        )

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from anonweb.datasets.models import ColumnRole
+from anonweb.core.io.export import DOWNLOAD_FORMATS
+from anonweb.datasets.models import UNTAGGED, ColumnRole
 from anonweb.datasets.selectors import hierarchies_for
 from anonweb.jobs.models import JobStatus
+from anonweb.releases.links import LINK_HOURS_DEFAULT, LINK_HOURS_MAX
 from anonweb.releases.models import Release
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -31,8 +33,10 @@ class UploadRequest(serializers.Serializer):
 
 class RolesRequest(serializers.Serializer):
     roles = serializers.DictField(
-        child=serializers.ChoiceField(choices=ColumnRole.values),
-        help_text='{"COLUMN": "identifier"|"quasi_identifier"|"sensitive"|"other"}',
+        child=serializers.ChoiceField(choices=[*ColumnRole.values, UNTAGGED]),
+        help_text='{"COLUMN": "identifier"|"quasi_identifier"|"sensitive"|"other"|"keep"|'
+        '"untagged"}; "untagged" leaves the column (or makes it) untagged, which the release '
+        "gate blocks",
     )
 
 
@@ -73,7 +77,23 @@ class ReleaseRequest(serializers.Serializer):
     title = serializers.CharField(max_length=200)
     purpose = serializers.CharField(required=False, allow_blank=True, default="")
     recipient = serializers.CharField(required=False, allow_blank=True, default="")
+    recipients = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text='who receives the release: ["USERNAME", "group:NAME", ...], analysts and '
+        "groups of the team; absent or empty: every analyst of the team",
+    )
     plan = serializers.JSONField(help_text='a release plan: {"steps": [...], ...}')
+
+
+class LinkRequest(serializers.Serializer):
+    recipient = serializers.CharField(max_length=200, help_text="whom the link is for (audited)")
+    format = serializers.ChoiceField(choices=list(DOWNLOAD_FORMATS), default="csv")
+    hours = serializers.IntegerField(
+        min_value=1, max_value=LINK_HOURS_MAX, default=LINK_HOURS_DEFAULT, help_text="validity"
+    )
 
 
 class ReviewRequest(serializers.Serializer):
@@ -114,7 +134,10 @@ class AcceptedJob(serializers.Serializer):
 class ColumnOut(serializers.Serializer):
     name = serializers.CharField()
     type = serializers.CharField()
-    role = serializers.ChoiceField(choices=ColumnRole.values)
+    role = serializers.ChoiceField(
+        choices=[*ColumnRole.values, UNTAGGED],
+        help_text='"untagged": never tagged (the release gate blocks it), unlike "other"',
+    )
 
 
 class DatasetOut(serializers.Serializer):
@@ -183,7 +206,7 @@ def dataset_json(dataset) -> dict:
             {
                 "name": c["name"],
                 "type": c.get("type") or c.get("dtype") or "text",
-                "role": dataset.tags.get(c["name"], ColumnRole.OTHER),
+                "role": dataset.tags.get(c["name"]) or UNTAGGED,
             }
             for c in dataset.columns
         ],

@@ -40,6 +40,7 @@ v1 = [
     route("releases/<int:release_id>/download/", views.ReleaseDownload, "release-download"),
     route("releases/<int:release_id>/utility/", views.ReleaseUtility, "release-utility"),
     route("releases/<int:release_id>/signoff/", views.ReleaseSignoff, "release-signoff"),
+    route("releases/<int:release_id>/links/", views.ReleaseLinks, "release-links"),
     route("audit/", views.AuditCollection, "audit"),
 ]
 

@@ -9,11 +9,11 @@ every route against that declaration, as anonymous, as each role and as another 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import Http404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -27,6 +27,8 @@ from anonweb.accounts.selectors import teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
 from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters, whole_number
+from anonweb.core.errors import CoreError
+from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_get_for_user,
@@ -47,7 +49,9 @@ from anonweb.jobs.services import (
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
+from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_gate_now
+from anonweb.releases.links import release_link_issue
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for_releases,
@@ -60,7 +64,6 @@ from anonweb.releases.selectors import (
 )
 from anonweb.releases.services import ReleaseBlocked, release_record_download, release_review
 from anonweb.releases.signoff import signoff_download
-from anonweb.releases.storage import release_file
 from anonweb.releases.utility import release_utility_for_user
 
 OFFICER = Role.PRIVACY_OFFICER.value
@@ -324,6 +327,7 @@ class DatasetReleases(ApiView):
             "title": "k=2 extract",
             "purpose": "quarterly statistics",
             "recipient": "research unit",
+            "recipients": ["ana"],
             "plan": EXAMPLE_PLAN,
         },
         responses={202: s.AcceptedJob},
@@ -341,6 +345,7 @@ class DatasetReleases(ApiView):
             title=fields["title"],
             purpose=fields["purpose"],
             recipient=fields["recipient"],
+            recipients=fields["recipients"],
         )
         return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
 
@@ -428,7 +433,7 @@ STATUS_FILTER = {"awaiting_review": "pending", "approved": "approved", "rejected
 
 def releases_json(releases: Sequence[Release], *, user) -> list[dict]:
     """Each release as its reader may see it, as on its page: officers and stewards of the team
-    get the full report, the gate's findings, the recipient and the conflicts; analysts the
+    get the full report, the gate's findings, the recipients and the conflicts; analysts the
     published report (what the released data shows) and the purpose only. The queries are the
     same for one release as for a page of them."""
 
@@ -453,6 +458,8 @@ def release_json(release: Release, *, staff: bool, conflicts: list[dict]) -> dic
         "status": API_STATUS.get(release.status, release.status),
         "purpose": release.purpose,
         "recipient": release.recipient if staff else None,
+        # [] when every analyst of the team receives it
+        "recipients": list(release.recipients) if staff else None,
         "rows": release.rows,
         "columns": release.columns,
         "sha256": release.sha256,
@@ -619,13 +626,6 @@ class ReleaseReview(ApiView):
         )
 
 
-DOWNLOAD_FORMATS = {
-    "csv": "text/csv",
-    "parquet": "application/vnd.apache.parquet",
-    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-}
-
-
 class FormatIsTheFiles(DefaultContentNegotiation):
     """``?format=`` names the file's format here, not a renderer: errors are always JSON."""
 
@@ -665,24 +665,52 @@ class ReleaseDownload(ApiView):
         summary="Download an approved release (staff: any not rejected)",
     )
     def get(self, request, release_id: int):
-        fmt = request.query_params.get("format", "csv").strip().lower() or "csv"
-        if fmt not in DOWNLOAD_FORMATS:
+        try:
+            fmt = download_format(request.query_params.get("format"))
+        except CoreError as exc:
             from rest_framework.exceptions import ValidationError
 
-            raise ValidationError({"format": f"one of {', '.join(DOWNLOAD_FORMATS)}"})
+            raise ValidationError({"format": str(exc)}) from None
         release = release_get_downloadable(user=request.user, release_id=release_id)
-        body = release_file(release.storage_key, fmt)
-        release_record_download(user=request.user, release=release)
-        name = re.sub(r"[^\w.-]+", "_", f"{release.dataset.name}-v{release.version}.{fmt}")
-        if isinstance(body, bytes):
-            response = HttpResponse(body, content_type=DOWNLOAD_FORMATS[fmt])
-            response["Content-Disposition"] = f'attachment; filename="{name}"'
-            return response
-        return FileResponse(
-            open(body, "rb"),  # noqa: SIM115 (closed by the response)
-            as_attachment=True,
-            filename=name,
-            content_type=DOWNLOAD_FORMATS[fmt],
+        response = download_response(release=release, fmt=fmt)
+        release_record_download(user=request.user, release=release, fmt=fmt)
+        return response
+
+
+class ReleaseLinks(ApiView):
+    @doc(
+        roles=[STEWARD],
+        request=s.LinkRequest,
+        example={"recipient": "auditor at the ministry", "format": "csv", "hours": 48},
+        responses={201: OpenApiTypes.OBJECT, 409: OpenApiResponse(s.ErrorOut)},
+        summary="Issue a single-use download link for a recipient outside the team",
+        description=(
+            "For an approved release (409 otherwise). The answer carries the link's `url` once: "
+            "only a hash of its token is kept. The link gives the file in `format` once, before "
+            "`expires_at`, and nothing else about the release; a used or expired link answers "
+            "410. Issuing and using it are audit events."
+        ),
+    )
+    def post(self, request, release_id: int):
+        release = release_get_for_user(user=request.user, release_id=release_id)
+        fields = self.valid(s.LinkRequest)
+        link, token = release_link_issue(
+            user=request.user,
+            release=release,
+            fmt=fields["format"],
+            label=fields["recipient"],
+            hours=fields["hours"],
+        )
+        return Response(
+            {
+                "id": link.pk,
+                "release": release.pk,
+                "url": request.build_absolute_uri(reverse("releases:link", args=[token])),
+                "format": link.format,
+                "recipient": link.label,
+                "expires_at": link.expires_at.isoformat(),
+            },
+            status=status.HTTP_201_CREATED,
         )
 
 

@@ -17,6 +17,12 @@ class ColumnRole(models.TextChoices):
     KEEP = "keep", "Keep as is (reviewed)"
 
 
+# A column no one has tagged yet: not a role (it is absent from ``Dataset.tags``), but how the
+# API names that state, so that a client can tell it from "other" and send it back unchanged
+# (the release gate blocks an untagged column and lets an "other" one through).
+UNTAGGED = "untagged"
+
+
 class DatasetStatus(models.TextChoices):
     PARSING = "parsing", "Reading the file"
     READY = "ready", "Ready"

@@ -21,7 +21,7 @@ from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
 from anonweb.core.io.hierarchy import parse_hierarchy
 from anonweb.core.io.hierarchy_builders import build_hierarchy
-from anonweb.datasets.models import ColumnRole, Dataset, DatasetStatus, Hierarchy
+from anonweb.datasets.models import UNTAGGED, ColumnRole, Dataset, DatasetStatus, Hierarchy
 from anonweb.datasets.storage import load_distinct, load_frame
 
 if TYPE_CHECKING:
@@ -75,10 +75,13 @@ def dataset_set_tags(*, user: User, dataset: Dataset, tags: dict[str, str]) -> D
     unknown = sorted(set(tags) - set(dataset.column_names))
     if unknown:
         raise DataError(f"unknown column(s): {', '.join(unknown)}")
-    bad = sorted({r for r in tags.values() if r and r not in ColumnRole.values})
+    bad = sorted({r for r in tags.values() if r and r not in (*ColumnRole.values, UNTAGGED)})
     if bad:
-        raise DataError(f"unknown role(s): {', '.join(bad)}; use {', '.join(ColumnRole.values)}")
-    # "" (or a column absent from both) leaves the column untagged
+        raise DataError(
+            f"unknown role(s): {', '.join(bad)}; use {', '.join(ColumnRole.values)} or {UNTAGGED}"
+        )
+    # "" or "untagged" (or a column absent from both) leaves the column untagged
+    tags = {c: "" if r == UNTAGGED else r for c, r in tags.items()}
     merged = {c: tags.get(c, dataset.tags.get(c)) for c in dataset.column_names}
     new_tags = {c: r for c, r in merged.items() if r}
     changed = {

@@ -16,6 +16,7 @@ from anonweb.accounts.selectors import require_role
 from anonweb.core.errors import CoreError, PlanError
 from anonweb.core.release.plan import plan_from_json, plan_to_dict, step_kinds, step_schemas
 from anonweb.core.release.policy import evaluate_plan
+from anonweb.core.release.recipients import RecipientError, split_recipients
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_distinct
 from anonweb.jobs.planning import (
@@ -93,6 +94,13 @@ class PlanForm(forms.Form):
         help_text="Why the data goes out; analysts see it where they download.",
     )
     recipient = forms.CharField(max_length=200, help_text="Who receives the release.")
+    recipients = forms.CharField(
+        required=False,
+        max_length=4000,
+        label="Recipients in the team",
+        help_text="Analysts (usernames) and groups (group:NAME) of the team who may see and "
+        "download the release, separated by commas. Empty: every analyst of the team receives it.",
+    )
     plan = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "code"})
     )
@@ -140,7 +148,10 @@ def plan_page(request, *, dataset_id: int):
                         title=form.cleaned_data["title"],
                         purpose=form.cleaned_data["purpose"],
                         recipient=form.cleaned_data["recipient"],
+                        recipients=split_recipients(form.cleaned_data["recipients"]),
                     )
+                except RecipientError as exc:
+                    form.add_error("recipients", str(exc))
                 except CoreError as exc:
                     form.add_error(None, str(exc))
                 else:

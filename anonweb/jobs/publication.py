@@ -11,6 +11,7 @@ from anonweb.audit.services import audit_record
 from anonweb.jobs.services import JobLost, job_claim_held, job_complete_claimed
 from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.models import Release
+from anonweb.releases.recipients import recipients_assign
 from anonweb.releases.services import finding_summary, save_conflict_findings
 from anonweb.releases.storage import (
     remove_release_files,
@@ -35,6 +36,7 @@ def release_create(
     gate: dict | None = None,
     purpose: str = "",
     recipient: str = "",
+    recipients=(),
     source=None,
 ) -> Release:
     """Files first (atomically renamed into place), then the row, its conflict findings, its
@@ -48,7 +50,8 @@ def release_create(
 
     ``source_rows``, ``aggregates`` and ``dp`` are the release's lineage (kept privately);
     ``conflicts`` the :class:`~anonweb.releases.conflicts.ConflictCheck` of the new release
-    against the earlier ones.
+    against the earlier ones. ``recipients`` the names the launch checked (none: every analyst
+    of the team receives it).
 
     ``job`` must be running under the claim of the worker calling this: a job that the reaper
     failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
@@ -89,6 +92,7 @@ def release_create(
                         else None
                     )
                     release.save()
+                    recipients_assign(release=release, names=list(recipients))
                     found = conflicts.relabelled(release.version) if conflicts else None
                     if found is not None:
                         save_conflict_findings(release, found)
@@ -110,6 +114,7 @@ def release_create(
                             **({"conflicts": found.summary()} if found is not None else {}),
                             "purpose": purpose,
                             "recipient": recipient,
+                            "recipients": release.recipients,
                             "findings": finding_summary(release.findings),
                         },
                     )

@@ -142,6 +142,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         gate=gate.to_dict(),
         purpose=job.params.get("purpose", ""),
         recipient=job.params.get("recipient", ""),
+        recipients=job.params.get("recipients") or [],
         source=frame,
     )
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}

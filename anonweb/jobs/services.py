@@ -31,6 +31,7 @@ from anonweb.datasets.storage import dataset_dir
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.planning import plan_privacy, public_plan, unconfirmed_problems, validate_web_plan
 from anonweb.releases.budget import charge_refund_unspent, charge_reserve, check_budget, ledger_lock
+from anonweb.releases.recipients import recipients_check
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -153,12 +154,21 @@ def dataset_upload(
 
 
 def anonymize_launch(
-    *, user: User, dataset: Dataset, plan: dict, title: str, purpose: str = "", recipient: str = ""
+    *,
+    user: User,
+    dataset: Dataset,
+    plan: dict,
+    title: str,
+    purpose: str = "",
+    recipient: str = "",
+    recipients: object = None,
 ) -> Job:
     """Queue a release plan after reserving its privacy cost on the source's ledger.
 
     ``purpose`` (why the data goes out) and ``recipient`` (to whom) are required: the steward
     reads them beside the findings, and analysts see the purpose where they download.
+    ``recipients`` names who receives the release (analysts of the team and ``group:NAME``
+    groups of the team; none: every analyst of the team); a name that is neither is refused.
 
     The ledger is locked while it is read and the charge written (one transaction), so two
     launches cannot both fit into the same remaining budget (see ``anonweb.releases.budget``)."""
@@ -169,6 +179,7 @@ def anonymize_launch(
         raise ParameterError(
             f"state the release's {' and '.join(missing)}: why the data goes out and to whom"
         )
+    names = recipients_check(team=dataset.team, names=recipients)
     validate_web_plan(dataset, plan)
     unconfirmed = unconfirmed_problems(plan)
     if unconfirmed:
@@ -180,6 +191,8 @@ def anonymize_launch(
         "purpose": purpose[:2000],
         "recipient": recipient[:200],
     }
+    if names:
+        params["recipients"] = list(names)
     charged = any(float(v) > 0 for v in cost.values())
     if charged:
         params["privacy_cost"] = cost

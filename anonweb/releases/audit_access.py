@@ -9,7 +9,8 @@ from django.db.models import Q, QuerySet
 from anonweb.accounts.models import Membership, Role
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.selectors import STAFF_ROLES
-from anonweb.releases.models import Release, ReleaseStatus
+from anonweb.releases.models import ReleaseStatus
+from anonweb.releases.selectors import releases_for_user
 
 
 def audit_events_for_user(
@@ -42,7 +43,8 @@ ANALYST_ACTIONS = ("release.approved", "release.downloaded")
 
 def _visible(user) -> Q:
     """Officers and stewards see their teams' events; an analyst (in a team where they hold no
-    other role) only the approval and downloads of the releases they can download: nothing
+    other role) only the approval and downloads of the releases they can download (those they
+    receive): nothing
     about raw datasets, jobs, or pending and rejected releases."""
     staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     analyst_teams = (
@@ -52,9 +54,9 @@ def _visible(user) -> Q:
     )
     downloadable = [
         str(pk)
-        for pk in Release.objects.filter(
-            team__in=analyst_teams, status=ReleaseStatus.APPROVED
-        ).values_list("pk", flat=True)
+        for pk in releases_for_user(user=user)
+        .filter(team__in=analyst_teams, status=ReleaseStatus.APPROVED)
+        .values_list("pk", flat=True)
     ]
     return (
         Q(team__in=staff_teams)

@@ -48,6 +48,16 @@ class Release(models.Model):
     # steward beside the findings and to analysts where they download.
     purpose = models.TextField(blank=True)
     recipient = models.CharField(max_length=200, blank=True)
+    # Who receives it, as the launch named them ("USERNAME", "group:NAME"); none: every analyst
+    # of the team. The names are the record; the two relations below are what access reads
+    # (anonweb.releases.selectors), a group's members while they are analysts of the team.
+    recipients = models.JSONField(default=list, blank=True)
+    recipient_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="received_releases"
+    )
+    recipient_groups = models.ManyToManyField(
+        "accounts.TeamGroup", blank=True, related_name="received_releases"
+    )
     # The release gate's verdict when the job finished (anonweb.core.release.policy):
     # {"findings": [...], "blocking": n, "thresholds": {...}, "risk": {...}}; counts, no values.
     gate = models.JSONField(default=dict, blank=True)
@@ -76,6 +86,29 @@ class Release(models.Model):
     @property
     def blocking_findings(self) -> list[dict]:
         return [f for f in self.findings if f.get("severity") == "block"]
+
+
+class ReleaseLink(models.Model):
+    """A single-use download link a data steward issues for an approved release, for a
+    recipient outside the team. Only the SHA-256 of its random token is stored; the link gives
+    the file in ``format`` once, before ``expires_at``, and nothing else about the release."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="links")
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    format = models.CharField(max_length=16)
+    label = models.CharField(max_length=200)  # whom it is for, as the steward wrote it
+    expires_at = models.DateTimeField()
+    issued_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    issued_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-issued_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"link {self.pk} to release {self.release_id} for {self.label}"
 
 
 class ReleasePolicy(models.Model):

@@ -21,12 +21,18 @@ if TYPE_CHECKING:
 def releases_for_user(
     *, user: User, dataset_id: int | None = None, status: ReleaseStatus | None = None
 ) -> QuerySet[Release]:
-    """Officers and stewards see all their teams' releases; analysts only approved ones. Newest
-    first; optionally only those of one dataset, or in one state."""
+    """Officers and stewards see all their teams' releases; analysts only approved ones that
+    they receive: those naming no recipients (every analyst of the team), those naming them,
+    and those naming a group of the team they are in. Newest first; optionally only those of
+    one dataset, or in one state. Every page, list, download and API answer reads this."""
     staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
+    received = Release.objects.filter(
+        Q(recipients=[]) | Q(recipient_users=user) | Q(recipient_groups__members=user)
+    ).values("pk")
     releases = Release.objects.filter(
-        Q(team__in=staff_teams) | Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED)
+        Q(team__in=staff_teams)
+        | Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED, pk__in=received)
     )
     if dataset_id is not None:
         releases = releases.filter(dataset_id=dataset_id)

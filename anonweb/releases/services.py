@@ -185,14 +185,20 @@ def release_reject(*, user: User, release: Release, note: str = "") -> Release:
     return release_review(user=user, release=release, decision="reject", note=note)
 
 
-def release_record_download(*, user: User, release: Release) -> None:
+def release_record_download(*, user: User, release: Release, fmt: str = "csv") -> None:
+    """A member of the team downloaded the release: who received what, in which format."""
     with transaction.atomic():
         audit_record(
             actor=user,
             team=release.team,
             action="release.downloaded",
             target=release,
-            details={"version": release.version, "sha256": release.sha256},
+            details={
+                "version": release.version,
+                "sha256": release.sha256,
+                "format": fmt,
+                "user": user.get_username(),
+            },
         )
 
 

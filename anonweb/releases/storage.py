@@ -23,6 +23,7 @@ from anonweb.core.errors import DataError
 # The CSV protections live in the core's release path; imported here for the writers.
 from anonweb.core.io.export import (  # noqa: F401
     FORMULA_PREFIXES,
+    download_format,
     neutralise_cell,
     neutralise_frame,
     safe_csv_bytes,
@@ -84,6 +85,7 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
     (its bytes). Raises Http404 when the files are missing."""
     from django.http import Http404
 
+    fmt = download_format(fmt)
     folder = release_dir(storage_key)
     stored = {"csv": folder / "data.csv", "parquet": folder / "data.parquet"}
     source = stored.get(fmt, folder / XLSX_SOURCE)
@@ -91,8 +93,6 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
         raise Http404("The release file is missing.")
     if fmt in stored:
         return source
-    if fmt != "xlsx":
-        raise DataError(f"unknown download format {fmt!r}; use csv, parquet or xlsx")
     df = pd.read_parquet(source)
     if not xlsx_offered(len(df)):
         raise DataError(

@@ -12,4 +12,6 @@ urlpatterns = [
     path("<int:release_id>/review/", views.release_review, name="review"),
     path("<int:release_id>/download/", views.release_download, name="download"),
     path("<int:release_id>/signoff.html", views.release_signoff, name="signoff"),
+    path("<int:release_id>/links/", views.release_link_issue, name="link_issue"),
+    path("link/<str:token>/", views.release_link, name="link"),
 ]

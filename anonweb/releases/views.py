@@ -1,8 +1,10 @@
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
@@ -12,8 +14,19 @@ from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
+from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
+from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_gate_now, release_policy_update, thresholds_for
+from anonweb.releases.links import (
+    LINK_HOURS_DEFAULT,
+    LINK_HOURS_MAX,
+    LinkGone,
+    release_link_open,
+    release_link_use,
+    release_links_for,
+)
+from anonweb.releases.links import release_link_issue as issue_link
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import (
     conflicts_for,
@@ -25,7 +38,7 @@ from anonweb.releases.selectors import (
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import release_dir
+from anonweb.releases.storage import release_dir, xlsx_offered
 from anonweb.releases.utility import release_utility_get, utility_charts_cached
 
 
@@ -87,6 +100,7 @@ def release_detail(request, release_id: int):
     if staff:
         utility = release_utility_get(release=release)
         utility_charts = utility_charts_cached(utility) if utility else None
+    formats = [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)]
     alternatives = _search_alternatives(report) if staff else []
     if alternatives:
         chart = alternatives_chart(alternatives)
@@ -108,6 +122,11 @@ def release_detail(request, release_id: int):
             "disclosing": disclosing(report),
             "utility": utility,
             "utility_charts": utility_charts,
+            "formats": formats,
+            "links": release_links_for(release=release) if staff else [],
+            "can_issue_link": release.status == ReleaseStatus.APPROVED
+            and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD),
+            "link_form": LinkForm(formats=formats),
         },
     )
 
@@ -163,7 +182,12 @@ def release_review(request, release_id: int):
             )
             messages.success(
                 request,
-                f"Version {release.version} approved{over}; analysts can now download it.",
+                f"Version {release.version} approved{over}; "
+                + (
+                    f"its recipients ({', '.join(release.recipients)}) can now download it."
+                    if release.recipients
+                    else "every analyst of the team can now download it."
+                ),
             )
         else:
             messages.info(request, f"Version {release.version} rejected.")
@@ -171,15 +195,79 @@ def release_review(request, release_id: int):
 
 
 def release_download(request, release_id: int):
+    """The release's table in the format asked for (``?format=csv|parquet|xlsx``, CSV by
+    default), as the API serves it."""
     release = release_get_downloadable(user=request.user, release_id=release_id)
-    path = release_dir(release.storage_key) / "data.csv"
-    if not path.exists():
-        raise Http404("The release file is missing.")
-    release_record_download(user=request.user, release=release)
-    filename = f"{release.dataset.name}-v{release.version}.csv".replace(" ", "_")
-    return FileResponse(
-        open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv"
+    try:
+        fmt = download_format(request.GET.get("format"))
+        response = download_response(release=release, fmt=fmt)
+    except CoreError as exc:
+        return render(request, "400.html", {"exception": str(exc)}, status=400)
+    release_record_download(user=request.user, release=release, fmt=fmt)
+    return response
+
+
+class LinkForm(forms.Form):
+    label = forms.CharField(
+        max_length=200, label="For", help_text="Whom the link is for (recorded in the audit trail)."
     )
+    format = forms.ChoiceField(choices=[(f, f) for f in DOWNLOAD_FORMATS], initial="csv")
+    hours = forms.IntegerField(
+        min_value=1, max_value=LINK_HOURS_MAX, initial=LINK_HOURS_DEFAULT, label="Valid for (hours)"
+    )
+
+    def __init__(self, *args, formats=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields["format"]
+        if formats is not None and isinstance(field, forms.ChoiceField):
+            field.choices = [(f, f) for f in formats]
+
+
+@require_POST
+def release_link_issue(request, release_id: int):
+    """A data steward issues a single-use link for a recipient outside the team; the page shows
+    it once (only its hash is kept)."""
+    release = release_get_for_user(user=request.user, release_id=release_id)
+    form = LinkForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items())
+        return render(request, "400.html", {"exception": errors}, status=400)
+    try:
+        link, token = issue_link(
+            user=request.user,
+            release=release,
+            fmt=form.cleaned_data["format"],
+            label=form.cleaned_data["label"],
+            hours=form.cleaned_data["hours"],
+        )
+    except (CoreError, ReviewError) as exc:
+        return render(request, "400.html", {"exception": str(exc)}, status=400)
+    url = request.build_absolute_uri(reverse("releases:link", args=[token]))
+    return render(
+        request, "releases/link_issued.html", {"release": release, "link": link, "url": url}
+    )
+
+
+@login_not_required
+def release_link(request, token: str):
+    """What the holder of a link sees: a button that downloads the file (a POST, so a mail
+    scanner following the link does not spend it), and nothing else about the release. A used
+    or expired link is refused with 410, an unknown one with 404."""
+    try:
+        link = release_link_open(token=token)
+        if request.method != "POST":
+            return render(request, "releases/link.html", {"link": link})
+        response = download_response(
+            release=link.release, fmt=link.format, filename=f"release-{link.pk}.{link.format}"
+        )
+        try:
+            release_link_use(token=token)
+        except BaseException:
+            response.close()
+            raise
+        return response
+    except LinkGone as exc:
+        return render(request, "releases/link_gone.html", {"reason": str(exc)}, status=410)
 
 
 def release_signoff(request, release_id: int):

@@ -131,7 +131,7 @@ def test_upload_tag_assess_anonymize_approve_download(
     analyst.goto(f"{url}/releases/")
     analyst.click("text=v1")
     with analyst.expect_download() as info:
-        analyst.click("[data-testid=download]")
+        analyst.click("[data-testid=download-csv]")
     data = Path(info.value.path()).read_text()
     released = pd.read_csv(io.StringIO(data), dtype=str)
     assert "name" not in released.columns

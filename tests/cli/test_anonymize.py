@@ -298,3 +298,19 @@ def test_fail_on_block_exits_1_with_the_files_written(tmp_path):
     p = run(*toy_args(), "--k", "5", *files, *tags)
     assert p.returncode == 0, p.stderr
     assert json.loads(rep.read_text())["gate"]["findings"] == []
+
+
+def test_the_report_names_the_recipients_given(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    files = ("--out", str(out), "--report", str(rep))
+    p = run(*toy_args(), "--k", "2", *files, "--recipients", "ana, group:Internal QA,ana")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(rep.read_text())["recipients"] == ["ana", "group:Internal QA"]
+    # not given: every analyst of the team receives it, and the report names no one
+    p = run(*toy_args(), "--k", "2", *files)
+    assert p.returncode == 0, p.stderr
+    assert "recipients" not in json.loads(rep.read_text())
+    out.unlink()
+    p = run(*toy_args(), "--k", "2", *files, "--recipients", "ana,group:")
+    assert p.returncode == 2 and "'group:' does not name a group" in p.stderr
+    assert not out.exists()

@@ -163,10 +163,10 @@ def test_upload_returns_202_and_a_job_reads_the_file(officer, team):
     assert detail["error"] == ""
     assert detail["columns"] == [
         {"name": "name", "type": "text", "role": "identifier"},
-        {"name": "zip", "type": "integer", "role": "other"},
-        {"name": "age", "type": "integer", "role": "other"},
-        {"name": "sex", "type": "text", "role": "other"},
-        {"name": "disease", "type": "text", "role": "other"},
+        {"name": "zip", "type": "integer", "role": "untagged"},
+        {"name": "age", "type": "integer", "role": "untagged"},
+        {"name": "sex", "type": "text", "role": "untagged"},
+        {"name": "disease", "type": "text", "role": "untagged"},
     ]
 
 
@@ -248,6 +248,43 @@ def test_patch_roles_tags_columns(officer, steward, dataset):
     response = api(steward).patch(url, {"roles": {"zip": "other"}}, format="json")
     assert response.status_code == 403
     assert "privacy officer" in response.json()["error"]
+
+
+def test_untagged_is_its_own_role_and_survives_a_round_trip(officer, dataset):
+    """A column never tagged reads "untagged", not "other"; sending the roles back as read
+    leaves it untagged, so the release gate still blocks it."""
+    from anonweb.core.release.policy import evaluate_plan
+
+    client = api(officer)
+    url = f"/api/v1/datasets/{dataset.pk}/"
+    response = client.patch(url, {"roles": {"disease": "untagged"}}, format="json")
+    assert response.status_code == 200
+    roles = {c["name"]: c["role"] for c in response.json()["columns"]}
+    assert roles["disease"] == "untagged"
+    assert roles["zip"] == "quasi_identifier"
+    assert AuditEvent.objects.filter(action="dataset.tagged").order_by("seq").last().details == {
+        "changed": {"disease": ""}
+    }
+
+    read = client.get(url).json()
+    response = client.patch(
+        url, {"roles": {c["name"]: c["role"] for c in read["columns"]}}, format="json"
+    )
+    assert response.status_code == 200
+    assert {c["name"]: c["role"] for c in response.json()["columns"]} == roles
+    dataset.refresh_from_db()
+    assert "disease" not in dataset.tags
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["zip"],
+        "steps": [{"kind": "drop", "params": {"columns": ["name"]}}],
+    }
+    gate = evaluate_plan(plan, tags=dataset.tags, columns=dataset.column_names, rows=dataset.rows)
+    assert [(f.code, f.columns) for f in gate.findings] == [("column_untagged", ("disease",))]
+
+    # "other" is a decision, and the gate lets the column through
+    response = client.patch(url, {"roles": {"disease": "other"}}, format="json")
+    assert {c["name"]: c["role"] for c in response.json()["columns"]}["disease"] == "other"
 
 
 def test_put_hierarchy_names_uncovered_values(officer, dataset):

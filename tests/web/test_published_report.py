@@ -126,7 +126,7 @@ def test_the_published_report_keeps_only_public_keys(analyst, releases):
 def test_the_analyst_sees_the_purpose_where_they_download(client, analyst, releases):
     client.force_login(analyst)
     page = client.get(reverse("releases:detail", args=[releases[0].pk])).content.decode()
-    assert PURPOSE in page and 'data-testid="download"' in page
+    assert PURPOSE in page and 'data-testid="download-csv"' in page
     assert OVERRIDE in page  # the override stays visible on the release page
 
 

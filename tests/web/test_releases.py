@@ -106,6 +106,58 @@ def test_analysts_see_approved_releases_only(client, release, analyst, steward):
     assert AuditEvent.objects.filter(action="release.downloaded").count() == 1
 
 
+def test_the_release_page_offers_csv_parquet_and_xlsx_and_serves_each(
+    client, release, analyst, steward
+):
+    import io
+
+    release_approve(user=steward, release=release)
+    client.force_login(analyst)
+    page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
+    url = reverse("releases:download", args=[release.pk])
+    for fmt in ("csv", "parquet", "xlsx"):
+        assert f'href="{url}?format={fmt}" data-testid="download-{fmt}"' in page
+
+    parquet = client.get(url, {"format": "parquet"})
+    assert parquet.status_code == 200
+    assert parquet["Content-Type"] == "application/vnd.apache.parquet"
+    assert parquet["Content-Disposition"].endswith('.parquet"')
+    table = pd.read_parquet(io.BytesIO(b"".join(parquet.streaming_content)))
+    assert table["n"].tolist() == [-3, 4]  # numbers stay numbers, not CSV text
+
+    xlsx = client.get(url, {"format": "xlsx"})
+    assert xlsx.status_code == 200
+    assert pd.read_excel(io.BytesIO(xlsx.content))["note"].tolist() == ['\'=HYPERLINK("x")', "ok"]
+
+    csv = client.get(url)  # no format: CSV, as before
+    assert csv["Content-Type"] == "text/csv"
+    assert b"".join(csv.streaming_content).startswith(b"zip,note,n\r\n")
+
+    refused = client.get(url, {"format": "pdf"})
+    assert refused.status_code == 400
+    assert "choose one of csv, parquet, xlsx" in refused.content.decode()
+
+    downloads = AuditEvent.objects.filter(action="release.downloaded").order_by("seq")
+    assert [(e.actor_name, e.details["format"]) for e in downloads] == [
+        ("ana", "parquet"),
+        ("ana", "xlsx"),
+        ("ana", "csv"),
+    ]
+
+
+def test_the_page_offers_no_xlsx_for_a_release_past_a_sheet(client, release, officer, monkeypatch):
+    from anonweb.releases import storage
+
+    monkeypatch.setattr(storage, "XLSX_MAX_ROWS", 1)
+    client.force_login(officer)
+    page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
+    assert 'data-testid="download-csv"' in page and 'data-testid="download-parquet"' in page
+    assert 'data-testid="download-xlsx"' not in page
+    refused = client.get(reverse("releases:download", args=[release.pk]), {"format": "xlsx"})
+    assert refused.status_code == 400
+    assert "more than a spreadsheet holds" in refused.content.decode()
+
+
 def test_review_through_the_page(client, release, steward):
     client.force_login(steward)
     page = client.get(reverse("releases:detail", args=[release.pk]))

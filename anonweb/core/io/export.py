@@ -1,4 +1,5 @@
-"""Writing a released table: CSV with spreadsheet formulas neutralised (CSV injection).
+"""Writing a released table: CSV with spreadsheet formulas neutralised (CSV injection), and the
+formats a release is downloaded in (:data:`DOWNLOAD_FORMATS`).
 
 The release path (:mod:`anonweb.core.release.publish`) and every interface that writes a release
 (the web job, the API's downloads, ``manage.py anonymize``) use :func:`safe_csv_bytes`.
@@ -11,6 +12,28 @@ import io
 import re
 
 import pandas as pd
+
+from anonweb.core.errors import ParameterError
+
+# The formats a release is downloaded in, with their media types: the release page, the API and
+# a recipient's link all offer exactly these.
+DOWNLOAD_FORMATS: dict[str, str] = {
+    "csv": "text/csv",
+    "parquet": "application/vnd.apache.parquet",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+
+def download_format(value: str | None) -> str:
+    """The download format a request names (``csv`` when it names none), or a ParameterError
+    saying which ones there are."""
+    fmt = (value or "").strip().lower() or "csv"
+    if fmt not in DOWNLOAD_FORMATS:
+        raise ParameterError(
+            f"unknown download format {value!r}: choose one of {', '.join(DOWNLOAD_FORMATS)}"
+        )
+    return fmt
+
 
 # A cell starting with one of these is run as a formula by spreadsheet programs (CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")

@@ -81,6 +81,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--recipient", help="who receives it (required; in the report)")
         parser.add_argument(
+            "--recipients",
+            help="USER,group:NAME,...: the analysts and groups of the team who receive it, as "
+            "the web's launch names them (in the report; none: every analyst of the team)",
+        )
+        parser.add_argument(
             "--keep-order",
             action="store_true",
             help="write rows in source order (default: shuffled); stated in the report",
@@ -118,6 +123,7 @@ class Command(BaseCommand):
         from anonweb.core.release.plan import read_plan
         from anonweb.core.release.policy import evaluate_release
         from anonweb.core.release.publish import fresh_secrets, publish
+        from anonweb.core.release.recipients import parse_recipients, split_recipients
 
         if opts["plan"] and opts["qi"]:
             raise CommandError("use either --plan or --qi/--k, not both", returncode=2)
@@ -132,6 +138,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "state the release's purpose and recipient (--purpose, --recipient)", returncode=2
             )
+        recipients = parse_recipients(split_recipients(opts["recipients"] or ""))
         tags = {q: "quasi_identifier" for q in plan.quasi_identifiers}
         tags |= {c: "sensitive" for c in plan.sensitive}
         tags |= _pairs(opts["tag"], "--tag")
@@ -147,6 +154,7 @@ class Command(BaseCommand):
         summary.update(
             purpose=purpose,
             recipient=recipient,
+            **({"recipients": list(recipients)} if recipients else {}),
             row_order=made.published["row_order"],
             published=made.published,
             gate=gate.to_dict(),
