@@ -247,3 +247,27 @@ def test_the_pitman_fit_is_never_below_an_independent_maximisation(seed):
     reached = pitman_loglik(sizes, *fit)
     assert reached >= pitman_loglik(sizes, *_independent_pitman_mle(sizes)) - 1e-6
     assert reached >= pitman_loglik(sizes, ewens_theta(sizes), 0.0) - 1e-9
+
+
+def test_models_that_disagree_more_than_tenfold_are_explained():
+    """At a sampling fraction of 0.03% Zayatz's estimate is 34 times Pitman's: the report says
+    which model Dankar et al.'s rule picks, why, and when each model is unreliable."""
+    sizes = np.repeat(list(INTERIOR_NEAR_EWENS), list(INTERIOR_NEAR_EWENS.values()))
+    result = population_uniqueness(sizes, 9_228_000)
+    values = dict(result.estimates)
+    assert values["zayatz"] > 30 * values["pitman"]
+    note = result.to_dict()["disagreement"]
+    assert note["largest"] == "zayatz" and note["chosen"] == "pitman"
+    positive = [v for v in values.values() if v]
+    assert note["ratio"] == pytest.approx(max(positive) / min(positive))
+    assert "The sampling fraction is 0.0333%, at most 10%" in note["explanation"]
+    assert "Dankar et al.'s rule takes Pitman's model" in note["explanation"]
+    assert "very small fractions" in note["reliability"]["zayatz"]
+    assert set(note["reliability"]) == {"pitman", "zayatz", "snb"}
+
+
+def test_models_within_tenfold_of_each_other_need_no_explanation(cases):
+    result = population_uniqueness(cases["stroke"], 20_000)  # 110, 77 and 59 uniques
+    positive = [v for _, v in result.estimates if v]
+    assert max(positive) / min(positive) <= 10
+    assert result.to_dict()["disagreement"] is None

@@ -395,3 +395,39 @@ def test_the_sweep_removes_abandoned_incoming_files_and_failed_uploads(officer, 
         "datasets/" + str(dataset.storage_key),
         "incoming/tmpabandoned.upload",
     ]
+
+
+def test_the_risk_page_and_its_json_explain_models_that_disagree(client, officer, team):
+    """Zayatz's estimate is 34 times Pitman's at a sampling fraction of 0.03%: the page says
+    which model Dankar et al.'s rule takes and why, and when each is unreliable."""
+    import pandas as pd
+
+    from anonweb.datasets.services import (
+        dataset_create,
+        dataset_set_population,
+        dataset_set_tags,
+    )
+    from anonweb.jobs.services import job_create
+    from tests.core.test_population_models import INTERIOR_NEAR_EWENS
+
+    sizes = [size for size, classes in INTERIOR_NEAR_EWENS.items() for _ in range(classes)]
+    groups = [f"g{i}" for i, size in enumerate(sizes) for _ in range(size)]
+    ds = dataset_create(
+        user=officer, team=team, upload=csv_upload(pd.DataFrame({"group": groups})), name="s"
+    )
+    ds = dataset_set_tags(user=officer, dataset=ds, tags={"group": "quasi_identifier"})
+    ds = dataset_set_population(user=officer, dataset=ds, population_size=9_228_000)
+    job = job_create(user=officer, team=team, kind=JobKind.PROFILE, dataset=ds)
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+
+    client.force_login(officer)
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert 'data-testid="population-disagreement"' in page
+    assert "The sampling fraction is 0.0333%, at most 10%" in page
+    assert "Dankar et al.&#x27;s rule takes Pitman&#x27;s model" in page
+    risk = client.get(f"/api/v1/datasets/{ds.pk}/risk/").json()
+    note = risk["population"]["disagreement"]
+    assert note["largest"] == "zayatz" and note["chosen"] == "pitman" and note["ratio"] > 10
+    assert risk["population"]["pitman_fit"]["log_likelihood"] < 0
