@@ -431,3 +431,117 @@ def test_the_risk_page_and_its_json_explain_models_that_disagree(client, officer
     note = risk["population"]["disagreement"]
     assert note["largest"] == "zayatz" and note["chosen"] == "pitman" and note["ratio"] > 10
     assert risk["population"]["pitman_fit"]["log_likelihood"] < 0
+
+
+def test_a_workbook_of_several_sheets_asks_which_sheet(client, officer, team, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import _two_sheets
+
+    client.force_login(officer)
+    url = reverse("datasets:upload")
+    refused = client.post(
+        url, {"team": team.pk, "name": "p", "file": SimpleUploadedFile("p.xlsx", _two_sheets())}
+    )
+    assert refused.status_code == 400
+    assert html.escape("the workbook has 2 sheets ('README', 'patients')") in (
+        refused.content.decode()
+    )
+    assert not Dataset.objects.exists() and _files_left(settings) == []
+
+    chosen = client.post(
+        url,
+        {
+            "team": team.pk,
+            "name": "p",
+            "sheet": "patients",
+            "file": SimpleUploadedFile("p.xlsx", _two_sheets()),
+        },
+    )
+    assert chosen.status_code == 302
+    (job,) = _read_queued_uploads()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    ds = Dataset.objects.get(name="p")
+    assert ds.column_names == ["name", "age"] and ds.rows == 3 and ds.sheet == "patients"
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert '<span data-testid="sheet">patients</span>' in page
+    assert client.get(f"/api/v1/datasets/{ds.pk}/").json()["sheet"] == "patients"
+
+
+def test_the_api_refuses_a_workbook_of_several_sheets_without_a_sheet(client, officer, team):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import _two_sheets
+
+    client.force_login(officer)
+    answer = client.post(
+        "/api/v1/datasets/", {"name": "p", "file": SimpleUploadedFile("p.xlsx", _two_sheets())}
+    )
+    assert answer.status_code == 400
+    assert "choose the sheet to read" in answer.json()["error"]
+    answer = client.post(
+        "/api/v1/datasets/",
+        {"name": "p", "sheet": "patients", "file": SimpleUploadedFile("p.xlsx", _two_sheets())},
+    )
+    assert answer.status_code == 202
+    _read_queued_uploads()
+    assert Dataset.objects.get(name="p").rows == 3
+
+
+def test_a_file_read_with_the_wrong_separator_is_flagged_on_its_page_and_in_the_api(
+    client, officer, steward, team
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import SEMICOLONS
+
+    client.force_login(officer)
+    client.post(
+        reverse("datasets:upload"),
+        {
+            "team": team.pk,
+            "name": "s",
+            "separator": ",",
+            "file": SimpleUploadedFile("s.csv", SEMICOLONS),
+        },
+    )
+    (job,) = _read_queued_uploads()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    ds = Dataset.objects.get(name="s")
+    assert ds.column_names == ["name;ssn;age"]
+    client.force_login(steward)
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert 'data-testid="read-warnings"' in page
+    assert "the file is most likely separated by semicolons" in page
+    (warning,) = client.get(f"/api/v1/datasets/{ds.pk}/").json()["warnings"]
+    assert warning["code"] == "separator" and warning["columns"] == ["name;ssn;age"]
+    event = AuditEvent.objects.get(action="dataset.parsed")
+    assert event.details["warnings"] == ["separator"]
+
+
+def test_decimal_commas_are_flagged_and_read_as_numbers_when_asked(client, officer, team):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import DECIMAL_COMMAS
+
+    client.force_login(officer)
+    client.post(
+        "/api/v1/datasets/",
+        {"name": "t", "file": SimpleUploadedFile("t.csv", DECIMAL_COMMAS.encode())},
+    )
+    client.post(
+        "/api/v1/datasets/",
+        {
+            "name": "n",
+            "decimal": ",",
+            "file": SimpleUploadedFile("n.csv", DECIMAL_COMMAS.encode()),
+        },
+    )
+    _read_queued_uploads()
+    text, numbers = Dataset.objects.get(name="t"), Dataset.objects.get(name="n")
+    (warning,) = client.get(f"/api/v1/datasets/{text.pk}/").json()["warnings"]
+    assert warning["code"] == "decimal_comma" and warning["columns"] == ["income", "height"]
+    page = client.get(reverse("datasets:detail", args=[text.pk])).content.decode()
+    assert "Columns &#x27;income&#x27;, &#x27;height&#x27; hold numbers written" in page
+    assert {c["name"]: c["type"] for c in numbers.columns}["income"] == "float"
+    assert client.get(f"/api/v1/datasets/{numbers.pk}/").json()["warnings"] == []
