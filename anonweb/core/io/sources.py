@@ -860,7 +860,7 @@ def open_source(
 ) -> Source:
     """The reader for ``fmt`` (``csv``, ``excel`` or ``parquet``) over a path or a seekable
     binary file object. ``sheet`` names an Excel workbook's sheet; ``decimal`` is a text file's
-    decimal mark (``.`` or ``,``)."""
+    decimal mark (``.`` or ``,``; Excel and Parquet cells carry their own types)."""
 
     def reopen() -> BinaryIO:
         if path is not None:
@@ -872,8 +872,6 @@ def open_source(
 
     if sheet and fmt != "excel":
         raise DataError(f"{label}: a sheet can be chosen only for an Excel workbook")
-    if decimal != "." and fmt != "csv":
-        raise DataError(f"{label}: the decimal mark applies to text files only")
     if fmt == "csv":
         return TextSource(
             reopen, label=label, limits=limits, sep=sep, na_values=na_values, decimal=decimal
