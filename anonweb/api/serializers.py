@@ -23,6 +23,18 @@ class UploadRequest(serializers.Serializer):
     sep = serializers.CharField(
         required=False, allow_blank=True, max_length=4, help_text="field separator"
     )
+    decimal = serializers.ChoiceField(
+        choices=[".", ","],
+        required=False,
+        allow_blank=True,
+        help_text='decimal mark of a text file: "." (default) or ","',
+    )
+    sheet = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="the sheet of an Excel workbook to read; needed when it has several",
+    )
     description = serializers.CharField(required=False, allow_blank=True, default="")
     team = serializers.CharField(
         required=False,
@@ -215,6 +227,8 @@ def dataset_json(dataset) -> dict:
             for col, h in hierarchies.items()
         },
         "population_size": dataset.population_size,
+        "sheet": dataset.sheet or None,
+        "warnings": list(dataset.read_warnings),
         "purged": dataset.is_purged,
         "created_at": dataset.created_at.isoformat(),
     }

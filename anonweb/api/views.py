@@ -177,6 +177,8 @@ class DatasetCollection(ApiView):
             name=fields["name"],
             description=fields.get("description", ""),
             sep=fields.get("sep") or None,
+            sheet=fields.get("sheet") or None,
+            decimal=fields.get("decimal") or None,
         )
         return Response({"id": dataset.pk, "job": job.pk}, status=status.HTTP_202_ACCEPTED)
 

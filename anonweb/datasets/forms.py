@@ -21,6 +21,17 @@ class UploadForm(forms.Form):
             ("|", "Pipe |"),
         ],
     )
+    decimal = forms.ChoiceField(
+        required=False,
+        label="Decimal mark",
+        choices=[(".", "Point 1.5"), (",", "Comma 1,5")],
+        help_text="Text files: how numbers write their decimals",
+    )
+    sheet = forms.CharField(
+        required=False,
+        max_length=255,
+        help_text="Excel: the sheet to read, needed when the workbook has several",
+    )
 
     def __init__(self, *args, teams, **kwargs):
         super().__init__(*args, **kwargs)

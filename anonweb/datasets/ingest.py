@@ -31,6 +31,7 @@ from anonweb.core.io.ingest import (
     EXCEL_SUFFIXES,
     PARQUET_SUFFIXES,
     TEXT_SUFFIXES,
+    check_sheet,
     convert_to_parquet,
     format_of,
 )
@@ -103,11 +104,14 @@ class _suppress_cross_device:
         return kind is OSError and getattr(exc, "errno", None) == 18  # EXDEV
 
 
-def dataset_store(*, user, team, upload, name: str, description: str = "") -> Dataset:
-    """Keep an uploaded file as a new dataset in the ``parsing`` state (nothing read yet).
+def dataset_store(
+    *, user, team, upload, name: str, description: str = "", sheet: str | None = None
+) -> Dataset:
+    """Keep an uploaded file as a new dataset in the ``parsing`` state (no cell read yet).
 
-    Checks the role, the file type, the size and the name; a failed upload of the same name
-    is replaced. The file is in place before the row is written; a caller whose transaction
+    Checks the role, the file type, the size and the name, and for a workbook the sheet to read
+    (from its directory: one of several must be chosen, by name); a failed upload of the same
+    name is replaced. The file is in place before the row is written; a caller whose transaction
     rolls back afterwards removes ``dataset_dir(dataset.storage_key)`` (as the two below do)."""
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
     original_name = Path(upload.name or "upload").name
@@ -140,6 +144,7 @@ def dataset_store(*, user, team, upload, name: str, description: str = "") -> Da
         uploaded_by=user,
         original_name=original_name,
         file_format=suffix.lstrip("."),
+        sheet=sheet or "",
         size_bytes=0,
         source_sha256="",
         status=DatasetStatus.PARSING,
@@ -148,6 +153,13 @@ def dataset_store(*, user, team, upload, name: str, description: str = "") -> Da
     try:
         folder.mkdir(parents=True, exist_ok=False)
         dataset.size_bytes, dataset.source_sha256 = _place_file(upload, original_path(dataset))
+        check_sheet(
+            original_path(dataset),
+            fmt=format_of(original_name),
+            sheet=sheet or None,
+            label=original_name,
+            limits=upload_limits(),
+        )
         with transaction.atomic():
             dataset.save()
             audit_record(
@@ -171,8 +183,14 @@ def dataset_store(*, user, team, upload, name: str, description: str = "") -> Da
     return dataset
 
 
-def dataset_parse(*, dataset: Dataset, progress, sep: str | None = None) -> dict:
+def dataset_parse(
+    *, dataset: Dataset, progress, sep: str | None = None, decimal: str | None = None
+) -> dict:
     """Read the stored upload into the dataset's Parquet table and mark it ready.
+
+    ``sep`` and ``decimal`` are a text file's separator (default: detected) and decimal mark
+    (default: the point); the sheet of a workbook is the one stored with the upload. What may
+    mean the file was read wrongly is kept as the dataset's ``read_warnings``.
 
     ``progress(percent, message)`` is the job's; it raises when the job is cancelled. On any
     error the table is not written and the error propagates (the job's failure then marks the
@@ -185,6 +203,8 @@ def dataset_parse(*, dataset: Dataset, progress, sep: str | None = None) -> dict
         parquet_path(dataset.storage_key),
         fmt=format_of(dataset.original_name),
         sep=sep,
+        decimal=decimal or ".",
+        sheet=dataset.sheet or None,
         name=dataset.original_name,
         limits=upload_limits(),
         progress=lambda fraction, message: progress(int(2 + 96 * fraction), message),
@@ -200,6 +220,7 @@ def dataset_parse(*, dataset: Dataset, progress, sep: str | None = None) -> dict
             columns=[c.to_dict() for c in info.columns],
             tags=guess_tags(names),
             encoding=info.encoding or "",
+            read_warnings=[w.to_dict() for w in info.warnings],
         )
         if not changed:
             # Failed meanwhile (the job was given up as lost): what was written goes too.
@@ -217,6 +238,8 @@ def dataset_parse(*, dataset: Dataset, progress, sep: str | None = None) -> dict
                 "columns": names,
                 "format": info.format,
                 "encoding": info.encoding,
+                "sheet": info.sheet,
+                "warnings": [w.code for w in info.warnings],
             },
         )
     return {"dataset_id": dataset.pk, "rows": info.rows, "columns": len(names)}
@@ -266,7 +289,15 @@ def dataset_discard(*, user, dataset: Dataset) -> None:
 
 
 def dataset_create(
-    *, user, team, upload, name: str, description: str = "", sep: str | None = None
+    *,
+    user,
+    team,
+    upload,
+    name: str,
+    description: str = "",
+    sep: str | None = None,
+    sheet: str | None = None,
+    decimal: str | None = None,
 ) -> Dataset:
     """Store and read an upload in this process; returns the ready dataset, or raises with
     the reason and keeps nothing (no row, no file). For the demo, scripts and tests; the page
@@ -275,10 +306,15 @@ def dataset_create(
     try:
         with transaction.atomic():
             dataset = dataset_store(
-                user=user, team=team, upload=upload, name=name, description=description
+                user=user, team=team, upload=upload, name=name, description=description, sheet=sheet
             )
             folder = dataset_dir(dataset.storage_key)
-            dataset_parse(dataset=dataset, progress=lambda percent, message="": None, sep=sep)
+            dataset_parse(
+                dataset=dataset,
+                progress=lambda percent, message="": None,
+                sep=sep,
+                decimal=decimal,
+            )
     except BaseException:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)

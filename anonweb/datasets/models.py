@@ -50,6 +50,10 @@ class Dataset(models.Model):
     )
     error = models.TextField(blank=True)
     encoding = models.CharField(max_length=32, blank=True)  # of a text upload, as read
+    sheet = models.CharField(max_length=255, blank=True)  # of an Excel upload, as chosen
+    # What the reader noticed that may mean the file was read wrongly, with the fix:
+    # [{"code": "separator"|"decimal_comma", "message", "columns"}] (anonweb.core.io.misreads).
+    read_warnings = models.JSONField(default=list, blank=True)
     rows = models.BigIntegerField(default=0)
     # [{"name", "dtype": "numeric"|"text", "type": "integer"|"float"|"text", "missing", "distinct"}]
     columns = models.JSONField(default=list)

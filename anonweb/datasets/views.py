@@ -72,6 +72,8 @@ def dataset_upload(request):
                 name=form.cleaned_data["name"],
                 description=form.cleaned_data["description"],
                 sep=form.cleaned_data["separator"] or None,
+                sheet=form.cleaned_data["sheet"].strip() or None,
+                decimal=form.cleaned_data["decimal"] or None,
             )
         except CoreError as exc:
             form.add_error("file", str(exc))

@@ -46,7 +46,12 @@ def run_demo_sleep(job: Job, progress: Progress) -> dict:
 @runner(JobKind.PARSE)
 def run_parse(job: Job, progress: Progress) -> dict:
     assert job.dataset is not None  # parse, profile and release jobs are made for a dataset
-    return dataset_parse(dataset=job.dataset, progress=progress, sep=job.params.get("sep"))
+    return dataset_parse(
+        dataset=job.dataset,
+        progress=progress,
+        sep=job.params.get("sep"),
+        decimal=job.params.get("decimal"),
+    )
 
 
 @runner(JobKind.PROFILE)

@@ -127,6 +127,8 @@ def dataset_upload(
     name: str,
     description: str = "",
     sep: str | None = None,
+    sheet: str | None = None,
+    decimal: str | None = None,
 ) -> tuple[Dataset, Job]:
     """Store an upload and queue the job that reads it; returns ``(dataset, job)``.
 
@@ -136,15 +138,16 @@ def dataset_upload(
     try:
         with transaction.atomic():
             dataset = dataset_store(
-                user=user, team=team, upload=upload, name=name, description=description
+                user=user, team=team, upload=upload, name=name, description=description, sheet=sheet
             )
             folder = dataset_dir(dataset.storage_key)
+            options = {"sep": sep, "decimal": decimal if decimal != "." else None}
             job = job_create(
                 user=user,
                 team=team,
                 kind=JobKind.PARSE,
                 dataset=dataset,
-                params={"sep": sep} if sep else {},
+                params={key: value for key, value in options.items() if value},
             )
     except BaseException:
         if folder is not None:

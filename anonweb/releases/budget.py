@@ -203,15 +203,39 @@ def _check_amount(value: Any, *, name: str, upper: float | None = None) -> float
     return number
 
 
+def _check_not_below_used(
+    amount: float | None, *, name: str, spent: float, reserved: float
+) -> None:
+    """A budget below what the ledger has already used would read as if that privacy loss had
+    not happened: refuse it, naming the amount used. (Removing the budget stays possible.)"""
+    used = spent + reserved
+    if amount is None or amount >= used - _SLACK:
+        return
+    held = f", of which {reserved:g} is reserved by jobs still running" if reserved else ""
+    raise DataError(
+        f"the {name} budget cannot be lowered to {amount:g}: this source has already used "
+        f"{name} = {used:g}{held}. Set it to at least {used:g}, or remove it to stop further "
+        "differentially private releases."
+    )
+
+
 def budget_set(*, user, dataset, epsilon: Any, delta: Any = None) -> Ledger:
-    """A data steward sets the (ε, δ) budget of the dataset's source. Setting it below what is
-    already spent is allowed (it stops further DP releases) and recorded as such."""
+    """A data steward sets the (ε, δ) budget of the dataset's source. A budget below what the
+    ledger has already spent or reserved is refused with the amount used; removing the budget
+    (it stops further DP releases) is allowed."""
     require_role(user=user, team=dataset.team, role=Role.DATA_STEWARD)
     eps = _check_amount(epsilon, name="ε")
     dlt = _check_amount(delta, name="δ", upper=1.0)
     row = ledger_row(dataset)
     with transaction.atomic():
         locked = PrivacyLedger.objects.select_for_update().get(pk=row.pk)
+        before = _view(locked)  # read under the lock: no launch can charge in between
+        _check_not_below_used(
+            eps, name="ε", spent=before.spent_epsilon, reserved=before.reserved_epsilon
+        )
+        _check_not_below_used(
+            dlt, name="δ", spent=before.spent_delta, reserved=before.reserved_delta
+        )
         previous = {"epsilon": locked.epsilon, "delta": locked.delta}
         locked.epsilon, locked.delta = eps, dlt
         locked.save(update_fields=["epsilon", "delta", "updated_at"])

@@ -201,3 +201,25 @@ def test_known_columns_simulate_a_linkage_attack_on_the_table_itself(fixtures_di
     # Diseases: gastritis, bronchitis and stomach cancer twice each; three others once.
     assert link["mode"] == "known" and link["singled_out"] == 3
     assert link["histogram"] == [{"candidates": 1, "records": 3}, {"candidates": 2, "records": 6}]
+
+
+def test_a_workbook_of_several_sheets_needs_sheet_and_decimal_commas_need_decimal(tmp_path):
+    from tests.core.test_ingest import DECIMAL_COMMAS, _two_sheets
+
+    book = tmp_path / "t.xlsx"
+    book.write_bytes(_two_sheets())
+    refused = run(str(book), "--qi", "age")
+    assert refused.returncode == 2
+    assert "the workbook has 2 sheets ('README', 'patients')" in refused.stderr
+    chosen = json.loads(
+        run(str(book), "--qi", "age", "--sheet", "patients", "--format", "json").stdout
+    )
+    assert chosen["classes"] == 3
+    text = tmp_path / "d.csv"
+    text.write_text(DECIMAL_COMMAS)
+    p = run(str(text), "--qi", "income", "--decimal", ",", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["classes"] == 3
+    clash = run(str(text), "--qi", "income", "--sep", ",", "--decimal", ",")
+    assert clash.returncode == 2
+    assert "the comma cannot be both the separator and the decimal mark" in clash.stderr

@@ -591,3 +591,93 @@ def test_reading_progress_follows_the_parsed_blocks(tmp_path):
     assert len(reading) > 10
     assert reading == sorted(reading)
     assert reading[0] < 0.1  # pyarrow reads ahead, but the bar follows the parser
+
+
+# --- files that read without error into something else ------------------------------------
+
+
+def _two_sheets() -> bytes:
+    """A workbook whose first sheet is a two-row README and whose second holds the data."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    readme = book.active
+    readme.title = "README"
+    readme.append(["About this file"])
+    readme.append(["Exported from the registry"])
+    data = book.create_sheet("patients")
+    for row in (["name", "age"], ["Ann", 39], ["Bob", 41], ["Cy", 40]):
+        data.append(row)
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def test_a_workbook_of_several_sheets_is_refused_without_a_choice_naming_its_sheets(tmp_path):
+    with pytest.raises(DataError) as refused:
+        _convert(tmp_path, _two_sheets(), name="t.xlsx")
+    assert str(refused.value) == (
+        "t.xlsx: the workbook has 2 sheets ('README', 'patients'); choose the sheet to read"
+    )
+    assert _leftovers(tmp_path) == []
+    with pytest.raises(DataError, match="has no sheet 'Patients'; its sheets are 'README', 'pa"):
+        _convert(tmp_path, _two_sheets(), name="t.xlsx", sheet="Patients")
+
+
+def test_the_chosen_sheet_is_read(tmp_path):
+    info, df = _convert(tmp_path, _two_sheets(), name="t.xlsx", sheet="patients")
+    assert info.sheet == "patients" and info.rows == 3
+    assert df.to_dict("list") == {"name": ["Ann", "Bob", "Cy"], "age": [39, 41, 40]}
+
+
+def test_a_sheet_is_chosen_for_workbooks_only(tmp_path):
+    with pytest.raises(DataError, match="a sheet can be chosen only for an Excel workbook"):
+        _convert(tmp_path, b"a,b\n1,2\n", sheet="data")
+
+
+SEMICOLONS = b"name;ssn;age\nAnn Lee;123-45-6789;39\nBob Ray;987-65-4321;41\n"
+
+
+def test_a_semicolon_file_read_with_commas_warns_naming_the_likely_separator(tmp_path):
+    info, df = _convert(tmp_path, SEMICOLONS, sep=",")
+    assert list(df.columns) == ["name;ssn;age"]  # read as asked ...
+    (warning,) = info.warnings  # ... and said
+    assert warning.code == "separator" and warning.columns == ("name;ssn;age",)
+    assert "the file is most likely separated by semicolons" in warning.message
+    assert "separator set to semicolon" in warning.message
+    assert info.to_dict()["warnings"][0]["code"] == "separator"
+    detected, df = _convert(tmp_path, SEMICOLONS)
+    assert detected.warnings == () and list(df.columns) == ["name", "ssn", "age"]
+
+
+def test_rows_split_by_the_likely_separator_are_refused_with_the_fix(tmp_path):
+    content = b"name;income\nAnn;1,5\nBob;2\n"  # the comma in 1,5 makes row 2 two values
+    with pytest.raises(DataError, match=r"row 2 .* has 2 value\(s\) .* separated by semicolons"):
+        _convert(tmp_path, content, sep=",")
+
+
+DECIMAL_COMMAS = "name;income;height;note\nAnn;1.234,5;1,70;a, b\nBob;3,5;1,82;c\nCy;12;2;d\n"
+
+
+def test_decimal_comma_numbers_read_as_text_are_named_with_the_fix(tmp_path):
+    info, df = _convert(tmp_path, DECIMAL_COMMAS.encode())
+    assert df["income"].tolist() == ["1.234,5", "3,5", "12"]  # text, as before ...
+    (warning,) = info.warnings  # ... with the columns named; the free-text note is not
+    assert warning.code == "decimal_comma" and warning.columns == ("income", "height")
+    assert "Columns 'income', 'height' hold numbers written with a comma" in warning.message
+    assert "decimal mark set to comma" in warning.message
+
+
+def test_the_decimal_comma_option_reads_them_as_numbers(tmp_path):
+    info, df = _convert(tmp_path, DECIMAL_COMMAS.encode(), decimal=",")
+    assert info.warnings == ()
+    assert df["income"].tolist() == [1234.5, 3.5, 12.0]
+    assert df["height"].tolist() == [1.7, 1.82, 2.0]
+    assert df["note"].tolist() == ["a, b", "c", "d"]
+    with pytest.raises(DataError, match="cannot be both the separator and the decimal mark"):
+        _convert(tmp_path, DECIMAL_COMMAS.encode(), sep=",", decimal=",")
+
+
+def test_points_and_plain_text_give_no_warning(tmp_path):
+    info, _ = _convert(tmp_path, b'city,income\n"Paris, FR",3.5\n"Rome, IT",4\n')
+    assert info.warnings == ()

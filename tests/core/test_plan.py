@@ -198,6 +198,47 @@ def test_interval_builder_fixed_width_breaks_and_coding():
     )
 
 
+@pytest.mark.parametrize(
+    "spec,outside",
+    [
+        ({"breaks": [18, 30, 45, 65]}, {"10": "<18", "17": "<18", "65": ">=65", "99": ">=65"}),
+        ({"width": 10, "start": 20}, {"10": "<20", "17": "<20", "18": "<20"}),
+    ],
+)
+def test_values_outside_the_intervals_get_open_ended_labels_at_every_level(spec, outside):
+    """Age 99 is not in "[45, 65[" and age 10 is not in "[18, 30[": values that no interval
+    contains are coded open-ended, as bottom and top coding are, and the hierarchy stays monotone
+    (each label at one level maps to one label at the next)."""
+    values = [10, 17, 18, 29, 30, 44, 45, 64, 65, 99]
+    h = interval_hierarchy(values, **spec)
+    for level in range(1, h.height - 1):
+        mapping = h.mapping(level)
+        assert {v: mapping[v] for v in outside} == outside
+        # Every other value lies in the interval its label names.
+        for value, label in mapping.items():
+            if value not in outside:
+                lo, hi = (float(x) for x in label.strip("[").rstrip("[").split(", "))
+                assert lo <= float(value) < hi, (level, value, label)
+    for level in range(1, h.height - 1):
+        upward: dict[str, set[str]] = {}
+        for row in h.rows:
+            upward.setdefault(row[level], set()).add(row[level + 1])
+        assert all(len(parents) == 1 for parents in upward.values()), upward
+
+
+def test_breaks_through_a_plan_publish_out_of_range_ages_as_open_intervals():
+    df = pd.DataFrame({"age": [10, 25, 50, 99]})
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "hierarchies": {"age": {"builder": "interval", "breaks": [18, 30, 45, 65]}},
+            "steps": [{"kind": "generalize", "params": {"levels": {"age": 1}}}],
+        }
+    )
+    out, _ = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
+    assert out["age"].tolist() == ["<18", "[18, 30[", "[45, 65[", ">=65"]
+
+
 def test_other_builders():
     g = grouping_hierarchy(["a", "b", "c", "d", "e"], group_size=2)
     assert g.mapping(1) == {"a": "a-b", "b": "a-b", "c": "c-d", "d": "c-d", "e": "e"}

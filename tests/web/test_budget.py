@@ -369,3 +369,51 @@ def test_the_ledger_selector_is_scoped_to_the_team(officer, outsider, dataset):
     assert budget_get_for_user(user=officer, dataset_id=dataset.pk).to_dict()["epsilon"] is None
     with pytest.raises(Http404):
         budget_get_for_user(user=outsider, dataset_id=dataset.pk)
+
+
+def test_a_steward_cannot_lower_the_budget_below_what_is_already_used(
+    client, officer, steward, dataset
+):
+    """ε = 0.6 spent by a release and 0.3 reserved by a queued job: a budget of 0.5 would read as
+    if that loss had not happened. It is refused, naming the amount used, on the page and in the
+    API; the budget stays as it was. Raising it, or removing it, still works."""
+    budget_set(user=steward, dataset=dataset, epsilon=2.0)
+    spent = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.6),
+        title="a",
+        purpose="testing",
+        recipient="test team",
+    )
+    job_execute(job_id=spent.pk, worker="t")
+    anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan=_dp_plan(0.3),
+        title="b",
+        purpose="testing",
+        recipient="test team",
+    )
+    assert ledger_for(dataset).spent == pytest.approx(0.9)
+
+    client.force_login(steward)
+    page = client.post(
+        reverse("datasets:budget", args=[dataset.pk]), {"epsilon": "0.5"}, follow=True
+    ).content.decode()
+    assert "the ε budget cannot be lowered to 0.5: this source has already used ε = 0.9" in page
+    assert "of which 0.3 is reserved by jobs still running" in page
+    assert ledger_for(dataset).epsilon == 2.0
+
+    api = client.put(
+        f"/api/v1/datasets/{dataset.pk}/budget/",
+        json.dumps({"epsilon": 0.8, "delta": None}),
+        content_type="application/json",
+    )
+    assert api.status_code == 400
+    assert "already used ε = 0.9" in api.json()["error"]
+    assert ledger_for(dataset).epsilon == 2.0
+    assert AuditEvent.objects.filter(action="dataset.budget_set").count() == 1
+
+    assert budget_set(user=steward, dataset=dataset, epsilon=0.9).epsilon == 0.9  # exactly used
+    assert budget_set(user=steward, dataset=dataset, epsilon=None).epsilon is None

@@ -395,3 +395,153 @@ def test_the_sweep_removes_abandoned_incoming_files_and_failed_uploads(officer, 
         "datasets/" + str(dataset.storage_key),
         "incoming/tmpabandoned.upload",
     ]
+
+
+def test_the_risk_page_and_its_json_explain_models_that_disagree(client, officer, team):
+    """Zayatz's estimate is 34 times Pitman's at a sampling fraction of 0.03%: the page says
+    which model Dankar et al.'s rule takes and why, and when each is unreliable."""
+    import pandas as pd
+
+    from anonweb.datasets.services import (
+        dataset_create,
+        dataset_set_population,
+        dataset_set_tags,
+    )
+    from anonweb.jobs.services import job_create
+    from tests.core.test_population_models import INTERIOR_NEAR_EWENS
+
+    sizes = [size for size, classes in INTERIOR_NEAR_EWENS.items() for _ in range(classes)]
+    groups = [f"g{i}" for i, size in enumerate(sizes) for _ in range(size)]
+    ds = dataset_create(
+        user=officer, team=team, upload=csv_upload(pd.DataFrame({"group": groups})), name="s"
+    )
+    ds = dataset_set_tags(user=officer, dataset=ds, tags={"group": "quasi_identifier"})
+    ds = dataset_set_population(user=officer, dataset=ds, population_size=9_228_000)
+    job = job_create(user=officer, team=team, kind=JobKind.PROFILE, dataset=ds)
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+
+    client.force_login(officer)
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert 'data-testid="population-disagreement"' in page
+    assert "The sampling fraction is 0.0333%, at most 10%" in page
+    assert "Dankar et al.&#x27;s rule takes Pitman&#x27;s model" in page
+    risk = client.get(f"/api/v1/datasets/{ds.pk}/risk/").json()
+    note = risk["population"]["disagreement"]
+    assert note["largest"] == "zayatz" and note["chosen"] == "pitman" and note["ratio"] > 10
+    assert risk["population"]["pitman_fit"]["log_likelihood"] < 0
+
+
+def test_a_workbook_of_several_sheets_asks_which_sheet(client, officer, team, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import _two_sheets
+
+    client.force_login(officer)
+    url = reverse("datasets:upload")
+    refused = client.post(
+        url, {"team": team.pk, "name": "p", "file": SimpleUploadedFile("p.xlsx", _two_sheets())}
+    )
+    assert refused.status_code == 400
+    assert html.escape("the workbook has 2 sheets ('README', 'patients')") in (
+        refused.content.decode()
+    )
+    assert not Dataset.objects.exists() and _files_left(settings) == []
+
+    chosen = client.post(
+        url,
+        {
+            "team": team.pk,
+            "name": "p",
+            "sheet": "patients",
+            "file": SimpleUploadedFile("p.xlsx", _two_sheets()),
+        },
+    )
+    assert chosen.status_code == 302
+    (job,) = _read_queued_uploads()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    ds = Dataset.objects.get(name="p")
+    assert ds.column_names == ["name", "age"] and ds.rows == 3 and ds.sheet == "patients"
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert '<span data-testid="sheet">patients</span>' in page
+    assert client.get(f"/api/v1/datasets/{ds.pk}/").json()["sheet"] == "patients"
+
+
+def test_the_api_refuses_a_workbook_of_several_sheets_without_a_sheet(client, officer, team):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import _two_sheets
+
+    client.force_login(officer)
+    answer = client.post(
+        "/api/v1/datasets/", {"name": "p", "file": SimpleUploadedFile("p.xlsx", _two_sheets())}
+    )
+    assert answer.status_code == 400
+    assert "choose the sheet to read" in answer.json()["error"]
+    answer = client.post(
+        "/api/v1/datasets/",
+        {"name": "p", "sheet": "patients", "file": SimpleUploadedFile("p.xlsx", _two_sheets())},
+    )
+    assert answer.status_code == 202
+    _read_queued_uploads()
+    assert Dataset.objects.get(name="p").rows == 3
+
+
+def test_a_file_read_with_the_wrong_separator_is_flagged_on_its_page_and_in_the_api(
+    client, officer, steward, team
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import SEMICOLONS
+
+    client.force_login(officer)
+    client.post(
+        reverse("datasets:upload"),
+        {
+            "team": team.pk,
+            "name": "s",
+            "separator": ",",
+            "file": SimpleUploadedFile("s.csv", SEMICOLONS),
+        },
+    )
+    (job,) = _read_queued_uploads()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    ds = Dataset.objects.get(name="s")
+    assert ds.column_names == ["name;ssn;age"]
+    client.force_login(steward)
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    assert 'data-testid="read-warnings"' in page
+    assert "the file is most likely separated by semicolons" in page
+    (warning,) = client.get(f"/api/v1/datasets/{ds.pk}/").json()["warnings"]
+    assert warning["code"] == "separator" and warning["columns"] == ["name;ssn;age"]
+    event = AuditEvent.objects.get(action="dataset.parsed")
+    assert event.details["warnings"] == ["separator"]
+
+
+def test_decimal_commas_are_flagged_and_read_as_numbers_when_asked(client, officer, team):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.core.test_ingest import DECIMAL_COMMAS
+
+    client.force_login(officer)
+    client.post(
+        "/api/v1/datasets/",
+        {"name": "t", "file": SimpleUploadedFile("t.csv", DECIMAL_COMMAS.encode())},
+    )
+    client.post(
+        "/api/v1/datasets/",
+        {
+            "name": "n",
+            "decimal": ",",
+            "file": SimpleUploadedFile("n.csv", DECIMAL_COMMAS.encode()),
+        },
+    )
+    _read_queued_uploads()
+    text, numbers = Dataset.objects.get(name="t"), Dataset.objects.get(name="n")
+    (warning,) = client.get(f"/api/v1/datasets/{text.pk}/").json()["warnings"]
+    assert warning["code"] == "decimal_comma" and warning["columns"] == ["income", "height"]
+    page = client.get(reverse("datasets:detail", args=[text.pk])).content.decode()
+    assert "Columns &#x27;income&#x27;, &#x27;height&#x27; hold numbers written" in page
+    assert {c["name"]: c["type"] for c in numbers.columns}["income"] == "float"
+    assert client.get(f"/api/v1/datasets/{numbers.pk}/").json()["warnings"] == []

@@ -34,8 +34,13 @@ def read_table(
     fmt: str | None = None,
     na_values: Iterable[str] | None = None,
     name: str | None = None,
+    sheet: str | None = None,
+    decimal: str = ".",
 ) -> pd.DataFrame:
     """Read a table from a path or a binary file object.
+
+    ``sheet`` names the sheet of an Excel workbook (needed when it has several); ``decimal`` is
+    the decimal mark of a text file (``.`` or ``,``).
 
     ``fmt`` is one of ``csv``, ``excel`` or ``parquet`` and defaults to the file's suffix.
     ``sep`` defaults to sniffing. Missing values are the usual spellings plus ``?`` (UCI Adult).
@@ -52,6 +57,8 @@ def read_table(
         sep=_decode_sep(sep),
         name=name,
         na_values=list(na_values) if na_values is not None else None,
+        sheet=sheet,
+        decimal=decimal,
     )
 
 

@@ -60,7 +60,8 @@ def interval_hierarchy(
     """Intervals of ``width`` (anchored at ``start`` or below the minimum) or between ``breaks``.
 
     Values below ``bottom`` become ``<bottom`` and values from ``top`` up ``>=top`` at every
-    interval level. Each higher level merges ``fanout`` neighbouring intervals; ``levels`` caps
+    interval level; so do values outside the ``breaks`` (``<first``, ``>=last``) or below
+    ``start``, which no interval contains. Each higher level merges ``fanout`` neighbouring intervals; ``levels`` caps
     the number of interval levels (default: until one interval is left).
     """
     if (width is None) == (breaks is None):
@@ -90,7 +91,7 @@ def interval_hierarchy(
     if len(cuts) < 2:
         raise ParameterError("the breaks must define at least one interval")
     rows = [
-        [_fmt_value(v)] + _interval_path(x, cuts, fanout, levels, bottom, top) + [ROOT]
+        [_fmt_value(v)] + _interval_path(x, cuts, fanout, levels) + [ROOT]
         for v, x in zip(distinct, nums)
     ]
     return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
@@ -105,19 +106,20 @@ def _interval_path(
     cuts: list[float],
     fanout: int,
     levels: int | None,
-    bottom: float | None,
-    top: float | None,
 ) -> list[str]:
     n_int = len(cuts) - 1
     n_levels = max(1, math.ceil(math.log(n_int, fanout)) if n_int > 1 else 1)
     if levels is not None:
         n_levels = min(n_levels, levels)
-    if bottom is not None and x < bottom:
-        return [f"<{_fmt(bottom)}"] * n_levels
-    if top is not None and x >= top:
-        return [f">={_fmt(top)}"] * n_levels
+    # A value outside the cuts (below the first break, from the last one up, or below a width's
+    # ``start``) lies in none of the intervals: labelling it as the nearest one would publish
+    # age 99 as "[45, 65[". It is coded open-ended instead, as bottom and top coding are, and
+    # keeps that label at every level, so each label maps to one label above it.
+    if x < cuts[0]:
+        return [f"<{_fmt(cuts[0])}"] * n_levels
+    if x >= cuts[-1]:
+        return [f">={_fmt(cuts[-1])}"] * n_levels
     i = int(np.searchsorted(cuts, x, side="right") - 1)
-    i = min(max(i, 0), n_int - 1)
     path: list[str] = []
     for level in range(n_levels):
         span = fanout**level

@@ -30,17 +30,20 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from anonweb.core.errors import DataError
+from anonweb.core.io.misreads import ReadWarning
 from anonweb.core.io.sources import (
     EMPTY,
     FLOAT,
     INT,
     KIND_NAMES,
     TEXT,
+    ExcelSource,
     Limits,
     ParquetSource,
     ReadAgain,
     Source,
     check_cells,
+    choose_sheet,
     open_source,
 )
 
@@ -79,6 +82,9 @@ class TableInfo:
     format: str
     encoding: str | None = None
     separator: str | None = None
+    # What the reader noticed that may mean the file was read wrongly (misreads.py).
+    warnings: tuple[ReadWarning, ...] = ()
+    sheet: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +93,8 @@ class TableInfo:
             "format": self.format,
             "encoding": self.encoding,
             "separator": self.separator,
+            "sheet": self.sheet,
+            "warnings": [w.to_dict() for w in self.warnings],
         }
 
 
@@ -100,6 +108,26 @@ def format_of(name: str | None, fmt: str | None = None) -> str:
     if suffix in PARQUET_SUFFIXES:
         return "parquet"
     return "csv"
+
+
+def check_sheet(
+    path: str | Path, *, fmt: str, sheet: str | None, label: str, limits: Limits
+) -> str | None:
+    """The sheet an upload will be read from (None for a file without sheets), refusing at once
+    what the read would refuse later: a workbook of several sheets with none chosen, a sheet
+    it does not have, a sheet chosen for a file that is not a workbook. Reads the workbook's
+    directory only; a file whose directory cannot be read is left to the read, which says
+    what is wrong with it (None)."""
+    if fmt != "excel":
+        if sheet:
+            raise DataError(f"{label}: a sheet can be chosen only for an Excel workbook")
+        return None
+    source = ExcelSource(lambda: open(path, "rb"), label=label, limits=limits)  # noqa: SIM115
+    try:
+        names = source.sheet_names()
+    except DataError:
+        return None
+    return choose_sheet(names, sheet, label=label)
 
 
 def pandas_metadata(names: list[str], kinds: list[int], missing: list[int]) -> dict[bytes, bytes]:
@@ -218,8 +246,15 @@ def convert_to_parquet(
     name: str | None = None,
     limits: Limits | None = None,
     progress: Progress | None = None,
+    sheet: str | None = None,
+    decimal: str = ".",
 ) -> TableInfo:
     """Read the file at ``path`` and write it to ``dest`` as Parquet, in bounded memory.
+
+    ``sheet`` names the sheet of an Excel workbook (needed when it has several); ``decimal``
+    is a text file's decimal mark. What may mean the file was read wrongly (one column whose
+    name holds another separator, numbers with decimal commas read as text) is returned in
+    ``TableInfo.warnings``.
 
     ``dest`` appears only once it is complete (written next to it, then renamed); on any error
     nothing is left behind. ``progress(fraction, message)`` is called as the work goes on; an
@@ -238,7 +273,9 @@ def convert_to_parquet(
     staging = dest.parent / f".tmp-{token}-staging.parquet"
     final = dest.parent / f".tmp-{token}.parquet"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    source = open_source(path, fmt=fmt, label=label, limits=limits, sep=sep)
+    source = open_source(
+        path, fmt=fmt, label=label, limits=limits, sep=sep, sheet=sheet, decimal=decimal
+    )
     try:
         report(0.0, "checking the file")
         tally = _Tally(label, limits)
@@ -268,7 +305,15 @@ def convert_to_parquet(
         ColumnInfo(n, KIND_NAMES[k], m, d)
         for n, k, m, d in zip(source.names, tally.kinds, tally.missing, distinct, strict=True)
     )
-    return TableInfo(tally.rows, columns, fmt, source.encoding, source.separator)
+    return TableInfo(
+        tally.rows,
+        columns,
+        fmt,
+        source.encoding,
+        source.separator,
+        tuple(source.read_warnings),
+        sheet if fmt == "excel" else None,
+    )
 
 
 def _write_typed(source: ParquetSource, final: Path, tally: _Tally, report: Progress) -> None:
@@ -364,6 +409,8 @@ def load_table(
     name: str | None = None,
     na_values: Sequence[str] | None = None,
     limits: Limits | None = None,
+    sheet: str | None = None,
+    decimal: str = ".",
 ) -> pd.DataFrame:
     """Read a whole table into pandas with the upload's rules (types, limits, messages)."""
     limits = limits or Limits(max_cells=10**12, max_expanded_bytes=2**62)
@@ -378,13 +425,27 @@ def load_table(
             raise DataError(f"{label}: the file is empty")
         fmt = format_of(name or path.name, fmt)
         reader = open_source(
-            path, fmt=fmt, label=label, limits=limits, sep=sep, na_values=na_values
+            path,
+            fmt=fmt,
+            label=label,
+            limits=limits,
+            sep=sep,
+            na_values=na_values,
+            sheet=sheet,
+            decimal=decimal,
         )
     else:
         label = name or getattr(source, "name", None) or "the upload"
         fmt = format_of(name or getattr(source, "name", None), fmt)
         reader = open_source(
-            fileobj=source, fmt=fmt, label=str(label), limits=limits, sep=sep, na_values=na_values
+            fileobj=source,
+            fmt=fmt,
+            label=str(label),
+            limits=limits,
+            sep=sep,
+            na_values=na_values,
+            sheet=sheet,
+            decimal=decimal,
         )
     tally = _Tally(str(label), limits)
     chunks: list[list[pa.Array]] = []

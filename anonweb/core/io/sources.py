@@ -28,6 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from anonweb.core.errors import DataError
+from anonweb.core.io.misreads import (
+    ReadWarning,
+    decimal_comma_numbers,
+    decimal_comma_warning,
+    separator_warning,
+    to_decimal_point,
+)
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -249,8 +256,14 @@ class TextSource:
         limits: Limits,
         sep: str | None = None,
         na_values: Sequence[str] | None = None,
+        decimal: str = ".",
     ):
         self.open_binary, self.label, self.limits = open_binary, label, limits
+        if decimal not in (".", ","):
+            raise DataError(
+                f"{label}: the decimal mark must be a point or a comma, not {decimal!r}"
+            )
+        self.decimal = decimal
         self.na_values = list(DEFAULT_NA_VALUES if na_values is None else na_values)
         self.encoding = "utf-8"
         head = self._head()
@@ -262,6 +275,11 @@ class TextSource:
         if sep is not None and len(sep) != 1:
             raise DataError(f"{self.label}: the separator must be a single character, not {sep!r}")
         self.separator = sep or sniff_separator(sample[:65536])
+        if self.separator == decimal:
+            raise DataError(
+                f"{label}: the comma cannot be both the separator and the decimal mark; choose "
+                "another separator (a file with decimal commas is usually separated by semicolons)"
+            )
         try:
             # newline="": a bare CR ends a line here as it does for the parser below.
             reader = csv.reader(io.StringIO(sample, newline=""), delimiter=self.separator)
@@ -272,6 +290,9 @@ class TextSource:
         # here, in microseconds.
         column_names(header, label=label, limits=limits)
         self.width = len(header)
+        found = separator_warning(header, self.separator)
+        self._header_warnings: tuple[ReadWarning, ...] = () if found is None else (found,)
+        self.read_warnings: tuple[ReadWarning, ...] = self._header_warnings
         self.names: list[str] = []
         self._stream: _CheckedStream | None = None
         self._size: int | None = None
@@ -350,6 +371,8 @@ class TextSource:
                 self._parsed_blocks = 0
                 # A column found to hold text is not matched against the number patterns again.
                 known = [EMPTY] * self.width
+                # Columns whose every value so far could be a number with a decimal comma.
+                commas = [self.decimal == "."] * self.width
                 for batch in reader:
                     self._parsed_blocks += 1
                     self._check_invalid(invalid)
@@ -359,12 +382,23 @@ class TextSource:
                         self._take_header(columns)
                         columns = [c.slice(1) for c in columns]
                     columns = [self._clean(c) for c in columns]
+                    if self.decimal == ",":
+                        columns = [to_decimal_point(c) for c in columns]
                     kinds = [text_kind(c, k) for c, k in zip(columns, known, strict=True)]
                     known = [max(k, seen) for k, seen in zip(kinds, known, strict=True)]
+                    for i, kind in enumerate(kinds):
+                        # Integers and blanks fit a decimal-comma column: only look at the rest.
+                        if commas[i] and kind in (FLOAT, TEXT):
+                            commas[i] = decimal_comma_numbers(columns[i])
                     yield columns, kinds
                 self._check_invalid(invalid)
                 if first:
                     raise DataError(f"{self.label}: the file is empty")
+                text = [
+                    n for n, k, c in zip(self.names, known, commas, strict=True) if c and k == TEXT
+                ]
+                found_text = (decimal_comma_warning(text),) if text else ()
+                self.read_warnings = self._header_warnings + found_text
             except pa.ArrowInvalid as exc:
                 raise DataError(self._explain(exc)) from None
 
@@ -393,6 +427,8 @@ class TextSource:
             if actual < self.width
             else " (a separator inside a value that is not quoted?)"
         )
+        if self._header_warnings:  # one column whose name holds another separator
+            hint = f". {self._header_warnings[0].message}"
         raise DataError(
             f"{self.label}: {where} (the header is row 1) has {actual:,} value(s) where the "
             f"header has {self.width:,}{hint}"
@@ -418,8 +454,29 @@ class ReadAgain(Exception):
 # --- Excel --------------------------------------------------------------------------------
 
 
+def choose_sheet(names: Sequence[str], wanted: str | None, *, label: str) -> str:
+    """The worksheet to read: the one asked for, or the only one. A workbook of several sheets
+    read from its first without a word may give a README instead of the data, so without a
+    choice it is refused, naming its sheets."""
+    listed = ", ".join(repr(n) for n in names)
+    if wanted:
+        if wanted not in names:
+            raise DataError(
+                f"{label}: the workbook has no sheet {wanted!r}; its sheets are {listed}"
+            )
+        return wanted
+    if not names:
+        raise DataError(f"{label}: the workbook has no worksheet")
+    if len(names) > 1:
+        raise DataError(
+            f"{label}: the workbook has {len(names)} sheets ({listed}); choose the sheet to read"
+        )
+    return names[0]
+
+
 class ExcelSource:
-    """The first worksheet of an .xlsx workbook, read row by row (openpyxl's read-only mode).
+    """One worksheet of an .xlsx workbook, read row by row (openpyxl's read-only mode): the one
+    named by ``sheet``, or the only one (:func:`choose_sheet`).
 
     The zip's declared sizes bound what decompression can produce (Python's zip reader stops
     there and fails the checksum of a member that claims less than it holds), so the expanded
@@ -428,14 +485,22 @@ class ExcelSource:
     typed = True
     encoding = None
     separator = None
+    read_warnings: tuple[ReadWarning, ...] = ()  # cells keep their own types
 
     # Cells held in Python objects before a batch is handed on: a wide sheet gets short batches.
     batch_cells = 1_000_000
 
     def __init__(
-        self, open_binary: OpenBinary, *, label: str, limits: Limits, batch_rows: int = 20_000
+        self,
+        open_binary: OpenBinary,
+        *,
+        label: str,
+        limits: Limits,
+        batch_rows: int = 20_000,
+        sheet: str | None = None,
     ):
         self.open_binary, self.label, self.limits = open_binary, label, limits
+        self.sheet = sheet
         self.batch_rows = batch_rows
         self.names: list[str] = []
         self._rows_read = 0
@@ -502,10 +567,39 @@ class ExcelSource:
                     finally:
                         book.close()
 
+    def sheet_names(self) -> list[str]:
+        """The workbook's sheet names, read from its directory alone (no cell, no shared
+        string), after the same size checks as a read: cheap enough to ask while uploading."""
+        from openpyxl.reader.excel import ExcelReader
+
+        with self.open_binary() as fh:
+            try:
+                archive = zipfile.ZipFile(fh)
+            except (zipfile.BadZipFile, OSError, ValueError):
+                raise DataError(
+                    f"{self.label}: not an .xlsx workbook (an old .xls file must be saved as "
+                    ".xlsx or CSV first)"
+                ) from None
+            with archive:
+                self._check_archive(archive)
+            fh.seek(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    reader = ExcelReader(fh, read_only=True, keep_links=False)
+                    reader.read_manifest()
+                    reader.read_workbook()
+                    return [str(sheet.name) for sheet in reader.parser.sheets]
+                except Exception as exc:
+                    raise DataError(
+                        f"{self.label}: cannot be read as an Excel workbook ({type(exc).__name__})"
+                    ) from None
+
     def _sheet(self, book: Workbook) -> Iterator[tuple[list[pa.Array], list[int]]]:
-        if not book.worksheets:
-            raise DataError(f"{self.label}: the workbook has no worksheet")
-        sheet = book.worksheets[0]
+        chosen = choose_sheet(book.sheetnames, self.sheet, label=self.label)
+        sheet = book[chosen]
+        if not hasattr(sheet, "iter_rows"):
+            raise DataError(f"{self.label}: sheet {chosen!r} is a chart, not a table")
         self._rows_declared = sheet.max_row if isinstance(sheet.max_row, int) else None
         # A declared size is only a claim; rows are not padded to it.
         sheet.reset_dimensions()
@@ -519,7 +613,7 @@ class ExcelSource:
                 break
             self._guard_rows(seen)
         if header is None:
-            raise DataError(f"{self.label}: the first worksheet is empty")
+            raise DataError(f"{self.label}: the sheet {chosen!r} is empty")
         last = max(i for i, v in enumerate(header) if v is not None and v != "")
         self.names = column_names(header[: last + 1], label=self.label, limits=self.limits)
         width = len(self.names)
@@ -611,6 +705,7 @@ class ParquetSource:
     typed = True
     encoding = None
     separator = None
+    read_warnings: tuple[ReadWarning, ...] = ()  # cells keep their own types
     # pandas stores a non-default index as a column of this name; it is not data.
     _INDEX = re.compile(r"^__index_level_\d+__$")
 
@@ -760,9 +855,12 @@ def open_source(
     limits: Limits,
     sep: str | None = None,
     na_values: Sequence[str] | None = None,
+    sheet: str | None = None,
+    decimal: str = ".",
 ) -> Source:
     """The reader for ``fmt`` (``csv``, ``excel`` or ``parquet``) over a path or a seekable
-    binary file object."""
+    binary file object. ``sheet`` names an Excel workbook's sheet; ``decimal`` is a text file's
+    decimal mark (``.`` or ``,``; Excel and Parquet cells carry their own types)."""
 
     def reopen() -> BinaryIO:
         if path is not None:
@@ -772,10 +870,14 @@ def open_source(
         # an io.RawIOBase is not a typing.BinaryIO, though it has every method a reader calls
         return _Unclosable(fileobj)  # type: ignore[return-value]
 
+    if sheet and fmt != "excel":
+        raise DataError(f"{label}: a sheet can be chosen only for an Excel workbook")
     if fmt == "csv":
-        return TextSource(reopen, label=label, limits=limits, sep=sep, na_values=na_values)
+        return TextSource(
+            reopen, label=label, limits=limits, sep=sep, na_values=na_values, decimal=decimal
+        )
     if fmt == "excel":
-        return ExcelSource(reopen, label=label, limits=limits)
+        return ExcelSource(reopen, label=label, limits=limits, sheet=sheet)
     if fmt == "parquet":
         return ParquetSource(reopen, label=label, limits=limits)
     raise DataError(f"unknown format {fmt!r}: use csv, excel or parquet")

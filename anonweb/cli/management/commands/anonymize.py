@@ -20,6 +20,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.reading import add_reading_options, reading
 from anonweb.core.search.metrics import AGGREGATES, METRICS
 
 
@@ -49,6 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, help="output table (CSV)")
         parser.add_argument("--report", help="report (JSON)")
         parser.add_argument("--sep", help="field separator of the input (default: sniffed)")
+        add_reading_options(parser)
         parser.add_argument("--seed", type=int, help="seed for random steps (not recorded)")
         parser.add_argument("--secret", action="append", help="NAME=FILE: a key read from FILE")
         parser.add_argument("--qi", help="quasi-identifiers, comma separated")
@@ -142,7 +144,7 @@ class Command(BaseCommand):
         tags = {q: "quasi_identifier" for q in plan.quasi_identifiers}
         tags |= {c: "sensitive" for c in plan.sensitive}
         tags |= _pairs(opts["tag"], "--tag")
-        df = read_table(opts["path"], sep=opts["sep"])
+        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         sep = _output_separator(opts["path"], opts["sep"], sniff_separator)
         rng = np.random.default_rng(opts["seed"])
         # keys not supplied in files are drawn fresh for this release and never written

@@ -10,6 +10,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.reading import add_reading_options, reading
+
 
 class Command(BaseCommand):
     help = "Measure the re-identification risk and attribute disclosure of a table."
@@ -22,6 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--qi", default="", help="quasi-identifiers, comma separated")
         parser.add_argument("--sensitive", default="", help="sensitive attributes, comma separated")
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
+        add_reading_options(parser)
         parser.add_argument(
             "--hierarchy",
             action="append",
@@ -76,7 +79,7 @@ class Command(BaseCommand):
             if col not in sensitive:
                 raise ParameterError(f"--hierarchy for {col!r}, which is not a --sensitive column")
             hierarchies[col] = read_hierarchy(path.strip(), attribute=col)
-        df = read_table(options["path"], sep=options["sep"])
+        df = read_table(options["path"], sep=options["sep"], **reading(options))
         for col, h in hierarchies.items():
             if col in df.columns:
                 h.validate_covers(df[col])
@@ -91,7 +94,7 @@ class Command(BaseCommand):
         result = profile.to_dict()
         result["file"] = str(options["path"])
         if options["aux"]:
-            aux = read_table(options["aux"], sep=options["sep"])
+            aux = read_table(options["aux"], sep=options["sep"], **reading(options, main=False))
             keys = parse_column_list(options["aux_keys"]) or None
             result["linkage"] = linkage_histogram(df, aux=aux, on=keys).to_dict()
         elif options["known"]:
@@ -140,6 +143,8 @@ def render_text(r: dict) -> str:
             f"{pop['population_uniques']:.0f} ({_pct(pop['population_uniqueness'])}) "
             f"by {pop['model']} ({pop['reference']})"
         )
+        if pop.get("disagreement"):
+            lines.append(f"    {pop['disagreement']['explanation']}")
     for name, s in r["sensitive"].items():
         delta = "inf" if s["delta_disclosure"] is None else f"{s['delta_disclosure']:.4f}"
         lines += [

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.reading import add_reading_options, reading
+
 
 class Command(BaseCommand):
     help = "Check releases of one source for what they disclose together."
@@ -60,6 +62,7 @@ class Command(BaseCommand):
             help="public bounds of a numeric column (default: its observed range); repeatable",
         )
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
+        add_reading_options(parser)
         parser.add_argument("--format", choices=("text", "json"), default="text")
 
     def handle(self, *args, **options) -> None:
@@ -93,13 +96,13 @@ class Command(BaseCommand):
         if k is not None and not qis:
             raise ParameterError("--k needs --qi (the columns whose classes it joins)")
         bounds = _bounds(options["bounds"])
-        source = read_table(options["source"], sep=options["sep"])
+        source = read_table(options["source"], sep=options["sep"], **reading(options))
         require_columns(source, [*sensitive, *bounds], role="column")
         ids = source_ids(source, options["id"])
         labels = _labels(options["releases"])
         views = []
         for path, label in zip(options["releases"], labels, strict=True):
-            release = read_table(path, sep=options["sep"])
+            release = read_table(path, sep=options["sep"], **reading(options, main=False))
             views.append(
                 view_from_lineage_form(
                     source,

@@ -12,6 +12,8 @@ import math
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.reading import add_reading_options, reading
+
 STATISTICS = ("count", "histogram", "sum", "mean", "quantile", "range")
 # Categories that are not declared public must be selected privately, which costs a δ; 1e-6 is
 # far below 1/n for any table this tool is meant for. The report states the δ spent.
@@ -52,6 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--identifier", default=None, help="column naming the person of a row")
         parser.add_argument("--max-contributions", default="1", help="rows kept per person")
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
+        add_reading_options(parser)
         parser.add_argument("--out", default=None, help="CSV of the released statistics")
         parser.add_argument("--report", default=None, help="JSON report (cost, accuracy)")
         parser.add_argument(
@@ -82,7 +85,7 @@ class Command(BaseCommand):
             return
         if not options["out"] or not options["report"]:
             raise ParameterError("name both --out (CSV) and --report (JSON), or use --preview")
-        df = read_table(options["path"], sep=options["sep"])
+        df = read_table(options["path"], sep=options["sep"], **reading(options))
         # Fresh entropy: only row sampling per person uses it, and no seed is ever recorded.
         result = release(df, query, rng=np.random.default_rng())
         report = {"file": str(options["path"]), "output": str(options["out"]), **result.report}
@@ -109,7 +112,9 @@ def _params(options) -> dict:
         params["bins"] = options["bins"]
         params["alphas"] = parse_column_list(options["alphas"])
     if options["categories_from"]:
-        frame = read_table(options["categories_from"], sep=options["sep"])
+        frame = read_table(
+            options["categories_from"], sep=options["sep"], **reading(options, main=False)
+        )
         params["categories"] = categories_from_frame(frame, columns)
     if options["identifier"]:
         params["identifier"] = options["identifier"]

@@ -11,6 +11,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.reading import add_reading_options, reading
+
 
 class Command(BaseCommand):
     help = "Record linkage by a maximum-knowledge intruder, verified against a random baseline."
@@ -39,6 +41,7 @@ class Command(BaseCommand):
             "--baseline-size", default=None, help="random records (default max(n, 2000))"
         )
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
+        add_reading_options(parser)
         parser.add_argument("--format", choices=("json", "text"), default="json")
 
     def handle(self, *args, **options) -> None:
@@ -76,8 +79,8 @@ class Command(BaseCommand):
                 raise ParameterError(
                     f"--baseline-size must be a whole number, not {size!r}"
                 ) from None
-        original = read_table(options["original"], sep=options["sep"])
-        anonymized = read_table(options["anonymized"], sep=options["sep"])
+        original = read_table(options["original"], sep=options["sep"], **reading(options))
+        anonymized = read_table(options["anonymized"], sep=options["sep"], **reading(options))
         result = intruder_check(
             original,
             anonymized,

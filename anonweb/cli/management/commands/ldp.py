@@ -11,6 +11,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.reading import add_reading_options, reading
+
 
 class Command(BaseCommand):
     help = "Randomize a column locally: randomized response, or Laplace noise with --bounds."
@@ -33,6 +35,7 @@ class Command(BaseCommand):
             help="table whose COLUMN lists the public categories",
         )
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
+        add_reading_options(parser)
         parser.add_argument(
             "--out", required=True, help="CSV of the table with the column randomized"
         )
@@ -58,9 +61,11 @@ class Command(BaseCommand):
             dp_accounting.check_bounds(options["bounds"], what=f"local noise on {column!r}")
         categories = None
         if options["categories_from"]:
-            frame = read_table(options["categories_from"], sep=options["sep"])
+            frame = read_table(
+                options["categories_from"], sep=options["sep"], **reading(options, main=False)
+            )
             categories = list(categories_from_frame(frame, [column])[column])
-        df = read_table(options["path"], sep=options["sep"])
+        df = read_table(options["path"], sep=options["sep"], **reading(options))
         if options["bounds"] is not None:
             result = randomize_numeric(
                 df, column=column, epsilon=options["epsilon"], bounds=options["bounds"]

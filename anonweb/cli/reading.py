@@ -1,0 +1,25 @@
+"""The options every command gives for reading its input table, beside ``--sep``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def add_reading_options(parser: Any) -> None:
+    parser.add_argument(
+        "--sheet",
+        default=None,
+        help="the sheet of an Excel input to read (needed when the workbook has several)",
+    )
+    parser.add_argument(
+        "--decimal",
+        default=".",
+        choices=[".", ","],
+        help="decimal mark of text inputs (default: the point; ',' reads 3,5 and 1.234,5)",
+    )
+
+
+def reading(options: dict[str, Any], *, main: bool = True) -> dict[str, Any]:
+    """``read_table`` keywords for the command's main input (``main``) or another table: the
+    sheet names a sheet of the main input only."""
+    return {"sheet": options.get("sheet") if main else None, "decimal": options["decimal"]}
