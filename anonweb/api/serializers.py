@@ -10,6 +10,7 @@ from rest_framework import serializers
 from anonweb.datasets.models import ColumnRole
 from anonweb.datasets.selectors import hierarchies_for
 from anonweb.jobs.models import JobStatus
+from anonweb.jobs.selectors import job_error_for
 from anonweb.releases.models import Release
 
 # ---- requests ---------------------------------------------------------------------------------
@@ -190,7 +191,9 @@ def dataset_json(dataset) -> dict:
     }
 
 
-def job_json(job) -> dict:
+def job_json(job, *, officer_teams: frozenset[int]) -> dict:
+    """A job as its reader may see it: ``officer_teams`` are the teams whose raw values the
+    reader may see (:func:`~anonweb.accounts.selectors.raw_value_teams`)."""
     # the job's release (one to one): read with the job when the selector joined it
     try:
         release_id = job.release.pk
@@ -202,7 +205,7 @@ def job_json(job) -> dict:
         "status": job.status,
         "progress": job.progress,
         "message": job.message,
-        "error": job.error,
+        "error": job_error_for(job=job, officer_teams=officer_teams),
         "dataset": job.dataset_id,
         "release": release_id,
     }

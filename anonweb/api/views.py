@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import teams_where
+from anonweb.accounts.selectors import raw_value_teams, teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
 from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters, whole_number
@@ -31,6 +31,7 @@ from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_get_for_user,
     datasets_for_user,
+    risk_for_user,
 )
 from anonweb.datasets.services import dataset_set_hierarchy_spec, dataset_set_tags
 from anonweb.datasets.uploads import upload_refused
@@ -281,6 +282,7 @@ class DatasetRisk(ApiView):
             raise Http404(
                 "no risk profile yet: tag quasi-identifiers and POST to the assessments route"
             )
+        risk = risk_for_user(user=request.user, dataset=dataset, risk=risk)
         profile = {k: v for k, v in risk.items() if k != "homogeneity"}
         profile["file"] = dataset.original_name
         return Response(profile)
@@ -398,7 +400,8 @@ class JobCollection(PagedView):
             dataset_id=whole_number(request, "dataset"),
             status=JobStatus(wanted) if wanted else None,
         )
-        return self.paged(jobs, s.job_json)
+        officer_teams = raw_value_teams(user=request.user)
+        return self.paged(jobs, lambda job: s.job_json(job, officer_teams=officer_teams))
 
 
 class JobDetail(ApiView):
@@ -408,14 +411,15 @@ class JobDetail(ApiView):
         if job.status == JobStatus.RUNNING:
             jobs_reap_stale()
             job.refresh_from_db()
-        return Response(s.job_json(job))
+        return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 
 
 class JobCancel(ApiView):
     @doc(roles=[OFFICER], request=None, responses={200: s.JobOut}, summary="Cancel a job")
     def post(self, request, job_id: int):
         job = job_get_for_user(user=request.user, job_id=job_id)
-        return Response(s.job_json(job_cancel(user=request.user, job=job)))
+        job = job_cancel(user=request.user, job=job)
+        return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 
 
 # ---- releases -----------------------------------------------------------------------------------

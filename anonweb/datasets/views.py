@@ -25,6 +25,7 @@ from anonweb.datasets.selectors import (
     datasets_for_user,
     hierarchies_for,
     hierarchy_spec,
+    risk_for_user,
 )
 from anonweb.datasets.services import (
     dataset_discard,
@@ -120,9 +121,10 @@ def dataset_detail(request, dataset_id: int):
             "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
         }
     profile_job = latest_profile(dataset=dataset)
-    charts = None
+    charts = risk = None
     if profile_job and profile_job.result.get("risk"):
         charts = risk_charts_cached(profile_job.result["risk"])
+        risk = risk_for_user(user=request.user, dataset=dataset, risk=profile_job.result["risk"])
 
     hierarchies = hierarchies_for(dataset=dataset)
     return render(
@@ -142,6 +144,7 @@ def dataset_detail(request, dataset_id: int):
                 user=request.user, team=dataset.team, role=Role.DATA_STEWARD
             ),
             "profile_job": profile_job,
+            "risk": risk,
             "charts": charts,
             "jobs": dataset.jobs.all()[:10],
         },

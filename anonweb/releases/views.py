@@ -26,7 +26,7 @@ from anonweb.releases.services import ReleaseBlocked, ReviewError, release_recor
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import release_dir
-from anonweb.releases.utility import release_utility_get, utility_charts_cached
+from anonweb.releases.utility import release_utility_read, utility_charts_cached
 
 
 def release_list(request):
@@ -82,7 +82,7 @@ def release_detail(request, release_id: int):
     # Computed from the source: officers and stewards only, never analysts.
     utility = utility_charts = None
     if staff:
-        utility = release_utility_get(release=release)
+        utility = release_utility_read(user=request.user, release=release)
         utility_charts = utility_charts_cached(utility) if utility else None
     alternatives = _search_alternatives(report) if staff else []
     if alternatives:
