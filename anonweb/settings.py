@@ -52,6 +52,20 @@ elif not DEBUG and (SECRET_KEY.startswith(_DEV_KEY_PREFIX) or len(SECRET_KEY) < 
         "characters when DEBUG is off."
     )
 
+# The audit trail's key (an HMAC over each event and over the anchored head): never in the
+# database. ANONWEB_AUDIT_KEY (at least 32 characters), or else a key file made once under var/
+# (run.sh makes it, like the secret key). The anchor is an append-only file outside the
+# database where the signed head is written after each committed event; audit_verify checks
+# the table against it.
+ANONWEB_AUDIT_KEY = env_str("ANONWEB_AUDIT_KEY", "")
+if ANONWEB_AUDIT_KEY and len(ANONWEB_AUDIT_KEY) < 32:
+    raise ImproperlyConfigured("ANONWEB_AUDIT_KEY is too short: use at least 32 random characters.")
+ANONWEB_AUDIT_KEY_FILE = Path(env_str("ANONWEB_AUDIT_KEY_FILE", str(VAR_DIR / "audit_key")))
+ANONWEB_AUDIT_ANCHOR = Path(env_str("ANONWEB_AUDIT_ANCHOR", str(VAR_DIR / "audit-anchor.log")))
+# Whether audit_verify accepts a chain with no anchor written yet. Only the test suite, whose
+# transactions are rolled back before anything commits, sets it.
+ANONWEB_AUDIT_ANCHOR_MAY_BE_ABSENT = False
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
