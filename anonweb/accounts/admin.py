@@ -2,7 +2,11 @@
 ``anonweb.accounts.services``, so it is audited with the administrator as the actor."""
 
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import Group, User
 
+from anonweb.accounts.admin_audit import admin_acting
 from anonweb.accounts.models import Membership, Team
 from anonweb.accounts.services import membership_grant, membership_revoke, membership_set_role
 
@@ -26,13 +30,47 @@ def _save_membership(request, obj: Membership, change: bool) -> Membership:
     return membership_set_role(actor=request.user, membership=obj, role=obj.role, via="admin")
 
 
+class ActingAdmin(admin.ModelAdmin):
+    """Names the administrator as the actor of the account changes its views make (superuser
+    and staff status, permissions, groups, passwords, new users, team names): the receivers in
+    :mod:`anonweb.accounts.admin_audit` write the events."""
+
+    def changeform_view(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().changeform_view(request, *args, **kwargs)
+
+    def changelist_view(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().changelist_view(request, *args, **kwargs)
+
+    def delete_view(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().delete_view(request, *args, **kwargs)
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class UserAdmin(ActingAdmin, DjangoUserAdmin):
+    def user_change_password(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().user_change_password(request, *args, **kwargs)
+
+
+@admin.register(Group)
+class GroupAdmin(ActingAdmin, DjangoGroupAdmin):
+    pass
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(ActingAdmin):
     list_display = ("name", "slug", "created_at")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]

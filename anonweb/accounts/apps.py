@@ -6,6 +6,6 @@ class AccountsConfig(AppConfig):
     label = "accounts"
 
     def ready(self) -> None:
-        from anonweb.accounts import signals
+        from anonweb.accounts import admin_audit, signals  # noqa: F401 (connects receivers)
 
         signals.connect_lockout_signal()
