@@ -646,7 +646,8 @@ class ReleaseDownload(ApiView):
             raise ValidationError({"format": f"one of {', '.join(DOWNLOAD_FORMATS)}"})
         release = release_get_downloadable(user=request.user, release_id=release_id)
         body = release_file(release.storage_key, fmt)
-        release_record_download(user=request.user, release=release)
+        if request.method != "HEAD":  # headers only: no file leaves, nothing to record
+            release_record_download(user=request.user, release=release)
         name = re.sub(r"[^\w.-]+", "_", f"{release.dataset.name}-v{release.version}.{fmt}")
         if isinstance(body, bytes):
             response = HttpResponse(body, content_type=DOWNLOAD_FORMATS[fmt])

@@ -170,7 +170,8 @@ def release_download(request, release_id: int):
     path = release_dir(release.storage_key) / "data.csv"
     if not path.exists():
         raise Http404("The release file is missing.")
-    release_record_download(user=request.user, release=release)
+    if request.method != "HEAD":  # a HEAD reads the headers: no file leaves, nothing to record
+        release_record_download(user=request.user, release=release)
     filename = f"{release.dataset.name}-v{release.version}.csv".replace(" ", "_")
     return FileResponse(
         open(path, "rb"), as_attachment=True, filename=filename, content_type="text/csv"
