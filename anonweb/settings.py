@@ -167,6 +167,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_USERNAME_FORM_FIELD = "username"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The lockout page (JSON under /api/), with Retry-After.
+AXES_LOCKOUT_CALLABLE = "anonweb.accounts.lockout.lockout_response"
 AXES_VERBOSE = False
 # REMOTE_ADDR, or behind the TLS proxy the address it appended to X-Forwarded-For.
 AXES_CLIENT_IP_CALLABLE = "anonweb.common.security.client_address"
