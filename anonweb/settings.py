@@ -272,7 +272,7 @@ CELERY_PUBLISH_RETRY = False
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # First, so that an anonymous request is answered 401 with "WWW-Authenticate: Token".
-        "rest_framework.authentication.TokenAuthentication",
+        "anonweb.api.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
