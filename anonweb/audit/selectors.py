@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from anonweb.audit.keys import anchor_path, anchors_read
+from anonweb.audit.keys import Anchor, anchor_path, anchors_read
 from anonweb.audit.models import KEYED_SCHEME, AuditEvent, AuditHead
 from anonweb.audit.services import GENESIS, compute_hash
 
@@ -114,8 +114,8 @@ def audit_verify_chain(*, batch: int = 2000) -> ChainReport:
 def _end_problems(
     last: AuditEvent | None,
     last_seq: int,
-    unmatched: dict,
-    anchors: list,
+    unmatched: dict[int, Anchor],
+    anchors: list[Anchor],
     checked: int,
 ) -> list[ChainProblem]:
     problems = []
