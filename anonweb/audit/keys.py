@@ -37,21 +37,33 @@ def audit_key() -> bytes:
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # made by another process meanwhile
-            text = path.read_text(encoding="ascii").strip()
-        else:
-            text = secrets.token_urlsafe(48)
-            with os.fdopen(fd, "w", encoding="ascii") as out:
-                out.write(text + "\n")
+        text = _make_key_file(path)
     if len(text) < 32:
         raise ImproperlyConfigured(
             f"the audit key file {path} holds fewer than 32 characters: put a random key in it "
             "or set ANONWEB_AUDIT_KEY"
         )
     return text.encode()
+
+
+def _make_key_file(path: Path) -> str:
+    """Write a random key to ``path`` whole before it appears (a hard link of a finished
+    file), so a process reading it meanwhile never sees it empty; if another process made it
+    first, its key wins."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = secrets.token_urlsafe(48)
+    draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(text + "\n")
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            return path.read_text(encoding="ascii").strip()
+    finally:
+        draft.unlink(missing_ok=True)
+    return text
 
 
 def keyed_hash(payload: bytes) -> str:
