@@ -8,7 +8,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from anonweb.datasets.models import ColumnRole
-from anonweb.datasets.selectors import hierarchies_for
+from anonweb.datasets.selectors import dataset_error_for, hierarchies_for
 from anonweb.jobs.models import JobStatus
 from anonweb.jobs.selectors import job_error_for
 from anonweb.releases.models import Release
@@ -164,14 +164,15 @@ class TokenOut(serializers.Serializer):
 # ---- object forms -----------------------------------------------------------------------------
 
 
-def dataset_json(dataset) -> dict:
+def dataset_json(dataset, *, officer_teams: frozenset[int]) -> dict:
+    """A dataset as its reader may see it (``officer_teams``: see :func:`job_json`)."""
     hierarchies = hierarchies_for(dataset=dataset) if dataset.is_ready else {}
     return {
         "id": dataset.pk,
         "name": dataset.name,
         "team": dataset.team.slug,
         "status": dataset.status,
-        "error": dataset.error,
+        "error": dataset_error_for(dataset=dataset, officer_teams=officer_teams),
         "rows": dataset.rows,
         "columns": [
             {

@@ -144,7 +144,9 @@ class DatasetCollection(ApiView):
         operation_id="datasets_list",
     )
     def get(self, request):
-        return Response([s.dataset_json(d) for d in datasets_for_user(user=request.user)])
+        officer_teams = raw_value_teams(user=request.user)
+        datasets = datasets_for_user(user=request.user)
+        return Response([s.dataset_json(d, officer_teams=officer_teams) for d in datasets])
 
     @doc(
         roles=[OFFICER],
@@ -204,7 +206,10 @@ class DatasetDetail(ApiView):
     @doc(roles=STAFF, responses={200: s.DatasetOut}, summary="A dataset and its columns")
     def get(self, request, dataset_id: int):
         return Response(
-            s.dataset_json(dataset_get_for_user(user=request.user, dataset_id=dataset_id))
+            s.dataset_json(
+                dataset_get_for_user(user=request.user, dataset_id=dataset_id),
+                officer_teams=raw_value_teams(user=request.user),
+            )
         )
 
     @doc(
@@ -220,7 +225,7 @@ class DatasetDetail(ApiView):
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         fields = self.valid(s.RolesRequest)
         dataset = dataset_set_tags(user=request.user, dataset=dataset, tags=dict(fields["roles"]))
-        return Response(s.dataset_json(dataset))
+        return Response(s.dataset_json(dataset, officer_teams=raw_value_teams(user=request.user)))
 
 
 class DatasetHierarchy(ApiView):

@@ -10,7 +10,7 @@ from django.http import Http404
 from anonweb.accounts.models import Membership, Role
 from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.core.errors import ParameterError
-from anonweb.core.raw_values import public_result
+from anonweb.core.raw_values import Failure, public_result
 from anonweb.datasets.models import Dataset, Hierarchy
 
 if TYPE_CHECKING:
@@ -34,6 +34,16 @@ def dataset_get_for_user(*, user: User, dataset_id: int) -> Dataset:
 def can_see_raw(*, user: User, dataset: Dataset) -> bool:
     """Raw rows are for the team's privacy officers only."""
     return may_see_raw_values(user=user, team=dataset.team)
+
+
+def dataset_error_for(*, dataset: Dataset, officer_teams: frozenset[int]) -> str:
+    """Why the upload could not be read, for a reader who is a privacy officer of
+    ``officer_teams`` (:func:`~anonweb.accounts.selectors.raw_value_teams`): the reason as the
+    reader wrote it (it may quote the file's cells) for the team's officers, a sentence with no
+    data in it for everyone else."""
+    if not dataset.error or dataset.team_id in officer_teams:
+        return dataset.error
+    return Failure(kind="unreadable").summary
 
 
 def risk_for_user(*, user: User, dataset: Dataset, risk: dict[str, Any]) -> dict[str, Any]:

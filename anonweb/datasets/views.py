@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import require_role, teams_where, user_has_role
+from anonweb.accounts.selectors import raw_value_teams, require_role, teams_where, user_has_role
 from anonweb.common.charts import risk_charts_cached
 from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import loss_chart, risk_charts
@@ -21,6 +21,7 @@ from anonweb.datasets.forms import TagForm, UploadForm
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.selectors import (
     can_see_raw,
+    dataset_error_for,
     dataset_get_for_user,
     datasets_for_user,
     hierarchies_for,
@@ -96,7 +97,14 @@ def dataset_detail(request, dataset_id: int):
         return render(
             request,
             "datasets/reading.html",
-            {"dataset": dataset, "is_officer": is_officer, "job": parse_job(dataset=dataset)},
+            {
+                "dataset": dataset,
+                "is_officer": is_officer,
+                "job": parse_job(dataset=dataset),
+                "error": dataset_error_for(
+                    dataset=dataset, officer_teams=raw_value_teams(user=request.user)
+                ),
+            },
         )
     form = TagForm(request.POST or None, dataset=dataset)
     if request.method == "POST":

@@ -164,3 +164,22 @@ def test_a_purge_removes_the_failed_job_s_message(client, officer, scene):
     assert failed.error_detail == "" and "zip" in failed.error
     job = api(officer).get(f"/api/v1/jobs/{failed.pk}/").json()
     assert not [value for value in RAW if value in job["error"]]
+
+
+def test_a_failed_upload_s_reason_is_the_officer_s(client, officer, steward, team):
+    """The reason names the file's lines and may quote its cells: stewards read that it could
+    not be read."""
+    from tests.web.test_api import run_queued, upload
+
+    header_only = small_table().iloc[:0]
+    response = upload(api(officer), df=header_only)
+    assert response.status_code == 202
+    run_queued()
+    dataset_id = response.json()["id"]
+    url = f"/api/v1/datasets/{dataset_id}/"
+    assert "no data rows" in api(officer).get(url).json()["error"]
+    seen = api(steward).get(url).json()["error"]
+    assert "could not be read" in seen and "no data rows" not in seen
+    client.force_login(steward)
+    page = client.get(reverse("datasets:detail", args=[dataset_id])).content.decode()
+    assert "could not be read as a table" in page and "no data rows" not in page
