@@ -7,7 +7,7 @@ from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group, User
 
 from anonweb.accounts.admin_audit import admin_acting
-from anonweb.accounts.models import Membership, Team
+from anonweb.accounts.models import ApiToken, Membership, Team
 from anonweb.accounts.services import membership_grant, membership_revoke, membership_set_role
 
 
@@ -101,3 +101,18 @@ class MembershipAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for obj in queryset:
             membership_revoke(actor=request.user, membership=obj, via="admin")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are listed and revoked here; a key is made only by its user (profile page) or
+    ``drf_create_token``, which show it once: the table holds its SHA-256."""
+
+    list_display = ("user", "created")
+    readonly_fields = ("user", "digest", "created")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

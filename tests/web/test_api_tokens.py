@@ -73,3 +73,15 @@ def test_plain_tokens_made_before_are_hashed_and_keep_working(team):
         executor.migrate(executor.loader.graph.leaf_nodes())
     assert _stored_anywhere(key) == []
     assert _client(key).get("/api/v1/datasets/").status_code == 200
+
+
+def test_the_admin_lists_tokens_without_making_plain_ones(client):
+    from django.contrib.auth.models import User
+
+    root = User.objects.create_superuser("root", "root@example.org", "x" * 20)
+    api_token_create(user=root)
+    client.force_login(root)
+    listing = client.get("/admin/accounts/apitoken/")
+    assert listing.status_code == 200 and b"root" in listing.content
+    assert client.get("/admin/accounts/apitoken/add/").status_code == 403
+    assert client.get("/admin/authtoken/tokenproxy/").status_code == 404
