@@ -131,7 +131,10 @@ class JobOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=JobStatus.values)
     progress = serializers.IntegerField()
     message = serializers.CharField()
-    error = serializers.CharField()
+    error = serializers.CharField(
+        help_text="why it failed: the message as written (it may quote the data) for the team's "
+        "privacy officers until a purge, else the kind of failure and the columns concerned"
+    )
     dataset = serializers.IntegerField(allow_null=True)
     release = serializers.IntegerField(allow_null=True)
 
