@@ -17,6 +17,10 @@ if [ -z "${SECRET_KEY:-}" ]; then
   SECRET_KEY="$(cat var/secret_key)"
   export SECRET_KEY
 fi
+# The audit trail's HMAC key, made once and kept under var/: never in the database.
+if [ -z "${ANONWEB_AUDIT_KEY:-}" ] && [ ! -s var/audit_key ]; then
+  (umask 077; .venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(48))' > var/audit_key)
+fi
 export DJANGO_SETTINGS_MODULE=anonweb.settings
 HOST="${ANONWEB_HOST:-127.0.0.1}"
 PORT="${ANONWEB_PORT:-8000}"

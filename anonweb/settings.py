@@ -52,6 +52,20 @@ elif not DEBUG and (SECRET_KEY.startswith(_DEV_KEY_PREFIX) or len(SECRET_KEY) < 
         "characters when DEBUG is off."
     )
 
+# The audit trail's key (an HMAC over each event and over the anchored head): never in the
+# database. ANONWEB_AUDIT_KEY (at least 32 characters), or else a key file made once under var/
+# (run.sh makes it, like the secret key). The anchor is an append-only file outside the
+# database where the signed head is written after each committed event; audit_verify checks
+# the table against it.
+ANONWEB_AUDIT_KEY = env_str("ANONWEB_AUDIT_KEY", "")
+if ANONWEB_AUDIT_KEY and len(ANONWEB_AUDIT_KEY) < 32:
+    raise ImproperlyConfigured("ANONWEB_AUDIT_KEY is too short: use at least 32 random characters.")
+ANONWEB_AUDIT_KEY_FILE = Path(env_str("ANONWEB_AUDIT_KEY_FILE", str(VAR_DIR / "audit_key")))
+ANONWEB_AUDIT_ANCHOR = Path(env_str("ANONWEB_AUDIT_ANCHOR", str(VAR_DIR / "audit-anchor.log")))
+# Whether audit_verify accepts a chain with no anchor written yet. Only the test suite, whose
+# transactions are rolled back before anything commits, sets it.
+ANONWEB_AUDIT_ANCHOR_MAY_BE_ABSENT = False
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -153,6 +167,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_USERNAME_FORM_FIELD = "username"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The lockout page (JSON under /api/), with Retry-After.
+AXES_LOCKOUT_CALLABLE = "anonweb.accounts.lockout.lockout_response"
 AXES_VERBOSE = False
 # REMOTE_ADDR, or behind the TLS proxy the address it appended to X-Forwarded-For.
 AXES_CLIENT_IP_CALLABLE = "anonweb.common.security.client_address"
@@ -256,7 +272,7 @@ CELERY_PUBLISH_RETRY = False
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # First, so that an anonymous request is answered 401 with "WWW-Authenticate: Token".
-        "rest_framework.authentication.TokenAuthentication",
+        "anonweb.api.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

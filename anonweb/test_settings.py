@@ -4,6 +4,7 @@ Variables still win (CI sets DATABASE_URL to PostgreSQL), so the suite runs on e
 """
 
 import os
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-any-deployment-0123456789")
@@ -11,7 +12,19 @@ os.environ.setdefault(
     "ANONWEB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test")
 )
 
+# Each run anchors its own chain (the test database is made afresh; an anchor of an earlier
+# run would not match it). Processes the tests start inherit the same file.
+os.environ.setdefault(
+    "ANONWEB_AUDIT_ANCHOR",
+    str(Path(tempfile.mkdtemp(prefix="anonweb-audit-")) / "audit-anchor.log"),
+)
+os.environ.setdefault("ANONWEB_AUDIT_KEY", "test-only-audit-key-not-for-any-deployment-0123456789")
+
 from anonweb.settings import *  # noqa: E402,F403
+
+# Tests roll their transactions back, so the anchor written when an event commits is rarely
+# there; the tests of the anchor set this back to False.
+ANONWEB_AUDIT_ANCHOR_MAY_BE_ABSENT = True
 
 # Fast hashing keeps login-heavy tests quick; production keeps Django's default.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

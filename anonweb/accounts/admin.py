@@ -2,8 +2,12 @@
 ``anonweb.accounts.services``, so it is audited with the administrator as the actor."""
 
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import Group, User
 
-from anonweb.accounts.models import Membership, Team, TeamGroup
+from anonweb.accounts.admin_audit import admin_acting
+from anonweb.accounts.models import ApiToken, Membership, Team, TeamGroup
 from anonweb.accounts.services import (
     membership_grant,
     membership_revoke,
@@ -32,13 +36,47 @@ def _save_membership(request, obj: Membership, change: bool) -> Membership:
     return membership_set_role(actor=request.user, membership=obj, role=obj.role, via="admin")
 
 
+class ActingAdmin(admin.ModelAdmin):
+    """Names the administrator as the actor of the account changes its views make (superuser
+    and staff status, permissions, groups, passwords, new users, team names): the receivers in
+    :mod:`anonweb.accounts.admin_audit` write the events."""
+
+    def changeform_view(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().changeform_view(request, *args, **kwargs)
+
+    def changelist_view(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().changelist_view(request, *args, **kwargs)
+
+    def delete_view(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().delete_view(request, *args, **kwargs)
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class UserAdmin(ActingAdmin, DjangoUserAdmin):
+    def user_change_password(self, request, *args, **kwargs):
+        with admin_acting(request.user):
+            return super().user_change_password(request, *args, **kwargs)
+
+
+@admin.register(Group)
+class GroupAdmin(ActingAdmin, DjangoGroupAdmin):
+    pass
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(ActingAdmin):
     list_display = ("name", "slug", "created_at")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
@@ -92,3 +130,18 @@ class TeamGroupAdmin(admin.ModelAdmin):
         team_group_set_members(
             actor=request.user, group=form.instance, members=form.cleaned_data["members"]
         )
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are listed and revoked here; a key is made only by its user (profile page) or
+    ``drf_create_token``, which show it once: the table holds its SHA-256."""
+
+    list_display = ("user", "created")
+    readonly_fields = ("user", "digest", "created")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,5 +1,10 @@
 """Teams and per-team roles. Users are Django's own; a user may belong to several teams."""
 
+from __future__ import annotations
+
+import hashlib
+import secrets
+
 from django.conf import settings
 from django.db import models
 
@@ -66,3 +71,31 @@ class TeamGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.team})"
+
+
+class ApiToken(models.Model):
+    """An API key, stored as its SHA-256 only: the key itself is shown once, when it is made,
+    and never kept. A key is 160 random bits, so a plain digest is as hard to reverse as the
+    key is to guess."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    digest = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"API token of {self.user} ({self.digest[:8]}…)"
+
+    @staticmethod
+    def digest_of(key: str) -> str:
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+    @classmethod
+    def issue(cls, user) -> tuple[ApiToken, str]:
+        """A new token of ``user`` and its key (the only time the key exists)."""
+        key = secrets.token_hex(20)
+        return cls.objects.create(user=user, digest=cls.digest_of(key)), key

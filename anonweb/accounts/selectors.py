@@ -37,3 +37,21 @@ def all_roles(*, user: User | AnonymousUser) -> set[str]:
     if not user.is_authenticated:
         return set()
     return set(Membership.objects.filter(user=user).values_list("role", flat=True))
+
+
+def raw_value_teams(*, user: User | AnonymousUser) -> frozenset[int]:
+    """The teams whose raw source values (records, cells, labels read from the source, error
+    messages quoting them) the user may see: those where they are a privacy officer. The one
+    rule for every page and API answer; others read the public part
+    (:mod:`anonweb.core.raw_values`)."""
+    if not user.is_authenticated:
+        return frozenset()
+    return frozenset(
+        Membership.objects.filter(user=user, role=Role.PRIVACY_OFFICER).values_list(
+            "team_id", flat=True
+        )
+    )
+
+
+def may_see_raw_values(*, user: User | AnonymousUser, team: Team) -> bool:
+    return team.pk in raw_value_teams(user=user)

@@ -1,5 +1,5 @@
 """Changing who belongs to a team and in which role: every path goes through here. Also a
-user's API token (DRF's own Token model, one per user).
+user's API token (stored as a SHA-256 of its key: :class:`ApiToken`).
 
 The admin, the demo bootstrap and scripts call :func:`membership_grant`,
 :func:`membership_set_role` and :func:`membership_revoke`; each writes the change and its audit
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from anonweb.accounts.models import Membership, Role, Team, TeamGroup
+from anonweb.accounts.models import ApiToken, Membership, Role, Team, TeamGroup
 from anonweb.audit.services import audit_record
 from anonweb.core.release.recipients import parse_recipients
 
@@ -114,27 +114,24 @@ def membership_revoke(*, actor: User | None, membership: Membership, via: str = 
 
 def api_token_create(*, user: User) -> str:
     """Create the user's API token, replacing any previous one (which stops working at once);
-    returns the new key. The key itself is never written to the audit trail."""
-    from rest_framework.authtoken.models import Token
-
+    returns the new key, the only time it exists: the database keeps its SHA-256, and the key
+    is never written to the audit trail."""
     with transaction.atomic():
-        replaced = Token.objects.filter(user=user).delete()[0] > 0
-        token = Token.objects.create(user=user)
+        replaced = ApiToken.objects.filter(user=user).delete()[0] > 0
+        _token, key = ApiToken.issue(user)
         audit_record(
             actor=user,
             action="account.token_created",
             target=user,
             details={"replaced": replaced},
         )
-    return token.key
+    return key
 
 
 def api_token_revoke(*, user: User) -> bool:
     """Revoke the user's API token; False if there was none."""
-    from rest_framework.authtoken.models import Token
-
     with transaction.atomic():
-        deleted = Token.objects.filter(user=user).delete()[0] > 0
+        deleted = ApiToken.objects.filter(user=user).delete()[0] > 0
         if deleted:
             audit_record(actor=user, action="account.token_revoked", target=user, details={})
     return deleted

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
-from django.core.cache import cache
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
+from anonweb.accounts.lockout import lockout_seconds
 from anonweb.accounts.models import Membership
 from anonweb.accounts.services import audit_membership
 from anonweb.audit.services import audit_record
@@ -78,13 +76,15 @@ def _audit_login_failed(sender, credentials: dict, request=None, **kwargs):
 
 
 def _audit_locked_out(sender, request=None, username=None, ip_address=None, **kwargs):
-    """A lockout is recorded once per account and address while it lasts."""
+    """One event per lockout: when the failures reach the limit. django-axes sends the signal
+    again for every refused try while the lock holds (each restarts the cool-off); those are
+    recorded as failed logins with ``locked_out``, not as new lockouts. Deciding from axes'
+    own count, kept in the database, holds across worker processes, which share no cache."""
+    failures = getattr(request, "axes_failures_since_start", None) if request else None
+    if failures != settings.AXES_FAILURE_LIMIT:
+        return
     username = str(username or "")[:USERNAME_LIMIT]
     address = ip_address or (_address(request) if request is not None else "")
-    cooloff = settings.AXES_COOLOFF_TIME
-    seconds = int(cooloff.total_seconds()) if isinstance(cooloff, dt.timedelta) else 3600
-    if not cache.add(f"anonweb:lockout:{username}:{address}", 1, timeout=seconds):
-        return
     audit_record(
         actor=None,
         action="auth.locked_out",
@@ -92,7 +92,7 @@ def _audit_locked_out(sender, request=None, username=None, ip_address=None, **kw
             "username": username,
             "address": address,
             "failure_limit": settings.AXES_FAILURE_LIMIT,
-            "cooloff_seconds": seconds,
+            "cooloff_seconds": lockout_seconds(request),
         },
     )
 

@@ -1,14 +1,12 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from anonweb.accounts.models import Membership
+from anonweb.accounts.models import ApiToken, Membership
 from anonweb.accounts.services import api_token_create, api_token_revoke
 
 
 def profile(request):
     """The user's teams and roles, and their API token (create, replace, revoke)."""
-    from rest_framework.authtoken.models import Token
-
     new_key = None
     if request.method == "POST":
         action = request.POST.get("action")
@@ -23,7 +21,7 @@ def profile(request):
         else:
             messages.error(request, "Choose to create or revoke a token.")
             return redirect("profile")
-    token = Token.objects.filter(user=request.user).only("created").first()
+    token = ApiToken.objects.filter(user=request.user).only("created").first()
     return render(
         request,
         "accounts/profile.html",

@@ -109,12 +109,12 @@ def exception_handler(exc, context):
 
 def not_found_json(request, *args, **kwargs):
     """Unknown paths under /api/: 401 for anonymous callers (as every route), else 404."""
-    from rest_framework.authentication import TokenAuthentication
+    from anonweb.api.authentication import HashedTokenAuthentication
 
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         try:
-            found = TokenAuthentication().authenticate(request)
+            found = HashedTokenAuthentication().authenticate(request)
         except exceptions.AuthenticationFailed:
             found = None
         if found is None:

@@ -9,8 +9,9 @@ from rest_framework import serializers
 
 from anonweb.core.io.export import DOWNLOAD_FORMATS
 from anonweb.datasets.models import UNTAGGED, ColumnRole
-from anonweb.datasets.selectors import hierarchies_for
+from anonweb.datasets.selectors import dataset_error_for, hierarchies_for
 from anonweb.jobs.models import JobStatus
+from anonweb.jobs.selectors import job_error_for
 from anonweb.releases.links import LINK_HOURS_DEFAULT, LINK_HOURS_MAX
 from anonweb.releases.models import Release
 
@@ -172,7 +173,10 @@ class JobOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=JobStatus.values)
     progress = serializers.IntegerField()
     message = serializers.CharField()
-    error = serializers.CharField()
+    error = serializers.CharField(
+        help_text="why it failed: the message as written (it may quote the data) for the team's "
+        "privacy officers until a purge, else the kind of failure and the columns concerned"
+    )
     dataset = serializers.IntegerField(allow_null=True)
     release = serializers.IntegerField(allow_null=True)
 
@@ -205,14 +209,15 @@ class TokenOut(serializers.Serializer):
 # ---- object forms -----------------------------------------------------------------------------
 
 
-def dataset_json(dataset) -> dict:
+def dataset_json(dataset, *, officer_teams: frozenset[int]) -> dict:
+    """A dataset as its reader may see it (``officer_teams``: see :func:`job_json`)."""
     hierarchies = hierarchies_for(dataset=dataset) if dataset.is_ready else {}
     return {
         "id": dataset.pk,
         "name": dataset.name,
         "team": dataset.team.slug,
         "status": dataset.status,
-        "error": dataset.error,
+        "error": dataset_error_for(dataset=dataset, officer_teams=officer_teams),
         "rows": dataset.rows,
         "columns": [
             {
@@ -234,7 +239,9 @@ def dataset_json(dataset) -> dict:
     }
 
 
-def job_json(job) -> dict:
+def job_json(job, *, officer_teams: frozenset[int]) -> dict:
+    """A job as its reader may see it: ``officer_teams`` are the teams whose raw values the
+    reader may see (:func:`~anonweb.accounts.selectors.raw_value_teams`)."""
     # the job's release (one to one): read with the job when the selector joined it
     try:
         release_id = job.release.pk
@@ -246,7 +253,7 @@ def job_json(job) -> dict:
         "status": job.status,
         "progress": job.progress,
         "message": job.message,
-        "error": job.error,
+        "error": job_error_for(job=job, officer_teams=officer_teams),
         "dataset": job.dataset_id,
         "release": release_id,
     }

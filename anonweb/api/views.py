@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import teams_where
+from anonweb.accounts.selectors import raw_value_teams, teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
 from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters, whole_number
@@ -33,6 +33,7 @@ from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_get_for_user,
     datasets_for_user,
+    risk_for_user,
 )
 from anonweb.datasets.services import dataset_set_hierarchy_spec, dataset_set_tags
 from anonweb.datasets.uploads import upload_refused
@@ -148,7 +149,9 @@ class DatasetCollection(ApiView):
         operation_id="datasets_list",
     )
     def get(self, request):
-        return Response([s.dataset_json(d) for d in datasets_for_user(user=request.user)])
+        officer_teams = raw_value_teams(user=request.user)
+        datasets = datasets_for_user(user=request.user)
+        return Response([s.dataset_json(d, officer_teams=officer_teams) for d in datasets])
 
     @doc(
         roles=[OFFICER],
@@ -210,7 +213,10 @@ class DatasetDetail(ApiView):
     @doc(roles=STAFF, responses={200: s.DatasetOut}, summary="A dataset and its columns")
     def get(self, request, dataset_id: int):
         return Response(
-            s.dataset_json(dataset_get_for_user(user=request.user, dataset_id=dataset_id))
+            s.dataset_json(
+                dataset_get_for_user(user=request.user, dataset_id=dataset_id),
+                officer_teams=raw_value_teams(user=request.user),
+            )
         )
 
     @doc(
@@ -226,7 +232,7 @@ class DatasetDetail(ApiView):
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
         fields = self.valid(s.RolesRequest)
         dataset = dataset_set_tags(user=request.user, dataset=dataset, tags=dict(fields["roles"]))
-        return Response(s.dataset_json(dataset))
+        return Response(s.dataset_json(dataset, officer_teams=raw_value_teams(user=request.user)))
 
 
 class DatasetHierarchy(ApiView):
@@ -288,6 +294,7 @@ class DatasetRisk(ApiView):
             raise Http404(
                 "no risk profile yet: tag quasi-identifiers and POST to the assessments route"
             )
+        risk = risk_for_user(user=request.user, dataset=dataset, risk=risk)
         profile = {k: v for k, v in risk.items() if k != "homogeneity"}
         profile["file"] = dataset.original_name
         return Response(profile)
@@ -407,7 +414,8 @@ class JobCollection(PagedView):
             dataset_id=whole_number(request, "dataset"),
             status=JobStatus(wanted) if wanted else None,
         )
-        return self.paged(jobs, s.job_json)
+        officer_teams = raw_value_teams(user=request.user)
+        return self.paged(jobs, lambda job: s.job_json(job, officer_teams=officer_teams))
 
 
 class JobDetail(ApiView):
@@ -417,14 +425,15 @@ class JobDetail(ApiView):
         if job.status == JobStatus.RUNNING:
             jobs_reap_stale()
             job.refresh_from_db()
-        return Response(s.job_json(job))
+        return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 
 
 class JobCancel(ApiView):
     @doc(roles=[OFFICER], request=None, responses={200: s.JobOut}, summary="Cancel a job")
     def post(self, request, job_id: int):
         job = job_get_for_user(user=request.user, job_id=job_id)
-        return Response(s.job_json(job_cancel(user=request.user, job=job)))
+        job = job_cancel(user=request.user, job=job)
+        return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 
 
 # ---- releases -----------------------------------------------------------------------------------
@@ -675,7 +684,8 @@ class ReleaseDownload(ApiView):
             raise ValidationError({"format": str(exc)}) from None
         release = release_get_downloadable(user=request.user, release_id=release_id)
         response = download_response(release=release, fmt=fmt)
-        release_record_download(user=request.user, release=release, fmt=fmt)
+        if request.method != "HEAD":  # headers only: no file leaves, nothing to record
+            release_record_download(user=request.user, release=release, fmt=fmt)
         return response
 
 

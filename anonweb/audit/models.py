@@ -1,8 +1,10 @@
 """An append-only, hash-chained audit trail.
 
-Each event stores the hash of the previous event and its own SHA-256 over a canonical encoding
-of its fields, so editing, deleting or reordering stored events breaks the chain and
-``manage.py audit_verify`` names every broken event.
+Each event stores the hash of the previous event and its own HMAC-SHA256 (keyed with a key kept
+outside the database) over a canonical encoding of its fields, so editing, deleting or
+reordering stored events breaks the chain, a rewrite cannot recompute it without the key, and
+``manage.py audit_verify`` names every broken event. The head is also anchored, signed, in an
+append-only file outside the database, so cutting the chain's end is detected too.
 
 What is hashed is exactly what the database gives back: the details are stored as their
 canonical JSON text (never re-encoded by the database, as jsonb does with numbers), and the
@@ -15,9 +17,12 @@ from django.conf import settings
 from django.db import models
 
 # Hashing scheme of events written by this code. Scheme 1 (the first version) hashed the
-# details as the database returned them and the nullable actor/team ids; its events are still
-# verified as they were written.
-CURRENT_SCHEME = 2
+# details as the database returned them and the nullable actor/team ids; scheme 2 hashed the
+# canonical payload with SHA-256; scheme 3 takes an HMAC of it with the audit key
+# (anonweb/audit/keys.py). Earlier events are still verified as they were written, and no
+# unkeyed event may follow a keyed one.
+CURRENT_SCHEME = 3
+KEYED_SCHEME = 3
 
 
 class AuditEvent(models.Model):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from anonweb.audit.models import AuditEvent, AuditHead
+from django.conf import settings
+
+from anonweb.audit.keys import Anchor, anchor_path, anchors_read
+from anonweb.audit.models import KEYED_SCHEME, AuditEvent, AuditHead
 from anonweb.audit.services import GENESIS, compute_hash
 
 
@@ -44,6 +47,11 @@ class ChainReport:
 
 def _event_problems(event: AuditEvent, *, expected_seq: int, prev: AuditEvent | None) -> list[str]:
     reasons = []
+    if prev is not None and prev.scheme >= KEYED_SCHEME and event.scheme < KEYED_SCHEME:
+        reasons.append(
+            f"it claims the unkeyed scheme {event.scheme} after the chain was keyed: it was "
+            "rewritten by someone without the audit key"
+        )
     if event.seq != expected_seq:
         if event.seq > expected_seq:
             missing = event.seq - expected_seq
@@ -71,8 +79,11 @@ def _event_problems(event: AuditEvent, *, expected_seq: int, prev: AuditEvent | 
 def audit_verify_chain(*, batch: int = 2000) -> ChainReport:
     """Walk the whole chain in sequence order and report every broken event, not only the
     first: after a break the walk carries on from the stored hash, so each later edit,
-    removal or reordering is named too."""
-    problems: list[ChainProblem] = []
+    removal or reordering is named too. Then check the table against the anchored heads: each
+    must be in it with the hash anchored, and the table may not end before the last one."""
+    anchors, problems_of_anchor = anchors_read()
+    anchored = {a.seq: a for a in anchors}
+    problems: list[ChainProblem] = [ChainProblem(None, None, p) for p in problems_of_anchor]
     prev: AuditEvent | None = None
     expected_seq = 1
     checked = 0
@@ -86,19 +97,62 @@ def audit_verify_chain(*, batch: int = 2000) -> ChainReport:
             break
         for event in events:
             reasons = _event_problems(event, expected_seq=expected_seq, prev=prev)
+            anchor = anchored.pop(event.seq, None)
+            if anchor is not None and anchor.hash != event.hash:
+                reasons.append(
+                    f"its hash is not the one anchored for sequence {event.seq} at {anchor.at}: "
+                    "the chain was rewritten from here on"
+                )
             if reasons:
                 problems.append(ChainProblem(event.pk, event.seq, "; ".join(reasons)))
             prev, expected_seq, last_seq = event, event.seq + 1, event.seq
             checked += 1
+    problems.extend(_end_problems(prev, expected_seq - 1, anchored, anchors, checked))
+    return ChainReport(not problems, checked, tuple(problems))
+
+
+def _end_problems(
+    last: AuditEvent | None,
+    last_seq: int,
+    unmatched: dict[int, Anchor],
+    anchors: list[Anchor],
+    checked: int,
+) -> list[ChainProblem]:
+    problems = []
     head = AuditHead.objects.filter(id=1).first()
-    last_hash = prev.hash if prev is not None else GENESIS
-    if head is not None and (head.last_hash != last_hash or head.count != expected_seq - 1):
+    last_hash = last.hash if last is not None else GENESIS
+    if head is not None and (head.last_hash != last_hash or head.count != last_seq):
         problems.append(
             ChainProblem(
                 None,
                 None,
-                f"the chain ends at sequence {expected_seq - 1} but the head records "
+                f"the chain ends at sequence {last_seq} but the head records "
                 f"{head.count} events (the latest events were removed or rewritten)",
             )
         )
-    return ChainReport(not problems, checked, tuple(problems))
+    if unmatched:
+        latest = max(unmatched.values(), key=lambda a: a.seq)
+        problems.append(
+            ChainProblem(
+                None,
+                None,
+                f"sequence {latest.seq} was anchored at {latest.at} but the table "
+                + (
+                    f"ends at sequence {last_seq}: the latest events were removed"
+                    if latest.seq > last_seq
+                    else "has no event with it: events were removed and renumbered"
+                ),
+            )
+        )
+    keyed = last is not None and last.scheme >= KEYED_SCHEME
+    if keyed and not anchors and not settings.ANONWEB_AUDIT_ANCHOR_MAY_BE_ABSENT:
+        problems.append(
+            ChainProblem(
+                None,
+                None,
+                f"no signed head is anchored in {anchor_path()}, though {checked} events are "
+                "stored: the anchor was removed, or is not the one this site writes "
+                "(ANONWEB_AUDIT_ANCHOR)",
+            )
+        )
+    return problems

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import models, transaction
 from django.utils import timezone
 
-from anonweb.audit.models import CURRENT_SCHEME, AuditEvent, AuditHead
+from anonweb.audit.keys import anchor_write, keyed_hash
+from anonweb.audit.models import CURRENT_SCHEME, KEYED_SCHEME, AuditEvent, AuditHead
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -112,6 +113,9 @@ def _payload_scheme_1(event: AuditEvent) -> bytes:
 
 
 def compute_hash(event: AuditEvent) -> str:
+    """The event's hash: an HMAC with the audit key from scheme 3 on, a SHA-256 before."""
+    if event.scheme >= KEYED_SCHEME:
+        return keyed_hash(canonical_payload(event))
     return hashlib.sha256(canonical_payload(event)).hexdigest()
 
 
@@ -158,4 +162,8 @@ def audit_record(
         event.hash = compute_hash(event)
         event.save()
         AuditHead.objects.filter(id=1).update(last_hash=event.hash, count=head.count + 1)
+        # The head goes to the anchor once it is committed (a rolled-back event is never
+        # anchored, so the anchor is never ahead of the table).
+        seq, digest = event.seq, event.hash
+        transaction.on_commit(lambda: anchor_write(seq=seq, digest=digest))
     return event

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from anonweb.core.raw_values import public_result
 from anonweb.core.release.plan import step_schemas
 
 PURGED = "purged"
@@ -43,27 +44,9 @@ SETTING_KEYS = frozenset(
         "output",
     }
 )
-# Results: lists of these names hold records or values of the source.
-VALUE_LISTS = frozenset({"disclosing_classes", "examples", "top_values", "sample", "values"})
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
-
-
-def scrub_result(value: Any) -> Any:
-    """A job result without the source's values: each list named in ``VALUE_LISTS`` becomes
-    ``<name>_count``; a ``quasi_identifiers`` mapping (a class's values) becomes its keys."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if key in VALUE_LISTS and isinstance(item, list):
-                out[f"{key}_count"] = len(item)
-            elif key == "quasi_identifiers" and isinstance(item, dict):
-                out[key] = sorted(item)
-            else:
-                out[key] = scrub_result(item)
-        return out
-    if isinstance(value, list):
-        return [scrub_result(item) for item in value]
-    return value
+# A job result keeps what non-officers may read of it (one definition: the core's).
+scrub_result = public_result
 
 
 def scrub_hierarchy_spec(spec: dict) -> dict:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.core.errors import ParameterError
+from anonweb.core.raw_values import Failure, public_result
 from anonweb.datasets.models import Dataset, Hierarchy
 
 if TYPE_CHECKING:
@@ -31,9 +33,26 @@ def dataset_get_for_user(*, user: User, dataset_id: int) -> Dataset:
 
 def can_see_raw(*, user: User, dataset: Dataset) -> bool:
     """Raw rows are for the team's privacy officers only."""
-    return Membership.objects.filter(
-        user=user, team=dataset.team, role=Role.PRIVACY_OFFICER
-    ).exists()
+    return may_see_raw_values(user=user, team=dataset.team)
+
+
+def dataset_error_for(*, dataset: Dataset, officer_teams: frozenset[int]) -> str:
+    """Why the upload could not be read, for a reader who is a privacy officer of
+    ``officer_teams`` (:func:`~anonweb.accounts.selectors.raw_value_teams`): the reason as the
+    reader wrote it (it may quote the file's cells) for the team's officers, a sentence with no
+    data in it for everyone else."""
+    if not dataset.error or dataset.team_id in officer_teams:
+        return dataset.error
+    return Failure(kind="unreadable").summary
+
+
+def risk_for_user(*, user: User, dataset: Dataset, risk: dict[str, Any]) -> dict[str, Any]:
+    """A risk profile of ``dataset`` as ``user`` may read it: whole for the team's privacy
+    officers, its public part (no record or value of the source) for everyone else."""
+    if can_see_raw(user=user, dataset=dataset):
+        return risk
+    public: dict[str, Any] = public_result(risk)
+    return public
 
 
 def hierarchies_for(*, dataset: Dataset) -> dict[str, Hierarchy]:

@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import require_role, teams_where, user_has_role
+from anonweb.accounts.selectors import raw_value_teams, require_role, teams_where, user_has_role
 from anonweb.common.charts import risk_charts_cached
 from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import loss_chart, risk_charts
@@ -21,10 +21,12 @@ from anonweb.datasets.forms import TagForm, UploadForm
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.selectors import (
     can_see_raw,
+    dataset_error_for,
     dataset_get_for_user,
     datasets_for_user,
     hierarchies_for,
     hierarchy_spec,
+    risk_for_user,
 )
 from anonweb.datasets.services import (
     dataset_discard,
@@ -97,7 +99,14 @@ def dataset_detail(request, dataset_id: int):
         return render(
             request,
             "datasets/reading.html",
-            {"dataset": dataset, "is_officer": is_officer, "job": parse_job(dataset=dataset)},
+            {
+                "dataset": dataset,
+                "is_officer": is_officer,
+                "job": parse_job(dataset=dataset),
+                "error": dataset_error_for(
+                    dataset=dataset, officer_teams=raw_value_teams(user=request.user)
+                ),
+            },
         )
     form = TagForm(request.POST or None, dataset=dataset)
     if request.method == "POST":
@@ -122,9 +131,10 @@ def dataset_detail(request, dataset_id: int):
             "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
         }
     profile_job = latest_profile(dataset=dataset)
-    charts = None
+    charts = risk = None
     if profile_job and profile_job.result.get("risk"):
         charts = risk_charts_cached(profile_job.result["risk"])
+        risk = risk_for_user(user=request.user, dataset=dataset, risk=profile_job.result["risk"])
 
     hierarchies = hierarchies_for(dataset=dataset)
     return render(
@@ -144,6 +154,7 @@ def dataset_detail(request, dataset_id: int):
                 user=request.user, team=dataset.team, role=Role.DATA_STEWARD
             ),
             "profile_job": profile_job,
+            "risk": risk,
             "charts": charts,
             "jobs": dataset.jobs.all()[:10],
         },

@@ -17,6 +17,7 @@ from typing import Any
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
+from anonweb.core.raw_values import public_result
 from anonweb.core.search.whatif import WhatIfTable
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.models import Dataset
@@ -125,8 +126,7 @@ def whatif_evaluate(dataset: Dataset, body: Any, *, raw_labels: bool) -> dict[st
     result["heights"] = table.heights
     if raw_labels:
         result["level_names"] = table.level_names()
-    else:  # the classes that disclose a value are described by values of the source
-        result.pop("level_labels", None)
-        for sa in result.get("sensitive", {}).values():
-            sa["disclosing_classes"] = []
-    return result
+        return result
+    # the labels and the classes that disclose a value are described by values of the source
+    public: dict[str, Any] = public_result(result)
+    return public

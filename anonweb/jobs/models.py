@@ -37,7 +37,11 @@ class Job(models.Model):
     )
     progress = models.PositiveSmallIntegerField(default=0)
     message = models.CharField(max_length=300, blank=True)
+    # Why it failed, built from facts (the kind of failure, the columns concerned): every
+    # reader of the job sees it. ``error_detail`` is the message as written, which may quote
+    # the source: privacy officers only, and a purge removes it.
     error = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
     result = models.JSONField(default=dict, blank=True)
     cancel_requested = models.BooleanField(default=False)
     attempts = models.PositiveSmallIntegerField(default=0)

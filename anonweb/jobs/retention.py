@@ -67,13 +67,15 @@ def _purge_stored_values(dataset: Dataset) -> dict:
     and releases), keeping counts; see :mod:`anonweb.datasets.purge`. Returns what was done."""
     columns = dataset.column_names
     jobs = 0
-    for job in Job.objects.filter(dataset=dataset).only("pk", "params", "result").iterator():
+    rows = Job.objects.filter(dataset=dataset).only("pk", "params", "result", "error_detail")
+    for job in rows.iterator():
         params = dict(job.params or {})
         if "plan" in params:
             params["plan"] = scrub_plan(params["plan"], columns=columns)
         result = scrub_result(job.result or {})
-        if params != job.params or result != job.result:
-            Job.objects.filter(pk=job.pk).update(params=params, result=result)
+        # a failure's message as written may quote cells; its summary (facts) stays
+        if params != job.params or result != job.result or job.error_detail:
+            Job.objects.filter(pk=job.pk).update(params=params, result=result, error_detail="")
             jobs += 1
     hierarchies = 0
     for hierarchy in Hierarchy.objects.filter(dataset=dataset).only("pk", "spec").iterator():

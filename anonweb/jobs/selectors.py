@@ -49,3 +49,13 @@ def latest_profile(*, dataset: Dataset) -> Job | None:
 def parse_job(*, dataset: Dataset) -> Job | None:
     """The job that read (or is reading) the dataset's upload."""
     return Job.objects.filter(dataset=dataset, kind=JobKind.PARSE).order_by("-id").first()
+
+
+def job_error_for(*, job: Job, officer_teams: frozenset[int]) -> str:
+    """The failure message of ``job`` for a reader who is a privacy officer of
+    ``officer_teams`` (:func:`~anonweb.accounts.selectors.raw_value_teams`): the message as
+    written for the job's officers while it is kept, the summary built from facts for everyone
+    else."""
+    if job.team_id in officer_teams and job.error_detail:
+        return job.error_detail
+    return job.error

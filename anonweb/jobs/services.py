@@ -8,7 +8,6 @@ running one.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import threading
 import traceback
@@ -25,6 +24,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import CoreError, ParameterError, PlanError
+from anonweb.core.raw_values import Failure, failure_of
 from anonweb.datasets.ingest import dataset_store
 from anonweb.datasets.services import dataset_parse_failed, require_ready
 from anonweb.datasets.storage import dataset_dir
@@ -234,8 +234,12 @@ def job_enqueue(*, job_id: int) -> None:
             job_id=job_id,
             status=JobStatus.FAILED,
             from_statuses=(JobStatus.QUEUED,),
-            error=f"The job queue is unreachable, so the job was not started ({reason}). "
-            "Check that the broker (CELERY_BROKER_URL) and a worker are running, then launch it again.",
+            failure=Failure.stated(
+                "queue_unreachable",
+                f"The job queue is unreachable, so the job was not started ({reason}). "
+                "Check that the broker (CELERY_BROKER_URL) and a worker are running, then launch "
+                "it again.",
+            ),
         )
 
 
@@ -269,13 +273,22 @@ def _set_terminal(
     job_id: int,
     status: str,
     from_statuses: Iterable[str],
-    error: str = "",
+    failure: Failure | None = None,
     result: dict[str, Any] | None = None,
     message: str = "",
     claim: tuple[str, int] | None = None,
 ) -> bool:
+    """End a job. A failure is stored twice: ``error``, the summary built from facts (the kind
+    of failure, the columns concerned) that every reader of the job sees, and ``error_detail``,
+    the message as written, which may quote the source (privacy officers only; a purge removes
+    it). The audit event records the facts alone."""
     with transaction.atomic():
-        fields = {"status": status, "finished_at": timezone.now(), "error": error}
+        fields = {
+            "status": status,
+            "finished_at": timezone.now(),
+            "error": failure.summary if failure else "",
+            "error_detail": failure.detail if failure else "",
+        }
         if status == JobStatus.SUCCEEDED:
             fields.update(progress=100, result=result or {}, message=message or "done")
         else:
@@ -287,10 +300,8 @@ def _set_terminal(
         if changed:
             job = Job.objects.select_related("team").get(id=job_id)
             details: dict[str, object] = {"kind": job.kind}
-            if error:
-                # The job page shows the officer the message as it is; the trail, which every
-                # team member reads, keeps it without the values it quotes.
-                details["error"] = without_quoted_values(error, job)[:500]
+            if failure is not None:
+                details.update(failure.facts())
             # A job that never reached its privacy-spending steps gives its reservation back.
             if status != JobStatus.SUCCEEDED and charge_refund_unspent(job_id=job_id):
                 details["privacy_refunded"] = True
@@ -298,27 +309,8 @@ def _set_terminal(
                 actor=None, team=job.team, action=f"job.{status}", target=job, details=details
             )
             if status != JobStatus.SUCCEEDED:
-                _after_unsuccessful(job, error or message or status)
+                _after_unsuccessful(job, failure.detail if failure else (message or status))
     return bool(changed)
-
-
-_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
-
-
-def without_quoted_values(message: str, job: Job) -> str:
-    """``message`` with every quoted text replaced by '…', except the names of the dataset's
-    columns and of the plan's step kinds (core messages quote values as 'x' or "x")."""
-    keep = set()
-    if job.dataset is not None:
-        keep |= {str(c) for c in job.dataset.column_names}
-    for step in ((job.params or {}).get("plan") or {}).get("steps", []) or []:
-        if isinstance(step, dict) and isinstance(step.get("kind"), str):
-            keep.add(step["kind"])
-
-    def redact(match: re.Match) -> str:
-        return match.group(0) if match.group(0)[1:-1] in keep else "'…'"
-
-    return _QUOTED.sub(redact, message)
 
 
 def _after_unsuccessful(job: Job, reason: str) -> None:
@@ -393,7 +385,15 @@ def job_execute(*, job_id: int, worker: str) -> None:
             message="cancelled; nothing was published",
         )
     except CoreError as exc:
-        _set_terminal(job_id=job_id, status=JobStatus.FAILED, from_statuses=running, error=str(exc))
+        columns = job.dataset.column_names if job.dataset is not None else []
+        _set_terminal(
+            job_id=job_id,
+            status=JobStatus.FAILED,
+            from_statuses=running,
+            failure=failure_of(
+                exc, columns=columns, kind="unreadable" if job.kind == JobKind.PARSE else None
+            ),
+        )
     except Exception:
         ref = uuid.uuid4().hex[:8]
         log.error("job %s failed (ref %s):\n%s", job_id, ref, traceback.format_exc())
@@ -401,8 +401,11 @@ def job_execute(*, job_id: int, worker: str) -> None:
             job_id=job_id,
             status=JobStatus.FAILED,
             from_statuses=running,
-            error=f"An internal error stopped the job (reference {ref}); nothing was published. "
-            "An administrator can find the details in the worker log under that reference.",
+            failure=Failure.stated(
+                "internal",
+                f"An internal error stopped the job (reference {ref}); nothing was published. "
+                "An administrator can find the details in the worker log under that reference.",
+            ),
         )
     else:
         # Past the runner's last progress report the work is done, so a late cancellation
@@ -452,6 +455,10 @@ def jobs_reap_stale() -> int:
             job_id=job_id,
             status=JobStatus.FAILED,
             from_statuses=(JobStatus.RUNNING,),
-            error="The worker stopped while running this job (it was killed or lost); nothing was published. Launch it again.",
+            failure=Failure.stated(
+                "worker_lost",
+                "The worker stopped while running this job (it was killed or lost); nothing "
+                "was published. Launch it again.",
+            ),
         )
     return len(ids)

@@ -4,11 +4,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import teams_where
+from anonweb.accounts.selectors import raw_value_teams, teams_where
 from anonweb.common.paging import page_of
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
-from anonweb.jobs.selectors import job_get_for_user, jobs_for_user
+from anonweb.jobs.selectors import job_error_for, job_get_for_user, jobs_for_user
 from anonweb.jobs.services import job_cancel, job_create, job_public_params, jobs_reap_stale
 
 
@@ -27,7 +27,8 @@ def job_detail(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
     # the parameters as the audit trail records them: no secret, seed or source value
     params = job_public_params(job.params or {})
-    return render(request, "jobs/detail.html", {"job": job, "params": params})
+    error = job_error_for(job=job, officer_teams=raw_value_teams(user=request.user))
+    return render(request, "jobs/detail.html", {"job": job, "params": params, "error": error})
 
 
 def job_status(request, job_id: int):
@@ -42,7 +43,7 @@ def job_status(request, job_id: int):
             "status_label": job.get_status_display(),
             "progress": job.progress,
             "message": job.message,
-            "error": job.error,
+            "error": job_error_for(job=job, officer_teams=raw_value_teams(user=request.user)),
             "terminal": job.is_terminal,
             # the page shows these as the job moves on, without a reload
             "started_at": job.started_at.strftime("%H:%M:%S") if job.started_at else None,

@@ -69,9 +69,10 @@ def release_comparison(*, user, a_id: int, b_id: int) -> ReleaseComparison:
     utility_a = utility_b = None
     if staff:
         # Computed from the source on first use and kept in each release's private folder.
-        from anonweb.releases.utility import release_utility_get
+        from anonweb.releases.utility import release_utility_read
 
-        utility_a, utility_b = release_utility_get(release=a), release_utility_get(release=b)
+        utility_a = release_utility_read(user=user, release=a)
+        utility_b = release_utility_read(user=user, release=b)
     comparison = compare_releases(
         plan_a=a.plan or {},
         plan_b=b.plan or {},

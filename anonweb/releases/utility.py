@@ -21,9 +21,11 @@ import pandas as pd
 from django.core.exceptions import PermissionDenied
 
 from anonweb.accounts.models import Membership
+from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.common.charts import cached_by_digest
 from anonweb.core.errors import CoreError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
+from anonweb.core.raw_values import public_utility
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.utility.charts import utility_charts
 from anonweb.core.utility.measures import release_utility
@@ -57,7 +59,18 @@ def release_utility_for_user(*, user, release_id: int) -> tuple[Release, dict[st
         raise PermissionDenied(
             "The utility is computed from the source: officers and stewards only."
         )
-    return release, release_utility_get(release=release)
+    return release, release_utility_read(user=user, release=release)
+
+
+def release_utility_read(*, user, release: Release) -> dict[str, Any] | None:
+    """The utility of ``release`` as ``user`` (one of its team's officers or stewards, checked
+    by the caller) may read it: whole for the team's privacy officers; for everyone else
+    without the source's own labels (:func:`~anonweb.core.raw_values.public_utility`: a token
+    column's source names, say). The pages and the API read it here."""
+    utility = release_utility_get(release=release)
+    if utility is None or may_see_raw_values(user=user, team=release.team):
+        return utility
+    return public_utility(utility)
 
 
 def release_utility_get(*, release: Release) -> dict[str, Any] | None:

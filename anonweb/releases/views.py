@@ -39,7 +39,7 @@ from anonweb.releases.services import ReleaseBlocked, ReviewError, release_recor
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import release_dir, xlsx_offered
-from anonweb.releases.utility import release_utility_get, utility_charts_cached
+from anonweb.releases.utility import release_utility_read, utility_charts_cached
 
 
 def release_list(request):
@@ -98,7 +98,7 @@ def release_detail(request, release_id: int):
     # Computed from the source: officers and stewards only, never analysts.
     utility = utility_charts = None
     if staff:
-        utility = release_utility_get(release=release)
+        utility = release_utility_read(user=request.user, release=release)
         utility_charts = utility_charts_cached(utility) if utility else None
     formats = [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)]
     alternatives = _search_alternatives(report) if staff else []
@@ -203,7 +203,8 @@ def release_download(request, release_id: int):
         response = download_response(release=release, fmt=fmt)
     except CoreError as exc:
         return render(request, "400.html", {"exception": str(exc)}, status=400)
-    release_record_download(user=request.user, release=release, fmt=fmt)
+    if request.method != "HEAD":  # a HEAD reads the headers: no file leaves, nothing to record
+        release_record_download(user=request.user, release=release, fmt=fmt)
     return response
 
 

@@ -45,6 +45,7 @@ WINGS = [
     "errors",
     "schema",
     "findings",
+    "raw_values",
     "io",
     "risk",
     "models",

@@ -10,10 +10,9 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from anonweb.accounts.models import Role
+from anonweb.accounts.models import ApiToken, Role
 from anonweb.audit.models import AuditEvent
 from tests.services.conftest import wait_for
 from tests.web.factories import TeamFactory, member
@@ -25,7 +24,7 @@ QIS = ["age", "sex", "zip"]
 
 def token_client(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 

@@ -11,6 +11,8 @@ from tests.web.factories import TeamFactory, member
 @pytest.fixture(autouse=True)
 def _media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
+    # each test's chain is anchored apart: its database starts empty
+    settings.ANONWEB_AUDIT_ANCHOR = tmp_path / "audit-anchor.log"
 
 
 @pytest.fixture

@@ -3,15 +3,17 @@ services as the pages (roles, team scoping, audit)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
 from django.test import TestCase
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from anonweb.accounts.models import ApiToken
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.models import Dataset
 from anonweb.jobs.models import Job, JobStatus
@@ -24,8 +26,7 @@ pytestmark = pytest.mark.django_db
 def api(user=None) -> APIClient:
     client = APIClient()
     if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 
@@ -71,11 +72,11 @@ def test_a_wrong_token_is_401():
     assert "error" in response.json()
 
 
-def test_drf_create_token_makes_a_working_token(officer, dataset):
+def test_drf_create_token_prints_a_working_key_once_and_stores_its_hash(officer, dataset):
     out = io.StringIO()
     call_command("drf_create_token", officer.username, stdout=out)
-    key = Token.objects.get(user=officer).key
-    assert key in out.getvalue()
+    key = re.search(r"Generated token (\w+) for user", out.getvalue()).group(1)
+    assert ApiToken.objects.get(user=officer).digest == hashlib.sha256(key.encode()).hexdigest()
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert [d["name"] for d in client.get("/api/v1/datasets/").json()] == ["patients"]
@@ -109,7 +110,7 @@ def test_profile_page_creates_and_revokes_the_token(client, officer, dataset):
     assert b"no API token" in page.content
     created = client.post("/accounts/profile/", {"action": "create"})
     key = created.context["new_key"]
-    assert Token.objects.get(user=officer).key == key
+    assert ApiToken.objects.get(user=officer).digest == hashlib.sha256(key.encode()).hexdigest()
     assert key.encode() in created.content
     assert api_with(key).get("/api/v1/datasets/").status_code == 200
     # Replacing it stops the old key at once.
@@ -117,7 +118,7 @@ def test_profile_page_creates_and_revokes_the_token(client, officer, dataset):
     assert replaced != key
     assert api_with(key).get("/api/v1/datasets/").status_code == 401
     client.post("/accounts/profile/", {"action": "revoke"})
-    assert not Token.objects.filter(user=officer).exists()
+    assert not ApiToken.objects.filter(user=officer).exists()
     assert api_with(replaced).get("/api/v1/datasets/").status_code == 401
     actions = list(
         AuditEvent.objects.filter(action__startswith="account.").values_list("action", flat=True)

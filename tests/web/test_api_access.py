@@ -20,9 +20,8 @@ import re
 import pandas as pd
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
-from rest_framework.authtoken.models import Token
 
-from anonweb.accounts.models import Role
+from anonweb.accounts.models import ApiToken, Role
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from tests.web.factories import member
 
@@ -126,7 +125,7 @@ def world(team, other_team, officer, steward, analyst, outsider, dataset):
         (Role.PRIVACY_OFFICER.value, officer),
     ):
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
         clients[who] = client
     return {
         "clients": clients,

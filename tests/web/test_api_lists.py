@@ -11,10 +11,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.models import ApiToken, Membership, Role
 from anonweb.audit.services import audit_record
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.publication import release_create
@@ -28,8 +27,7 @@ T0 = timezone.make_aware(dt.datetime(2026, 3, 1, 9, 0))
 
 def api(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 

@@ -8,9 +8,9 @@ import json
 
 import pandas as pd
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from anonweb.accounts.models import ApiToken
 from anonweb.audit.models import AuditEvent
 from anonweb.jobs.models import Job, JobKind
 from anonweb.releases.models import Release
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.django_db
 
 def api(user) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 

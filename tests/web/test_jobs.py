@@ -142,14 +142,16 @@ def test_cancel_needs_the_officer_role(client, steward, job):
     assert job.status == JobStatus.QUEUED
 
 
-def test_bad_input_fails_the_job_with_the_core_message(job, run_with):
+def test_bad_input_fails_the_job_with_the_core_message_for_officers(job, run_with):
     from anonweb.core.errors import DataError
 
     def runner(j, progress):
         raise DataError("unknown column: zipcode")
 
     run_with(runner)
-    assert job.status == JobStatus.FAILED and job.error == "unknown column: zipcode"
+    assert job.status == JobStatus.FAILED and job.error_detail == "unknown column: zipcode"
+    # everyone else reads what failed, in words built from facts
+    assert "does not hold what the job needs" in job.error and "zipcode" not in job.error
 
 
 def test_an_internal_error_gives_a_reference_not_a_traceback(job, run_with):

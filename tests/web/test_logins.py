@@ -105,3 +105,37 @@ def test_behind_the_proxy_the_address_is_the_one_it_appended(client, settings):
     assert attempt("colleague", PASSWORD, "203.0.113.9").status_code == 302
     addresses = {e["address"] for e in _actions("auth.login_failed")}
     assert addresses == {"203.0.113.5"}
+
+
+def test_one_lockout_is_one_event_however_often_it_is_refused_and_by_whichever_worker(client):
+    """Every refused try restarts the cool-off; it is a failed login, not a new lockout. The
+    cache is emptied between tries, as each worker process of a deployment has its own."""
+    UserFactory(username="victim")
+    for i in range(9):
+        _login(client, "victim", f"guess-{i}", address=f"10.0.3.{i % 3}")
+        cache.clear()
+    assert len(_actions("auth.locked_out")) == 1
+    assert len(_actions("auth.login_failed")) == 9
+
+
+def test_the_lockout_page_says_when_to_try_again(client, settings):
+    UserFactory(username="victim")
+    for i in range(5):
+        _login(client, "victim", f"guess-{i}")
+    locked = _login(client, "victim", PASSWORD)
+    assert locked.status_code == 429 and locked["Retry-After"] == "900"
+    assert b"Too many failed logins" in locked.content
+
+
+def test_a_lockout_answers_json_with_retry_after_to_scripts(client):
+    UserFactory(username="victim")
+    for i in range(5):
+        _login(client, "victim", f"guess-{i}")
+    locked = client.post(
+        reverse("login"),
+        {"username": "victim", "password": PASSWORD},
+        REMOTE_ADDR="10.0.0.1",
+        HTTP_X_REQUESTED_WITH="XMLHttpRequest",
+    )
+    assert locked.status_code == 429 and locked["Retry-After"] == "900"
+    assert "try again in 900 seconds" in locked.json()["error"]

@@ -470,7 +470,7 @@ def test_a_plan_naming_an_unknown_uploaded_hierarchy_fails_its_job(officer, data
     job_execute(job_id=job.pk, worker="test")
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
-    assert "holds no uploaded hierarchy '000000000000' for that column" in job.error
+    assert "holds no uploaded hierarchy '000000000000' for that column" in job.error_detail
 
 
 def test_the_suggested_plan_runs_on_a_numeric_quasi_identifier(

@@ -143,27 +143,33 @@ def test_analysts_see_only_events_of_releases_they_can_download(
     assert not any(e.target_type in ("dataset", "job") for e in events)
 
 
-def test_a_failed_job_is_audited_without_the_values_it_quotes(officer, dataset):
-    plan = {
-        "version": 1,
-        "steps": [{"kind": "suppress", "params": {"columns": ["name"], "values": ["Ann Lee"]}}],
-    }
+def test_a_failed_job_is_audited_with_facts_never_the_values_it_quotes(officer, dataset):
+    """A message quoting cells in any spelling (quotes inside quotes, a NumPy repr) leaves no
+    value in the audit trail: the event is built from the failure's kind and columns."""
+    from anonweb.core.errors import DataError
+    from anonweb.core.raw_values import failure_of
+    from anonweb.jobs.services import _set_terminal
+
     job = job_create(
         user=officer,
         team=dataset.team,
         kind=JobKind.ANONYMIZE,
         dataset=dataset,
-        params={"plan": plan, "title": "t"},
+        params={"plan": {"version": 1, "steps": []}, "title": "t"},
     )
-    from anonweb.jobs.services import _set_terminal
-
+    message = (
+        "value 'O'Brien \"Ann\" Lee' of column 'name' is not allowed; "
+        "the value np.int64(39) of a int64 column age does not fit"
+    )
     _set_terminal(
         job_id=job.pk,
         status=JobStatus.FAILED,
         from_statuses=[JobStatus.QUEUED],
-        error="value 'Ann Lee' of column 'name' is not allowed",
+        failure=failure_of(DataError(message), columns=dataset.column_names),
     )
     job.refresh_from_db()
-    assert "Ann Lee" in job.error  # the officer's job page shows the message as it is
+    assert job.error_detail == message  # the officer's job page shows the message as it is
     event = AuditEvent.objects.get(action="job.failed")
-    assert "Ann Lee" not in event.details_text and "'name'" in event.details_text
+    assert event.details == {"kind": "anonymize", "failure": "data", "columns": ["name", "age"]}
+    for value in ("Brien", "Ann", "Lee", "39"):
+        assert value not in event.details_text and value not in job.error

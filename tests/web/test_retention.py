@@ -56,7 +56,7 @@ def test_a_job_on_purged_data_fails_with_a_clear_message(
         dataset_purge(user=officer, dataset=dataset, reason="test")
     job_execute(job_id=job.pk, worker="t")
     job.refresh_from_db()
-    assert job.status == JobStatus.FAILED and "purged" in job.error
+    assert job.status == JobStatus.FAILED and "purged" in job.error_detail
 
 
 def test_expired_datasets_are_purged_by_the_retention_run(

@@ -273,11 +273,12 @@ def test_signoff_states_the_sha256_of_every_stored_file(client, officer, release
 
 
 def api_client(user):
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from anonweb.accounts.models import ApiToken
+
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 
@@ -464,16 +465,17 @@ def test_release_page_links_the_signoff_for_staff(client, steward, release):
 
 
 def test_api_signoff_is_the_same_document(officer, analyst, steward, release):
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from anonweb.accounts.models import ApiToken
 
     approve(steward, release, "ok")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=officer).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(officer)[1]}")
     response = client.get(f"/api/v1/releases/{release.pk}/signoff/")
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith("attachment;")
     assert stated_hashes(response.content.decode())["data.csv"] == release.sha256
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=analyst).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(analyst)[1]}")
     response = client.get(f"/api/v1/releases/{release.pk}/signoff/")
     assert response.status_code == 403 and "error" in response.json()

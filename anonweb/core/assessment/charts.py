@@ -21,8 +21,34 @@ _LAYOUT = {
 }
 
 
+# Trace fields that hold text taken from the data (category labels, values, names).
+_TEXT_FIELDS = ("x", "y", "text", "hovertext", "labels", "name", "ids")
+
+
+def chart_text(value: str) -> str:
+    """Text from the data as plotly shows it, never as markup: plotly renders a subset of HTML
+    in labels (``<a href>`` is a live link), so ``&``, ``<`` and ``>`` become entities, which
+    it displays as the characters."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, str):
+        return chart_text(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _as_data(fig: go.Figure) -> dict[Any, Any]:
+    """The figure as JSON data; every chart passes here, so the data's text in its traces is
+    made plain (:func:`chart_text`) in this one place. Titles name columns through
+    :func:`chart_text` where they are built."""
     data: dict[Any, Any] = json.loads(json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder))
+    for trace in data.get("data") or []:
+        for key in _TEXT_FIELDS:
+            if key in trace:
+                trace[key] = _plain(trace[key])
     return data
 
 
@@ -196,7 +222,7 @@ def alternatives_chart(alternatives: Sequence[Mapping[str, Any]]) -> dict[str, A
 
     def text(a: Mapping[str, Any]) -> str:
         levels = ", ".join(f"{q} {lv}" for q, lv in a["levels"].items())
-        return f"{levels}<br>k {a['k']}, {a['suppressed']} suppressed, {a['classes']} classes"
+        return f"{levels}; k {a['k']}, {a['suppressed']} suppressed, {a['classes']} classes"
 
     fig = go.Figure()
     for optimal, name, symbol, color, size in (

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from anonweb.core.assessment.charts import _LAYOUT, _as_data
+from anonweb.core.assessment.charts import _LAYOUT, _as_data, chart_text
 from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
 from anonweb.core.release.plan import STATISTIC_COLUMN
 
@@ -41,7 +41,7 @@ def statistic_rows(table: pd.DataFrame, step: int) -> pd.DataFrame:
 
 
 def _title(entry: Mapping[str, Any], what: str) -> str:
-    columns = ", ".join(map(str, entry.get("columns") or []))
+    columns = chart_text(", ".join(map(str, entry.get("columns") or [])))
     eps = entry.get("epsilon_spent")
     cost = f"ε = {eps:.4g}" if isinstance(eps, (int, float)) else ""
     if entry.get("delta_spent"):
@@ -166,7 +166,7 @@ def _local(entry: Mapping[str, Any]) -> go.Figure | None:
         )
     )
     title = (
-        f"Step {entry.get('step')}: local DP on {entry.get('column')} "
+        f"Step {entry.get('step')}: local DP on {chart_text(str(entry.get('column')))} "
         f"(ε = {entry.get('epsilon_spent', 0):.4g} per record)<br><sub>{what}</sub>"
     )
     fig.update_layout(title=title, xaxis_type="category", yaxis_title="count")

@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from anonweb.core.assessment.charts import _as_data
+from anonweb.core.assessment.charts import _as_data, chart_text
 
 ORIGINAL_COLOR = "#8a8f98"
 RELEASED_COLOR = "#2f5d8a"
@@ -66,7 +66,9 @@ def column_chart(col: Mapping[str, Any], index: int = 0) -> dict[Any, Any]:
     )
     fig.add_trace(_side(orig, ORIGINAL_COLOR, "source"), row=1, col=1)
     fig.add_trace(_side(rel, RELEASED_COLOR, "released"), row=1, col=2)
-    title = f"{col['column']}" + (" (quasi-identifier)" if col.get("quasi_identifier") else "")
+    title = chart_text(str(col["column"])) + (
+        " (quasi-identifier)" if col.get("quasi_identifier") else ""
+    )
     sub = _subtitle(col)
     fig.update_layout(
         title=title + (f"<br><sub>{sub}</sub>" if sub else ""),

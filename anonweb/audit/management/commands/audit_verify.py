@@ -4,7 +4,10 @@ from anonweb.audit.selectors import audit_verify_chain
 
 
 class Command(BaseCommand):
-    help = "Verify the audit trail's hash chain; exit status 1 naming every broken event."
+    help = (
+        "Verify the audit trail's keyed hash chain and its anchored heads; exit status 1 "
+        "naming every broken event."
+    )
 
     def handle(self, *args, **options):
         report = audit_verify_chain()
