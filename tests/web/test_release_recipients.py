@@ -12,10 +12,9 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from anonweb.accounts.models import Role
+from anonweb.accounts.models import ApiToken, Role
 from anonweb.accounts.services import team_group_create
 from anonweb.audit.models import AuditEvent
 from anonweb.jobs.models import Job, JobKind
@@ -31,8 +30,7 @@ pytestmark = pytest.mark.django_db
 def api(user=None) -> APIClient:
     client = APIClient()
     if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user)[1]}")
     return client
 
 
