@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from anonweb.core.conflicts.check import ReleaseView, check_conflicts
 from anonweb.core.conflicts.feasible import feasible_intervals
+from anonweb.core.conflicts.gate import conflict_findings
 from anonweb.core.conflicts.inference import Aggregate, infer
 from anonweb.core.conflicts.lineage import printed_precision, read_means
 from anonweb.core.conflicts.solver import equations_from_lists
@@ -308,3 +309,23 @@ def test_screening_a_large_part_keeps_every_interval_it_does_not_settle_exact(se
     assert np.allclose(screened.high[~done], exact.high[~done], atol=1e-6)
     assert (screened.low >= exact.low - 1e-6).all() and (screened.high <= exact.high + 1e-6).all()
     assert (settled(exact.low, exact.high) == done).all()
+
+
+def test_the_release_gate_follows_the_intervals():
+    """The gate reads the same check: printed means confine Doug (p% rule), exact ones fix him."""
+    printed = [
+        Aggregate("k1", "bmi", K1, np.array([35.75, 47.33]), precision=0.005),
+        Aggregate("k2", "bmi", K2, np.array([33.33, 46.25]), precision=0.005),
+    ]
+    exact = [
+        Aggregate("k1", "bmi", K1, np.bincount(K1, weights=BMI) / np.bincount(K1)),
+        Aggregate("k2", "bmi", K2, np.bincount(K2, weights=BMI) / np.bincount(K2)),
+    ]
+    messages = []
+    for aggs in (printed, exact):
+        report = check_conflicts(pd.DataFrame({"bmi": BMI}), views(*aggs), new="k2")
+        (finding,) = conflict_findings(report)
+        assert finding.code == "conflict_exact_inference" and finding.records == 1
+        messages.append(finding.message)
+    assert "confine the bmi of 1 record(s) to within the p% rule" in messages[0]
+    assert "fix the bmi of 1 record(s)" in messages[1]
