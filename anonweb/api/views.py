@@ -42,6 +42,7 @@ from anonweb.jobs.services import (
     dataset_upload,
     job_cancel,
     job_create,
+    jobs_check_queued,
     jobs_reap_stale,
 )
 from anonweb.releases.audit_access import audit_events_for_user
@@ -407,6 +408,9 @@ class JobDetail(ApiView):
         job = job_get_for_user(user=request.user, job_id=job_id)
         if job.status == JobStatus.RUNNING:
             jobs_reap_stale()
+            job.refresh_from_db()
+        elif job.status == JobStatus.QUEUED:
+            jobs_check_queued()
             job.refresh_from_db()
         return Response(s.job_json(job))
 

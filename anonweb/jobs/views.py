@@ -9,7 +9,13 @@ from anonweb.common.paging import page_of
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
 from anonweb.jobs.selectors import job_get_for_user, jobs_for_user
-from anonweb.jobs.services import job_cancel, job_create, job_public_params, jobs_reap_stale
+from anonweb.jobs.services import (
+    job_cancel,
+    job_create,
+    job_public_params,
+    jobs_check_queued,
+    jobs_reap_stale,
+)
 
 
 def job_list(request):
@@ -25,6 +31,9 @@ def job_list(request):
 
 def job_detail(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
+    if job.status == JobStatus.QUEUED:
+        jobs_check_queued()
+        job.refresh_from_db()
     # the parameters as the audit trail records them: no secret, seed or source value
     params = job_public_params(job.params or {})
     return render(request, "jobs/detail.html", {"job": job, "params": params})
@@ -34,6 +43,9 @@ def job_status(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.RUNNING:
         jobs_reap_stale()
+        job.refresh_from_db()
+    elif job.status == JobStatus.QUEUED:
+        jobs_check_queued()
         job.refresh_from_db()
     return JsonResponse(
         {
