@@ -260,6 +260,10 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# A worker that starts while the broker is down waits for it (and one that loses it reconnects)
+# instead of exiting.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_PUBLISH_RETRY = False
 
 # The automation API (anonweb/api): token or session authentication, JSON only, and errors as
