@@ -92,8 +92,9 @@ def _terminate_app_connections() -> int:
 
 
 def test_requests_after_the_database_ends_the_connections_are_all_answered(server):
-    from anonweb.accounts.models import Role
     from rest_framework.authtoken.models import Token
+
+    from anonweb.accounts.models import Role
 
     officer = member(TeamFactory(), Role.PRIVACY_OFFICER)
     token = Token.objects.create(user=officer).key
