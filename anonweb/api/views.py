@@ -394,6 +394,7 @@ class JobCollection(PagedView):
             raise ValidationError(
                 {"status": f"one of {', '.join(JobStatus.values)}, got {wanted!r}"}
             )
+        jobs_check_queued()  # a job listed as queued is one a worker may still take
         jobs = jobs_for_user(
             user=request.user,
             dataset_id=whole_number(request, "dataset"),

@@ -19,6 +19,7 @@ from anonweb.jobs.services import (
 
 
 def job_list(request):
+    jobs_check_queued()  # a job listed as queued is one a worker may still take
     return render(
         request,
         "jobs/list.html",

@@ -89,3 +89,13 @@ def test_a_job_that_loses_its_database_connection_records_why(queued):
     assert queued.status == JobStatus.FAILED
     assert "lost its connection to the database" in queued.error
     assert services.jobs_reap_stale() == 0
+
+
+@pytest.mark.django_db
+def test_the_job_lists_show_a_job_no_worker_took_in_time_as_failed(client, officer, queued):
+    _age(queued, created=services.QUEUED_FAIL_AFTER + timedelta(minutes=1))
+    client.force_login(officer)
+    (item,) = client.get("/api/v1/jobs/").json()
+    assert item["status"] == "failed" and "No worker took this job" in item["error"]
+    queued.refresh_from_db()
+    assert queued.status == JobStatus.FAILED
