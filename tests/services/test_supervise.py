@@ -51,3 +51,13 @@ def test_sigterm_stops_the_running_command_and_the_loop(tmp_path):
         not Path(f"/proc/{child}").exists()
         or "zombie" in Path(f"/proc/{child}/status").read_text().lower()
     )
+
+
+def test_run_sh_and_docker_compose_start_the_worker_again_when_it_exits():
+    import yaml
+
+    run_sh = (ROOT / "run.sh").read_text()
+    assert "scripts/supervise.sh worker .venv/bin/celery -A anonweb.celery worker" in run_sh
+    worker = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["worker"]
+    assert worker["restart"] == "unless-stopped"
+    assert "inspect ping" in " ".join(worker["healthcheck"]["test"])
