@@ -39,7 +39,8 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A anonweb.celery worker --beat --schedule var/celerybeat-schedule --loglevel=INFO --concurrency="${ANONWEB_WORKER_CONCURRENCY:-2}" --queues "${ANONWEB_QUEUE:-anonweb}" &
+# The worker is started again if it exits (scripts/supervise.sh); Ctrl-C stops it for good.
+scripts/supervise.sh worker .venv/bin/celery -A anonweb.celery worker --beat --schedule var/celerybeat-schedule --loglevel=INFO --concurrency="${ANONWEB_WORKER_CONCURRENCY:-2}" --queues "${ANONWEB_QUEUE:-anonweb}" &
 pids+=($!)
 .venv/bin/gunicorn anonweb.wsgi:application --bind "$HOST:$PORT" --workers 2 --threads 4 \
   --access-logfile - --graceful-timeout 5 &

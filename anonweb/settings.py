@@ -33,6 +33,10 @@ try:
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
     CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
     ANONWEB_JOB_STALE_SECONDS = env_int("ANONWEB_JOB_STALE_SECONDS", 60)
+    # A queued job no worker has taken is sent to the queue again after this long (and again
+    # each time as long), and failed with the reason once it waited the second time.
+    ANONWEB_JOB_QUEUED_RESEND_SECONDS = env_int("ANONWEB_JOB_QUEUED_RESEND_SECONDS", 120)
+    ANONWEB_JOB_QUEUED_FAIL_SECONDS = env_int("ANONWEB_JOB_QUEUED_FAIL_SECONDS", 1800)
 except ImproperlyConfiguredVariable as exc:
     raise ImproperlyConfigured(str(exc)) from None
 
@@ -126,7 +130,12 @@ TEMPLATES = [
 _default_db = f"sqlite:///{VAR_DIR / 'anonweb.sqlite3'}"
 _database_url = env_str("DATABASE_URL", "") or _default_db
 try:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    # Connections are kept for a minute, and checked before each request reuses one: a
+    # connection the database has ended (a restart, a failover, pg_terminate_backend) is
+    # replaced instead of answering 500 on every thread that held one.
+    DATABASES = {
+        "default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)
+    }
 except Exception as exc:  # dj_database_url raises bare ValueError/KeyError on junk
     raise ImproperlyConfigured(
         f"DATABASE_URL={_database_url!r} is not a database URL ({exc}); "
@@ -261,10 +270,16 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "purge-expired-datasets": {"task": "anonweb.datasets.purge_expired", "schedule": 3600.0},
     "sweep-leftover-files": {"task": "anonweb.common.sweep_storage", "schedule": 3600.0},
+    # Queued jobs no worker took: sent again, or failed with the reason (see the job page).
+    "check-queued-jobs": {"task": "anonweb.jobs.check_queued", "schedule": 60.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# A worker that starts while the broker is down waits for it (and one that loses it reconnects)
+# instead of exiting.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_PUBLISH_RETRY = False
 
 # The automation API (anonweb/api): token or session authentication, JSON only, and errors as

@@ -45,6 +45,7 @@ from anonweb.jobs.services import (
     dataset_upload,
     job_cancel,
     job_create,
+    jobs_check_queued,
     jobs_reap_stale,
 )
 from anonweb.releases.audit_access import audit_events_for_user
@@ -409,6 +410,7 @@ class JobCollection(PagedView):
             raise ValidationError(
                 {"status": f"one of {', '.join(JobStatus.values)}, got {wanted!r}"}
             )
+        jobs_check_queued()  # a job listed as queued is one a worker may still take
         jobs = jobs_for_user(
             user=request.user,
             dataset_id=whole_number(request, "dataset"),
@@ -424,6 +426,9 @@ class JobDetail(ApiView):
         job = job_get_for_user(user=request.user, job_id=job_id)
         if job.status == JobStatus.RUNNING:
             jobs_reap_stale()
+            job.refresh_from_db()
+        elif job.status == JobStatus.QUEUED:
+            jobs_check_queued()
             job.refresh_from_db()
         return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 

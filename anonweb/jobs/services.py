@@ -16,8 +16,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from anonweb.accounts.models import Role
@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 # failed by the reaper, so it never sits "running" for ever.
 HEARTBEAT_SECONDS = 5.0
 STALE_AFTER = timedelta(seconds=settings.ANONWEB_JOB_STALE_SECONDS)
+# A queued job is sent again when no worker took it for QUEUED_RESEND_AFTER (a worker that was
+# down, a message lost with a broker restart), and failed with the reason after QUEUED_FAIL_AFTER.
+QUEUED_RESEND_AFTER = timedelta(seconds=settings.ANONWEB_JOB_QUEUED_RESEND_SECONDS)
+QUEUED_FAIL_AFTER = timedelta(seconds=settings.ANONWEB_JOB_QUEUED_FAIL_SECONDS)
 
 
 class JobCancelled(Exception):
@@ -225,6 +229,7 @@ def job_enqueue(*, job_id: int) -> None:
     """Send the task; a broker that is down fails the job visibly instead of hanging."""
     from anonweb.jobs.tasks import run_job
 
+    Job.objects.filter(id=job_id, status=JobStatus.QUEUED).update(sent_at=timezone.now())
     try:
         run_job.apply_async(args=[job_id], retry=False)
     except Exception as exc:  # kombu raises OperationalError, OSError, TimeoutError...
@@ -394,6 +399,21 @@ def job_execute(*, job_id: int, worker: str) -> None:
                 exc, columns=columns, kind="unreadable" if job.kind == JobKind.PARSE else None
             ),
         )
+    except (OperationalError, InterfaceError) as exc:
+        # The database ended the connection (a restart, a failover): the failure is recorded on
+        # a new one, with this reason, rather than left for the reaper to call a lost worker.
+        log.error("job %s: lost its database connection: %s", job_id, exc)
+        connection.close()
+        _set_terminal(
+            job_id=job_id,
+            status=JobStatus.FAILED,
+            from_statuses=running,
+            failure=Failure.stated(
+                "database",
+                "The job lost its connection to the database while it ran (the database "
+                "restarted or ended the connection); nothing was published. Launch it again.",
+            ),
+        )
     except Exception:
         ref = uuid.uuid4().hex[:8]
         log.error("job %s failed (ref %s):\n%s", job_id, ref, traceback.format_exc())
@@ -462,3 +482,40 @@ def jobs_reap_stale() -> int:
             ),
         )
     return len(ids)
+
+
+def jobs_check_queued() -> tuple[int, int]:
+    """Queued jobs no worker took: send each again every QUEUED_RESEND_AFTER, and fail it with
+    the reason once it has waited QUEUED_FAIL_AFTER. Returns (sent again, failed)."""
+    now = timezone.now()
+    queued = Job.objects.filter(status=JobStatus.QUEUED, cancel_requested=False)
+    late = list(queued.filter(created_at__lt=now - QUEUED_FAIL_AFTER).values_list("id", flat=True))
+    minutes = max(1, round(QUEUED_FAIL_AFTER.total_seconds() / 60))
+    for job_id in late:
+        _set_terminal(
+            job_id=job_id,
+            status=JobStatus.FAILED,
+            from_statuses=(JobStatus.QUEUED,),
+            failure=Failure.stated(
+                "not_taken",
+                f"No worker took this job within {minutes} minute(s) of its launch, so it "
+                "was stopped before it started; nothing was run. Check that a worker is running "
+                "(./run.sh or the worker service starts one), then launch it again.",
+            ),
+        )
+    cutoff = now - QUEUED_RESEND_AFTER
+    waiting = list(
+        queued.filter(created_at__lt=cutoff)
+        .filter(Q(sent_at__isnull=True) | Q(sent_at__lt=cutoff))
+        .values_list("id", flat=True)
+    )
+    sent = 0
+    for job_id in waiting:
+        marked = Job.objects.filter(id=job_id, status=JobStatus.QUEUED).update(
+            message=f"no worker has taken this job yet; sent to the queue again at "
+            f"{now:%H:%M} UTC (it is stopped if none takes it within {minutes} minute(s))"
+        )
+        if marked:
+            job_enqueue(job_id=job_id)
+            sent += 1
+    return sent, len(late)

@@ -9,10 +9,17 @@ from anonweb.common.paging import page_of
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
 from anonweb.jobs.selectors import job_error_for, job_get_for_user, jobs_for_user
-from anonweb.jobs.services import job_cancel, job_create, job_public_params, jobs_reap_stale
+from anonweb.jobs.services import (
+    job_cancel,
+    job_create,
+    job_public_params,
+    jobs_check_queued,
+    jobs_reap_stale,
+)
 
 
 def job_list(request):
+    jobs_check_queued()  # a job listed as queued is one a worker may still take
     return render(
         request,
         "jobs/list.html",
@@ -25,6 +32,9 @@ def job_list(request):
 
 def job_detail(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
+    if job.status == JobStatus.QUEUED:
+        jobs_check_queued()
+        job.refresh_from_db()
     # the parameters as the audit trail records them: no secret, seed or source value
     params = job_public_params(job.params or {})
     error = job_error_for(job=job, officer_teams=raw_value_teams(user=request.user))
@@ -35,6 +45,9 @@ def job_status(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.RUNNING:
         jobs_reap_stale()
+        job.refresh_from_db()
+    elif job.status == JobStatus.QUEUED:
+        jobs_check_queued()
         job.refresh_from_db()
     return JsonResponse(
         {

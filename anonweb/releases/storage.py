@@ -117,7 +117,12 @@ def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:
         "dp": bool(dp),
         "record_level": source_rows is not None,
         "aggregates": [
-            {"column": str(a.column), "statistic": a.statistic, "table": bool(a.table)}
+            {
+                "column": str(a.column),
+                "statistic": a.statistic,
+                "table": bool(a.table),
+                "precision": float(a.precision),
+            }
             for a in aggregates
         ],
     }
@@ -157,6 +162,7 @@ def load_lineage(storage_key, *, label: str) -> Lineage:
                         arrays[f"figures_{i}"],
                         spec.get("statistic", "mean"),
                         bool(spec.get("table", False)),
+                        float(spec.get("precision", 0.0)),
                     )
                 )
     return Lineage(frame, rows, tuple(aggregates), bool(meta.get("dp", False)))

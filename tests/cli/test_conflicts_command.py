@@ -74,11 +74,12 @@ def test_one_scheme_alone_or_twice_finds_nothing(bmi):
 
 
 def test_whole_then_subset_is_differencing(tmp_path):
-    ids = [f"r{i:03d}" for i in range(200)]
-    income = np.random.default_rng(2).integers(20_000, 90_000, 200).astype(float)
+    # 211 and 210 people: both means are printed in full (a computer's 17 digits), so exact.
+    ids = [f"r{i:03d}" for i in range(211)]
+    income = np.random.default_rng(2).integers(20_000, 90_000, 211).astype(float)
     pd.DataFrame({"id": ids, "income": income}).to_csv(tmp_path / "s.csv", index=False)
     pd.DataFrame({"id": ids, "income": income.mean()}).to_csv(tmp_path / "all.csv", index=False)
-    keep = np.arange(200) != 17
+    keep = np.arange(211) != 17
     subset = pd.DataFrame({"id": np.array(ids)[keep], "income": income[keep].mean()})
     subset.to_csv(tmp_path / "sub.csv", index=False)
     p = run(
@@ -150,3 +151,66 @@ def test_a_release_with_unknown_ids_or_missing_file(bmi):
     assert p.returncode == 2 and "odd.csv: 1 id(s) are not in the source" in p.stderr
     p = run(bmi / "source.csv", bmi / "missing.csv", "--id", "name")
     assert p.returncode == 2 and "no such file" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "decimals, between",
+    [(2, "between 42.98 and 43.05"), (1, "between 42.95 and 43.25")],
+)
+def test_bmi_as_printed_is_an_interval_not_a_value(tmp_path, decimals, between):
+    """Seed 000's table prints the means with two decimals: Doug is confined, not fixed."""
+    pd.DataFrame({"name": NAMES, "bmi": BMI}).to_csv(tmp_path / "source.csv", index=False)
+    for label, groups in (("k1", [0, 0, 0, 0, 1, 1, 1]), ("k2", [0, 0, 0, 1, 1, 1, 1])):
+        means = pd.Series(BMI, dtype=float).groupby(groups).transform("mean").round(decimals)
+        pd.DataFrame({"name": NAMES, "bmi": means}).to_csv(tmp_path / f"{label}.csv", index=False)
+    p = run(tmp_path / "source.csv", tmp_path / "k1.csv", tmp_path / "k2.csv", "--id", "name")
+    assert p.returncode == 1, p.stderr
+    assert "exact_inference [bmi]: 1 record(s)" in p.stdout
+    assert f"Doug Fulton: {between}" in p.stdout
+    assert "within ±5%" in p.stdout
+
+
+def test_rounded_means_of_a_group_and_the_group_less_one_fix_nothing(tmp_path):
+    """A thousand ages; the second release leaves out r123 (81). Means rounded to one decimal
+    confine that age to decades, which is no disclosure."""
+    ids = [f"r{i:03d}" for i in range(1000)]
+    age = np.random.default_rng(7).integers(17, 91, 1000).astype(float)
+    age[123] = 81
+    pd.DataFrame({"id": ids, "age": age}).to_csv(tmp_path / "s.csv", index=False)
+    whole = pd.DataFrame({"id": ids, "age": round(age.mean(), 1)})
+    whole.to_csv(tmp_path / "all.csv", index=False)
+    keep = np.arange(1000) != 123
+    less = pd.DataFrame({"id": np.array(ids)[keep], "age": round(age[keep].mean(), 1)})
+    less.to_csv(tmp_path / "less.csv", index=False)
+    p = run(
+        tmp_path / "s.csv",
+        tmp_path / "all.csv",
+        tmp_path / "less.csv",
+        "--id",
+        "id",
+        "--bounds",
+        "age=0:120",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no conflicts found" in p.stdout and "r123" not in p.stdout
+
+
+def test_two_means_confine_a_value_only_together(tmp_path):
+    """A averages s1, s2, s3 and B averages s1, s3, s4: their difference puts s2 (99) at least
+    97 above s4 >= 0, so in [97, 100] under the public bounds."""
+    ids = ["s1", "s2", "s3", "s4"]
+    v = [50.0, 99.0, 51.0, 2.0]
+    pd.DataFrame({"id": ids, "v": v}).to_csv(tmp_path / "s.csv", index=False)
+    pd.DataFrame({"id": ["s1", "s2", "s3"], "v": sum(v[:3]) / 3}).to_csv(
+        tmp_path / "a.csv", index=False
+    )
+    pd.DataFrame({"id": ["s1", "s3", "s4"], "v": (v[0] + v[2] + v[3]) / 3}).to_csv(
+        tmp_path / "b.csv", index=False
+    )
+    args = ("--id", "id", "--p", "5", "--bounds", "v=0:100")
+    p = run(tmp_path / "s.csv", tmp_path / "a.csv", tmp_path / "b.csv", *args)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "s2: between 97.00 and 100.00" in p.stdout
+    for alone in ("a.csv", "b.csv"):
+        p = run(tmp_path / "s.csv", tmp_path / alone, *args)
+        assert p.returncode == 0 and "no conflicts found" in p.stdout

@@ -102,9 +102,9 @@ def test_sum_over_a_group_and_the_group_less_one_is_differencing():
 
 def test_a_subset_release_after_a_whole_one():
     """A record-level release showing everyone's mean, then one of a subset (one person
-    dropped): the two means give that person's value."""
-    income = np.array([30.0, 52, 41, 75, 60, 38, 90, 47])
-    names = [f"p{i}" for i in range(8)]
+    dropped): the two means, printed in full, give that person's value."""
+    income = np.array([30.0, 52, 41, 75, 60, 38, 91])
+    names = [f"p{i}" for i in range(7)]
     src = pd.DataFrame({"id": names, "income": income})
     ids = source_ids(src, "id")
     whole = pd.DataFrame({"id": names, "income": income.mean()})

@@ -51,6 +51,9 @@ def redis_url():
     client.flushdb()
 
 
+LEAN_OPTIONS = ["--pool=solo", "--without-heartbeat", "--without-gossip", "--without-mingle"]
+
+
 class WorkerProcess:
     def __init__(self, proc: subprocess.Popen, lines: list[str], reader: threading.Thread):
         self.proc = proc
@@ -114,7 +117,9 @@ def broker(settings):
 def start_worker():
     workers: list[WorkerProcess] = []
 
-    def start(extra_env: dict, name: str = "w1") -> WorkerProcess:
+    def start(extra_env: dict, name: str = "w1", options: list[str] | None = None) -> WorkerProcess:
+        """``options`` replace the test's lean worker options (``--pool=solo``, no heartbeat,
+        gossip or mingle), e.g. with those ``run.sh`` and docker-compose start it with."""
         env = dict(os.environ)
         env.update(
             DJANGO_SETTINGS_MODULE="anonweb.test_settings",
@@ -131,10 +136,7 @@ def start_worker():
                 "-A",
                 "anonweb.celery",
                 "worker",
-                "--pool=solo",
-                "--without-heartbeat",
-                "--without-gossip",
-                "--without-mingle",
+                *(options if options is not None else LEAN_OPTIONS),
                 "-n",
                 f"{name}@%h",
                 "--loglevel=INFO",

@@ -207,11 +207,13 @@ def _aggregate_findings(
         baselines = [b for b in ({r for r in labels if r != new}, {new}) if b & set(labels)]
         alone = [new] if new in labels else []
     runs = {
-        frozenset(b): infer(x, [a for a in aggs if a.release in b], bounds=bounds, budget=budget)
+        frozenset(b): infer(
+            x, [a for a in aggs if a.release in b], bounds=bounds, budget=budget, p=p
+        )
         for b in baselines
     }
     everything = frozenset(labels)
-    combined = runs.get(everything) or infer(x, aggs, bounds=bounds, budget=budget)
+    combined = runs.get(everything) or infer(x, aggs, bounds=bounds, budget=budget, p=p)
     findings: list[Finding] = []
     for r in alone:
         lone = runs[frozenset({r})]

@@ -5,15 +5,17 @@ source records: microaggregated values (each member row shows its group's mean) 
 aggregate table (a group's total, or its mean: the members of each group are taken as known to an
 attacker, as quasi-identifiers or a published filter make them). Each group is one equation
 ``sum(x[i] for i in group) = total`` over the source's values. All the equations of all releases
-of a source about one column are solved together (:mod:`.solver`); a record is **disclosed**
-when its value is fixed by them. Records that are in the same group of every aggregate can never
-be told apart and are solved as one unknown (an *atom*); only an atom of one record discloses a
-value.
+of a source about one column are solved together. Records that are in the same group of every
+aggregate can never be told apart and are solved as one unknown (an *atom*, with the bounds of
+its members' total).
 
-A record is also disclosed when the equations and the column's public bounds confine its value
-to an interval whose half-width is at most ``p`` times the value (the p% rule of statistical
-disclosure control). Bounds are propagated through the equations: each member of a group lies
-between the group's total minus the others' largest and smallest possible values.
+A published figure is only as exact as it is printed: a mean rounded to one decimal stands for
+an interval of ± 0.05, so each equation is an interval of totals (:attr:`Aggregate.precision`).
+Each record's feasible interval is the smallest and largest value it takes over every solution
+of all the equations together within the column's public bounds (a linear program per record:
+:mod:`.feasible`). A record is **disclosed** when that interval is a single value, and confined
+when its half-width is at most ``p`` times the value (the p% rule of statistical disclosure
+control).
 
 The explanation says how: *differencing* when the value is one release's total over a group
 minus another's total over the same group less that one person, who is absent from the second
@@ -31,12 +33,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonweb.core.conflicts.solver import Equations, Solution, solve
+from anonweb.core.conflicts.feasible import feasible_intervals
+from anonweb.core.conflicts.solver import Equations, solve
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.risk.classes import combine_codes
 
 STATISTICS = ("mean", "sum")
-PROPAGATION_ROUNDS = 8
+# Intervals narrower than this fraction of the bounds' magnitude are a point (the LP solver's
+# own tolerance is about 1e-9 of the figures).
+_TOLERANCE = 1e-6
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -47,6 +52,8 @@ class Aggregate:
     ``groups[i]`` is the group of source row ``i`` (``-1``: in no group of this aggregate);
     ``figures[g]`` the released mean or total of group ``g``. ``table`` is True for the rows of
     an aggregate table, False for microaggregated values shown on each member row.
+    ``precision`` is half a unit in the last place the figures were published with (0.005 for
+    two decimals; 0 for figures published exactly): each figure stands for that interval.
     """
 
     release: str
@@ -55,8 +62,14 @@ class Aggregate:
     figures: NDArray[Any] = field(repr=False)
     statistic: str = "mean"
     table: bool = False
+    precision: float = 0.0
 
     def __post_init__(self) -> None:
+        if not (np.isfinite(self.precision) and self.precision >= 0):
+            raise ParameterError(
+                f"{self.release}: the precision of {self.column!r} must be a non-negative "
+                f"number, got {self.precision!r}"
+            )
         if self.statistic not in STATISTICS:
             raise ParameterError(
                 f"unknown statistic {self.statistic!r} (one of {', '.join(STATISTICS)})"
@@ -74,6 +87,13 @@ class Aggregate:
     def totals(self) -> NDArray[Any]:
         figures = np.asarray(self.figures, dtype=float)
         return figures * self.sizes() if self.statistic == "mean" else figures
+
+    def total_intervals(self) -> tuple[NDArray[Any], NDArray[Any]]:
+        """Each group's total as an interval: a figure rounded to ``precision`` (half a unit in
+        its last place) is any value within it, so a mean's total is within size x that."""
+        half = self.precision * (self.sizes() if self.statistic == "mean" else 1.0)
+        totals = self.totals()
+        return totals - half, totals + half
 
 
 @dataclass(frozen=True)
@@ -99,8 +119,9 @@ class Inference:
         if p is None:
             return np.zeros(self.determined.size, dtype=bool)
         half = (self.high - self.low) / 2.0
+        tol = _TOLERANCE * max(1.0, *(abs(b) for b in self.bounds))
         return np.asarray(
-            ~self.determined & ~self.undecided & (half <= p * np.abs(truth)) & (half > 0)
+            ~self.determined & ~self.undecided & (half <= p * np.abs(truth) + tol) & (half > tol)
         )
 
 
@@ -110,10 +131,14 @@ def infer(
     *,
     bounds: tuple[float, float] | None = None,
     budget: int | None = None,
+    p: float | None = None,
 ) -> Inference:
     """Solve every equation of ``aggregates`` (all about the column whose source values are
-    ``values``) together. ``values`` orders the unknowns for elimination and gives the default
-    public bounds (the column's observed range); nothing else is read from it."""
+    ``values``) together with the public bounds: each record's feasible interval over every
+    solution (:mod:`.feasible`). ``values`` is one solution (it starts the search and gives the
+    default public bounds, the column's observed range). With ``p``, records of large parts whose
+    interval is seen to be wider than the p% rule early are not solved exactly (their interval is
+    then at least as wide as given); without it only exact values are looked for there."""
     x = np.asarray(values, dtype=float)
     n = x.size
     aggs = tuple(aggregates)
@@ -141,6 +166,7 @@ def infer(
     )
     if not covered.any():
         return result
+    _check_bounds(x[covered], lo0, hi0, aggs)
     atom = combine_codes(
         ((g + 1, len(a.figures) + 1) for a, g in zip(aggs, groups, strict=True)), n
     )
@@ -148,20 +174,66 @@ def infer(
     atom = atom.reshape(-1) - (1 if codes[0] == -1 else 0)  # uncovered rows: -1
     n_atoms = int(atom.max()) + 1
     inside = atom >= 0
-    atom_size = np.bincount(atom[inside], minlength=n_atoms)
-    system = _System.build(aggs, groups, atom, n_atoms)
-    order = np.bincount(atom[inside], weights=x[inside], minlength=n_atoms) / atom_size
-    sol = solve(system.eqs, order=order, **({} if budget is None else {"budget": budget}))
     a0 = np.maximum(atom, 0)
-    determined = inside & sol.determined[a0] & (atom_size[a0] == 1)
+    size = np.bincount(atom[inside], minlength=n_atoms).astype(float)
+    system = _System.build(aggs, groups, atom, n_atoms)
+    tol = _TOLERANCE * max(1.0, abs(lo0), abs(hi0))
+    # The largest |value| in each atom: the p% rule is checked against each member's own value.
+    biggest = np.zeros(n_atoms)
+    np.maximum.at(biggest, atom[inside], np.abs(x[inside]))
+
+    def record_interval(y_lo: NDArray[Any], y_hi: NDArray[Any]) -> tuple[Any, Any]:
+        # The members of an atom are interchangeable: one of m takes the atom's total less the
+        # other m - 1 at their bounds.
+        return (
+            np.maximum(lo0, y_lo - (size - 1) * hi0),
+            np.minimum(hi0, y_hi - (size - 1) * lo0),
+        )
+
+    def settled(y_lo: NDArray[Any], y_hi: NDArray[Any]) -> NDArray[Any]:
+        r_lo, r_hi = record_interval(y_lo, y_hi)
+        half = (r_hi - r_lo) / 2.0
+        wide = half > tol
+        return np.asarray(wide if p is None else wide & (half > p * biggest + tol))
+
+    point = np.bincount(atom[inside], weights=x[inside], minlength=n_atoms)
+    # What the exact figures fix by linear algebra alone needs no LP (rounded ones are left out).
+    exact = system.low == system.high
+    sol = solve(system.eqs.subset(exact), order=point / size)
+    found = feasible_intervals(
+        system.eqs,
+        system.low,
+        system.high,
+        size * lo0,
+        size * hi0,
+        point=point,
+        settled=settled,
+        known=np.where(sol.determined, sol.values, np.nan),
+        **({} if budget is None else {"budget": budget}),
+    )
+    r_lo, r_hi = record_interval(found.low, found.high)
+    r_hi = np.maximum(r_lo, r_hi)
+    result.low[inside], result.high[inside] = r_lo[a0[inside]], r_hi[a0[inside]]
+    result.undecided[:] = inside & found.undecided[a0]
+    determined = inside & ~result.undecided & (result.high - result.low <= tol)
     result.determined[:] = determined
-    result.values[determined] = sol.values[a0[determined]]
-    result.undecided[:] = inside & sol.undecided[a0]
-    low, high = _propagate(aggs, groups, atom, atom_size, sol, lo0, hi0, determined, result.values)
-    result.low[:], result.high[:] = low, high
+    result.values[determined] = (result.low[determined] + result.high[determined]) / 2.0
     rows = np.flatnonzero(determined)
-    result.explained[rows] = system.explain(atom[rows], rows, groups)
+    result.explained[rows] = -2
+    single = rows[size[atom[rows]] == 1]
+    if single.size:
+        result.explained[single] = system.explain(atom[single], single, groups)
     return result
+
+
+def _check_bounds(x: NDArray[Any], lo: float, hi: float, aggs: Sequence[Aggregate]) -> None:
+    outside = int(((x < lo) | (x > hi)).sum())
+    if outside:
+        column = aggs[0].column if aggs else "the column"
+        raise ParameterError(
+            f"the public bounds of {column!r} ({figure(lo)} to {figure(hi)}) leave out "
+            f"{outside} of the source's values; give bounds that hold every value"
+        )
 
 
 def public_bounds(x: NDArray[Any], bounds: Sequence[float] | None) -> tuple[float, float]:
@@ -184,6 +256,8 @@ class _System:
     orig_ptr: NDArray[Any]  # representative r's originals: orig_*[orig_ptr[r]:orig_ptr[r+1]]
     key: NDArray[Any]  # per representative: hash of its atom set (with its size mixed in)
     weight: NDArray[Any]  # per atom: the random 64-bit weight in the hash
+    low: NDArray[Any]  # per representative: its total's interval (all its originals hold)
+    high: NDArray[Any]
 
     @classmethod
     def build(
@@ -217,11 +291,18 @@ class _System:
         by_rep = np.argsort(rep, kind="stable")
         orig_ptr = np.r_[0, np.cumsum(np.bincount(rep, minlength=int(keep.sum())))]
         entry_keep = np.repeat(keep, size)
+        n_reps = int(keep.sum())
+        intervals = [a.total_intervals() for a in aggs]
+        low = np.full(n_reps, -np.inf)
+        high = np.full(n_reps, np.inf)
+        np.maximum.at(low, rep, np.concatenate([lo for lo, _ in intervals])[present])
+        np.minimum.at(high, rep, np.concatenate([hi for _, hi in intervals])[present])
+        high = np.maximum(low, high)
         eqs = Equations(
             n_atoms,
             np.r_[0, np.cumsum(size[keep])].astype(np.int64),
             atom_of[entry_keep].astype(np.int64),
-            np.concatenate([a.totals() for a in aggs])[present[keep]],
+            (low + high) / 2.0,
         )
         return cls(
             eqs,
@@ -230,6 +311,8 @@ class _System:
             orig_ptr,
             key[keep],
             weight,
+            low,
+            high,
         )
 
     def explain(
@@ -301,71 +384,6 @@ class _System:
         return out_k, out_g
 
 
-def _propagate(
-    aggs: Sequence[Aggregate],
-    groups: Sequence[NDArray[Any]],
-    atom: NDArray[Any],
-    atom_size: NDArray[Any],
-    sol: Solution,
-    lo0: float,
-    hi0: float,
-    determined: NDArray[Any],
-    vals: NDArray[Any],
-) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Bounds through the equations: each member of a group of total ``t`` lies in
-    ``[t - (sum of the others' highs), t - (sum of the others' lows)]``."""
-    n = atom.size
-    low = np.full(n, lo0)
-    high = np.full(n, hi0)
-    low[determined] = high[determined] = vals[determined]
-    eq_parts: list[NDArray[Any]] = []
-    row_parts: list[NDArray[Any]] = []
-    rhs_parts: list[NDArray[Any]] = []
-    offset = 0
-    for a, g in zip(aggs, groups, strict=True):
-        rows = np.flatnonzero(g >= 0)
-        eq_parts.append(offset + g[rows])
-        row_parts.append(rows)
-        rhs_parts.append(a.totals())
-        offset += len(a.figures)
-    # Atoms of several records whose total is fixed are equations too.
-    multi = np.flatnonzero(sol.determined & (atom_size > 1))
-    if multi.size:
-        remap = np.full(atom_size.size, -1, dtype=np.int64)
-        remap[multi] = np.arange(multi.size)
-        rows = np.flatnonzero((atom >= 0) & (remap[np.maximum(atom, 0)] >= 0))
-        eq_parts.append(offset + remap[atom[rows]])
-        row_parts.append(rows)
-        rhs_parts.append(sol.values[multi])
-    eq = np.concatenate(eq_parts)
-    row = np.concatenate(row_parts)
-    rhs = np.concatenate(rhs_parts)
-    by_row = np.argsort(row, kind="stable")
-    eq, row = eq[by_row], row[by_row]
-    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
-    rows_with = row[starts]
-    tol = 1e-9 * max(1.0, abs(hi0 - lo0))
-    for _ in range(PROPAGATION_ROUNDS):
-        sum_hi = np.bincount(eq, weights=high[row], minlength=rhs.size)
-        sum_lo = np.bincount(eq, weights=low[row], minlength=rhs.size)
-        new_lo = np.maximum.reduceat(rhs[eq] - (sum_hi[eq] - high[row]), starts)
-        new_hi = np.minimum.reduceat(rhs[eq] - (sum_lo[eq] - low[row]), starts)
-        new_lo = np.maximum(low[rows_with], new_lo)
-        new_hi = np.minimum(high[rows_with], new_hi)
-        # Rounded figures can cross the bounds over by a rounding error: keep them ordered.
-        crossed = new_lo > new_hi
-        mid = (new_lo[crossed] + new_hi[crossed]) / 2.0
-        new_lo[crossed] = new_hi[crossed] = mid
-        moved = max(
-            float(np.abs(new_lo - low[rows_with]).max(initial=0.0)),
-            float(np.abs(new_hi - high[rows_with]).max(initial=0.0)),
-        )
-        low[rows_with], high[rows_with] = new_lo, new_hi
-        if moved <= tol:
-            break
-    return low, high
-
-
 def figure(value: float) -> str:
     return f"{value:,.6g}"
 
@@ -390,7 +408,8 @@ def recipe(inf: Inference, row: int) -> tuple[str, str]:
         releases = sorted({a.release for a in aggs})
         return "exact_inference", (
             f"the group figures of {aggs[0].column} published by {_join(releases)} are linear "
-            "equations that fix these values exactly (more than two of them are combined)"
+            "equations that, with the column's bounds, fix these values exactly (more than two "
+            "of them are combined)"
         )
     big = aggs[k1]
     if k2 < 0:

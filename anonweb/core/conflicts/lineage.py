@@ -10,7 +10,9 @@ record id), and the aggregates are read off the values:
 * a numeric column whose rows share a value is read as that group's mean, when it is one: the
   source's values over those rows average to it (to within the released precision) and they are
   not all equal to it (then the column is simply published as it is, or rounded). Noisy or
-  rounded columns therefore add no equation, and nothing is assumed that the data contradict.
+  row-by-row rounded columns therefore add no equation, and nothing is assumed that the data
+  contradict. A mean is only as exact as it is printed: a column of means with two decimals
+  stands for intervals of ± 0.005 (:func:`printed_precision`), and the check solves with them.
 """
 
 from __future__ import annotations
@@ -73,9 +75,19 @@ def view_from_lineage_form(
 
 
 def read_means(
-    source_col: pd.Series, released: pd.Series, rows: NDArray[Any], *, label: str, column: str
+    source_col: pd.Series,
+    released: pd.Series,
+    rows: NDArray[Any],
+    *,
+    label: str,
+    column: str,
+    precision: float | None = None,
 ) -> Aggregate | None:
-    """The groups of rows sharing a released value that is the mean of their source values."""
+    """The groups of rows sharing a released value that is the mean of their source values.
+
+    ``precision`` is half a unit in the last place of the released figures when the release
+    declares it (0: published exactly); by default it is read from how the column is printed
+    (:func:`printed_precision`)."""
     if not (pd.api.types.is_numeric_dtype(source_col) and pd.api.types.is_numeric_dtype(released)):
         return None
     v = pd.to_numeric(released, errors="coerce").to_numpy(dtype=float)
@@ -84,12 +96,13 @@ def read_means(
     codes, uniques = pd.factorize(np.where(ok, v, np.nan))
     if not uniques.size:
         return None
+    half = printed_precision(np.asarray(uniques, dtype=float)) if precision is None else precision
     inside = codes >= 0
     size = np.bincount(codes[inside], minlength=uniques.size)
     total = np.bincount(codes[inside], weights=truth[inside], minlength=uniques.size)
     spread = np.zeros(uniques.size)
     np.maximum.at(spread, codes[inside], np.abs(truth[inside] - v[inside]))
-    tol = np.array([_tolerance(float(u)) for u in uniques])
+    tol = np.maximum(half, 1e-9 * np.maximum(1.0, np.abs(np.asarray(uniques, dtype=float))))
     mean = total / np.maximum(size, 1)
     accepted = (size >= 2) & (np.abs(mean - uniques) <= tol) & (spread > tol)
     if not accepted.any():
@@ -99,20 +112,25 @@ def read_means(
     groups = np.full(source_col.size, -1, dtype=np.int64)
     member = inside & accepted[np.maximum(codes, 0)]
     groups[rows[member]] = remap[codes[member]]
-    return Aggregate(label, column, groups, np.asarray(uniques, dtype=float)[accepted])
+    return Aggregate(
+        label, column, groups, np.asarray(uniques, dtype=float)[accepted], precision=half
+    )
 
 
-def _tolerance(value: float) -> float:
-    """Half a unit of the last decimal a released mean shows (47.33 -> 0.005); means printed
-    in full (or as whole numbers) must match to 1e-9."""
-    exact = 1e-9 * max(1.0, abs(value))
-    text = repr(value)
-    if "e" in text or "." not in text:
-        return exact
-    decimals = len(text.split(".")[1].rstrip("0"))
-    if decimals == 0 or decimals >= 12:
-        return exact
-    return max(exact, 0.5 * 10.0**-decimals)
+def printed_precision(values: NDArray[Any]) -> float:
+    """Half a unit in the last decimal place a column's figures are printed with: 47.33 and
+    35.75 -> 0.005, 43.0 and 81.0 -> 0.5. A column printed in full (some figure with 12 or more
+    decimals, as a computer writes 47.333333333333336) is exact: 0."""
+    most = 0
+    for value in values.tolist():
+        text = repr(float(value))
+        if "e" in text or "inf" in text or "nan" in text:
+            return 0.0
+        decimals = len(text.split(".")[1].rstrip("0"))
+        if decimals >= 12:
+            return 0.0
+        most = max(most, decimals)
+    return 0.5 * 10.0**-most
 
 
 def microaggregated(
@@ -125,14 +143,20 @@ def microaggregated(
 ) -> tuple[Aggregate, ...]:
     """What a release published about ``columns`` as microaggregated means: for each column, the
     groups of records shown their group's mean (``released`` row ``j`` is source row
-    ``rows[j]``). This is the lineage a release keeps privately when it is made."""
+    ``rows[j]``). This is the lineage a release keeps privately when it is made: the means are
+    as the release publishes them, unrounded, so they are exact figures."""
     rows = np.asarray(rows, dtype=np.int64)
     out = []
     for col in dict.fromkeys(columns):
         if col not in source.columns or col not in released.columns:
             continue
         agg = read_means(
-            source[col], released[col].reset_index(drop=True), rows, label=label, column=str(col)
+            source[col],
+            released[col].reset_index(drop=True),
+            rows,
+            label=label,
+            column=str(col),
+            precision=0.0,
         )
         if agg is not None:
             out.append(agg)
@@ -148,4 +172,5 @@ def relabel(aggregate: Aggregate, label: str) -> Aggregate:
         aggregate.figures,
         aggregate.statistic,
         aggregate.table,
+        aggregate.precision,
     )
