@@ -6,7 +6,7 @@ never a login page) and authenticates itself: a token, or the browser's session.
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from anonweb.api import views
 from anonweb.api.errors import not_found_json
@@ -46,6 +46,6 @@ app_name = "api"
 urlpatterns = [
     path("v1/", include(v1)),
     route("schema/", SpectacularAPIView, "schema"),
-    route("docs/", SpectacularSwaggerView, "docs", url_name="api:schema"),
+    route("docs/", SpectacularSwaggerSplitView, "docs", url_name="api:schema"),
     re_path(r"^.*$", login_not_required(not_found_json), name="not-found"),
 ]
