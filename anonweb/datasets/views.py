@@ -17,6 +17,7 @@ from anonweb.core.io.hierarchy_builders import (
     hierarchy_spec_errors,
 )
 from anonweb.core.io.hierarchy_preview import hierarchy_preview
+from anonweb.core.io.jsontext import json_loads
 from anonweb.datasets.forms import TagForm, UploadForm
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.selectors import (
@@ -298,7 +299,6 @@ def dataset_whatif(request, dataset_id: int):
     """What-if, answered at once (no job): GET for level 0 everywhere, POST a JSON body
     ``{"levels": {column: level}, "suppression": fraction}``. The figures and charts of the
     records kept; example level labels (values of the source) for privacy officers only."""
-    import json
 
     from django.http import JsonResponse
 
@@ -310,9 +310,9 @@ def dataset_whatif(request, dataset_id: int):
     body: object = {}
     if request.method == "POST":
         try:
-            body = json.loads(request.body or b"{}")
-        except ValueError:
-            return JsonResponse({"error": "the request body is not JSON"}, status=400)
+            body = json_loads(request.body or b"{}", what="the request body")
+        except CoreError as exc:
+            return JsonResponse({"error": str(exc)}, status=400)
     try:
         result = whatif_evaluate(
             dataset, body, raw_labels=can_see_raw(user=request.user, dataset=dataset)
@@ -351,7 +351,6 @@ def _column_for_officer(request, dataset_id: int, column: str):
 def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
     """A hierarchy for one column, built with a form per builder (from the builders' declared
     schemas) and previewed on this dataset before it is saved."""
-    import json
 
     dataset = _column_for_officer(request, dataset_id, column)
     if not dataset.is_ready or dataset.is_purged:
@@ -360,8 +359,8 @@ def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
     error = None
     if request.method == "POST":
         try:
-            spec = json.loads(request.POST.get("spec") or "null")
-        except ValueError:
+            spec = json_loads(request.POST.get("spec") or "null", what="the hierarchy")
+        except CoreError:
             spec = None
         try:
             if not isinstance(spec, dict):
@@ -407,15 +406,14 @@ def pd_numeric(series) -> bool:
 def dataset_hierarchy_preview(request, dataset_id: int, column: str):
     """Preview a hierarchy spec on the column: per level its groups and their records, and the
     values it does not cover. 400 lists every problem of the spec (its builder's schema)."""
-    import json
 
     from django.http import JsonResponse
 
     dataset = _column_for_officer(request, dataset_id, column)
     try:
-        spec = json.loads(request.body or b"null")
-    except ValueError:
-        return JsonResponse({"errors": ["the request body is not JSON"]}, status=400)
+        spec = json_loads(request.body or b"null", what="the request body")
+    except CoreError as exc:
+        return JsonResponse({"errors": [str(exc)]}, status=400)
     errors = hierarchy_spec_errors(column, spec, files=False)
     if not errors and isinstance(spec, dict) and "uploaded" in spec:
         errors = ["preview a builder or rows; a stored hierarchy is shown on the dataset page"]
