@@ -93,11 +93,12 @@ def interval_hierarchy(
         first = start if start is not None else math.floor(lo_all / width) * width
         span = (hi_all - first) / width
         if not span < MAX_INTERVALS:
+            anchor = start if start is not None else lo_all
             raise ParameterError(
                 f"interval hierarchy{_of(attribute)}: a width of {width:g} makes {span + 1:,.0f} "
                 f"intervals between {_fmt(first)} and {_fmt(hi_all)}; at most "
                 f"{MAX_INTERVALS:,} are allowed, so choose a width of at least "
-                f"{(hi_all - first) / (MAX_INTERVALS - 1):.3g}"
+                f"{_round_up((hi_all - anchor) / (MAX_INTERVALS - 2)):.3g}"
             )
         count = max(1, math.floor(span) + 1)
         cuts = [first + i * width for i in range(count + 1)]
@@ -113,6 +114,12 @@ def interval_hierarchy(
         for v, x in zip(distinct, nums)
     ]
     return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to three significant digits."""
+    step = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return math.ceil(x / step) * step
 
 
 def _of(attribute: str | None) -> str:
