@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from anonweb.core.io.sources import separator_problem
 from anonweb.datasets.models import ColumnRole
 from anonweb.datasets.selectors import hierarchies_for
 from anonweb.jobs.models import JobStatus
@@ -27,6 +28,12 @@ class UploadRequest(serializers.Serializer):
         allow_blank=True,
         help_text="team slug or id; needed only when you are a privacy officer in several teams",
     )
+
+    def validate_sep(self, value: str) -> str:
+        problem = separator_problem(value) if value else None
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 class RolesRequest(serializers.Serializer):
