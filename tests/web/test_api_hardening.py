@@ -131,3 +131,36 @@ def test_the_what_if_page_endpoint_refuses_deep_nesting(client, officer, dataset
     response = client.post(url, DEEP, content_type="application/json")
     assert response.status_code == 400
     assert "nested more than 64 levels" in response.json()["error"]
+
+
+# ---- downloads ------------------------------------------------------------------------------
+
+
+def test_xlsx_download_of_cells_a_workbook_cannot_hold(officer, steward, team, dataset):
+    """A vertical tab or a form feed in a cell made openpyxl refuse the whole download (500):
+    they become spaces, and the other control characters a workbook cannot hold are dropped."""
+    import io
+
+    import pandas as pd
+
+    from anonweb.jobs.models import Job, JobKind, JobStatus
+    from anonweb.jobs.publication import release_create
+    from anonweb.releases.services import release_approve
+
+    job = Job.objects.create(
+        team=team,
+        dataset=dataset,
+        kind=JobKind.ANONYMIZE,
+        status=JobStatus.RUNNING,
+        created_by=officer,
+    )
+    frame = pd.DataFrame(
+        {"note\x0c": ["a\x0bb", "c\x0cd", "bell\x07", "=1+1\x01", "tab\tkept"], "n": range(5)}
+    )
+    release = release_create(job=job, frame=frame, plan={}, report={}, title="r")
+    release_approve(user=steward, release=release)
+    response = api(officer).get(f"/api/v1/releases/{release.pk}/download/?format=xlsx")
+    assert response.status_code == 200, response.content[:300]
+    cells = pd.read_excel(io.BytesIO(response.content))
+    assert list(cells.columns) == ["note ", "n"]
+    assert cells["note "].tolist() == ["a b", "c d", "bell", "'=1+1", "tab\tkept"]
