@@ -286,6 +286,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Ids in paths are <id:...> (anonweb/api/schema.py); the hook below states their range.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer"}},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "anonweb.api.schema.bound_integer_parameters",
+    ],
 }
 
 LOGGING = {

@@ -164,3 +164,69 @@ def test_xlsx_download_of_cells_a_workbook_cannot_hold(officer, steward, team, d
     cells = pd.read_excel(io.BytesIO(response.content))
     assert list(cells.columns) == ["note ", "n"]
     assert cells["note "].tolist() == ["a b", "c d", "bell", "'=1+1", "tab\tkept"]
+
+
+# ---- whole numbers: bounded in the schema and by the API ----------------------------------
+
+HUGE = "99999999999999999999"  # past a 64-bit integer
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/api/v1/datasets/{HUGE}/",
+        f"/api/v1/jobs/{HUGE}/",
+        f"/api/v1/releases/{HUGE}/",
+        f"/api/v1/releases/{HUGE}/download/",
+    ],
+)
+def test_an_id_past_a_64_bit_integer_is_a_json_404(officer, path):
+    response = api(officer).get(path)
+    assert response.status_code == 404
+    assert response.json() == {"error": f"no such API route: {path}"}
+
+
+def test_the_largest_id_is_an_ordinary_404(officer):
+    response = api(officer).get(f"/api/v1/datasets/{2**63 - 1}/")
+    assert response.status_code == 404
+    assert response.json()["error"] != f"no such API route: /api/v1/datasets/{2**63 - 1}/"
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("/api/v1/jobs/?limit=1001", "limit: at most 1,000, got 1001"),
+        ("/api/v1/audit/?offset=1000000001", "offset: at most 1,000,000,000, got 1000000001"),
+        (
+            f"/api/v1/jobs/?dataset={HUGE}",
+            f"dataset: at most 9,223,372,036,854,775,807, got {HUGE}",
+        ),
+        (
+            f"/api/v1/releases/compare/?a={HUGE}&b=1",
+            f"a: at most 9,223,372,036,854,775,807, got {HUGE}",
+        ),
+        ("/api/v1/jobs/?limit=１２", "limit: expected a whole number, got '１２'"),
+    ],
+)
+def test_query_numbers_past_their_maximum_are_a_400(officer, query, error):
+    response = api(officer).get(query)
+    assert response.status_code == 400
+    assert response.json() == {"errors": [error]}
+
+
+def test_the_schema_states_every_maximum_it_enforces(officer):
+    schema = api(officer).get("/api/schema/?format=json").json()
+    unbounded = [
+        (path, method, parameter["name"])
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if isinstance(operation, dict)
+        for parameter in operation.get("parameters", [])
+        if parameter["schema"].get("type") == "integer" and "maximum" not in parameter["schema"]
+    ]
+    assert unbounded == []
+    jobs = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/jobs/"]["get"]["parameters"]}
+    assert jobs["limit"]["maximum"] == 1000 and jobs["offset"]["maximum"] == 10**9
+    assert jobs["dataset"] == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+    (job_id,) = schema["paths"]["/api/v1/jobs/{job_id}/"]["get"]["parameters"]
+    assert job_id["in"] == "path" and job_id["schema"]["maximum"] == 2**63 - 1
