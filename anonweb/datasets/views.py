@@ -29,7 +29,6 @@ from anonweb.datasets.selectors import (
 )
 from anonweb.datasets.services import (
     dataset_discard,
-    dataset_set_hierarchy,
     dataset_set_hierarchy_spec,
     dataset_set_population,
     dataset_set_retention,
@@ -42,7 +41,7 @@ from anonweb.jobs.models import JobKind
 from anonweb.jobs.retention import dataset_purge
 from anonweb.jobs.selectors import latest_profile, parse_job
 from anonweb.jobs.services import dataset_upload as upload_and_read
-from anonweb.jobs.services import job_create
+from anonweb.jobs.services import hierarchy_upload, job_create
 from anonweb.releases.budget import budget_set, ledger_for
 
 PREVIEW_ROWS = 20
@@ -195,10 +194,16 @@ def dataset_hierarchy(request, dataset_id: int):
         messages.error(request, "Choose a hierarchy file (ARX format: value;level1;...;*).")
     else:
         try:
-            dataset_set_hierarchy(user=request.user, dataset=dataset, column=column, upload=upload)
+            job = hierarchy_upload(user=request.user, dataset=dataset, column=column, upload=upload)
         except CoreError as exc:
             messages.error(request, str(exc))
         else:
+            if job is not None:
+                messages.success(
+                    request,
+                    f"The hierarchy for {column} is large: it is being read in the background.",
+                )
+                return redirect("jobs:detail", job_id=job.pk)
             messages.success(request, f"Hierarchy for {column} saved.")
     return redirect("datasets:detail", dataset_id=dataset.pk)
 
