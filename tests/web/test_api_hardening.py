@@ -230,3 +230,19 @@ def test_the_schema_states_every_maximum_it_enforces(officer):
     assert jobs["dataset"] == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
     (job_id,) = schema["paths"]["/api/v1/jobs/{job_id}/"]["get"]["parameters"]
     assert job_id["in"] == "path" and job_id["schema"]["maximum"] == 2**63 - 1
+
+
+def test_a_plan_with_a_tiny_interval_width_fails_its_job_at_once_with_the_limit(officer, dataset):
+    """1e-6 in a plan took the worker to 2.5 GB for 4 minutes; the builder now counts its
+    intervals first and the job fails with the reason."""
+    from tests.web.test_api import run_queued
+    from tests.web.test_api_releases import PLAN
+
+    plan = json.loads(json.dumps(PLAN))
+    plan["hierarchies"]["age"] = {"builder": "interval", "width": 1e-6}
+    body = {"title": "t", "purpose": "p", "recipient": "r", "plan": plan}
+    response = api(officer).post(f"/api/v1/datasets/{dataset.pk}/releases/", body, format="json")
+    assert response.status_code == 202
+    (job,) = run_queued()
+    assert job.status == "failed"
+    assert job.error.startswith("interval hierarchy for 'age': a width of 1e-06 makes 30,000,001")
