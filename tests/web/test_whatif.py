@@ -73,7 +73,7 @@ def test_bad_requests_say_why(client, officer, dataset):
     r = client.post(
         reverse("datasets:whatif", args=[dataset.pk]), "{", content_type="application/json"
     )
-    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
 
 
 def test_steward_sees_figures_but_no_source_values(client, steward, dataset):

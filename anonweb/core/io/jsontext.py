@@ -38,15 +38,26 @@ def json_depth(text: str | bytes) -> int:
     return max(0, int(np.cumsum(steps).max()))
 
 
+class _NotJsonNumber(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    # Python reads NaN and Infinity, which JSON does not have (and no response could echo).
+    raise _NotJsonNumber(name)
+
+
 def json_loads(
-    text: str | bytes, *, what: str = "the JSON", max_depth: int = MAX_JSON_DEPTH
+    text: str | bytes, *, what: str = "the text", max_depth: int = MAX_JSON_DEPTH
 ) -> Any:
     """``json.loads`` for untrusted text: a nesting deeper than ``max_depth`` and malformed JSON
     raise :class:`ParameterError` with a sentence naming ``what`` was read."""
     if json_depth(text) > max_depth:
         raise ParameterError(f"{what} is nested more than {max_depth} levels deep")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
+    except _NotJsonNumber as exc:
+        raise ParameterError(f"{what} is not valid JSON ({exc} is not a JSON number)") from None
     except json.JSONDecodeError as exc:
         raise ParameterError(
             f"{what} is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
