@@ -28,6 +28,12 @@ try:
     ANONWEB_MAX_COLUMNS = env_int("ANONWEB_MAX_COLUMNS", 5_000)
     ANONWEB_MAX_CELLS = env_int("ANONWEB_MAX_CELLS", 500_000_000)
     ANONWEB_MAX_EXPANDED_BYTES = env_int("ANONWEB_MAX_EXPANDED_BYTES", 1024**3)
+    # Text a table may hold once decoded (a Parquet dictionary or an xlsx shared string repeated
+    # over every row counts each time), and the size of an xlsx's shared-string table, which is
+    # loaded whole before the first row.
+    ANONWEB_MAX_DECODED_BYTES = env_int("ANONWEB_MAX_DECODED_BYTES", 2 * 1024**3)
+    ANONWEB_MAX_SHARED_STRINGS = env_int("ANONWEB_MAX_SHARED_STRINGS", 2_000_000)
+    ANONWEB_MAX_SHARED_STRINGS_BYTES = env_int("ANONWEB_MAX_SHARED_STRINGS_BYTES", 256 * 1024**2)
     # The column-tag form posts one field per column.
     DATA_UPLOAD_MAX_NUMBER_FIELDS = ANONWEB_MAX_COLUMNS + 100
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
@@ -292,7 +298,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["anonweb.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "anonweb.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -311,6 +317,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Ids in paths are <id:...> (anonweb/api/schema.py); the hook below states their range.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer"}},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "anonweb.api.schema.bound_integer_parameters",
+    ],
 }
 
 LOGGING = {

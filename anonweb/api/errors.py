@@ -1,4 +1,5 @@
-"""Every API error is JSON: ``{"error": "one line"}`` or ``{"errors": [...]}``.
+"""Every API error is JSON: ``{"errors": [...]}`` for a 400 (the request is invalid: each
+problem, one line each), ``{"error": "one line"}`` for every other status.
 
 The services raise what the pages already handle (Http404, PermissionDenied, CoreError and its
 subclasses, ReviewError); this module maps each to its status, so a view never needs its own
@@ -11,8 +12,10 @@ from __future__ import annotations
 import logging
 import uuid
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -51,8 +54,15 @@ def _flatten(detail, prefix: str = "") -> list[str]:
     return [f"{prefix}: {one_line(detail)}" if prefix else one_line(detail)]
 
 
+def error_body(message: str, status_code: int) -> dict:
+    """The JSON of an error: a 400 lists its problems, as the schema documents (ErrorsOut)."""
+    if status_code == status.HTTP_400_BAD_REQUEST:
+        return {"errors": [one_line(message)]}
+    return {"error": one_line(message)}
+
+
 def error_response(message: str, status_code: int, **headers) -> Response:
-    response = Response({"error": one_line(message)}, status=status_code)
+    response = Response(error_body(message, status_code), status=status_code)
     for key, value in headers.items():
         response[key] = value
     return response
@@ -71,6 +81,13 @@ def _status_of_core_error(exc: CoreError) -> int:
 def exception_handler(exc, context):
     """DRF's exception handler, for every error a view or a service raises."""
 
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return error_response(
+            f"the request body is larger than {limit:,} bytes, the most a JSON body may hold "
+            "(ANONWEB_MAX_FORM_BYTES); upload files as multipart form data",
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, Http404):
         return error_response(str(exc) or "not found", status.HTTP_404_NOT_FOUND)
     if isinstance(exc, PermissionDenied):
@@ -107,8 +124,12 @@ def exception_handler(exc, context):
     )
 
 
+@csrf_exempt
 def not_found_json(request, *args, **kwargs):
-    """Unknown paths under /api/: 401 for anonymous callers (as every route), else 404."""
+    """Unknown paths under /api/: 401 for anonymous callers (as every route), else 404.
+
+    Exempt from CSRF: it changes nothing, and a POST to a mistyped route (a missing trailing
+    slash) must get this JSON, not the HTML page of a failed CSRF check."""
     from anonweb.api.authentication import HashedTokenAuthentication
 
     user = getattr(request, "user", None)

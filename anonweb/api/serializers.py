@@ -8,6 +8,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from anonweb.core.io.export import DOWNLOAD_FORMATS
+from anonweb.core.io.sources import separator_problem
 from anonweb.datasets.models import UNTAGGED, ColumnRole
 from anonweb.datasets.selectors import dataset_error_for, hierarchies_for
 from anonweb.jobs.models import JobStatus
@@ -42,6 +43,12 @@ class UploadRequest(serializers.Serializer):
         allow_blank=True,
         help_text="team slug or id; needed only when you are a privacy officer in several teams",
     )
+
+    def validate_sep(self, value: str) -> str:
+        problem = separator_problem(value) if value else None
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 class RolesRequest(serializers.Serializer):

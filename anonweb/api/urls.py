@@ -5,11 +5,14 @@ Every view here is exempt from the login redirect of the pages (an API caller ge
 never a login page) and authenticates itself: a token, or the browser's session."""
 
 from django.contrib.auth.decorators import login_not_required
-from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import include, path, re_path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from anonweb.api import views
 from anonweb.api.errors import not_found_json
+from anonweb.api.schema import IdConverter
+
+register_converter(IdConverter, "id")
 
 
 def route(pattern: str, view_class, name: str, **initkwargs):
@@ -18,29 +21,29 @@ def route(pattern: str, view_class, name: str, **initkwargs):
 
 v1 = [
     route("datasets/", views.DatasetCollection, "datasets"),
-    route("datasets/<int:dataset_id>/", views.DatasetDetail, "dataset"),
+    route("datasets/<id:dataset_id>/", views.DatasetDetail, "dataset"),
     route(
-        "datasets/<int:dataset_id>/hierarchies/<str:column>/",
+        "datasets/<id:dataset_id>/hierarchies/<str:column>/",
         views.DatasetHierarchy,
         "dataset-hierarchy",
     ),
-    route("datasets/<int:dataset_id>/assessments/", views.DatasetAssessments, "dataset-assess"),
-    route("datasets/<int:dataset_id>/risk/", views.DatasetRisk, "dataset-risk"),
-    route("datasets/<int:dataset_id>/what-if/", views.DatasetWhatIf, "dataset-what-if"),
-    route("datasets/<int:dataset_id>/releases/", views.DatasetReleases, "dataset-releases"),
-    route("datasets/<int:dataset_id>/budget/", views.DatasetBudget, "dataset-budget"),
+    route("datasets/<id:dataset_id>/assessments/", views.DatasetAssessments, "dataset-assess"),
+    route("datasets/<id:dataset_id>/risk/", views.DatasetRisk, "dataset-risk"),
+    route("datasets/<id:dataset_id>/what-if/", views.DatasetWhatIf, "dataset-what-if"),
+    route("datasets/<id:dataset_id>/releases/", views.DatasetReleases, "dataset-releases"),
+    route("datasets/<id:dataset_id>/budget/", views.DatasetBudget, "dataset-budget"),
     route("jobs/", views.JobCollection, "jobs"),
-    route("jobs/<int:job_id>/", views.JobDetail, "job"),
-    route("jobs/<int:job_id>/cancel/", views.JobCancel, "job-cancel"),
+    route("jobs/<id:job_id>/", views.JobDetail, "job"),
+    route("jobs/<id:job_id>/cancel/", views.JobCancel, "job-cancel"),
     route("releases/", views.ReleaseCollection, "releases"),
     route("releases/compare/", views.ReleaseCompare, "release-compare"),
-    route("releases/<int:release_id>/", views.ReleaseDetail, "release"),
-    route("releases/<int:release_id>/gate/", views.ReleaseGate, "release-gate"),
-    route("releases/<int:release_id>/review/", views.ReleaseReview, "release-review"),
-    route("releases/<int:release_id>/download/", views.ReleaseDownload, "release-download"),
-    route("releases/<int:release_id>/utility/", views.ReleaseUtility, "release-utility"),
-    route("releases/<int:release_id>/signoff/", views.ReleaseSignoff, "release-signoff"),
-    route("releases/<int:release_id>/links/", views.ReleaseLinks, "release-links"),
+    route("releases/<id:release_id>/", views.ReleaseDetail, "release"),
+    route("releases/<id:release_id>/gate/", views.ReleaseGate, "release-gate"),
+    route("releases/<id:release_id>/review/", views.ReleaseReview, "release-review"),
+    route("releases/<id:release_id>/download/", views.ReleaseDownload, "release-download"),
+    route("releases/<id:release_id>/utility/", views.ReleaseUtility, "release-utility"),
+    route("releases/<id:release_id>/signoff/", views.ReleaseSignoff, "release-signoff"),
+    route("releases/<id:release_id>/links/", views.ReleaseLinks, "release-links"),
     route("audit/", views.AuditCollection, "audit"),
 ]
 
@@ -48,6 +51,6 @@ app_name = "api"
 urlpatterns = [
     path("v1/", include(v1)),
     route("schema/", SpectacularAPIView, "schema"),
-    route("docs/", SpectacularSwaggerView, "docs", url_name="api:schema"),
+    route("docs/", SpectacularSwaggerSplitView, "docs", url_name="api:schema"),
     re_path(r"^.*$", login_not_required(not_found_json), name="not-found"),
 ]

@@ -18,7 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -27,6 +27,7 @@ from anonweb.accounts.selectors import raw_value_teams, teams_where
 from anonweb.api import serializers as s
 from anonweb.api.errors import Conflict
 from anonweb.api.pagination import DEFAULT_LIMIT, ApiPagination, page_parameters, whole_number
+from anonweb.api.parsers import BoundedJSONParser
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.datasets.selectors import (
@@ -110,7 +111,7 @@ EXAMPLE_PLAN = {
 
 
 class ApiView(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
 
     def valid(self, serializer_class, data=None) -> dict:
         serializer = serializer_class(data=self.request.data if data is None else data)

@@ -57,6 +57,9 @@ def upload_limits() -> Limits:
         max_columns=settings.ANONWEB_MAX_COLUMNS,
         max_cells=settings.ANONWEB_MAX_CELLS,
         max_expanded_bytes=settings.ANONWEB_MAX_EXPANDED_BYTES,
+        max_decoded_bytes=settings.ANONWEB_MAX_DECODED_BYTES,
+        max_shared_strings=settings.ANONWEB_MAX_SHARED_STRINGS,
+        max_shared_strings_bytes=settings.ANONWEB_MAX_SHARED_STRINGS_BYTES,
     )
 
 

@@ -153,20 +153,46 @@ def dataset_set_hierarchy(
         return dataset_set_hierarchy_spec(user=user, dataset=dataset, column=column, spec=spec)
     assert upload is not None  # exactly one of upload and spec, checked above
     require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    hierarchy = hierarchy_from_bytes(hierarchy_file_bytes(upload), column=column)
+    return dataset_set_hierarchy_spec(
+        user=user, dataset=dataset, column=column, spec={"rows": hierarchy.to_rows()}
+    )
+
+
+def hierarchy_file_bytes(upload: UploadedFile) -> bytes:
+    """An uploaded hierarchy file's bytes, refused past MAX_HIERARCHY_BYTES."""
     if upload.size is not None and upload.size > MAX_HIERARCHY_BYTES:
         raise DataError("a hierarchy file may be at most 20 MB")
     raw = upload.read(MAX_HIERARCHY_BYTES + 1)
     if len(raw) > MAX_HIERARCHY_BYTES:
         raise DataError("a hierarchy file may be at most 20 MB")
+    return raw
+
+
+def hierarchy_from_bytes(raw: bytes, *, column: str) -> CoreHierarchy:
+    """An ARX-format hierarchy file (``value;level1;...;*``, UTF-8 or Latin-1; ``;``, tab or
+    ``,`` between fields) as a hierarchy of ``column``."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("latin-1")
     sep = ";" if ";" in text else ("\t" if "\t" in text else ",")
-    hierarchy = parse_hierarchy(text, sep=sep, attribute=column)
-    return dataset_set_hierarchy_spec(
+    return parse_hierarchy(text, sep=sep, attribute=column)
+
+
+def dataset_hierarchy_from_file(
+    *, user: User, dataset: Dataset, column: str, raw: bytes, progress: Callable[[int, str], None]
+) -> dict:
+    """The hierarchy job's work: parse a large uploaded hierarchy file, check it covers the
+    column and store it, reporting progress (which raises when the job is cancelled)."""
+    progress(5, "reading the hierarchy file")
+    hierarchy = hierarchy_from_bytes(raw, column=column)
+    progress(50, f"read {len(hierarchy.rows):,} values; checking it covers {column}")
+    stored = dataset_set_hierarchy_spec(
         user=user, dataset=dataset, column=column, spec={"rows": hierarchy.to_rows()}
     )
+    progress(95, "saved")
+    return {"column": column, "levels": stored.levels, "values": stored.values}
 
 
 def dataset_set_hierarchy_spec(

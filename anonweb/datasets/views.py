@@ -17,6 +17,7 @@ from anonweb.core.io.hierarchy_builders import (
     hierarchy_spec_errors,
 )
 from anonweb.core.io.hierarchy_preview import hierarchy_preview
+from anonweb.core.io.jsontext import json_loads
 from anonweb.datasets.forms import TagForm, UploadForm
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.selectors import (
@@ -30,7 +31,6 @@ from anonweb.datasets.selectors import (
 )
 from anonweb.datasets.services import (
     dataset_discard,
-    dataset_set_hierarchy,
     dataset_set_hierarchy_spec,
     dataset_set_population,
     dataset_set_retention,
@@ -43,7 +43,7 @@ from anonweb.jobs.models import JobKind
 from anonweb.jobs.retention import dataset_purge
 from anonweb.jobs.selectors import latest_profile, parse_job
 from anonweb.jobs.services import dataset_upload as upload_and_read
-from anonweb.jobs.services import job_create
+from anonweb.jobs.services import hierarchy_upload, job_create
 from anonweb.releases.budget import budget_set, ledger_for
 
 PREVIEW_ROWS = 20
@@ -207,10 +207,16 @@ def dataset_hierarchy(request, dataset_id: int):
         messages.error(request, "Choose a hierarchy file (ARX format: value;level1;...;*).")
     else:
         try:
-            dataset_set_hierarchy(user=request.user, dataset=dataset, column=column, upload=upload)
+            job = hierarchy_upload(user=request.user, dataset=dataset, column=column, upload=upload)
         except CoreError as exc:
             messages.error(request, str(exc))
         else:
+            if job is not None:
+                messages.success(
+                    request,
+                    f"The hierarchy for {column} is large: it is being read in the background.",
+                )
+                return redirect("jobs:detail", job_id=job.pk)
             messages.success(request, f"Hierarchy for {column} saved.")
     return redirect("datasets:detail", dataset_id=dataset.pk)
 
@@ -311,7 +317,6 @@ def dataset_whatif(request, dataset_id: int):
     """What-if, answered at once (no job): GET for level 0 everywhere, POST a JSON body
     ``{"levels": {column: level}, "suppression": fraction}``. The figures and charts of the
     records kept; example level labels (values of the source) for privacy officers only."""
-    import json
 
     from django.http import JsonResponse
 
@@ -323,9 +328,9 @@ def dataset_whatif(request, dataset_id: int):
     body: object = {}
     if request.method == "POST":
         try:
-            body = json.loads(request.body or b"{}")
-        except ValueError:
-            return JsonResponse({"error": "the request body is not JSON"}, status=400)
+            body = json_loads(request.body or b"{}", what="the request body")
+        except CoreError as exc:
+            return JsonResponse({"error": str(exc)}, status=400)
     try:
         result = whatif_evaluate(
             dataset, body, raw_labels=can_see_raw(user=request.user, dataset=dataset)
@@ -364,7 +369,6 @@ def _column_for_officer(request, dataset_id: int, column: str):
 def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
     """A hierarchy for one column, built with a form per builder (from the builders' declared
     schemas) and previewed on this dataset before it is saved."""
-    import json
 
     dataset = _column_for_officer(request, dataset_id, column)
     if not dataset.is_ready or dataset.is_purged:
@@ -373,8 +377,8 @@ def dataset_hierarchy_wizard(request, dataset_id: int, column: str):
     error = None
     if request.method == "POST":
         try:
-            spec = json.loads(request.POST.get("spec") or "null")
-        except ValueError:
+            spec = json_loads(request.POST.get("spec") or "null", what="the hierarchy")
+        except CoreError:
             spec = None
         try:
             if not isinstance(spec, dict):
@@ -420,15 +424,14 @@ def pd_numeric(series) -> bool:
 def dataset_hierarchy_preview(request, dataset_id: int, column: str):
     """Preview a hierarchy spec on the column: per level its groups and their records, and the
     values it does not cover. 400 lists every problem of the spec (its builder's schema)."""
-    import json
 
     from django.http import JsonResponse
 
     dataset = _column_for_officer(request, dataset_id, column)
     try:
-        spec = json.loads(request.body or b"null")
-    except ValueError:
-        return JsonResponse({"errors": ["the request body is not JSON"]}, status=400)
+        spec = json_loads(request.body or b"null", what="the request body")
+    except CoreError as exc:
+        return JsonResponse({"errors": [str(exc)]}, status=400)
     errors = hierarchy_spec_errors(column, spec, files=False)
     if not errors and isinstance(spec, dict) and "uploaded" in spec:
         errors = ["preview a builder or rows; a stored hierarchy is shown on the dataset page"]

@@ -20,6 +20,7 @@ class JobKind(models.TextChoices):
     PROFILE = "profile", "Profile and risk assessment"
     ANONYMIZE = "anonymize", "Anonymize (release plan)"
     DEMO_SLEEP = "demo_sleep", "Queue check (waits a few seconds)"
+    HIERARCHY = "hierarchy", "Read an uploaded hierarchy"
 
 
 class Job(models.Model):

@@ -14,6 +14,7 @@ from django.urls import reverse
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.core.errors import CoreError, PlanError
+from anonweb.core.io.jsontext import json_loads
 from anonweb.core.release.plan import plan_from_json, plan_to_dict, step_kinds, step_schemas
 from anonweb.core.release.policy import evaluate_plan
 from anonweb.core.release.recipients import RecipientError, split_recipients
@@ -216,9 +217,9 @@ def plan_check(request, *, dataset_id: int):
     if request.method != "POST":
         return JsonResponse({"errors": ["POST a plan"]}, status=405)
     try:
-        plan = json.loads(request.body or b"null")
-    except ValueError as exc:
-        return JsonResponse({"errors": [f"the plan is not JSON: {exc}"], "privacy": None})
+        plan = json_loads(request.body or b"null", what="the plan")
+    except CoreError as exc:
+        return JsonResponse({"errors": [str(exc)], "privacy": None})
     if not isinstance(plan, dict):
         return JsonResponse({"errors": ["a plan is a JSON object"], "privacy": None})
     try:
@@ -292,8 +293,8 @@ def _plan_from_alternative(request, dataset) -> dict | None:
         return None
     release = release_get_for_user(user=request.user, release_id=release_id)
     try:
-        levels = json.loads(raw)
-    except ValueError:
+        levels = json_loads(raw, what="the levels")
+    except CoreError:
         levels = None
     plan = ((release.job.params or {}).get("plan") if release.job is not None else None) or None
     if release.dataset_id != dataset.pk or not isinstance(levels, dict) or plan is None:

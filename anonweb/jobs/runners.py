@@ -11,12 +11,12 @@ from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets, publish
 from anonweb.core.risk.intruder import intruder_check
 from anonweb.datasets.selectors import plan_with_hierarchies
-from anonweb.datasets.services import dataset_parse, dataset_profile
+from anonweb.datasets.services import dataset_hierarchy_from_file, dataset_parse, dataset_profile
 from anonweb.datasets.storage import load_frame
 from anonweb.jobs.models import Job, JobKind
 from anonweb.jobs.planning import check_web_plan, public_plan
 from anonweb.jobs.publication import release_create
-from anonweb.jobs.services import JobCancelled
+from anonweb.jobs.services import JobCancelled, pending_hierarchy_path
 from anonweb.releases.budget import charge_spend
 from anonweb.releases.conflicts import release_conflict_check
 from anonweb.releases.gate import gate_evaluate, thresholds_for
@@ -52,6 +52,22 @@ def run_parse(job: Job, progress: Progress) -> dict:
         sep=job.params.get("sep"),
         decimal=job.params.get("decimal"),
     )
+
+
+@runner(JobKind.HIERARCHY)
+def run_hierarchy(job: Job, progress: Progress) -> dict:
+    assert job.dataset is not None and job.created_by is not None
+    path = pending_hierarchy_path(job.dataset, str(job.params["file"]))
+    try:
+        return dataset_hierarchy_from_file(
+            user=job.created_by,
+            dataset=job.dataset,
+            column=str(job.params["column"]),
+            raw=path.read_bytes(),
+            progress=progress,
+        )
+    finally:
+        path.unlink(missing_ok=True)
 
 
 @runner(JobKind.PROFILE)

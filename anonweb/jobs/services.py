@@ -13,6 +13,7 @@ import threading
 import traceback
 import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -26,7 +27,13 @@ from anonweb.audit.services import audit_record
 from anonweb.core.errors import CoreError, ParameterError, PlanError
 from anonweb.core.raw_values import Failure, failure_of
 from anonweb.datasets.ingest import dataset_store
-from anonweb.datasets.services import dataset_parse_failed, require_ready
+from anonweb.datasets.services import (
+    dataset_parse_failed,
+    dataset_set_hierarchy_spec,
+    hierarchy_file_bytes,
+    hierarchy_from_bytes,
+    require_ready,
+)
 from anonweb.datasets.storage import dataset_dir
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.planning import plan_privacy, public_plan, unconfirmed_problems, validate_web_plan
@@ -158,6 +165,47 @@ def dataset_upload(
             shutil.rmtree(folder, ignore_errors=True)
         raise
     return dataset, job
+
+
+# A hierarchy file with more lines than this is read by a job (a million lines take most of a
+# minute, past a web server's request timeout); a smaller one is read in the request.
+HIERARCHY_IMMEDIATE_LINES = 50_000
+
+
+def pending_hierarchy_path(dataset: Dataset, name: str) -> Path:
+    """Where an uploaded hierarchy file waits for its job (removed when the job ends)."""
+    return dataset_dir(dataset.storage_key) / "pending-hierarchies" / name
+
+
+def hierarchy_upload(
+    *, user: User, dataset: Dataset, column: str, upload: UploadedFile
+) -> Job | None:
+    """Attach an uploaded ARX hierarchy file to a column: at once when it is small (None), or
+    through a job that reads it in the background (the job)."""
+    require_role(user=user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    raw = hierarchy_file_bytes(upload)
+    if raw.count(b"\n") < HIERARCHY_IMMEDIATE_LINES:
+        rows = hierarchy_from_bytes(raw, column=column).to_rows()
+        dataset_set_hierarchy_spec(user=user, dataset=dataset, column=column, spec={"rows": rows})
+        return None
+    require_ready(dataset)
+    if column not in dataset.column_names:
+        raise CoreError(f"unknown column: {column}")
+    name = f"{uuid.uuid4().hex}.txt"
+    path = pending_hierarchy_path(dataset, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw)
+    try:
+        return job_create(
+            user=user,
+            team=dataset.team,
+            kind=JobKind.HIERARCHY,
+            dataset=dataset,
+            params={"column": column, "file": name},
+        )
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 
 def anonymize_launch(
@@ -326,6 +374,8 @@ def _after_unsuccessful(job: Job, reason: str) -> None:
         if job.status == JobStatus.CANCELLED:
             reason = "the upload was cancelled before it was read"
         dataset_parse_failed(dataset_id=job.dataset_id, error=reason)
+    if job.kind == JobKind.HIERARCHY and job.dataset is not None:
+        pending_hierarchy_path(job.dataset, str(job.params.get("file", ""))).unlink(missing_ok=True)
 
 
 def job_cancel(*, user: User, job: Job) -> Job:

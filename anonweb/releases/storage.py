@@ -4,7 +4,6 @@ half-written is ever visible as a release."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ from anonweb.core.io.export import (  # noqa: F401
     neutralise_cell,
     neutralise_frame,
     safe_csv_bytes,
+    safe_xlsx_bytes,
 )
 
 
@@ -99,9 +99,7 @@ def release_file(storage_key, fmt: str) -> Path | bytes:
             f"the release has {len(df):,} rows, more than a spreadsheet holds "
             f"({XLSX_MAX_ROWS:,}); download it as csv or parquet"
         )
-    buf = io.BytesIO()
-    neutralise_frame(df).to_excel(buf, index=False, engine="openpyxl")
-    return buf.getvalue()
+    return safe_xlsx_bytes(df)
 
 
 def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -128,3 +130,32 @@ def test_missing_values_need_an_explicit_missing_category(table):
     spec = SyntheticSpec.from_params({**PARAMS, "count_missing": True})
     assert spec.query().count_missing
     assert len(dp_synthetic(holed, spec, rng=np.random.default_rng(9)).frame) > 0
+
+
+def test_more_rows_than_the_step_may_draw_are_refused_before_drawing():
+    """The schema allowed 100,000,000 rows, which took the worker past 7 GB; the limit is
+    stated in the schema, the spec and the message."""
+    from anonweb.core.dp.synthetic import MAX_ROWS, SYNTHETIC_SCHEMA
+    from anonweb.core.schema import check
+
+    assert SYNTHETIC_SCHEMA["properties"]["n_rows"]["maximum"] == MAX_ROWS == 10_000_000
+    assert check(SYNTHETIC_SCHEMA, {**PARAMS, "n_rows": 100_000_000})
+    with pytest.raises(ParameterError, match="at most 10,000,000 rows"):
+        SyntheticSpec.from_params({**PARAMS, "n_rows": 100_000_000})
+    assert SyntheticSpec.from_params({**PARAMS, "n_rows": MAX_ROWS}).n_rows == MAX_ROWS
+
+
+def test_a_noisy_total_past_the_limit_is_refused_not_drawn(table):
+    """Without n_rows the sample is as large as the noisy total; at a tiny ε the noise makes it
+    tens of millions of rows. OpenDP draws the noise itself, so its sign is random: a positive
+    total comes within a few tries (all of 40 negative: 1 in 10^12)."""
+    spec = SyntheticSpec.from_params({**PARAMS, "epsilon": 1e-6})
+    for attempt in range(40):
+        try:
+            result = dp_synthetic(table, spec, rng=np.random.default_rng(attempt))
+        except ParameterError as exc:
+            assert re.search(r"noisy total is [\d,]+ rows.*set n_rows", str(exc)), exc
+            break
+        assert result.report["rows_out"] <= 10_000_000
+    else:
+        pytest.fail("no noisy total was over the limit in 40 tries")

@@ -681,3 +681,89 @@ def test_the_decimal_comma_option_reads_them_as_numbers(tmp_path):
 def test_points_and_plain_text_give_no_warning(tmp_path):
     info, _ = _convert(tmp_path, b'city,income\n"Paris, FR",3.5\n"Rome, IT",4\n')
     assert info.warnings == ()
+
+
+# --- refusals a person understands ---------------------------------------------------------
+
+_CLASS_NAME = re.compile(r"\b\w*(Error|Exception|Invalid)\b|\(\w+\)$")
+
+
+def _damaged_workbooks() -> dict[str, bytes]:
+    good = _workbook(_sheet_xml(_cells(1, ["a"]) + _cells(2, [1])))
+
+    def edit(change) -> bytes:
+        out = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(out, "w") as dst:
+            for item in src.infolist():
+                data = change(item.filename, src.read(item))
+                if data is not None:
+                    dst.writestr(item, data)
+        return out.getvalue()
+
+    shared = _sheet_xml('<row r="1"><c r="A1" t="s"><v>7</v></c></row>')
+    return {
+        "no workbook part": edit(lambda n, d: None if n == "xl/workbook.xml" else d),
+        "no sheet part": edit(lambda n, d: None if n.endswith("sheet1.xml") else d),
+        "sheet XML cut short": edit(lambda n, d: d[:-40] if n.endswith("sheet1.xml") else d),
+        "workbook XML garbage": edit(lambda n, d: b"<<<" if n == "xl/workbook.xml" else d),
+        "shared-string index past the table": edit(
+            lambda n, d: shared if n.endswith("sheet1.xml") else d
+        ),
+        "a cell of unknown type": edit(
+            lambda n, d: d.replace(b"<c r=", b'<c t="zz" r=') if n.endswith("sheet1.xml") else d
+        ),
+        "zip cut short": good[: len(good) // 2],
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_damaged_workbooks()))
+def test_a_damaged_workbook_is_refused_in_words_not_exception_names(tmp_path, case):
+    content = _damaged_workbooks()[case]
+    with pytest.raises(DataError) as refused:
+        _convert(tmp_path, content, name="t.xlsx")
+    message = str(refused.value)
+    assert message.startswith("t.xlsx: ")
+    assert not _CLASS_NAME.search(message), message
+    remedies = ("save it again", "save the sheet as CSV", "saved as .xlsx or CSV", "no worksheet")
+    assert any(remedy in message for remedy in remedies), message
+
+
+def test_a_bad_shared_string_index_says_so(tmp_path):
+    content = _damaged_workbooks()["shared-string index past the table"]
+    with pytest.raises(DataError, match="a cell refers to a shared text the workbook does not"):
+        _convert(tmp_path, content, name="t.xlsx")
+
+
+@pytest.mark.parametrize("sep", ["😀", "é", "ab", '"', "\n"])
+def test_a_separator_the_parser_cannot_use_is_refused_with_the_reason(tmp_path, sep):
+    with pytest.raises(DataError, match="the separator must be one plain character such as"):
+        _convert(tmp_path, f"a{sep}b\n1{sep}2\n".encode(), sep=sep)
+
+
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [
+        (b'a,b\n1,2\n3,"x\n4,5\n6,7\n', 3),  # the rest of the file would be one value
+        (b'a,b\n1,2\n3,"x\n4,5\n6,7', 3),  # no line end at the end
+        (b'a,b\n1,"x""\n', 2),  # an escaped quote, then none to close
+        (b'a,b\r\n1,2\r\n3,"x\r\n4,5\r\n', 3),
+    ],
+)
+def test_a_quote_never_closed_is_refused_naming_its_line(tmp_path, content, line):
+    with pytest.raises(DataError, match=f'the quote " opened on line {line} is never closed'):
+        _convert(tmp_path, content)
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "last"),
+    [
+        (b'a,b\n1,"x\ny"\n', "x\ny"),
+        (b'a,b\n1,"x"""\n', 'x"'),
+        (b'a,b\n1,x"y\n', 'x"y'),
+        (b'a,b\n1,"x"', "x"),
+    ],
+)
+def test_quotes_that_are_closed_are_read(tmp_path, content, last):
+    _, df = _convert(tmp_path, content)
+    assert df["b"].tolist()[-1] == last

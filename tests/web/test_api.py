@@ -245,7 +245,8 @@ def test_patch_roles_tags_columns(officer, steward, dataset):
     assert response.json()["errors"][0].startswith("roles.zip:")
     response = client.patch(url, {"roles": {"nope": "other"}}, format="json")
     assert response.status_code == 400
-    assert "nope" in response.json()["error"]
+    (message,) = response.json()["errors"]
+    assert "nope" in message
     response = api(steward).patch(url, {"roles": {"zip": "other"}}, format="json")
     assert response.status_code == 403
     assert "privacy officer" in response.json()["error"]
@@ -293,7 +294,8 @@ def test_put_hierarchy_names_uncovered_values(officer, dataset):
     url = f"/api/v1/datasets/{dataset.pk}/hierarchies/sex/"
     response = client.put(url, {"rows": [["F", "*"]]}, format="json")
     assert response.status_code == 400
-    assert "does not cover 1 value(s): 'M'" in response.json()["error"]
+    (message,) = response.json()["errors"]
+    assert "does not cover 1 value(s): 'M'" in message
     response = client.put(url, {"rows": [["F", "*"], ["M", "*"]]}, format="json")
     assert response.status_code == 200
     assert response.json()["levels"] == 2
@@ -310,7 +312,7 @@ def test_put_hierarchy_names_uncovered_values(officer, dataset):
         f"/api/v1/datasets/{dataset.pk}/hierarchies/age/", {"builder": "teleport"}, format="json"
     )
     assert response.status_code == 400
-    assert "teleport" in response.json()["error"]
+    assert "teleport" in response.json()["errors"][0]
     response = client.put(f"/api/v1/datasets/{dataset.pk}/hierarchies/age/", [1, 2], format="json")
     assert response.status_code == 400
 

@@ -209,7 +209,10 @@ def test_job_list_default_page_is_200(officer, team):
     assert len(response.json()) == 200
     assert response["X-Total-Count"] == "201"
     assert links(response)["next"] == "http://testserver/api/v1/jobs/?limit=200&offset=200"
-    assert len(client.get("/api/v1/jobs/?limit=5000").json()) == 201  # cut to 1000: all 201
+    assert len(client.get("/api/v1/jobs/?limit=1000").json()) == 201
+    assert client.get("/api/v1/jobs/?limit=1001").json() == {
+        "errors": ["limit: at most 1,000, got 1001"]
+    }
     assert len(client.get("/api/v1/jobs/?limit=0").json()) == 200  # 0 or none: the default
 
 

@@ -191,7 +191,8 @@ def test_budget_get_and_put(officer, steward, dataset):
     assert api(officer).get(url).json()["remaining"]["epsilon"] == 2.0
     response = api(steward).put(url, {"epsilon": -1}, format="json")
     assert response.status_code == 400
-    assert "ε" in response.json()["error"]
+    (message,) = response.json()["errors"]
+    assert "ε" in message
     response = api(steward).put(url, {"epsilon": "lots"}, format="json")
     assert response.status_code == 400
 

@@ -174,7 +174,7 @@ def test_releases_of_different_sources_are_refused(client, officer, team, pair):
     assert response.status_code == 400
     assert "different sources" in response.content.decode()
     answer = api(officer).get(f"/api/v1/releases/compare/?a={pair[0].pk}&b={elsewhere.pk}")
-    assert answer.status_code == 400 and "different sources" in answer.json()["error"]
+    assert answer.status_code == 400 and "different sources" in answer.json()["errors"][0]
     same = client.get(url(pair[0], pair[0]))
     assert same.status_code == 400
 

@@ -105,3 +105,29 @@ def test_the_deploy_check_fails_without_tls_settings():
     )
     assert result.returncode != 0
     assert "security.W004" in result.stderr + result.stdout
+
+
+def test_every_limit_in_env_example_is_the_code_s_default():
+    """.env.example said the upload limit was 200 MiB while the code's default was 2 GiB: each
+    limit it lists is now the value the app uses with the variable unset."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANONWEB_MAX")}
+    env.update({"DEBUG": "1", "ANONWEB_VAR_DIR": str(ROOT / "var" / "test-settings")})
+    script = (
+        "import json; from anonweb import settings as s; "
+        "d = {k: getattr(s, k) for k in dir(s) if k.startswith('ANONWEB_MAX')}; "
+        "d['ANONWEB_MAX_FORM_BYTES'] = s.DATA_UPLOAD_MAX_MEMORY_SIZE; print(json.dumps(d))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    defaults = __import__("json").loads(done.stdout)
+    documented = {
+        key: int(value)
+        for key, _, value in (
+            line.partition("=") for line in (ROOT / ".env.example").read_text().splitlines()
+        )
+        if key.startswith("ANONWEB_MAX")
+    }
+    assert "ANONWEB_MAX_UPLOAD_BYTES" in documented and "ANONWEB_MAX_DECODED_BYTES" in documented
+    assert documented == {k: v for k, v in defaults.items() if k in documented}
+    assert set(defaults) <= set(documented)

@@ -73,7 +73,7 @@ def test_bad_requests_say_why(client, officer, dataset):
     r = client.post(
         reverse("datasets:whatif", args=[dataset.pk]), "{", content_type="application/json"
     )
-    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
 
 
 def test_steward_sees_figures_but_no_source_values(client, steward, dataset):
@@ -156,7 +156,7 @@ def test_api_what_if_is_the_risk_profile_plus_suppression_and_loss(officer, stew
     assert moved["information_loss"] == 1.0
     assert "level_names" not in api(steward).post(url, {"levels": {}}, format="json").json()
     r = client.post(url, {"levels": {"zip": 42}}, format="json")
-    assert r.status_code == 400 and "out of range" in r.json()["error"]
+    assert r.status_code == 400 and "out of range" in r.json()["errors"][0]
 
 
 def test_plan_check_lists_every_problem_and_the_cost(client, officer, steward, dataset):

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from anonweb.core.release.plan import StepContext, StepOutcome
 
 MAX_CELLS = 1_000_000
+# Synthetic rows one step may draw: the sample is held in memory as a frame, so the step
+# refuses more before drawing (an explicit n_rows, or a noisy total swollen by a tiny ε).
+MAX_ROWS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,10 @@ class SyntheticSpec:
         n_rows = params.get("n_rows")
         if n_rows is not None and (not str(n_rows).isdigit() or int(n_rows) < 1):
             raise ParameterError(f"n_rows must be a whole number ≥ 1, not {n_rows!r}")
+        if n_rows is not None and int(n_rows) > MAX_ROWS:
+            raise ParameterError(
+                f"n_rows is {int(n_rows):,}; DP synthetic data draws at most {MAX_ROWS:,} rows"
+            )
         spec = cls(
             columns=columns,
             epsilon=acc.check_epsilon(params.get("epsilon")),
@@ -161,7 +168,13 @@ def dp_synthetic(
     # uniformly and wash out the associations the table is meant to carry.
     floor = float(released.report["ci95_halfwidth"])
     weights = np.where(counts > floor, counts, 0.0)
-    n = spec.n_rows or max(int(round(counts.sum())), 1)
+    total = float(counts.sum())
+    if spec.n_rows is None and not total <= MAX_ROWS:
+        raise ParameterError(
+            f"the noisy total is {total:,.0f} rows, more than the {MAX_ROWS:,} DP synthetic data "
+            "draws at most (the noise of this ε dwarfs the counts); set n_rows, or a larger ε"
+        )
+    n = spec.n_rows or max(int(round(total)), 1)
     if weights.sum() <= 0:
         weights = np.ones_like(weights)
     picks = rng.choice(len(weights), size=n, p=weights / weights.sum())
@@ -274,7 +287,7 @@ SYNTHETIC_SCHEMA = sch.obj(
         "bounds": sch.mapping(dp.BOUNDS, "Public bounds of the numeric columns", keys="reads"),
         "bins": sch.integer("Bins per numeric column", minimum=2, maximum=10_000, default=10),
         "n_rows": sch.integer(
-            "Synthetic rows to draw (default: the noisy total)", minimum=1, maximum=100_000_000
+            "Synthetic rows to draw (default: the noisy total)", minimum=1, maximum=MAX_ROWS
         ),
         "identifier": sch.column("The column identifying a person (unit of privacy)"),
         "max_contributions": sch.integer(

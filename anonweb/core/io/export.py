@@ -75,3 +75,30 @@ def safe_csv_bytes(df: pd.DataFrame, *, sep: str = ",") -> bytes:
     buf = io.StringIO()
     out.to_csv(buf, index=False, sep=sep, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
     return buf.getvalue().encode("utf-8")
+
+
+# Characters an xlsx cannot hold (XML 1.0 has no C0 control but tab, LF and CR): openpyxl
+# refuses a cell with one. Vertical tab and form feed separate words, so they become spaces; the
+# others show nothing and are dropped.
+_XLSX_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_XLSX_SPACES = {"\x0b": " ", "\x0c": " "}
+
+
+def xlsx_cell(value: object) -> object:
+    """A text cell as an xlsx can hold it (see :data:`_XLSX_ILLEGAL`); other values as they are."""
+    if not isinstance(value, str) or not _XLSX_ILLEGAL.search(value):
+        return value
+    return _XLSX_ILLEGAL.sub(lambda m: _XLSX_SPACES.get(m.group(0), ""), value)
+
+
+def safe_xlsx_bytes(df: pd.DataFrame) -> bytes:
+    """An xlsx workbook of the table for download: text cells neutralised as in the CSV, and
+    characters a workbook cannot hold replaced. The input is not modified."""
+    out = neutralise_frame(df)
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = out[col].map(xlsx_cell)
+    out.columns = [xlsx_cell(c) for c in out.columns]
+    buf = io.BytesIO()
+    out.to_excel(buf, index=False, engine="openpyxl")
+    return buf.getvalue()

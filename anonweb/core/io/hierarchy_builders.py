@@ -27,6 +27,12 @@ from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
 
 ROOT = "*"
 
+# What one builder may create, checked from its parameters and the column's range before a
+# single label is made: a width of 1e-9 over ages would otherwise ask for 10^11 intervals.
+MAX_INTERVALS = 1_000_000
+# Levels between a value and the root (a masked value has one per character).
+MAX_LEVELS = 64
+
 
 def _distinct(values: Sequence[Any] | pd.Series) -> list[Any]:
     s = pd.Series(values)
@@ -80,8 +86,22 @@ def interval_hierarchy(
         cuts = sorted(float(b) for b in breaks)
     else:
         assert width is not None  # exactly one of width and breaks, checked above
+        if not (math.isfinite(lo_all) and math.isfinite(hi_all)):
+            raise HierarchyError(
+                f"interval hierarchy{_of(attribute)}: the column holds an infinite number; "
+                "set bottom and top, or use breaks"
+            )
         first = start if start is not None else math.floor(lo_all / width) * width
-        count = max(1, math.floor((hi_all - first) / width) + 1)
+        span = (hi_all - first) / width
+        if not span < MAX_INTERVALS:
+            anchor = start if start is not None else lo_all
+            raise ParameterError(
+                f"interval hierarchy{_of(attribute)}: a width of {width:g} makes {span + 1:,.0f} "
+                f"intervals between {_fmt(first)} and {_fmt(hi_all)}; at most "
+                f"{MAX_INTERVALS:,} are allowed, so choose a width of at least "
+                f"{_round_up((hi_all - anchor) / (MAX_INTERVALS - 2)):.3g}"
+            )
+        count = max(1, math.floor(span) + 1)
         cuts = [first + i * width for i in range(count + 1)]
     cuts = [c for c in cuts if (bottom is None or c >= bottom) and (top is None or c <= top)]
     if bottom is not None and (not cuts or cuts[0] > bottom):
@@ -95,6 +115,16 @@ def interval_hierarchy(
         for v, x in zip(distinct, nums)
     ]
     return Hierarchy(rows=tuple(tuple(r) for r in rows), attribute=attribute)
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to three significant digits."""
+    step = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return math.ceil(x / step) * step
+
+
+def _of(attribute: str | None) -> str:
+    return f" for {attribute!r}" if attribute else ""
 
 
 def _fmt_value(v: Any) -> str:
@@ -177,6 +207,12 @@ def mask_hierarchy(
     """Mask one more character from the right per level (``53715`` -> ``5371*`` -> ...)."""
     distinct = [str(v) for v in _distinct(values)]
     length = max((len(v) for v in distinct), default=1)
+    if length > MAX_LEVELS:
+        raise ParameterError(
+            f"mask hierarchy{_of(attribute)}: the longest value has {length:,} characters and "
+            f"masking makes one level per character; at most {MAX_LEVELS} levels are allowed "
+            "(use groups or an uploaded hierarchy for long text)"
+        )
     rows = []
     for v in distinct:
         padded = v.rjust(length)
@@ -223,7 +259,7 @@ BUILDERS: dict[str, Callable[..., Hierarchy]] = {
 }
 
 _BOUND = 1e15  # interval cuts beyond this lose integer precision as floats
-_LEVELS = 64
+_LEVELS = MAX_LEVELS
 
 # The parameters each builder accepts, checked when a plan is submitted.
 BUILDER_SCHEMAS: dict[str, sch.Schema] = {

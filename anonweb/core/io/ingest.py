@@ -199,6 +199,9 @@ class _Tally:
 
 def _read_all(source: Source, tally: _Tally, progress: Progress | None, sink: Sink) -> None:
     """Feed every batch to ``sink``, reading again from the start if the source asks."""
+    if progress is not None and isinstance(source, ExcelSource):
+        # A workbook is checked before its first row: cancelling works there too.
+        source.tick = lambda message: progress(source.fraction() or 0.0, message)
     for _attempt in range(2):
         try:
             for columns, kinds in source.batches():
@@ -366,20 +369,30 @@ HASHED_DISTINCT = 2_000_000
 
 
 def _distinct_counts(final: Path, names: list[str], report: Progress) -> list[int]:
-    """Distinct values per column (nulls not counted), one column in memory at a time."""
+    """Distinct values per column (nulls not counted), one column in memory at a time.
+
+    Text is read as a dictionary: a batch of a million rows repeating one long value holds it
+    once, not a million times."""
     parquet = pq.ParquetFile(final)
+    text = [f.name for f in parquet.schema_arrow if pa.types.is_string(f.type)]
+    hashed = pq.ParquetFile(final, read_dictionary=text)
     counts = []
     for i, name in enumerate(names):
-        counts.append(_distinct_count(parquet, name))
+        counts.append(_distinct_count(hashed, name, parquet))
         report((i + 1) / len(names), f"counted distinct values of {i + 1} of {len(names)} columns")
     return counts
 
 
-def _distinct_count(parquet: pq.ParquetFile, name: str) -> int:
+def _distinct_count(hashed: pq.ParquetFile, name: str, parquet: pq.ParquetFile) -> int:
     seen: list[pa.Array] = []
     total = 0
-    for batch in parquet.iter_batches(batch_size=1_000_000, columns=[name], use_threads=False):
-        found = pc.unique(batch.column(0).drop_null())
+    for batch in hashed.iter_batches(batch_size=1_000_000, columns=[name], use_threads=False):
+        values = batch.column(0)
+        if pa.types.is_dictionary(values.type):
+            used = pc.unique(values.indices.drop_null())
+            found = pc.unique(values.dictionary.take(used)).drop_null()
+        else:
+            found = pc.unique(values.drop_null())
         seen.append(found)
         total += len(found)
         if total > HASHED_DISTINCT:

@@ -18,6 +18,7 @@ import io
 import re
 import warnings
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -69,6 +70,13 @@ class Limits:
     max_name_length: int = 300
     # The longest row of a text file (the CSV reader's block).
     max_row_bytes: int = 16 * 1024**2
+    # Text a table may hold once decoded: a Parquet column's dictionary, or an xlsx's shared
+    # strings, can repeat one long value over every row (6 KB on disk, 10 GB decoded).
+    max_decoded_bytes: int = 2 * 1024**3
+    # An xlsx's shared-string table is loaded whole before the first row (openpyxl): its entries
+    # and its part's size are counted first.
+    max_shared_strings: int = 2_000_000
+    max_shared_strings_bytes: int = 256 * 1024**2
 
 
 def size_text(n: float) -> str:
@@ -118,6 +126,15 @@ def check_cells(rows: int, columns: int, *, label: str, limits: Limits) -> None:
         )
 
 
+def check_decoded(total: int, *, label: str, limits: Limits) -> None:
+    if total > limits.max_decoded_bytes:
+        raise DataError(
+            f"{label}: holds more than {size_text(limits.max_decoded_bytes)} of text once "
+            "decoded (values repeated over many rows count each time); split the table or "
+            "shorten its longest values"
+        )
+
+
 def text_kind(values: pa.Array, known: int) -> int:
     """The kind of a batch of strings given what earlier batches showed (``known``)."""
     if known == TEXT:
@@ -131,6 +148,15 @@ def text_kind(values: pa.Array, known: int) -> int:
     if pc.all(pc.match_substring_regex(values, _FLOAT)).as_py():
         return FLOAT
     return TEXT
+
+
+def separator_problem(sep: str) -> str | None:
+    """Why ``sep`` cannot separate fields (the parser takes one byte that is not a quote or a
+    line end), or None."""
+    if len(sep) == 1 and sep.isascii() and sep not in '"\r\n':
+        return None
+    several = " (a character of several bytes)" if len(sep) == 1 and not sep.isascii() else ""
+    return f"the separator must be one plain character such as , ; | or a tab, not {sep!r}{several}"
 
 
 def sniff_separator(sample: str) -> str:
@@ -272,8 +298,9 @@ class TextSource:
         sample = head.decode("utf-8", errors="replace").lstrip("\ufeff")
         if not sample.strip():
             raise DataError(f"{self.label}: the file is empty")
-        if sep is not None and len(sep) != 1:
-            raise DataError(f"{self.label}: the separator must be a single character, not {sep!r}")
+        problem = separator_problem(sep) if sep is not None else None
+        if problem:
+            raise DataError(f"{self.label}: {problem}")
         self.separator = sep or sniff_separator(sample[:65536])
         if self.separator == decimal:
             raise DataError(
@@ -373,10 +400,13 @@ class TextSource:
                 known = [EMPTY] * self.width
                 # Columns whose every value so far could be a number with a decimal comma.
                 commas = [self.decimal == "."] * self.width
+                last: pa.Array | None = None
                 for batch in reader:
                     self._parsed_blocks += 1
                     self._check_invalid(invalid)
                     columns = list(batch.columns)
+                    if batch.num_rows:
+                        last = columns[-1].slice(batch.num_rows - 1)
                     if first:
                         first = False
                         self._take_header(columns)
@@ -399,8 +429,31 @@ class TextSource:
                 ]
                 found_text = (decimal_comma_warning(text),) if text else ()
                 self.read_warnings = self._header_warnings + found_text
+                self._check_quote_closed(fh, last)
             except pa.ArrowInvalid as exc:
                 raise DataError(self._explain(exc)) from None
+
+    def _check_quote_closed(self, fh: BinaryIO, last: pa.Array | None) -> None:
+        """Refuse a file whose last quote is never closed: the parser takes everything from
+        that quote to the end of the file as one value, silently. Such a value, written back
+        with its quotes doubled and the opening quote before it, is exactly the file's end; a
+        value that was closed is followed by its closing quote."""
+        value = last[0].as_py() if last is not None and len(last) else None
+        if value is None or self._stream is None:
+            return
+        encoding = "utf-8" if self.encoding == "utf-8" else self.encoding
+        tail = ('"' + value.replace('"', '""')).encode(encoding, errors="replace")
+        try:
+            fh.seek(-len(tail), io.SEEK_END)
+            ends_open = fh.read(len(tail)) == tail
+        except (OSError, ValueError):
+            return
+        if ends_open:
+            opened = self._stream.lines - value.count("\n") + 1
+            raise DataError(
+                f'{self.label}: the quote " opened on line {opened:,} is never closed, so '
+                "everything after it would be one value; close it, or remove it"
+            )
 
     def _take_header(self, columns: list[pa.Array]) -> None:
         raw = [c[0].as_py() if len(c) else None for c in columns]
@@ -489,6 +542,7 @@ class ExcelSource:
 
     # Cells held in Python objects before a batch is handed on: a wide sheet gets short batches.
     batch_cells = 1_000_000
+    slice_bytes = 64 * 1024**2
 
     def __init__(
         self,
@@ -505,6 +559,9 @@ class ExcelSource:
         self.names: list[str] = []
         self._rows_read = 0
         self._rows_declared: int | None = None
+        # Called while the workbook is checked, before any row: the caller's progress, which
+        # raises to cancel (set by the ingest).
+        self.tick: Callable[[str], None] = lambda message: None
 
     def fraction(self) -> float | None:
         if not self._rows_declared:
@@ -530,6 +587,41 @@ class ExcelSource:
                 "save the sheet as CSV instead"
             )
 
+    _SHARED_ENTRY = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si[\s>/]")
+
+    def _check_shared_strings(self, archive: zipfile.ZipFile) -> None:
+        """Count the shared strings before openpyxl loads them all: 20 million two-character
+        strings (48 MB on disk) took 3.7 GB and 11 minutes to load, deaf to cancellation."""
+        for member in archive.infolist():
+            if not member.filename.lower().endswith("sharedstrings.xml"):
+                continue
+            if member.file_size > self.limits.max_shared_strings_bytes:
+                raise DataError(
+                    f"{self.label}: the workbook's shared text is {size_text(member.file_size)}, "
+                    f"over the limit of {size_text(self.limits.max_shared_strings_bytes)}; save "
+                    "the sheet as CSV instead"
+                )
+            count, carry = 0, b""
+            with archive.open(member) as part:
+                while chunk := part.read(4 * 1024**2):
+                    data = carry + chunk
+                    # An entry starting in the last bytes is counted with the next chunk.
+                    cut = max(0, len(data) - 64)
+                    found = self._SHARED_ENTRY.findall
+                    count += len(found(data)) - len(found(data, cut))
+                    carry = data[cut:]
+                    self._check_text_count(count)
+                    self.tick(f"checked {count:,} texts of the workbook")
+                self._check_text_count(count + len(self._SHARED_ENTRY.findall(carry)))
+
+    def _check_text_count(self, count: int) -> None:
+        if count > self.limits.max_shared_strings:
+            raise DataError(
+                f"{self.label}: the workbook's table of texts holds more than "
+                f"{self.limits.max_shared_strings:,} entries, the most that can be read from an "
+                "Excel file; save the sheet as CSV instead"
+            )
+
     def batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
         import openpyxl
 
@@ -543,6 +635,10 @@ class ExcelSource:
                 ) from None
             with archive:
                 self._check_archive(archive)
+                try:
+                    self._check_shared_strings(archive)
+                except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
+                    raise DataError(f"{self.label}: {excel_damage(exc)}") from None
                 fh.seek(0)
                 with warnings.catch_warnings():
                     # openpyxl warns about styles and extensions it ignores; values are intact.
@@ -552,18 +648,13 @@ class ExcelSource:
                     except DataError:
                         raise
                     except Exception as exc:
-                        raise DataError(
-                            f"{self.label}: cannot be read as an Excel workbook "
-                            f"({type(exc).__name__})"
-                        ) from None
+                        raise DataError(f"{self.label}: {excel_damage(exc)}") from None
                     try:
                         yield from self._sheet(book)
                     except DataError:
                         raise
-                    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, EOFError) as exc:
-                        raise DataError(
-                            f"{self.label}: the workbook is damaged ({type(exc).__name__})"
-                        ) from None
+                    except Exception as exc:
+                        raise DataError(f"{self.label}: {excel_damage(exc)}") from None
                     finally:
                         book.close()
 
@@ -622,6 +713,7 @@ class ExcelSource:
         kinds = [EMPTY] * width
         count = 0
         total = 0
+        decoded = buffered = 0
         for row in rows:
             seen += 1
             self._guard_rows(seen)
@@ -641,18 +733,25 @@ class ExcelSource:
                         "character"
                     )
                 buffer[i].append(text)
+                if text is not None:
+                    decoded += len(text)
+                    buffered += len(text)
                 if kind > kinds[i]:
                     kinds[i] = kind
             count += 1
             total += 1
             self._rows_read = seen
-            # Checked per row (the caller checks per batch): reading stops at the limit.
+            # Checked per row (the caller checks per batch): reading stops at the limit. One
+            # shared string may be referenced by every cell, so its text counts each time.
             check_cells(total, width, label=self.label, limits=self.limits)
-            if count == batch_rows:
+            check_decoded(decoded, label=self.label, limits=self.limits)
+            # One shared string referenced by every cell is one object here but a copy per
+            # cell in the batch: a batch is also handed on once it holds slice_bytes of text.
+            if count == batch_rows or buffered >= self.slice_bytes:
                 yield self._flush(buffer, kinds)
                 buffer = [[] for _ in range(width)]
                 kinds = [EMPTY] * width
-                count = 0
+                count = buffered = 0
         if count:
             yield self._flush(buffer, kinds)
 
@@ -668,6 +767,46 @@ class ExcelSource:
         buffer: list[list[str | None]], kinds: list[int]
     ) -> tuple[list[pa.Array], list[int]]:
         return [pa.array(values, pa.string()) for values in buffer], list(kinds)
+
+
+def excel_damage(exc: BaseException) -> str:
+    """What is wrong with a workbook that openpyxl or the zip reader could not read, in words
+    (never an exception's class name)."""
+    import xml.etree.ElementTree as ET
+
+    name = type(exc).__name__
+    if isinstance(exc, IndexError):
+        return (
+            "a cell refers to a shared text the workbook does not have (the file is damaged); "
+            "open it in Excel and save it again, or save the sheet as CSV"
+        )
+    if isinstance(exc, KeyError):
+        part = str(exc.args[0]) if exc.args else "a part"
+        return (
+            f"the workbook lacks a part it names ({part[:100]}); it is damaged or not an Excel "
+            "workbook: save it again from Excel, or save the sheet as CSV"
+        )
+    if isinstance(exc, zipfile.BadZipFile | EOFError | zlib.error) or "zip" in str(exc).lower():
+        return "the workbook's zip archive is damaged (truncated or corrupted); upload it again"
+    if isinstance(exc, ET.ParseError) or name in (
+        "XMLSyntaxError",
+        "ParseError",
+        "SAXParseException",
+    ):
+        return (
+            "the workbook's XML is malformed (it was damaged or written by a faulty program); "
+            "open it in Excel and save it again, or save the sheet as CSV"
+        )
+    if isinstance(exc, ValueError | TypeError | AttributeError):
+        return (
+            "the workbook holds a value or a structure Excel does not define (it is damaged or "
+            "was written by a faulty program); open it in Excel and save it again, or save the "
+            "sheet as CSV"
+        )
+    return (
+        "cannot be read as an Excel workbook (it is damaged or not an .xlsx file); open it in "
+        "Excel and save it again, or save the sheet as CSV"
+    )
 
 
 def _cell(value: Any) -> tuple[str | None, int]:
@@ -735,6 +874,15 @@ class ParquetSource:
         self.names = column_names([f.name for f in fields], label=label, limits=limits)
         for name, f in zip(self.names, fields, strict=True):
             self._check_type(name, f.type)
+        # Text is read as a dictionary (the values once, an index per row), so what a batch
+        # holds once decoded is known before it is decoded.
+        self._text = [_is_text(f.type) for f in fields]
+        self._file = pq.ParquetFile(
+            self._fh,
+            metadata=self._file.metadata,
+            read_dictionary=[f.name for f, text in zip(fields, self._text) if text],
+        )
+        self._decoded = 0
         meta = self._file.metadata
         check_cells(meta.num_rows, len(self.names), label=label, limits=limits)
         for i in range(meta.num_row_groups):
@@ -790,6 +938,9 @@ class ParquetSource:
             counts.append(total)
         return counts
 
+    # Text decoded at once: a batch holding more is handed on in slices of about this much.
+    slice_bytes = 64 * 1024**2
+
     def batches(self) -> Iterator[tuple[list[pa.Array], list[int]]]:
         names = self._file.schema_arrow.names
         columns = [names[i] for i in self._keep]
@@ -797,17 +948,42 @@ class ParquetSource:
             for batch in self._file.iter_batches(
                 batch_size=self.batch_rows, columns=columns, use_threads=False
             ):
-                self._read += batch.num_rows
-                converted = [
-                    self.convert(name, batch.column(i), kind)
-                    for i, (name, kind) in enumerate(zip(self.names, self.kinds, strict=True))
-                ]
-                yield converted, list(self.kinds)
+                for part in self._slices(batch):
+                    converted = [
+                        self.convert(name, part.column(i), kind)
+                        for i, (name, kind) in enumerate(zip(self.names, self.kinds, strict=True))
+                    ]
+                    self._read += part.num_rows
+                    yield converted, list(self.kinds)
         except DataError:
             raise
         except Exception as exc:  # pyarrow raises its own types on a damaged file
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DataError(f"{self.label}: the file is damaged ({reason[:200]})") from None
+
+    def _slices(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        """The batch in row slices of at most ``slice_bytes`` of decoded text each (one row
+        longer than that is a slice of its own), after checking the file's decoded total."""
+        import numpy as np
+
+        per_row = np.zeros(batch.num_rows, dtype=np.int64)
+        for i, text in enumerate(self._text):
+            if text:
+                per_row += _decoded_lengths(batch.column(i))
+        total = int(per_row.sum())
+        self._decoded += total
+        check_decoded(self._decoded, label=self.label, limits=self.limits)
+        if total <= self.slice_bytes:
+            yield batch
+            return
+        ends = np.cumsum(per_row)
+        start = 0
+        while start < batch.num_rows:
+            base = int(ends[start - 1]) if start else 0
+            stop = int(np.searchsorted(ends, base + self.slice_bytes, side="right"))
+            stop = max(stop, start + 1)
+            yield batch.slice(start, stop - start)
+            start = stop
 
     def convert(self, name: str, values: pa.Array, kind: int) -> pa.Array:
         values = self._convert(values, kind)
@@ -841,6 +1017,21 @@ class ParquetSource:
             raise DataError(
                 f"{self.label}: a column of type {t} cannot be read as values"
             ) from None
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def _decoded_lengths(values: pa.Array) -> Any:
+    """Bytes of each value once decoded (0 for a missing one), as a NumPy array."""
+    if pa.types.is_dictionary(values.type):
+        lengths = pc.binary_length(values.dictionary).take(values.indices)
+    else:
+        lengths = pc.binary_length(values)
+    return lengths.fill_null(0).to_numpy(zero_copy_only=False)
 
 
 Source = TextSource | ExcelSource | ParquetSource

@@ -88,6 +88,7 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import CoreError, ParameterError, PlanError
+from anonweb.core.io.jsontext import json_loads
 
 PLAN_VERSION = 1
 # A plan is a short document; anything nested deeper is refused before it is walked.
@@ -379,13 +380,7 @@ def plan_to_json(plan: Plan) -> str:
 
 
 def plan_from_json(text: str) -> Plan:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"the plan is not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    except RecursionError:
-        raise ParameterError(f"the plan is nested more than {MAX_DEPTH} levels deep") from None
-    return plan_from_dict(data)
+    return plan_from_dict(json_loads(text, what="the plan", max_depth=MAX_DEPTH))
 
 
 def read_plan(path: str | Path) -> Plan:
