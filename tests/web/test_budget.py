@@ -411,7 +411,7 @@ def test_a_steward_cannot_lower_the_budget_below_what_is_already_used(
         content_type="application/json",
     )
     assert api.status_code == 400
-    assert "already used ε = 0.9" in api.json()["error"]
+    assert "already used ε = 0.9" in " ".join(api.json()["errors"])
     assert ledger_for(dataset).epsilon == 2.0
     assert AuditEvent.objects.filter(action="dataset.budget_set").count() == 1
 

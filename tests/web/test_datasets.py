@@ -481,7 +481,7 @@ def test_the_api_refuses_a_workbook_of_several_sheets_without_a_sheet(client, of
         "/api/v1/datasets/", {"name": "p", "file": SimpleUploadedFile("p.xlsx", _two_sheets())}
     )
     assert answer.status_code == 400
-    assert "choose the sheet to read" in answer.json()["error"]
+    assert "choose the sheet to read" in " ".join(answer.json()["errors"])
     answer = client.post(
         "/api/v1/datasets/",
         {"name": "p", "sheet": "patients", "file": SimpleUploadedFile("p.xlsx", _two_sheets())},

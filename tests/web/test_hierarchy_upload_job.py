@@ -86,7 +86,7 @@ def test_a_large_hierarchy_that_misses_values_fails_its_job_with_the_reason(
     upload(client, dataset, content)
     job = run(Job.objects.get(kind=JobKind.HIERARCHY))
     assert job.status == JobStatus.FAILED
-    assert "does not cover 1 value(s)" in job.error
+    assert "does not cover 1 value(s)" in job.error_detail
     assert not Hierarchy.objects.exists() and pending_files(dataset) == []
 
 
