@@ -10,7 +10,13 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.dp.accounting import split_epsilon
-from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY, cell_labels, preview, unconfirmed
+from anonweb.core.dp.mechanisms import (
+    MISSING,
+    READ_FROM_DATA_KEY,
+    cell_labels,
+    preview,
+    unconfirmed,
+)
 from anonweb.core.errors import ParameterError, PlanError
 from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
 from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
@@ -97,15 +103,24 @@ def _ldp_steps(
     source (a codebook) and removed the mark."""
 
     steps = []
+    missing = {str(c.get("name")): int(c.get("missing") or 0) for c in dataset.columns}
     for c in dataset.sensitive:
         values = frame[c]
         if pd.api.types.is_numeric_dtype(values) and values.notna().any():
-            params = {"column": c, "epsilon": epsilon, "bounds": _outward_bounds(values.dropna())}
+            bounds = _outward_bounds(values.dropna())
+            params = {"column": c, "epsilon": epsilon, "bounds": bounds}
+            if missing.get(c):
+                # a missing value left missing would be told apart from any noisy number
+                params["missing_as"] = bounds[0]
             steps.append(
                 {"kind": "ldp_laplace", "params": {**params, READ_FROM_DATA_KEY: ["bounds"]}}
             )
         else:
             categories = _data_categories(values)
+            if missing.get(c):
+                # missing is an answer of its own, declared like the others (never added by
+                # the mechanism because one table has it)
+                categories.append(MISSING)
             if len(categories) < 2:
                 categories = categories + ["(other)"]
             params = {"column": c, "epsilon": epsilon, "categories": categories}

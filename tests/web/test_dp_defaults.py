@@ -84,6 +84,26 @@ def test_local_dp_suggestions_are_marked_as_read_from_the_data(client, officer, 
     assert "Read from the data: not private." in text
 
 
+def test_a_local_dp_suggestion_declares_missing_as_a_category_of_its_own(client, officer, team):
+    """Randomized response never adds "(missing)" because one table has it (issue 20.1): the
+    suggestion declares it like any other category, for the officer to confirm."""
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+
+    from .conftest import csv_upload, small_table
+
+    table = small_table()
+    table.loc[2, "disease"] = None
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="gaps")
+    ds = dataset_set_tags(
+        user=officer,
+        dataset=ds,
+        tags={"name": "identifier", "age": "quasi_identifier", "disease": "sensitive"},
+    )
+    client.force_login(officer)
+    _, plan = _suggest(client, ds, "ldp", epsilon=1)
+    assert plan["steps"][-1]["params"]["categories"] == ["cancer", "flu", "gastritis", "(missing)"]
+
+
 def test_a_launch_is_refused_until_the_values_read_from_the_data_are_confirmed(
     client, officer, steward, dataset
 ):
