@@ -166,7 +166,8 @@ def test_mean_and_quantiles_land_near_the_truth(people):
 def test_range_counts_are_consistent_and_cumulative(people):
     result = release(people, DPQuery.from_params(QUERIES["range"]), rng=np.random.default_rng(7))
     table = result.table
-    assert len(table) == 16 and (table["noisy_count"] >= 0).all()
+    assert len(table) == 16
+    # the consistent estimates as they are (the stated intervals are theirs), summed as released
     assert np.allclose(table["noisy_cumulative"], table["noisy_count"].cumsum())
     assert result.report["branching_factor"] == 2 and result.report["tree_depth"] == 5
 

@@ -59,7 +59,7 @@ def test_one_chart_per_statistic_with_its_interval(released):
     assert "keys below the threshold are not released" in city["layout"]["title"]["text"]
     age = charts["chart-dp-step-3"]["data"][0]
     assert age["x"][0] == "[0, 10)" and age["x"][-1] == "[90, 100]"  # public bin edges
-    assert age["error_y"]["value"] == pytest.approx(steps[2]["range_ci95_halfwidth_approx"])
+    assert age["error_y"]["value"] == pytest.approx(steps[2]["ci95_halfwidth"])
     for i, key in ((4, "ci95_halfwidth"), (5, "ci95_halfwidth"), (6, "mean_ci95_halfwidth_approx")):
         bar = charts[f"chart-dp-step-{i}"]["data"][0]
         assert (

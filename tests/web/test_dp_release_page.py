@@ -47,7 +47,7 @@ def test_the_release_page_charts_each_statistic_with_its_interval(
     }
     assert sorted(figures) == ["chart-dp-step-1", "chart-dp-step-2"]
     report = job.release.report["steps"]
-    for i, key in ((1, "ci95_halfwidth"), (2, "range_ci95_halfwidth_approx")):
+    for i, key in ((1, "ci95_halfwidth"), (2, "ci95_halfwidth")):
         bars = figures[f"chart-dp-step-{i}"]["data"][0]
         assert bars["error_y"]["value"] == pytest.approx(report[i - 1][key])
     assert figures["chart-dp-step-2"]["data"][0]["x"] == [

@@ -92,11 +92,11 @@ def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
         f"[{lo:g}, {hi:g}{']' if i == last else ')'}"
         for i, (lo, hi) in enumerate(zip(part["bin_lo"], part["bin_hi"]))
     ]
-    half = _interval(entry.get("range_ci95_halfwidth_approx"))
+    half = _interval(entry.get("ci95_halfwidth"))
     bounds = entry.get("bounds") or []
     what = f"noisy counts over public bins between the declared bounds {bounds}"
     if half:
-        what += f"; bars show the 95% interval ±{half:.3g} (normal approximation)"
+        what += f"; bars show the 95% interval ±{half:.3g}"
     fig = go.Figure(
         _bars(x, part[COUNT_COLUMN].astype(float), half, name="noisy count", hover="%{x}: %{y:.1f}")
     )
@@ -126,13 +126,14 @@ def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
 def _quantile(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     if not {"alpha", "quantile"} <= set(part.columns):
         return None
-    rank = _interval(entry.get("range_ci95_halfwidth_approx"))
+    cumulative = entry.get("cumulative_ci95_halfwidth") or []
+    rank = max((_interval(h) or 0.0 for h in cumulative), default=None)
     width = _interval(entry.get("bin_width"))
     what = "noisy quantiles read off noisy binned counts"
-    if rank is not None and width is not None:
+    if rank and width is not None:
         what += (
-            f"; 95% interval: the rank within ±{rank:.3g} rows, the value within that and one bin "
-            f"width ({width:.3g})"
+            f"; the count below each lies within ±{rank:.3g} of its level's share (95%), and "
+            f"the value within a bin width ({width:.3g}) of where that count is reached"
         )
     fig = go.Figure(
         go.Scatter(

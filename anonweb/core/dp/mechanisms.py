@@ -24,6 +24,7 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
+from anonweb.core.dp.accuracy import mean_halfwidth, tree_accuracy
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 
@@ -358,7 +359,7 @@ def _tree(q: DPQuery, d_in: int) -> Prepared:
     """Binned counts of an ordered column in a b-ary tree, each node with Laplace noise."""
     dp = acc.opendp()
     lo, hi = q.bounds or (0.0, 1.0)
-    edges = np.linspace(lo, hi, q.bins + 1).tolist()
+    edges = range_edges(q)
     b = TREE_BRANCHING  # the binary tree: any range is a union of at most 2 nodes per level
     pre = (
         _space(float)
@@ -371,15 +372,23 @@ def _tree(q: DPQuery, d_in: int) -> Prepared:
     detail = {"bins": q.bins, "bounds": [lo, hi], "branching_factor": b, "tree_depth": depth}
     if q.kind == "quantile":
         detail["alphas"] = list(q.alphas)
-    prepared = _noisy(q, pre, d_in, integer=True, stats=["count per tree node"], detail=detail)
-    # A range is the sum of at most 2(b-1) nodes per level; normal approximation of their noise.
-    nodes = 2 * (b - 1) * depth
-    prepared.detail["range_ci95_halfwidth_approx"] = 1.96 * math.sqrt(nodes * 2) * prepared.scale
-    # A quantile is read off the noisy cumulative counts: its rank is off by about a range's
-    # error, and its value by up to a bin width on top of that.
+    prepared = _noisy(q, pre, d_in, integer=True, stats=["count per bin"], detail=detail)
+    # Each bin and cumulative count is a linear combination of the nodes' noise after the
+    # consistency step: its accuracy is that combination's, not one node's (or a sum of them).
+    tree = tree_accuracy(q.bins, b, prepared.scale, depth)
+    prepared.ci95 = {"count per bin": tree.per_bin}
+    prepared.detail["cumulative_ci95_halfwidth"] = list(tree.cumulative)
+    prepared.detail["accuracy_method"] = tree.method
     prepared.detail["bin_width"] = (hi - lo) / q.bins
     prepared.detail["edges"] = edges
     return prepared
+
+
+def range_edges(q: DPQuery) -> list[float]:
+    """The public bin edges: equal widths between the bounds, written as people write them
+    (``5.7``, not linspace's ``5.699999999999999``)."""
+    lo, hi = q.bounds or (0.0, 1.0)
+    return [float(f"{e:.12g}") for e in np.linspace(lo, hi, q.bins + 1)]
 
 
 def _run(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -417,22 +426,30 @@ def _finish_mean(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, di
             "noisy_count": [count],
         }
     )
-    approx = (prepared.ci95["sum"] + abs(mean) * prepared.ci95["count"]) / max(count, 1)
-    return table, {"mean_ci95_halfwidth_approx": approx}
+    half = mean_halfwidth(
+        sum_scale=prepared.scale,
+        count_scale=float(prepared.detail["count_scale"]),
+        mean=mean,
+        count=count,
+    )
+    return table, {"mean_ci95_halfwidth_approx": half}
 
 
 def _finish_tree(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     dp = acc.opendp()
     q, edges = prepared.query, prepared.detail["edges"]
     b = prepared.detail["branching_factor"]
-    leaves = dp.t.make_consistent_b_ary_tree(branching_factor=b)(noisy)[: q.bins]
-    leaves = [max(float(v), 0.0) for v in leaves]  # post-processing: counts are not negative
+    leaves = [float(v) for v in dp.t.make_consistent_b_ary_tree(branching_factor=b)(noisy)]
+    leaves = leaves[: q.bins]
     if q.kind == "quantile":
         fn = dp.t.make_quantiles_from_counts(
             edges, alphas=list(q.alphas), interpolation="linear", TA=float
         )
-        values = fn(leaves) if sum(leaves) > 0 else [float("nan")] * len(q.alphas)
+        counts = [max(v, 0.0) for v in leaves]  # post-processing: the reader needs counts ≥ 0
+        values = fn(counts) if sum(counts) > 0 else [float("nan")] * len(q.alphas)
         return pd.DataFrame({"alpha": list(q.alphas), "quantile": [float(v) for v in values]}), {}
+    # The consistent estimates as they are (a few may be below 0): the stated intervals are
+    # those of these linear estimates, and the cumulative counts are their running sums.
     table = pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], COUNT_COLUMN: leaves})
     table["noisy_cumulative"] = np.cumsum(leaves)
     return table, {}
@@ -526,7 +543,8 @@ DP_PUBLIC_REPORT = (
     "branching_factor",
     "tree_depth",
     "alphas",
-    "range_ci95_halfwidth_approx",
+    "cumulative_ci95_halfwidth",
+    "accuracy_method",
     "bin_width",
     "edges",
     "count_scale",

@@ -3,8 +3,9 @@
 The noisy value is read from the released table and the half-width from its step's report,
 which the mechanism computed from its noise scale with OpenDP's accuracy helpers
 (:func:`anonweb.core.dp.accounting.laplace_ci95`): one definition of the interval. ``interval``
-says whether it is OpenDP's exact one or an approximation (a mean, a range of tree nodes, local
-DP). With the plan at hand, the value on the source is shown beside it when the statistic read
+says whether it is the mechanism's own (OpenDP's accuracy; for range counts, the error
+distribution of the consistent tree, :mod:`anonweb.core.dp.accuracy`) or an approximation (a
+mean, local DP). With the plan at hand, the value on the source is shown beside it when the statistic read
 the source as it is (the plan's first step, no contribution bound).
 """
 
@@ -27,6 +28,7 @@ from anonweb.core.dp.mechanisms import (
     histogram_cells,
     histogram_keys,
     numeric_values,
+    range_edges,
 )
 from anonweb.core.errors import CoreError
 from anonweb.core.release.plan import Plan, get_step
@@ -143,12 +145,21 @@ def _central(
             for lab, v in zip(labels, part[COUNT_COLUMN].to_numpy())
         ]
     if kind == "range" and {"bin_lo", "bin_hi", COUNT_COLUMN} <= set(part.columns):
-        half = entry.get("range_ci95_halfwidth_approx")
+        half = entry.get("ci95_halfwidth")
         last = len(part) - 1
-        return [
-            stat(f"[{lo:g}, {hi:g}{']' if i == last else '['}", v, half, "approximate")
+        bins = [
+            stat(range_label(lo, hi, last=i == last), v, half, "exact")
             for i, (lo, hi, v) in enumerate(
                 zip(part["bin_lo"], part["bin_hi"], part[COUNT_COLUMN].to_numpy())
+            )
+        ]
+        cumulative = list(entry.get("cumulative_ci95_halfwidth") or [])
+        if "noisy_cumulative" not in part.columns or len(cumulative) != len(part):
+            return bins
+        return bins + [
+            stat(cumulative_label(hi, last=i == last), v, h, "exact")
+            for i, (hi, v, h) in enumerate(
+                zip(part["bin_hi"], part["noisy_cumulative"].to_numpy(), cumulative)
             )
         ]
     if kind == "quantile" and {"alpha", "quantile"} <= set(part.columns):
@@ -159,6 +170,14 @@ def _central(
             if _float(v) is not None
         ]
     return []
+
+
+def range_label(lo: float, hi: float, *, last: bool) -> str:
+    return f"[{lo:g}, {hi:g}{']' if last else '['}"
+
+
+def cumulative_label(hi: float, *, last: bool) -> str:
+    return f"{'≤' if last else '<'} {hi:g} (cumulative)"
 
 
 def _local(entry: Mapping[str, Any], number: int) -> list[DPStatistic]:
@@ -200,4 +219,20 @@ def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, float] | None:
         if query.kind == "sum":
             return {"sum": float(clamped.sum())}
         return {"mean": float(clamped.mean())} if len(clamped) else None
+    if query.kind == "range" and query.bounds is not None:
+        return _exact_range(query, numeric_values(source, query.columns[0]))
     return None
+
+
+def _exact_range(query: DPQuery, values: list[float]) -> dict[str, float]:
+    """Each bin's count and each cumulative count, binned as the mechanism bins (OpenDP's
+    ``find_bin``: a value on an inner edge goes to the bin above it)."""
+    edges = range_edges(query)
+    clamped = np.clip(np.asarray(values, dtype=float), edges[0], edges[-1])
+    counts = np.bincount(np.searchsorted(edges[1:-1], clamped, side="right"), minlength=query.bins)
+    last = query.bins - 1
+    out = {}
+    for i, (lo, hi, n, c) in enumerate(zip(edges[:-1], edges[1:], counts, np.cumsum(counts))):
+        out[range_label(lo, hi, last=i == last)] = float(n)
+        out[cumulative_label(hi, last=i == last)] = float(c)
+    return out
