@@ -1,12 +1,14 @@
 """A DP release reads as one: each statistic is a chart with its 95% interval, bins are public,
 and privately selected keys are described without counting the ones held back."""
 
+import html
 import json
 import re
 
 import pytest
 from django.urls import reverse
 
+from anonweb.core.numbers import for_people
 from anonweb.jobs.models import JobStatus
 from anonweb.jobs.services import anonymize_launch, job_execute
 from anonweb.releases.budget import budget_set
@@ -91,3 +93,48 @@ def test_parameters_opendp_refuses_are_a_plan_error_on_the_page(client, officer,
     from anonweb.jobs.models import Job
 
     assert not Job.objects.exists()
+
+
+def test_a_range_states_one_accuracy_and_its_gate_cites_the_dp_policy(
+    client, officer, steward, dataset
+):
+    """Issue 19.8: the same histogram said ±45.43 in the text and ±131 on the chart and in the
+    utility table. Now the text, the chart and the utility table give one half-width per
+    statistic; and the gate of a DP release cites its budget, not k, l or risk (19.10)."""
+    budget_set(user=steward, dataset=dataset, epsilon=3.0)
+    params = {"kind": "range", "epsilon": 1.0, "columns": ["age"], "bounds": [0, 100], "bins": 5}
+    job = anonymize_launch(
+        user=officer,
+        dataset=dataset,
+        plan={"version": 1, "steps": [{"kind": "dp_release", "params": params}]},
+        title="dp",
+        purpose="testing",
+        recipient="test team",
+    )
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    client.force_login(steward)
+    page = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
+    (step,) = job.release.report["steps"]
+    half = step["ci95_halfwidth"]
+    written = f"±{for_people(half)}"
+    text = html.unescape(re.search(r'data-testid="dp-accuracy">([^<]*)<', page).group(1))
+    assert f"each bin's count is within {written} of the truth" in text
+    chart = json.loads(
+        re.search(r'id="chart-dp-step-1-data" type="application/json">(.*?)</script>', page).group(
+            1
+        )
+    )
+    assert chart["data"][0]["error_y"]["value"] == pytest.approx(half)
+    assert written in chart["layout"]["title"]["text"]
+    intervals = re.findall(r'data-testid="dp-interval">[^<]*<span class="meta">\((±[^,)]*)', page)
+    assert intervals[:5] == [written] * 5  # the bins; the cumulative counts follow with theirs
+    cumulative = [f"±{for_people(h)}" for h in step["cumulative_ci95_halfwidth"]]
+    assert intervals[5:] == cumulative
+    policy = html.unescape(re.search(r'data-testid="gate-policy">([^<]*)<', page).group(1))
+    assert (
+        "this release spends ε = 1," in policy
+        and "charged to the source's privacy budget" in policy
+    )
+    assert "k ≥" not in page.split('data-testid="findings"')[1].split("</section>")[0]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonweb.core.dp.accounting import CONFIDENCE, opendp
+from anonweb.core.numbers import for_people
 
 # Trees with more leaves than this get the union bound over their nodes instead (stated as
 # conservative): the weight matrix grows with the square of the leaves.
@@ -119,3 +121,57 @@ def mean_halfwidth(*, sum_scale: float, count_scale: float, mean: float, count: 
             lo, hi = (mid, hi) if tail(mid) > alpha else (lo, mid)
         t = hi
     return t / float(count)
+
+
+def accuracy_statement(entry: Mapping[str, Any]) -> str:
+    """The one sentence stating a DP statistic's accuracy, from its report entry (or preview):
+    the same half-widths the chart and the utility table show, with the confidence level."""
+    kind = str(entry.get("kind"))
+    level = f"{CONFIDENCE:.0%}"
+    half = entry.get("ci95_halfwidth")
+
+    def pm(value: Any) -> str:
+        return f"±{for_people(value)}"
+
+    if kind == "mean" and isinstance(half, Mapping):
+        text = (
+            f"With {level} confidence the noisy sum is within {pm(half.get('sum'))} and the noisy "
+            f"count within {pm(half.get('count'))} of the truth"
+        )
+        if entry.get("mean_ci95_halfwidth_approx") is not None:
+            text += f"; the mean within {pm(entry['mean_ci95_halfwidth_approx'])}"
+    elif kind in ("range", "quantile"):
+        cumulative = [float(h) for h in entry.get("cumulative_ci95_halfwidth") or []]
+        spread = (
+            f"{pm(min(cumulative))} to {pm(max(cumulative))}"
+            if cumulative and min(cumulative) != max(cumulative)
+            else pm(cumulative[0])
+            if cumulative
+            else "—"
+        )
+        if kind == "range":
+            text = (
+                f"With {level} confidence each bin's count is within {pm(half)} of the truth, "
+                f"and each cumulative count within {spread}"
+            )
+        else:
+            text = (
+                f"With {level} confidence the number of values below each released quantile "
+                f"is within {spread} of its level's share, and the value is within a bin width "
+                f"({for_people(entry.get('bin_width'))}) of where that number is reached"
+            )
+    else:
+        what = {
+            "count": "the count is",
+            "histogram": "each cell's count is",
+            "sum": "the sum is",
+        }.get(kind, "each released value is")
+        text = f"With {level} confidence {what} within {pm(half)} of the truth"
+    unit = entry.get("unit_of_privacy") or {}
+    if unit.get("identifier"):
+        text += (
+            f" (the noise only: rows beyond {unit.get('max_rows_per_person')} per person are "
+            "dropped before counting)"
+        )
+    method = entry.get("accuracy_method")
+    return text + (f"; from {method}." if method else ".")

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from anonweb.core.assessment.charts import _LAYOUT, _as_data
 from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
+from anonweb.core.numbers import for_people, probability
 from anonweb.core.release.plan import STATISTIC_COLUMN
 
 MAX_BARS = 200
@@ -43,9 +44,9 @@ def statistic_rows(table: pd.DataFrame, step: int) -> pd.DataFrame:
 def _title(entry: Mapping[str, Any], what: str) -> str:
     columns = ", ".join(map(str, entry.get("columns") or []))
     eps = entry.get("epsilon_spent")
-    cost = f"ε = {eps:.4g}" if isinstance(eps, (int, float)) else ""
+    cost = f"ε = {for_people(eps)}" if isinstance(eps, (int, float)) else ""
     if entry.get("delta_spent"):
-        cost += f", δ = {entry['delta_spent']:.2g}"
+        cost += f", δ = {probability(entry['delta_spent'])}"
     head = f"Step {entry.get('step')}: DP {entry.get('kind')}" + (
         f" of {columns}" if columns else ""
     )
@@ -74,7 +75,9 @@ def _histogram(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None
     part = part.head(MAX_BARS)
     x = part[columns].astype(str).agg(" · ".join, axis=1) if len(part) else []
     half = _interval(entry.get("ci95_halfwidth"))
-    what = f"noisy counts; bars show the 95% interval ±{half:.3g}" if half else "noisy counts"
+    what = (
+        f"noisy counts; bars show the 95% interval ±{for_people(half)}" if half else "noisy counts"
+    )
     if entry.get("suppressed_keys"):
         what += f"; {entry['suppressed_keys']}"
     fig = go.Figure(
@@ -96,7 +99,7 @@ def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     bounds = entry.get("bounds") or []
     what = f"noisy counts over public bins between the declared bounds {bounds}"
     if half:
-        what += f"; bars show the 95% interval ±{half:.3g}"
+        what += f"; bars show the 95% interval ±{for_people(half)}"
     fig = go.Figure(
         _bars(x, part[COUNT_COLUMN].astype(float), half, name="noisy count", hover="%{x}: %{y:.1f}")
     )
@@ -115,7 +118,7 @@ def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
         return None
     value = float(part[column].iloc[0])
     half = _interval(entry.get(key))
-    what = f"noisy {kind}" + (f" with its 95% interval ±{half:.4g}" if half else "")
+    what = f"noisy {kind}" + (f" with its 95% interval ±{for_people(half)}" if half else "")
     if kind == "mean":
         what += " (approximate: noisy sum over noisy count)"
     fig = go.Figure(_bars([kind], [value], half, name=f"noisy {kind}", hover="%{y:.4g}"))
@@ -132,8 +135,8 @@ def _quantile(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     what = "noisy quantiles read off noisy binned counts"
     if rank and width is not None:
         what += (
-            f"; the count below each lies within ±{rank:.3g} of its level's share (95%), and "
-            f"the value within a bin width ({width:.3g}) of where that count is reached"
+            f"; the count below each lies within ±{for_people(rank)} of its level's share (95%), "
+            f"and the value within a bin width ({for_people(width)}) of where that count is reached"
         )
     fig = go.Figure(
         go.Scatter(
@@ -156,7 +159,7 @@ def _local(entry: Mapping[str, Any]) -> go.Figure | None:
     half = 1.96 * sd if sd is not None else None
     what = "debiased counts estimated from the randomized column"
     if half:
-        what += f"; bars show the 95% interval ±{half:.3g} (worst case)"
+        what += f"; bars show the 95% interval ±{for_people(half)} (worst case)"
     fig = go.Figure(
         _bars(
             [str(k) for k in estimated],
@@ -168,7 +171,7 @@ def _local(entry: Mapping[str, Any]) -> go.Figure | None:
     )
     title = (
         f"Step {entry.get('step')}: local DP on {entry.get('column')} "
-        f"(ε = {entry.get('epsilon_spent', 0):.4g} per record)<br><sub>{what}</sub>"
+        f"(ε = {for_people(entry.get('epsilon_spent', 0))} per record)<br><sub>{what}</sub>"
     )
     fig.update_layout(title=title, xaxis_type="category", yaxis_title="count")
     return fig

@@ -24,9 +24,10 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
-from anonweb.core.dp.accuracy import mean_halfwidth, tree_accuracy
+from anonweb.core.dp.accuracy import accuracy_statement, mean_halfwidth, tree_accuracy
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
+from anonweb.core.numbers import released_table
 
 if TYPE_CHECKING:  # OpenDP loads a native library: imported late at run time
     from opendp.mod import Domain, Measurement, Metric, Transformation
@@ -147,6 +148,11 @@ class Prepared:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
     def preview(self) -> dict[str, Any]:
+        out = self._figures()
+        out["accuracy"] = accuracy_statement(out)
+        return out
+
+    def _figures(self) -> dict[str, Any]:
         q = self.query
         first = next(iter(self.ci95.values()), None)
         return {
@@ -201,7 +207,9 @@ def release(
     )
     with acc.opendp_errors(DataError):
         table, extra = _run(prepared, data)
+    table = released_table(table, keep=("bin_lo", "bin_hi", "alpha"))
     report = prepared.preview() | extra | {"rows_out": len(table)}
+    report["accuracy"] = accuracy_statement(report)  # with what only the release knows (a mean)
     return DPRelease(table=table, report=report)
 
 
@@ -527,6 +535,7 @@ DP_RELEASE_SCHEMA = sch.obj(
 DP_PUBLIC_REPORT = (
     "kind",
     "columns",
+    "accuracy",
     "epsilon_requested",
     "epsilon_spent",
     "delta_spent",
