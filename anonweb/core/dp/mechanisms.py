@@ -210,6 +210,10 @@ def release(
     table = released_table(table, keep=("bin_lo", "bin_hi", "alpha"))
     report = prepared.preview() | extra | {"rows_out": len(table)}
     report["accuracy"] = accuracy_statement(report)  # with what only the release knows (a mean)
+    if query.identifier is not None:
+        # a source figure: the internal report keeps it, the published one leaves it out
+        bounded = acc.contributions(df[query.identifier], bound=query.max_contributions)
+        report["contribution_bounding"] = bounded.to_dict()
     return DPRelease(table=table, report=report)
 
 

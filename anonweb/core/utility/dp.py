@@ -44,12 +44,23 @@ class DPStatistic:
     halfwidth: float | None
     interval: str  # "exact" (OpenDP's accuracy), "approximate" or "none"
     exact: float | None = None  # the value on the source, when it can be stated
+    # How far the source's figure can exceed what the mechanism counted, because contribution
+    # bounding dropped rows (a source figure: internal only); the interval widens upwards by it.
+    shortfall: float = 0.0
+
+    @property
+    def low(self) -> float | None:
+        return None if self.halfwidth is None else self.value - self.halfwidth
+
+    @property
+    def high(self) -> float | None:
+        return None if self.halfwidth is None else self.value + self.halfwidth + self.shortfall
 
     def to_dict(self) -> dict[str, Any]:
-        half = self.halfwidth
+        half, low, high = self.halfwidth, self.low, self.high
         covered = None
-        if half is not None and self.exact is not None:
-            covered = abs(self.exact - self.value) <= half
+        if low is not None and high is not None and self.exact is not None:
+            covered = low <= self.exact <= high
         return {
             "step": self.step,
             "kind": self.kind,
@@ -57,8 +68,9 @@ class DPStatistic:
             "label": self.label,
             "value": self.value,
             "ci95_halfwidth": half,
-            "low": None if half is None else self.value - half,
-            "high": None if half is None else self.value + half,
+            "shortfall_bound": self.shortfall,
+            "low": low,
+            "high": high,
             "interval": self.interval,
             "exact": self.exact,
             "exact_in_interval": covered,
@@ -109,7 +121,7 @@ def dp_statistics(
 
 
 def _central(
-    entry: Mapping[str, Any], part: pd.DataFrame, exact: Mapping[str, float] | None
+    entry: Mapping[str, Any], part: pd.DataFrame, exact: Mapping[str, tuple[float, float]] | None
 ) -> list[DPStatistic]:
     kind = str(entry["kind"])
     number = int(entry.get("step", 0))
@@ -117,6 +129,7 @@ def _central(
 
     def stat(label: str, value: Any, half: Any, interval: str) -> DPStatistic:
         h = _float(half)
+        truth, shortfall = (exact or {}).get(label, (None, 0.0))
         return DPStatistic(
             step=number,
             kind=kind,
@@ -125,7 +138,8 @@ def _central(
             value=float(value),
             halfwidth=h,
             interval=interval if h is not None else "none",
-            exact=None if exact is None else exact.get(label),
+            exact=truth,
+            shortfall=shortfall,
         )
 
     if part.empty:
@@ -199,40 +213,70 @@ def _local(entry: Mapping[str, Any], number: int) -> list[DPStatistic]:
     ]
 
 
-def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, float] | None:
-    """The statistic on the source, for a first step without a contribution bound (it then
-    reads exactly the source)."""
-    if query.identifier is not None:
-        return None
+def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float]] | None:
+    """The statistic on the source, for a first step (it reads the source itself): each label's
+    exact figure and how far it can exceed what the mechanism counted because contribution
+    bounding dropped rows. Counts are figures of rows; a sum or mean with a contribution bound
+    is not stated (the rows dropped could move it either way)."""
     if query.kind == "count":
-        return {"count": float(len(source))}
+        cells = pd.Series(["count"] * len(source), index=source.index)
+        return _counted(query, source, cells, ["count"])
     if query.kind == "histogram" and query.categories is not None:
-        counts = pd.Series(histogram_keys(source, query)).value_counts()
+        keys = pd.Series(histogram_keys(source, query), index=source.index)
         # every declared cell, those no record falls in included
-        return {
-            cell.replace(KEY_SEP, " · "): float(counts.get(cell, 0))
-            for cell in histogram_cells(query)
-        }
+        labels = {cell: cell.replace(KEY_SEP, " · ") for cell in histogram_cells(query)}
+        out = _counted(query, source, keys, list(labels))
+        return {labels[k]: v for k, v in out.items()}
     if query.kind in ("sum", "mean") and query.bounds is not None:
+        if query.identifier is not None:
+            return None
         values = np.asarray(numeric_values(source, query.columns[0]), dtype=float)
         clamped = np.clip(values, query.bounds[0], query.bounds[1])
         if query.kind == "sum":
-            return {"sum": float(clamped.sum())}
-        return {"mean": float(clamped.mean())} if len(clamped) else None
+            return {"sum": (float(clamped.sum()), 0.0)}
+        return {"mean": (float(clamped.mean()), 0.0)} if len(clamped) else None
     if query.kind == "range" and query.bounds is not None:
-        return _exact_range(query, numeric_values(source, query.columns[0]))
+        return _exact_range(query, source)
     return None
 
 
-def _exact_range(query: DPQuery, values: list[float]) -> dict[str, float]:
+def _counted(
+    query: DPQuery, source: pd.DataFrame, cells: pd.Series, labels: list[str]
+) -> dict[str, tuple[float, float]]:
+    """Row counts per cell (``cells``: the cell of each row of ``source`` the statistic counts),
+    and the rows of each cell bounding can drop: a person over the bound loses ``rows − bound``
+    of all their rows, at most as many in a cell as they have there."""
+    counts = cells.value_counts()
+    short: pd.Series = pd.Series(0.0, index=labels)
+    if query.identifier is not None:
+        ids = source[query.identifier].astype(object)
+        everyone = ids.where(ids.notna(), "")  # missing identifiers: one person, as bounded
+        excess = (everyone.value_counts() - query.max_contributions).clip(lower=0)
+        person = everyone.loc[cells.index]
+        over = person.map(excess) > 0
+        if over.any():
+            held = pd.crosstab(person[over], cells[over])
+            lost = np.minimum(held.to_numpy(), excess.loc[held.index].to_numpy()[:, None])
+            short = short.add(pd.Series(lost.sum(axis=0), index=held.columns), fill_value=0)
+    return {c: (float(counts.get(c, 0)), float(short.get(c, 0.0))) for c in labels}
+
+
+def _exact_range(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float]]:
     """Each bin's count and each cumulative count, binned as the mechanism bins (OpenDP's
-    ``find_bin``: a value on an inner edge goes to the bin above it)."""
+    ``find_bin``: a value on an inner edge goes to the bin above it). Rows with no value are
+    not counted by the mechanism either."""
     edges = range_edges(query)
-    clamped = np.clip(np.asarray(values, dtype=float), edges[0], edges[-1])
-    counts = np.bincount(np.searchsorted(edges[1:-1], clamped, side="right"), minlength=query.bins)
+    values = pd.to_numeric(source[query.columns[0]], errors="coerce")
+    present = source[values.notna()]
+    clamped = np.clip(values[values.notna()].to_numpy(dtype=float), edges[0], edges[-1])
+    bins = pd.Series(np.searchsorted(edges[1:-1], clamped, side="right"), index=present.index)
+    per_bin = _counted(query, source, bins, list(range(query.bins)))
     last = query.bins - 1
     out = {}
-    for i, (lo, hi, n, c) in enumerate(zip(edges[:-1], edges[1:], counts, np.cumsum(counts))):
-        out[range_label(lo, hi, last=i == last)] = float(n)
-        out[cumulative_label(hi, last=i == last)] = float(c)
+    for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        out[range_label(lo, hi, last=i == last)] = per_bin[i]
+        below = bins <= i
+        total = float(below.sum())
+        shortfall = _counted(query, source, below.map({True: "in", False: "out"}), ["in"])
+        out[cumulative_label(hi, last=i == last)] = (total, shortfall["in"][1])
     return out
