@@ -12,7 +12,7 @@ the source as it is (the plan's first step, no contribution bound).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,13 +241,13 @@ def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float
 
 
 def _counted(
-    query: DPQuery, source: pd.DataFrame, cells: pd.Series, labels: list[str]
-) -> dict[str, tuple[float, float]]:
+    query: DPQuery, source: pd.DataFrame, cells: pd.Series, labels: Sequence[Hashable]
+) -> dict[Any, tuple[float, float]]:
     """Row counts per cell (``cells``: the cell of each row of ``source`` the statistic counts),
     and the rows of each cell bounding can drop: a person over the bound loses ``rows − bound``
     of all their rows, at most as many in a cell as they have there."""
     counts = cells.value_counts()
-    short: pd.Series = pd.Series(0.0, index=labels)
+    short: pd.Series = pd.Series(0.0, index=list(labels))
     if query.identifier is not None:
         ids = source[query.identifier].astype(object)
         everyone = ids.where(ids.notna(), "")  # missing identifiers: one person, as bounded
