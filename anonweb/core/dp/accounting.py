@@ -230,11 +230,19 @@ def contributions(
         n = int(rows or 0)
         return Contributions(None, n, n, 1 if n else 0, ((1, n),) if n else (), bound, 0, 0)
     counts = values.value_counts(dropna=False, sort=False).to_numpy()
+    return contributions_from_counts(str(values.name), counts, bound=bound)
+
+
+def contributions_from_counts(identifier: str, counts: Any, *, bound: int = 1) -> Contributions:
+    """:func:`contributions` from the number of rows of each person (as a column's value counts
+    give them, its missing values counted as one more person)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    counts = counts[counts > 0]
     spread = np.bincount(counts) if len(counts) else np.zeros(1, dtype=int)
     distribution = tuple((int(k), int(v)) for k, v in enumerate(spread) if k and v)
     over = counts[counts > bound]
     return Contributions(
-        identifier=str(values.name),
+        identifier=identifier,
         rows=int(counts.sum()),
         persons=len(counts),
         max_rows=int(counts.max()) if len(counts) else 0,

@@ -506,6 +506,16 @@ def unconfirmed(params: Mapping[str, Any]) -> list[str]:
 
 DP_RELEASE_SCHEMA = sch.obj(
     {
+        # the unit first, as OpenDP's DP Wizard asks for it: every figure below depends on it
+        "identifier": sch.column(
+            "The privacy unit: the column identifying a person (none: each row is a person)"
+        ),
+        "max_contributions": sch.integer(
+            "Most rows kept per person (the rest are dropped before counting)",
+            minimum=1,
+            maximum=1_000_000,
+            default=1,
+        ),
         "kind": sch.string("The statistic", enum=KINDS),
         "epsilon": EPSILON,
         "columns": sch.one_of(
@@ -524,10 +534,6 @@ DP_RELEASE_SCHEMA = sch.obj(
             description="Quantile levels",
         ),
         "bins": sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
-        "identifier": sch.column("The column identifying a person (unit of privacy)"),
-        "max_contributions": sch.integer(
-            "Most rows kept per person", minimum=1, maximum=1_000_000, default=1
-        ),
         "count_missing": sch.boolean("Count missing values as a category", default=True),
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
