@@ -138,3 +138,46 @@ def test_a_range_states_one_accuracy_and_its_gate_cites_the_dp_policy(
         and "charged to the source's privacy budget" in policy
     )
     assert "k ≥" not in page.split('data-testid="findings"')[1].split("</section>")[0]
+
+
+def test_rows_dropped_by_the_unit_are_told_to_staff_and_kept_from_analysts(
+    client, officer, steward, team
+):
+    """Issue 19.2: the report did not say rows were dropped. Officers and stewards read how
+    many (a source figure); the utility table's interval widens by them; analysts see neither."""
+    from anonweb.releases.services import release_approve
+    from tests.web.factories import Role, member
+
+    from .test_dp_defaults import _namesakes
+
+    dataset = _namesakes(officer, team)
+    budget_set(user=steward, dataset=dataset, epsilon=3.0)
+    params = {
+        "kind": "histogram",
+        "epsilon": 1.0,
+        "columns": ["disease"],
+        "categories": {"disease": ["cancer", "flu", "gastritis"]},
+        "identifier": "name",
+    }
+    plan = {
+        "version": 1,
+        "steps": [{"kind": "dp_release", "params": params}],
+    }
+    job = anonymize_launch(
+        user=officer, dataset=dataset, plan=plan, title="dp", purpose="testing", recipient="t"
+    )
+    job_execute(job_id=job.pk, worker="t")
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    client.force_login(steward)
+    page = html.unescape(
+        client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
+    )
+    told = re.search(r'data-testid="contribution-bounding">([^<]*)<', page).group(1)
+    assert "4 people (values of 'name') in 7 rows" in told and "3 row(s) of 2 people" in told
+    assert "+ up to 2 rows dropped by contribution bounding" in page  # flu: Ann twice, Bob once
+    release_approve(user=steward, release=job.release, note="ok")
+    client.force_login(member(dataset.team, Role.ANALYST))
+    seen = client.get(reverse("releases:detail", args=[job.release.pk])).content.decode()
+    assert "contribution-bounding" not in seen and "rows dropped" not in seen
+    assert "contribution_bounding" not in json.dumps(job.release.published_report)
