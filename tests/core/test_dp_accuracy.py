@@ -26,6 +26,7 @@ def table() -> pd.DataFrame:
     return pd.DataFrame(
         {
             "age": rng.uniform(0, 100, n).round(1),
+            "score": np.clip(rng.normal(40, 15, n), 0, 100),
             "city": rng.choice([f"c{i}" for i in range(20)], n),
         }
     )
@@ -69,6 +70,23 @@ CATEGORIES = {"city": [f"c{i}" for i in range(20)]}
         {"kind": "range", "epsilon": 1.0, "columns": ["age"], "bounds": [0, 100], "bins": 16},
         {"kind": "range", "epsilon": 1.0, "columns": ["age"], "bounds": [0, 100], "bins": 32},
         {"kind": "range", "epsilon": 0.5, "columns": ["age"], "bounds": [0, 100], "bins": 10},
+        # quantiles as the public bins read them (linear within a bin), at three levels
+        {
+            "kind": "quantile",
+            "epsilon": 1.0,
+            "columns": ["age"],
+            "bounds": [0, 100],
+            "bins": 16,
+            "alphas": [0.25, 0.5, 0.75],
+        },
+        {
+            "kind": "quantile",
+            "epsilon": 1.0,
+            "columns": ["score"],
+            "bounds": [0, 100],
+            "bins": 32,
+            "alphas": [0.25, 0.5, 0.75],
+        },
     ],
     ids=lambda p: f"{p['kind']}-{p.get('bins', '')}",
 )

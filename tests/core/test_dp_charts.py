@@ -67,7 +67,10 @@ def test_one_chart_per_statistic_with_its_interval(released):
             and bar["error_y"]["value"] > 0
         )
     quantile = charts["chart-dp-step-7"]["data"][0]
-    assert quantile["error_y"]["value"] == pytest.approx(steps[6]["bin_width"])
+    ((low, high),) = steps[6]["quantile_ci95"]
+    (median,) = quantile["y"]
+    assert quantile["error_y"]["arrayminus"] == [pytest.approx(median - low)]
+    assert quantile["error_y"]["array"] == [pytest.approx(high - median)]
 
 
 def test_a_local_dp_step_charts_its_debiased_counts():

@@ -129,22 +129,27 @@ def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
 def _quantile(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     if not {"alpha", "quantile"} <= set(part.columns):
         return None
-    cumulative = entry.get("cumulative_ci95_halfwidth") or []
-    rank = max((_interval(h) or 0.0 for h in cumulative), default=None)
-    width = _interval(entry.get("bin_width"))
+    values = part["quantile"].astype(float).tolist()
+    intervals = list(entry.get("quantile_ci95") or [])
+    shown = len(intervals) == len(values)
     what = "noisy quantiles read off noisy binned counts"
-    if rank and width is not None:
-        what += (
-            f"; the count below each lies within ±{for_people(rank)} of its level's share (95%), "
-            f"and the value within a bin width ({for_people(width)}) of where that count is reached"
-        )
+    if shown:
+        what += "; bars show each one's 95% interval"
     fig = go.Figure(
         go.Scatter(
             x=[f"{a:g}" for a in part["alpha"]],
-            y=part["quantile"].astype(float),
+            y=values,
             mode="markers",
             marker={"color": COLOR, "size": 10},
-            error_y={"type": "constant", "value": width or 0.0, "visible": width is not None},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [float(hi) - v for v, (_, hi) in zip(values, intervals)] if shown else [],
+                "arrayminus": [v - float(lo) for v, (lo, _) in zip(values, intervals)]
+                if shown
+                else [],
+                "visible": shown,
+            },
             hovertemplate="quantile %{x}: %{y:.4g}<extra></extra>",
         )
     )

@@ -24,10 +24,15 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
-from anonweb.core.dp.accuracy import accuracy_statement, mean_halfwidth, tree_accuracy
+from anonweb.core.dp.accuracy import (
+    accuracy_statement,
+    mean_halfwidth,
+    quantile_interval,
+    tree_accuracy,
+)
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
-from anonweb.core.numbers import released_table
+from anonweb.core.numbers import released_table, significant
 
 if TYPE_CHECKING:  # OpenDP loads a native library: imported late at run time
     from opendp.mod import Domain, Measurement, Metric, Transformation
@@ -457,9 +462,20 @@ def _finish_tree(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, di
         fn = dp.t.make_quantiles_from_counts(
             edges, alphas=list(q.alphas), interpolation="linear", TA=float
         )
-        counts = [max(v, 0.0) for v in leaves]  # post-processing: the reader needs counts ≥ 0
+        # The consistent estimates as they are: setting those below 0 to 0 would add the noise
+        # of every empty bin to the total and shift every quantile (a 32-bin median's 95%
+        # interval then held the truth in 60% of runs).
+        counts = leaves
         values = fn(counts) if sum(counts) > 0 else [float("nan")] * len(q.alphas)
-        return pd.DataFrame({"alpha": list(q.alphas), "quantile": [float(v) for v in values]}), {}
+        table = pd.DataFrame({"alpha": list(q.alphas), "quantile": [float(v) for v in values]})
+        intervals = [
+            [
+                significant(v)
+                for v in quantile_interval(edges, counts, a, branching=b, scale=prepared.scale)
+            ]
+            for a in q.alphas
+        ]
+        return table, {"quantile_ci95": intervals}
     # The consistent estimates as they are (a few may be below 0): the stated intervals are
     # those of these linear estimates, and the cumulative counts are their running sums.
     table = pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], COUNT_COLUMN: leaves})
@@ -568,6 +584,7 @@ DP_PUBLIC_REPORT = (
     "edges",
     "count_scale",
     "mean_ci95_halfwidth_approx",
+    "quantile_ci95",
     "rows_out",
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,13 +47,19 @@ class DPStatistic:
     # How far the source's figure can exceed what the mechanism counted, because contribution
     # bounding dropped rows (a source figure: internal only); the interval widens upwards by it.
     shortfall: float = 0.0
+    # An interval that is not symmetric about the value (a quantile's), when there is one.
+    bounds: tuple[float, float] | None = None
 
     @property
     def low(self) -> float | None:
+        if self.bounds is not None:
+            return self.bounds[0]
         return None if self.halfwidth is None else self.value - self.halfwidth
 
     @property
     def high(self) -> float | None:
+        if self.bounds is not None:
+            return self.bounds[1] + self.shortfall
         return None if self.halfwidth is None else self.value + self.halfwidth + self.shortfall
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,12 +183,19 @@ def _central(
             )
         ]
     if kind == "quantile" and {"alpha", "quantile"} <= set(part.columns):
-        # the rank is known within an interval, the value only within that and a bin width
-        return [
-            stat(f"quantile {a:g}", v, None, "none")
-            for a, v in zip(part["alpha"], part["quantile"])
-            if _float(v) is not None
-        ]
+        intervals = list(entry.get("quantile_ci95") or [])
+        out = []
+        for i, (a, v) in enumerate(zip(part["alpha"], part["quantile"])):
+            if _float(v) is None:
+                continue
+            if i < len(intervals):
+                lo, hi = (float(x) for x in intervals[i])
+                half = max(float(v) - lo, hi - float(v))
+                s = replace(stat(f"quantile {a:g}", v, half, "exact"), bounds=(lo, hi))
+            else:  # a release made before quantiles had intervals
+                s = stat(f"quantile {a:g}", v, None, "none")
+            out.append(s)
+        return out
     return []
 
 
@@ -237,7 +250,26 @@ def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float
         return {"mean": (float(clamped.mean()), 0.0)} if len(clamped) else None
     if query.kind == "range" and query.bounds is not None:
         return _exact_range(query, source)
+    if query.kind == "quantile" and query.bounds is not None and query.identifier is None:
+        return _exact_quantiles(query, numeric_values(source, query.columns[0]))
     return None
+
+
+def _exact_quantiles(query: DPQuery, values: list[float]) -> dict[str, tuple[float, float]] | None:
+    """Each quantile as the mechanism reads it, without the noise: from the source's counts in
+    the public bins, linear within a bin. What lies between that and the quantile of the raw
+    values depends on how values spread inside a bin, which no bin count tells (the report's
+    statement gives the bin width for it)."""
+    if not values:
+        return None
+    edges = range_edges(query)
+    clamped = np.clip(np.asarray(values, dtype=float), edges[0], edges[-1])
+    counts = np.bincount(np.searchsorted(edges[1:-1], clamped, side="right"), minlength=query.bins)
+    cumulative = np.concatenate([[0.0], np.cumsum(counts)])
+    return {
+        f"quantile {a:g}": (float(np.interp(a * cumulative[-1], cumulative, edges)), 0.0)
+        for a in query.alphas
+    }
 
 
 def _counted(
