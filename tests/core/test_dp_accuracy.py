@@ -116,3 +116,23 @@ def test_the_stated_accuracy_is_the_same_number_every_time():
     again = prepare(DPQuery.from_params(params)).preview()
     assert first["ci95_halfwidth"] == again["ci95_halfwidth"]
     assert first["cumulative_ci95_halfwidth"] == again["cumulative_ci95_halfwidth"]
+
+
+@pytest.mark.slow
+def test_local_dp_estimates_state_an_interval_that_covers_about_95_percent_of_runs(table):
+    """Randomized response's debiased counts: the interval of each, from its own variance (the
+    worst case over categories covered far more than 95% for a rare category)."""
+    from anonweb.core.dp.local import randomize_categories
+
+    cats = [f"c{i}" for i in range(20)]
+    rows = table.head(500)
+    rows = rows.assign(city=np.where(np.arange(len(rows)) < 300, "c0", rows["city"]))
+    truth = rows["city"].value_counts()
+    hits = checked = 0
+    for _ in range(100):
+        report = randomize_categories(rows, column="city", epsilon=2.0, categories=cats).report
+        for c in cats:
+            half = report["estimate_ci95_halfwidth"][c]
+            hits += abs(report["estimated_counts"][c] - truth.get(c, 0)) <= half
+            checked += 1
+    assert BAND[0] <= hits / checked <= BAND[1], (hits / checked, checked)

@@ -84,7 +84,8 @@ def test_a_local_dp_step_charts_its_debiased_counts():
     (chart,) = dp_charts(steps, None)
     bar = chart["figure"]["data"][0]
     assert bar["x"] == ["x", "y"]
-    assert bar["error_y"]["value"] == pytest.approx(1.96 * steps[0]["estimate_sd"])
+    halves = steps[0]["estimate_ci95_halfwidth"]
+    assert bar["error_y"]["array"] == [pytest.approx(halves["x"]), pytest.approx(halves["y"])]
 
 
 def test_record_level_steps_have_no_dp_chart():

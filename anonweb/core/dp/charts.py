@@ -161,17 +161,26 @@ def _local(entry: Mapping[str, Any]) -> go.Figure | None:
     estimated, sd = entry.get("estimated_counts"), _interval(entry.get("estimate_sd"))
     if not isinstance(estimated, Mapping) or not estimated:
         return None
-    half = 1.96 * sd if sd is not None else None
-    what = "debiased counts estimated from the randomized column"
-    if half:
-        what += f"; bars show the 95% interval ±{for_people(half)} (worst case)"
+    per_category = entry.get("estimate_ci95_halfwidth")
+    labels = [str(k) for k in estimated]
+    if isinstance(per_category, Mapping):
+        halves = [_interval(per_category.get(k)) or 0.0 for k in estimated]
+        what = "debiased counts estimated from the randomized column; bars show each one's 95% interval"
+        error = {"type": "data", "array": halves, "visible": True}
+    else:  # a release made before: the worst case over categories
+        half = 1.96 * sd if sd is not None else None
+        what = "debiased counts estimated from the randomized column"
+        if half:
+            what += f"; bars show the 95% interval ±{for_people(half)} (worst case)"
+        error = {"type": "constant", "value": half or 0.0, "visible": half is not None}
     fig = go.Figure(
-        _bars(
-            [str(k) for k in estimated],
-            [float(v) for v in estimated.values()],
-            half,
+        go.Bar(
+            x=labels,
+            y=[float(v) for v in estimated.values()],
             name="estimated count",
-            hover="%{x}: %{y:.1f}",
+            marker_color=COLOR,
+            error_y=error,
+            hovertemplate="%{x}: %{y:.1f}<extra></extra>",
         )
     )
     title = (

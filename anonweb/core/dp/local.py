@@ -153,8 +153,30 @@ def randomize_categories(
         "observed_counts": {c: int(observed.get(c, 0)) for c in cats},
         "estimated_counts": debias_counts(observed, epsilon=eps, categories=cats),
         "estimate_sd": _debias_sd(len(df), p, q),
+        "estimate_ci95_halfwidth": estimate_halfwidths(observed, p=p, q=q, categories=cats),
     }
     return LDPResult(out, report)
+
+
+def estimate_halfwidths(
+    observed: Mapping[str, float], *, p: float, q: float, categories: Sequence[str]
+) -> dict[str, float]:
+    """95% half-width of each debiased count. A category's observed count sums n_v records
+    kept with probability p and n − n_v others reported as it with probability q, so its
+    variance is n_v·p(1−p) + (n − n_v)·q(1−q), over (p − q)²; n_v is taken from the estimate
+    itself (clipped to [0, n]): post-processing of the randomized column only. The normal
+    approximation is close for the table sizes local DP needs."""
+    n = float(sum(observed.values()))
+    out = {}
+    for c in categories:
+        estimate = (float(observed.get(c, 0)) - n * q) / (p - q)
+        kept = min(max(estimate, 0.0), n)
+        variance = kept * p * (1 - p) + (n - kept) * q * (1 - q)
+        out[c] = float(NORMAL_95 * math.sqrt(variance) / (p - q))
+    return out
+
+
+NORMAL_95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
 
 def _debias_sd(n: int, p: float, q: float) -> float:
@@ -286,6 +308,7 @@ LOCAL_PUBLIC_REPORT = (
     "observed_counts",
     "estimated_counts",
     "estimate_sd",
+    "estimate_ci95_halfwidth",
     "bounds",
     "noise",
     "ci95_halfwidth",

@@ -211,19 +211,25 @@ def _local(entry: Mapping[str, Any], number: int) -> list[DPStatistic]:
     estimated, sd = entry.get("estimated_counts"), _float(entry.get("estimate_sd"))
     if not isinstance(estimated, Mapping):
         return []
-    half = None if sd is None else 1.96 * sd
-    return [
-        DPStatistic(
-            step=number,
-            kind="local DP count",
-            columns=(str(entry.get("column", "")),),
-            label=str(k),
-            value=float(v),
-            halfwidth=half,
-            interval="approximate" if half is not None else "none",
+    per_category = entry.get("estimate_ci95_halfwidth")
+    out = []
+    for k, v in estimated.items():
+        if isinstance(per_category, Mapping) and k in per_category:
+            half = _float(per_category[k])
+        else:  # a release made before: the worst case over categories
+            half = None if sd is None else 1.96 * sd
+        out.append(
+            DPStatistic(
+                step=number,
+                kind="local DP count",
+                columns=(str(entry.get("column", "")),),
+                label=str(k),
+                value=float(v),
+                halfwidth=half,
+                interval="approximate" if half is not None else "none",
+            )
         )
-        for k, v in estimated.items()
-    ]
+    return out
 
 
 def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float]] | None:
