@@ -88,6 +88,11 @@ def unit_contributions(dataset: Dataset, column: str | None, *, bound: int = 1) 
     ``bound`` per person drops."""
     if not column:
         return contributions(None, rows=dataset.rows, bound=bound).to_dict()
+    info: dict[str, Any] = next((c for c in dataset.columns if c.get("name") == column), {})
+    if info.get("distinct") == dataset.rows and not info.get("missing"):
+        # one row per person, as the upload counted: nothing to read
+        ones = np.ones(dataset.rows, dtype=np.int64)
+        return contributions_from_counts(column, ones, bound=bound).to_dict()
     _, counts, missing = load_value_counts(dataset.storage_key, column)
     return contributions_from_counts(column, [*counts, missing], bound=bound).to_dict()
 
