@@ -215,7 +215,8 @@ class Contributions:
             return f"{head}; with at most {self.bound} row(s) kept per person, no row is dropped."
         return (
             f"{head}; with at most {self.bound} row(s) kept per person, {self.dropped:,} row(s) "
-            f"of {self.persons_truncated:,} people are dropped before the noise is added, so the "
+            f"of {self.persons_truncated:,} {'person' if self.persons_truncated == 1 else 'people'}"
+            " are dropped before the noise is added, so the "
             f"released figures may fall short of the source's by that much: the stated interval "
             f"covers the noise only."
         )
