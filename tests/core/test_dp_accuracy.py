@@ -91,7 +91,9 @@ CATEGORIES = {"city": [f"c{i}" for i in range(20)]}
     ids=lambda p: f"{p['kind']}-{p.get('bins', '')}",
 )
 def test_every_stated_interval_covers_about_95_percent_of_runs(table, params):
-    runs = 2000 if params["kind"] == "count" else RUNS
+    # one figure per run (a count, a sum, a mean) or three correlated ones (quantiles): more
+    # runs keep the share's own spread (about ±0.5%) well inside the band
+    runs = {"count": 2000, "sum": 2000, "mean": 2000, "quantile": 1000}.get(params["kind"], RUNS)
     share, checked = _coverage(table, params, runs)
     assert BAND[0] <= share <= BAND[1], (share, checked)
 

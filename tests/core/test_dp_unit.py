@@ -78,7 +78,7 @@ def test_the_reported_interval_covers_the_source_counts_in_95_percent_of_runs(pe
     rng = np.random.default_rng(1)
     truth: dict[str, tuple[float, float]] = {}
     covered = checked = 0
-    for run in range(200):
+    for run in range(400):
         table, report = apply_plan(people, plan, rng=rng, measure_risk=False)
         source = people if run == 0 else None
         for stat in dp_statistics(report.to_dict()["steps"], table, source=source, plan=plan):

@@ -247,15 +247,6 @@ def quantile_interval(
             return float(np.quantile(mixed, CONFIDENCE, method="higher"))
 
         h = halfwidth(target)
-        # The true quantile may lie anywhere in the interval, where the tree's error differs
-        # (it changes from edge to edge): take the larger at its ends too.
-        inside = (cumulative >= target - h) & (cumulative <= target + h)
-        ends = [halfwidth(target - h), halfwidth(target + h)]
-        if inside.any():
-            ends += np.quantile(
-                np.abs(draws[:, inside]), CONFIDENCE, axis=0, method="higher"
-            ).tolist()
-        h = max(h, *ends)
 
     def value_at(rank: float) -> float:
         if rank <= 0:
