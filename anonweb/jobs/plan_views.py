@@ -21,10 +21,14 @@ from anonweb.core.release.recipients import RecipientError, split_recipients
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_distinct
 from anonweb.jobs.planning import (
+    EACH_ROW,
+    default_unit,
     plan_privacy,
     privacy_unit,
     suggest_plan,
     unconfirmed_problems,
+    unit_choices,
+    unit_contributions,
     validate_web_plan,
 )
 from anonweb.jobs.services import anonymize_launch
@@ -34,6 +38,10 @@ from anonweb.releases.selectors import release_get_for_user
 
 
 class SuggestForm(forms.Form):
+    # Asked first, as OpenDP's DP Wizard does: every DP figure depends on who is protected.
+    unit = forms.ChoiceField(
+        choices=[], required=False, label="Privacy unit of DP steps: one person is"
+    )
     mode = forms.ChoiceField(
         choices=[
             ("k_anonymity", "k-anonymity by optimal generalization"),
@@ -86,6 +94,13 @@ class SuggestForm(forms.Form):
         label="Direct identifiers",
     )
 
+    def __init__(self, *args, dataset, **kwargs):
+        super().__init__(*args, **kwargs)
+        unit = self.fields["unit"]
+        assert isinstance(unit, forms.ChoiceField)
+        unit.choices = unit_choices(dataset)
+        unit.initial = default_unit(dataset) or EACH_ROW
+
 
 class PlanForm(forms.Form):
     title = forms.CharField(max_length=200, initial="k-anonymous extract")
@@ -131,8 +146,13 @@ def plan_page(request, *, dataset_id: int):
         return redirect("datasets:detail", dataset_id=dataset.pk)
     if not dataset.is_ready:
         return redirect("datasets:detail", dataset_id=dataset.pk)
-    suggest = SuggestForm(request.GET or None)
+    data = request.GET.copy()
+    if data and "unit" not in data:  # a link that names no unit gets the default one
+        data["unit"] = default_unit(dataset) or EACH_ROW
+    suggest = SuggestForm(data or None, dataset=dataset)
     options: dict[str, Any] = suggest.cleaned_data if suggest.is_valid() else {}
+    chosen = options.get("unit")
+    unit = privacy_unit(dataset, chosen)
     privacy = None
     current: dict = {}
     if request.method == "POST":
@@ -177,6 +197,7 @@ def plan_page(request, *, dataset_id: int):
             identifiers=options.get("identifiers") or "drop",
             metric=options.get("metric") or "loss",
             aggregate=options.get("aggregate") or None,
+            unit=chosen,
         )
         picked = _plan_from_alternative(request, dataset)
         if picked is not None:
@@ -196,7 +217,9 @@ def plan_page(request, *, dataset_id: int):
             "kinds": step_kinds(),
             "privacy": privacy,
             "ledger": ledger_for(dataset),
-            "unit": privacy_unit(dataset),
+            "unit": unit,
+            # rows per person under that unit: a source figure, and this page is the officer's
+            "contributions": unit_contributions(dataset, unit["identifier"]),
             # categories or bounds a suggestion read from the data: shown until confirmed
             "unconfirmed": unconfirmed_problems(current),
             "builder": builder_data(dataset),

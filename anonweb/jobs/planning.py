@@ -9,8 +9,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core.dp.accounting import split_epsilon
-from anonweb.core.dp.mechanisms import READ_FROM_DATA_KEY, cell_labels, preview, unconfirmed
+from anonweb.core.dp.accounting import contributions, contributions_from_counts, split_epsilon
+from anonweb.core.dp.mechanisms import (
+    MISSING,
+    READ_FROM_DATA_KEY,
+    cell_labels,
+    preview,
+    unconfirmed,
+)
 from anonweb.core.errors import ParameterError, PlanError
 from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
 from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
@@ -18,6 +24,7 @@ from anonweb.core.search.metrics import DEFAULT_AGGREGATE
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.selectors import hierarchies_for, plan_with_hierarchies
+from anonweb.datasets.storage import load_value_counts
 
 
 def _identifier_steps(dataset: Dataset, identifiers: str) -> list[dict[str, Any]]:
@@ -30,16 +37,64 @@ def _identifier_steps(dataset: Dataset, identifiers: str) -> list[dict[str, Any]
     return [{"kind": "drop", "params": {"columns": dataset.identifiers}}]
 
 
-def privacy_unit(dataset: Dataset) -> dict[str, Any]:
-    """Who a DP guarantee protects: the person named by the first tagged identifier (each keeps
-    at most one row in a suggested plan), or each row when no column is tagged as one."""
-    if dataset.identifiers:
-        column = dataset.identifiers[0]
+EACH_ROW = ""  # the unit choice "each row is one person"
+
+
+def default_unit(dataset: Dataset) -> str | None:
+    """The identifier column that is unique per row, when one is tagged (a person is one of its
+    values and keeps their one row); otherwise each row is one person. A non-unique identifier
+    (a name) is never the default: bounding by it would drop the rows of namesakes."""
+    meta = {str(c.get("name")): c for c in dataset.columns}
+    for column in dataset.identifiers:
+        info = meta.get(column) or {}
+        if info.get("distinct") == dataset.rows and not info.get("missing"):
+            return column
+    return None
+
+
+def unit_choices(dataset: Dataset) -> list[tuple[str, str]]:
+    """The privacy units a plan may take: each tagged identifier, or each row."""
+    return [(c, f"a value of {c}") for c in dataset.identifiers] + [
+        (EACH_ROW, "each row is one person")
+    ]
+
+
+def privacy_unit(dataset: Dataset, column: str | None = None) -> dict[str, Any]:
+    """Who a DP guarantee protects: a value of ``column`` (default: :func:`default_unit`), each
+    keeping at most one row in a suggested plan, or each row."""
+    if column != EACH_ROW and (column is None or column not in dataset.identifiers):
+        column = default_unit(dataset)
+    if column:
+        unique = column == default_unit(dataset)
         return {
             "identifier": column,
-            "text": f"a person is a value of {column!r} (the tagged identifier)",
+            "text": f"a person is a value of {column!r} (the tagged identifier"
+            + (", unique per row)" if unique else ")"),
         }
-    return {"identifier": None, "text": "each row is a person (no column is tagged as identifier)"}
+    return {
+        "identifier": None,
+        "text": "each row is a person"
+        + (
+            " (no column is tagged as identifier)"
+            if not dataset.identifiers
+            else " (no tagged identifier is unique per row)"
+        ),
+    }
+
+
+def unit_contributions(dataset: Dataset, column: str | None, *, bound: int = 1) -> dict[str, Any]:
+    """Rows per person under the unit ``column`` (a source figure, for the officer): the most
+    rows one person has, how many people have each number of rows, and the rows a bound of
+    ``bound`` per person drops."""
+    if not column:
+        return contributions(None, rows=dataset.rows, bound=bound).to_dict()
+    info: dict[str, Any] = next((c for c in dataset.columns if c.get("name") == column), {})
+    if info.get("distinct") == dataset.rows and not info.get("missing"):
+        # one row per person, as the upload counted: nothing to read
+        ones = np.ones(dataset.rows, dtype=np.int64)
+        return contributions_from_counts(column, ones, bound=bound).to_dict()
+    _, counts, missing = load_value_counts(dataset.storage_key, column)
+    return contributions_from_counts(column, [*counts, missing], bound=bound).to_dict()
 
 
 def _outward_bounds(values: pd.Series) -> list[float]:
@@ -54,7 +109,7 @@ def _data_categories(values: pd.Series) -> list[str]:
 
 
 def _dp_histogram_steps(
-    dataset: Dataset, frame: Mapping[str, pd.Series], epsilon: float
+    dataset: Dataset, frame: Mapping[str, pd.Series], epsilon: float, unit: str | None = None
 ) -> list[dict[str, Any]]:
     """One DP statistic per sensitive column (quasi-identifiers if none), ε split exactly.
 
@@ -62,11 +117,12 @@ def _dp_histogram_steps(
     read from the data, which would leak which values occur) unless the officer declares public
     categories instead. Numeric columns: counts over equal bins between bounds, so the bin edges
     are public; the suggested bounds are the data's range, marked as read from the data until
-    the officer confirms them. The privacy unit is the tagged identifier when there is one."""
+    the officer confirms them. The privacy unit is ``unit`` (a tagged identifier, or
+    ``EACH_ROW``), by default :func:`default_unit`."""
 
     columns = dataset.sensitive or dataset.quasi_identifiers
     shares = split_epsilon(epsilon, max(1, len(columns)))
-    unit = privacy_unit(dataset)["identifier"]
+    unit = privacy_unit(dataset, unit)["identifier"] if unit != EACH_ROW else None
     person = {"identifier": unit, "max_contributions": 1} if unit else {}
     steps = []
     for c, share in zip(columns, shares):
@@ -97,15 +153,24 @@ def _ldp_steps(
     source (a codebook) and removed the mark."""
 
     steps = []
+    missing = {str(c.get("name")): int(c.get("missing") or 0) for c in dataset.columns}
     for c in dataset.sensitive:
         values = frame[c]
         if pd.api.types.is_numeric_dtype(values) and values.notna().any():
-            params = {"column": c, "epsilon": epsilon, "bounds": _outward_bounds(values.dropna())}
+            bounds = _outward_bounds(values.dropna())
+            params = {"column": c, "epsilon": epsilon, "bounds": bounds}
+            if missing.get(c):
+                # a missing value left missing would be told apart from any noisy number
+                params["missing_as"] = bounds[0]
             steps.append(
                 {"kind": "ldp_laplace", "params": {**params, READ_FROM_DATA_KEY: ["bounds"]}}
             )
         else:
             categories = _data_categories(values)
+            if missing.get(c):
+                # missing is an answer of its own, declared like the others (never added by
+                # the mechanism because one table has it)
+                categories.append(MISSING)
             if len(categories) < 2:
                 categories = categories + ["(other)"]
             params = {"column": c, "epsilon": epsilon, "categories": categories}
@@ -156,6 +221,7 @@ def suggest_plan(
     epsilon: float = 1.0,
     metric: str = "loss",
     aggregate: str | None = None,
+    unit: str | None = None,
 ) -> dict[str, Any]:
     """A plan for the dataset from its tags. ``frame`` maps each tagged column to its values:
     the table's columns, or (as the plan page passes) only their distinct values, which is all
@@ -169,7 +235,7 @@ def suggest_plan(
         "steps": _identifier_steps(dataset, identifiers),
     }
     if mode == "dp_histogram":
-        plan["steps"] = _dp_histogram_steps(dataset, frame, epsilon)
+        plan["steps"] = _dp_histogram_steps(dataset, frame, epsilon, unit)
         return plan
     if mode == "ldp":
         plan["steps"] += _ldp_steps(dataset, frame, epsilon)

@@ -29,6 +29,13 @@
   var COLUMN_KINDS = {};
   Object.keys(ACTIONS).forEach(function (t) { ACTIONS[t].forEach(function (k) { COLUMN_KINDS[k] = true; }); });
 
+  // δ as anonweb.core.numbers.probability writes it: 2 significant digits, 9.4e-7
+  function probability(value) {
+    var n = Number(value);
+    if (!n || Math.abs(n) >= 1e-3) return String(Number(n.toPrecision(2)));
+    return n.toExponential(1).replace(/\.0e/, "e").replace("e+", "e");
+  }
+
   function targets(step) {
     var p = step.params || {};
     if (Array.isArray(p.columns)) return p.columns;
@@ -234,7 +241,7 @@
       return;
     }
     var t = answer.privacy.total;
-    var text = "This plan spends ε = " + t.epsilon.toFixed(4) + (t.delta ? ", δ = " + t.delta : "") +
+    var text = "This plan spends ε = " + t.epsilon.toFixed(4) + (t.delta ? ", δ = " + probability(t.delta) : "") +
       (t.local_epsilon ? "; local ε = " + t.local_epsilon.toFixed(4) + " per record" : "") + ".";
     costBox.appendChild(el("p", {"data-testid": "live-cost-total"}, text));
     var budget = answer.budget || {};
@@ -244,12 +251,11 @@
                (t.epsilon > 0 || t.local_epsilon > 0 || t.delta > 0)) {
       var r = budget.remaining;
       costBox.appendChild(el("p", {"data-testid": "live-cost-budget"}, "It fits the budget: ε = " +
-        Number(r.epsilon).toFixed(4) + (r.delta ? ", δ = " + r.delta : "") + " remains for this source before it runs."));
+        Number(r.epsilon).toFixed(4) + (r.delta ? ", δ = " + probability(r.delta) : "") + " remains for this source before it runs."));
     }
     answer.privacy.steps.forEach(function (s) {
       if (!s.preview) return;
-      costBox.appendChild(el("p", {}, "Step " + s.step + " (" + s.preview.kind + "): 95% of released values within ±" +
-        Number(s.preview.ci95_halfwidth).toFixed(2) + " of the truth."));
+      costBox.appendChild(el("p", {}, "Step " + s.step + " (" + s.preview.kind + "): " + s.preview.accuracy));
     });
     (answer.unconfirmed || []).forEach(function (u) { costBox.appendChild(el("p", {"class": "error"}, u)); });
   }

@@ -172,6 +172,8 @@ def test_dp_release_refuses_a_category_outside_the_declared_set(people, tmp_path
 
 def test_ldp_randomizes_the_column_and_reports_debiased_counts(people, tmp_path):
     out, report = tmp_path / "out.csv", tmp_path / "report.json"
+    cats = tmp_path / "regions.csv"
+    cats.write_text("region\nN\nS\nE\nW\n")
     run(
         "ldp",
         str(people),
@@ -179,6 +181,8 @@ def test_ldp_randomizes_the_column_and_reports_debiased_counts(people, tmp_path)
         "region",
         "--epsilon",
         "2",
+        "--categories-from",
+        str(cats),
         "--out",
         str(out),
         "--report",
@@ -191,6 +195,31 @@ def test_ldp_randomizes_the_column_and_reports_debiased_counts(people, tmp_path)
     data = json.loads(report.read_text())
     assert set(data["estimated_counts"]) == set("NSEW")
     assert sum(data["estimated_counts"].values()) == pytest.approx(len(original))
+
+
+def test_ldp_missing_value_is_refused_unless_reported_as_a_declared_category(tmp_path):
+    """Issue 20.1: one missing value among 1,001 rows made (missing) a possible answer for
+    every record and lowered the keep probability from 0.731 to 0.576."""
+    data, cats = tmp_path / "data.csv", tmp_path / "cats.csv"
+    pd.DataFrame({"v": ["a", "b"] * 500 + [None]}).to_csv(data, index=False)
+    cats.write_text("v\na\nb\n")
+    out, report = tmp_path / "out.csv", tmp_path / "report.json"
+    args = ["ldp", str(data), "--column", "v", "--epsilon", "1", "--categories-from", str(cats)]
+    message = refused(*args, "--out", str(out), "--report", str(report))
+    assert "1 missing value(s)" in message and "'(missing)' is not a declared category" in message
+    assert not out.exists() and not report.exists()
+    run(*args, "--missing-as", "a", "--out", str(out), "--report", str(report))
+    assert json.loads(report.read_text())["p_keep"] == pytest.approx(0.731, abs=1e-3)
+    assert pd.read_csv(out, keep_default_na=False)["v"].isin(["a", "b"]).all()
+
+
+def test_ldp_without_declared_categories_is_refused(people, tmp_path):
+    out, report = tmp_path / "out.csv", tmp_path / "report.json"
+    message = refused(
+        "ldp", str(people), "--column", "region", "--epsilon", "1",
+        "--out", str(out), "--report", str(report),
+    )  # fmt: skip
+    assert "--categories-from" in message
 
 
 def test_ldp_numeric_column_with_bounds(people, tmp_path):
@@ -216,7 +245,7 @@ def test_ldp_numeric_column_with_bounds(people, tmp_path):
     ("args", "fragment"),
     [
         (["--column", "region", "--epsilon", "0"], "epsilon"),
-        (["--column", "nope", "--epsilon", "1"], "nope"),
+        (["--column", "nope", "--epsilon", "1", "--bounds", "0,1"], "nope"),
         (["--column", "region", "--epsilon", "x"], "epsilon"),
     ],
 )

@@ -84,9 +84,12 @@ def test_reported_cost_is_the_privacy_map_of_the_measurement_that_runs(people, n
     assert result.report["delta_spent"] == delta
     assert query.epsilon * (1 - 1e-6) <= eps <= query.epsilon
     assert (delta > 0) == (name == "selected")
-    assert result.report == {
-        **preview(query),
-        **{k: v for k, v in result.report.items() if k not in preview(query)},
+    before = preview(query)
+    # the statement of accuracy is the preview's; a mean's adds the interval of the released mean
+    assert result.report["accuracy"].startswith(before["accuracy"].rstrip("."))
+    assert {k: v for k, v in result.report.items() if k != "accuracy"} == {
+        **{k: v for k, v in before.items() if k != "accuracy"},
+        **{k: v for k, v in result.report.items() if k not in before},
     }
     assert "seed" not in str(result.report)
 
@@ -166,7 +169,8 @@ def test_mean_and_quantiles_land_near_the_truth(people):
 def test_range_counts_are_consistent_and_cumulative(people):
     result = release(people, DPQuery.from_params(QUERIES["range"]), rng=np.random.default_rng(7))
     table = result.table
-    assert len(table) == 16 and (table["noisy_count"] >= 0).all()
+    assert len(table) == 16
+    # the consistent estimates as they are (the stated intervals are theirs), summed as released
     assert np.allclose(table["noisy_cumulative"], table["noisy_count"].cumsum())
     assert result.report["branching_factor"] == 2 and result.report["tree_depth"] == 5
 

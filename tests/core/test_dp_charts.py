@@ -59,7 +59,7 @@ def test_one_chart_per_statistic_with_its_interval(released):
     assert "keys below the threshold are not released" in city["layout"]["title"]["text"]
     age = charts["chart-dp-step-3"]["data"][0]
     assert age["x"][0] == "[0, 10)" and age["x"][-1] == "[90, 100]"  # public bin edges
-    assert age["error_y"]["value"] == pytest.approx(steps[2]["range_ci95_halfwidth_approx"])
+    assert age["error_y"]["value"] == pytest.approx(steps[2]["ci95_halfwidth"])
     for i, key in ((4, "ci95_halfwidth"), (5, "ci95_halfwidth"), (6, "mean_ci95_halfwidth_approx")):
         bar = charts[f"chart-dp-step-{i}"]["data"][0]
         assert (
@@ -67,7 +67,10 @@ def test_one_chart_per_statistic_with_its_interval(released):
             and bar["error_y"]["value"] > 0
         )
     quantile = charts["chart-dp-step-7"]["data"][0]
-    assert quantile["error_y"]["value"] == pytest.approx(steps[6]["bin_width"])
+    ((low, high),) = steps[6]["quantile_ci95"]
+    (median,) = quantile["y"]
+    assert quantile["error_y"]["arrayminus"] == [pytest.approx(median - low)]
+    assert quantile["error_y"]["array"] == [pytest.approx(high - median)]
 
 
 def test_a_local_dp_step_charts_its_debiased_counts():
@@ -81,7 +84,8 @@ def test_a_local_dp_step_charts_its_debiased_counts():
     (chart,) = dp_charts(steps, None)
     bar = chart["figure"]["data"][0]
     assert bar["x"] == ["x", "y"]
-    assert bar["error_y"]["value"] == pytest.approx(1.96 * steps[0]["estimate_sd"])
+    halves = steps[0]["estimate_ci95_halfwidth"]
+    assert bar["error_y"]["array"] == [pytest.approx(halves["x"]), pytest.approx(halves["y"])]
 
 
 def test_record_level_steps_have_no_dp_chart():

@@ -67,7 +67,7 @@ def test_opendp_randomized_column_keeps_truth_at_rate_p_and_debiases_close():
     n, epsilon = 3000, 1.5
     rng = np.random.default_rng(1)
     df = pd.DataFrame({"job": rng.choice(CATS, n, p=[0.6, 0.25, 0.1, 0.05]), "x": np.arange(n)})
-    result = randomize_categories(df, column="job", epsilon=epsilon)
+    result = randomize_categories(df, column="job", epsilon=epsilon, categories=CATS)
     p, _ = rr_probabilities(epsilon, 4)
     kept = int((result.frame["job"] == df["job"]).sum())
     assert stats.binomtest(kept, n, p).pvalue > 1e-4
@@ -86,11 +86,27 @@ def test_declared_categories_include_values_absent_from_the_data():
     assert result.report["categories_source"] == "declared"
 
 
-def test_missing_values_form_their_own_category():
+def test_missing_values_count_only_as_a_declared_category():
     df = pd.DataFrame({"c": ["A", None, "B", "A"] * 50})
-    result = randomize_categories(df, column="c", epsilon=1.0)
-    assert "(missing)" in result.report["estimated_counts"]
+    result = randomize_categories(df, column="c", epsilon=1.0, categories=["A", "B", "(missing)"])
+    assert set(result.report["estimated_counts"]) == {"A", "B", "(missing)"}
     assert sum(result.report["observed_counts"].values()) == len(df)
+
+
+def test_missing_values_can_be_reported_as_a_declared_category():
+    df = pd.DataFrame({"c": ["A", None, "B", "A"] * 50})
+    result = randomize_categories(
+        df, column="c", epsilon=1.0, categories=["A", "B"], missing_as="B"
+    )
+    assert set(result.report["observed_counts"]) == {"A", "B"}
+    assert result.frame["c"].notna().all()
+    assert result.report["p_keep"] == pytest.approx(rr_probabilities(1.0, 2)[0])
+
+
+def test_randomized_response_without_declared_categories_is_refused():
+    df = pd.DataFrame({"c": ["A", "B"] * 20})
+    with pytest.raises(ParameterError, match="needs its public categories"):
+        randomize_categories(df, column="c", epsilon=1.0)
 
 
 def test_numeric_noise_is_laplace_with_range_over_epsilon():
@@ -105,11 +121,19 @@ def test_numeric_noise_is_laplace_with_range_over_epsilon():
     assert eps == meas.map(hi - lo) <= epsilon
 
 
-def test_numeric_values_are_clamped_before_noise_and_missing_stays_missing():
-    df = pd.DataFrame({"v": [1e9] * 2000 + [None]})
-    out = randomize_numeric(df, column="v", epsilon=5.0, bounds="0,1").frame["v"]
-    assert abs(out.iloc[:-1].mean() - 1.0) < 0.05
-    assert pd.isna(out.iloc[-1])
+def test_numeric_values_are_clamped_before_noise_and_missing_ones_stand_for_a_declared_value():
+    df = pd.DataFrame({"v": [1e9] * 2000 + [None] * 2000})
+    out = randomize_numeric(df, column="v", epsilon=5.0, bounds="0,1", missing_as=0).frame["v"]
+    assert abs(out.iloc[:2000].mean() - 1.0) < 0.05
+    assert out.notna().all() and abs(out.iloc[2000:].mean()) < 0.05
+
+
+def test_numeric_missing_values_are_refused_unless_they_stand_for_a_value():
+    df = pd.DataFrame({"v": [0.5, None]})
+    with pytest.raises(DataError, match="1 missing value"):
+        randomize_numeric(df, column="v", epsilon=1.0, bounds="0,1")
+    with pytest.raises(ParameterError, match="within the bounds"):
+        randomize_numeric(df, column="v", epsilon=1.0, bounds="0,1", missing_as=5)
 
 
 @pytest.mark.parametrize(

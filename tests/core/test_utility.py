@@ -257,7 +257,8 @@ def test_local_dp_estimates_and_synthetic_records():
     u = release_utility(df, out, report=report.to_dict(), plan=plan, source_rows=np.arange(200))
     entry = report.steps[0]
     assert [s.label for s in u.dp] == list(entry["estimated_counts"])
-    assert all(s.halfwidth == pytest.approx(1.96 * entry["estimate_sd"]) for s in u.dp)
+    halves = entry["estimate_ci95_halfwidth"]
+    assert all(s.halfwidth == pytest.approx(halves[s.label]) for s in u.dp)
     assert all(s.interval == "approximate" for s in u.dp)
     city = next(c for c in u.columns if c.column == "city")
     assert city.changed == int((df["city"] != out["city"]).sum())

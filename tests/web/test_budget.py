@@ -1,6 +1,7 @@
 """The privacy budget: one (ε, δ) ledger per source, set by a steward, charged at launch for
 central and local DP alike, refunded only when nothing was drawn, previewed before anything runs."""
 
+import html
 import json
 
 import pytest
@@ -86,7 +87,9 @@ def test_preview_shows_cost_and_accuracy_without_running(client, officer, stewar
     privacy = response.context["privacy"]
     assert privacy["total"]["epsilon"] == pytest.approx(0.5)
     assert privacy["steps"][0]["preview"]["noise"]["scale"] == pytest.approx(2.0)
-    assert "95% of released values lie within" in response.content.decode()
+    statement = privacy["steps"][0]["preview"]["accuracy"]
+    assert statement.startswith("With 95% confidence")
+    assert html.escape(statement) in response.content.decode()
 
 
 def test_launches_are_charged_and_refused_past_the_budget(
@@ -356,7 +359,7 @@ def test_dataset_page_shows_the_ledger(client, steward, dataset):
     budget_set(user=steward, dataset=dataset, epsilon=3.0, delta=1e-5)
     client.force_login(steward)
     page = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
-    assert "Budget ε = 3, δ = 1e-05" in page
+    assert "Budget ε = 3, δ = 1e-5" in page
     assert "Composition: basic" in page
     assert 'name="delta"' in page
 

@@ -42,8 +42,74 @@ def test_the_suggested_dp_plan_counts_people_by_the_tagged_identifier(client, of
         }
     ]
     assert (
-        "a person is a value of &#x27;name&#x27; (the tagged identifier)" in page.content.decode()
+        "a person is a value of &#x27;name&#x27; (the tagged identifier, unique per row)"
+        in page.content.decode()
     )
+
+
+def _namesakes(officer, team):
+    """Issue 19.2 in small: ``name`` repeats (two Ann Lees, three Bob Rays), ``ssn`` is unique;
+    both are tagged identifiers, ``name`` first."""
+    import pandas as pd
+
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+
+    from .conftest import csv_upload
+
+    table = pd.DataFrame(
+        {
+            "name": ["Ann Lee", "Ann Lee", "Bob Ray", "Bob Ray", "Bob Ray", "Cy Dunn", "Di Fox"],
+            "ssn": [f"078-05-11{i:02d}" for i in range(7)],
+            "age": [29, 22, 27, 43, 52, 47, 33],
+            "disease": ["flu", "flu", "gastritis", "cancer", "flu", "gastritis", "flu"],
+        }
+    )
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="namesakes")
+    return dataset_set_tags(
+        user=officer,
+        dataset=ds,
+        tags={"name": "identifier", "ssn": "identifier", "age": "other", "disease": "sensitive"},
+    )
+
+
+def test_the_unit_defaults_to_the_identifier_unique_per_row(client, officer, team):
+    dataset = _namesakes(officer, team)
+    client.force_login(officer)
+    page, plan = _suggest(client, dataset, "dp_histogram")
+    (step,) = plan["steps"]
+    assert step["params"]["identifier"] == "ssn"
+    assert page.context["suggest"]["unit"].value() == "ssn"
+    text = page.content.decode()
+    assert "a person is a value of &#x27;ssn&#x27; (the tagged identifier, unique per row)" in text
+    assert page.context["contributions"]["rows_dropped"] == 0
+    assert "7 people (values of &#x27;ssn&#x27;) in 7 rows" in text
+
+
+def test_choosing_a_unit_shows_its_rows_per_person_and_the_rows_dropped(client, officer, team):
+    dataset = _namesakes(officer, team)
+    client.force_login(officer)
+    page = client.get(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"unit": "name", "mode": "dp_histogram", "epsilon": 1, "k": 5, "suppression": 0,
+         "identifiers": "drop"},
+    )  # fmt: skip
+    plan = json.loads(page.context["form"].initial["plan"])
+    assert plan["steps"][0]["params"]["identifier"] == "name"
+    shown = page.context["contributions"]
+    assert shown["max_rows_per_person"] == 3
+    assert shown["rows_per_person"] == {"1": 2, "2": 1, "3": 1}
+    assert shown["rows_dropped"] == 3
+    text = page.content.decode()
+    assert 'data-testid="unit-contributions"' in text and "3 row(s) of 2 people are dropped" in text
+    # each row as the unit: nothing is bounded
+    page = client.get(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"unit": "", "mode": "dp_histogram", "epsilon": 1, "k": 5, "suppression": 0,
+         "identifiers": "drop"},
+    )  # fmt: skip
+    plan = json.loads(page.context["form"].initial["plan"])
+    assert "identifier" not in plan["steps"][0]["params"]
+    assert "each row is a person" in page.content.decode()
 
 
 def test_without_an_identifier_the_page_says_each_row_is_a_person(client, officer, dataset):
@@ -82,6 +148,26 @@ def test_local_dp_suggestions_are_marked_as_read_from_the_data(client, officer, 
     text = page.content.decode()
     assert 'data-testid="read-from-data"' in text
     assert "Read from the data: not private." in text
+
+
+def test_a_local_dp_suggestion_declares_missing_as_a_category_of_its_own(client, officer, team):
+    """Randomized response never adds "(missing)" because one table has it (issue 20.1): the
+    suggestion declares it like any other category, for the officer to confirm."""
+    from anonweb.datasets.services import dataset_create, dataset_set_tags
+
+    from .conftest import csv_upload, small_table
+
+    table = small_table()
+    table.loc[2, "disease"] = None
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="gaps")
+    ds = dataset_set_tags(
+        user=officer,
+        dataset=ds,
+        tags={"name": "identifier", "age": "quasi_identifier", "disease": "sensitive"},
+    )
+    client.force_login(officer)
+    _, plan = _suggest(client, ds, "ldp", epsilon=1)
+    assert plan["steps"][-1]["params"]["categories"] == ["cancer", "flu", "gastritis", "(missing)"]
 
 
 def test_a_launch_is_refused_until_the_values_read_from_the_data_are_confirmed(

@@ -62,3 +62,25 @@ def render_value(value, depth: int = 0) -> SafeString:
 def as_table(value) -> SafeString:
     """A JSON-like value (dicts, lists, scalars) as nested key/value tables, escaped."""
     return render_value(value)
+
+
+@register.filter
+def people(value) -> str:
+    """A figure as people read it (:func:`anonweb.core.numbers.for_people`)."""
+    from anonweb.core.numbers import for_people
+
+    try:
+        return for_people(float(value) if isinstance(value, str) else value)
+    except ValueError:
+        return str(value)
+
+
+@register.filter
+def probability(value) -> str:
+    """A small probability such as δ: ``9.4e-7`` (:func:`anonweb.core.numbers.probability`)."""
+    from anonweb.core.numbers import probability as written
+
+    try:
+        return written(value)
+    except (TypeError, ValueError):
+        return str(value)

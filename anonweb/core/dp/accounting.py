@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -170,6 +171,87 @@ def check_contributions(identifier: Any, max_contributions: Any) -> tuple[str | 
             "max_contributions needs an identifier column (who the rows belong to)"
         )
     return (str(identifier) if identifier else None), c
+
+
+@dataclass(frozen=True)
+class Contributions:
+    """How many rows each person (a value of the identifier) has, and what a bound drops.
+
+    Source figures: for officers and stewards (the plan page, the internal report), never for
+    a published report. ``dropped`` does not depend on which rows are kept: every person keeps
+    ``min(rows, bound)`` of theirs."""
+
+    identifier: str | None
+    rows: int
+    persons: int
+    max_rows: int
+    distribution: tuple[tuple[int, int], ...]  # (rows a person has, persons with that many)
+    bound: int
+    dropped: int
+    persons_truncated: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "identifier": self.identifier,
+            "rows": self.rows,
+            "persons": self.persons,
+            "max_rows_per_person": self.max_rows,
+            "rows_per_person": {str(k): v for k, v in self.distribution},
+            "max_contributions": self.bound,
+            "rows_dropped": self.dropped,
+            "persons_truncated": self.persons_truncated,
+            "statement": self.statement(),
+        }
+
+    def statement(self) -> str:
+        who = f"{self.identifier!r}" if self.identifier else "row"
+        head = (
+            f"{self.persons:,} people (values of {who}) in {self.rows:,} rows, at most "
+            f"{self.max_rows:,} row(s) each"
+            if self.identifier
+            else f"{self.rows:,} rows, each row one person"
+        )
+        if not self.dropped:
+            return f"{head}; with at most {self.bound} row(s) kept per person, no row is dropped."
+        return (
+            f"{head}; with at most {self.bound} row(s) kept per person, {self.dropped:,} row(s) "
+            f"of {self.persons_truncated:,} {'person' if self.persons_truncated == 1 else 'people'}"
+            " are dropped before the noise is added, so the "
+            f"released figures may fall short of the source's by that much: the stated interval "
+            f"covers the noise only."
+        )
+
+
+def contributions(
+    values: pd.Series | None, *, bound: int = 1, rows: int | None = None
+) -> Contributions:
+    """Rows per person of an identifier column (``None``: each row is a person, ``rows`` of
+    them). Missing identifiers count as one person, as :func:`bound_contributions` keeps them."""
+    if values is None:
+        n = int(rows or 0)
+        return Contributions(None, n, n, 1 if n else 0, ((1, n),) if n else (), bound, 0, 0)
+    counts = values.value_counts(dropna=False, sort=False).to_numpy()
+    return contributions_from_counts(str(values.name), counts, bound=bound)
+
+
+def contributions_from_counts(identifier: str, counts: Any, *, bound: int = 1) -> Contributions:
+    """:func:`contributions` from the number of rows of each person (as a column's value counts
+    give them, its missing values counted as one more person)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    counts = counts[counts > 0]
+    spread = np.bincount(counts) if len(counts) else np.zeros(1, dtype=int)
+    distribution = tuple((int(k), int(v)) for k, v in enumerate(spread) if k and v)
+    over = counts[counts > bound]
+    return Contributions(
+        identifier=identifier,
+        rows=int(counts.sum()),
+        persons=len(counts),
+        max_rows=int(counts.max()) if len(counts) else 0,
+        distribution=distribution,
+        bound=bound,
+        dropped=int((over - bound).sum()),
+        persons_truncated=len(over),
+    )
 
 
 def bound_contributions(

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from anonweb.core.assessment.charts import _LAYOUT, _as_data, chart_text
 from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
+from anonweb.core.numbers import for_people, probability
 from anonweb.core.release.plan import STATISTIC_COLUMN
 
 MAX_BARS = 200
@@ -43,9 +44,9 @@ def statistic_rows(table: pd.DataFrame, step: int) -> pd.DataFrame:
 def _title(entry: Mapping[str, Any], what: str) -> str:
     columns = chart_text(", ".join(map(str, entry.get("columns") or [])))
     eps = entry.get("epsilon_spent")
-    cost = f"ε = {eps:.4g}" if isinstance(eps, (int, float)) else ""
+    cost = f"ε = {for_people(eps)}" if isinstance(eps, (int, float)) else ""
     if entry.get("delta_spent"):
-        cost += f", δ = {entry['delta_spent']:.2g}"
+        cost += f", δ = {probability(entry['delta_spent'])}"
     head = f"Step {entry.get('step')}: DP {entry.get('kind')}" + (
         f" of {columns}" if columns else ""
     )
@@ -74,7 +75,9 @@ def _histogram(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None
     part = part.head(MAX_BARS)
     x = part[columns].astype(str).agg(" · ".join, axis=1) if len(part) else []
     half = _interval(entry.get("ci95_halfwidth"))
-    what = f"noisy counts; bars show the 95% interval ±{half:.3g}" if half else "noisy counts"
+    what = (
+        f"noisy counts; bars show the 95% interval ±{for_people(half)}" if half else "noisy counts"
+    )
     if entry.get("suppressed_keys"):
         what += f"; {entry['suppressed_keys']}"
     fig = go.Figure(
@@ -92,11 +95,11 @@ def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
         f"[{lo:g}, {hi:g}{']' if i == last else ')'}"
         for i, (lo, hi) in enumerate(zip(part["bin_lo"], part["bin_hi"]))
     ]
-    half = _interval(entry.get("range_ci95_halfwidth_approx"))
+    half = _interval(entry.get("ci95_halfwidth"))
     bounds = entry.get("bounds") or []
     what = f"noisy counts over public bins between the declared bounds {bounds}"
     if half:
-        what += f"; bars show the 95% interval ±{half:.3g} (normal approximation)"
+        what += f"; bars show the 95% interval ±{for_people(half)}"
     fig = go.Figure(
         _bars(x, part[COUNT_COLUMN].astype(float), half, name="noisy count", hover="%{x}: %{y:.1f}")
     )
@@ -115,7 +118,7 @@ def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
         return None
     value = float(part[column].iloc[0])
     half = _interval(entry.get(key))
-    what = f"noisy {kind}" + (f" with its 95% interval ±{half:.4g}" if half else "")
+    what = f"noisy {kind}" + (f" with its 95% interval ±{for_people(half)}" if half else "")
     if kind == "mean":
         what += " (approximate: noisy sum over noisy count)"
     fig = go.Figure(_bars([kind], [value], half, name=f"noisy {kind}", hover="%{y:.4g}"))
@@ -126,21 +129,27 @@ def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
 def _quantile(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     if not {"alpha", "quantile"} <= set(part.columns):
         return None
-    rank = _interval(entry.get("range_ci95_halfwidth_approx"))
-    width = _interval(entry.get("bin_width"))
+    values = part["quantile"].astype(float).tolist()
+    intervals = list(entry.get("quantile_ci95") or [])
+    shown = len(intervals) == len(values)
     what = "noisy quantiles read off noisy binned counts"
-    if rank is not None and width is not None:
-        what += (
-            f"; 95% interval: the rank within ±{rank:.3g} rows, the value within that and one bin "
-            f"width ({width:.3g})"
-        )
+    if shown:
+        what += "; bars show each one's 95% interval"
     fig = go.Figure(
         go.Scatter(
             x=[f"{a:g}" for a in part["alpha"]],
-            y=part["quantile"].astype(float),
+            y=values,
             mode="markers",
             marker={"color": COLOR, "size": 10},
-            error_y={"type": "constant", "value": width or 0.0, "visible": width is not None},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [float(hi) - v for v, (_, hi) in zip(values, intervals)] if shown else [],
+                "arrayminus": [v - float(lo) for v, (lo, _) in zip(values, intervals)]
+                if shown
+                else [],
+                "visible": shown,
+            },
             hovertemplate="quantile %{x}: %{y:.4g}<extra></extra>",
         )
     )
@@ -152,22 +161,31 @@ def _local(entry: Mapping[str, Any]) -> go.Figure | None:
     estimated, sd = entry.get("estimated_counts"), _interval(entry.get("estimate_sd"))
     if not isinstance(estimated, Mapping) or not estimated:
         return None
-    half = 1.96 * sd if sd is not None else None
-    what = "debiased counts estimated from the randomized column"
-    if half:
-        what += f"; bars show the 95% interval ±{half:.3g} (worst case)"
+    per_category = entry.get("estimate_ci95_halfwidth")
+    labels = [str(k) for k in estimated]
+    if isinstance(per_category, Mapping):
+        halves = [_interval(per_category.get(k)) or 0.0 for k in estimated]
+        what = "debiased counts estimated from the randomized column; bars show each one's 95% interval"
+        error = {"type": "data", "array": halves, "visible": True}
+    else:  # a release made before: the worst case over categories
+        half = 1.96 * sd if sd is not None else None
+        what = "debiased counts estimated from the randomized column"
+        if half:
+            what += f"; bars show the 95% interval ±{for_people(half)} (worst case)"
+        error = {"type": "constant", "value": half or 0.0, "visible": half is not None}
     fig = go.Figure(
-        _bars(
-            [str(k) for k in estimated],
-            [float(v) for v in estimated.values()],
-            half,
+        go.Bar(
+            x=labels,
+            y=[float(v) for v in estimated.values()],
             name="estimated count",
-            hover="%{x}: %{y:.1f}",
+            marker_color=COLOR,
+            error_y=error,
+            hovertemplate="%{x}: %{y:.1f}<extra></extra>",
         )
     )
     title = (
         f"Step {entry.get('step')}: local DP on {chart_text(str(entry.get('column')))} "
-        f"(ε = {entry.get('epsilon_spent', 0):.4g} per record)<br><sub>{what}</sub>"
+        f"(ε = {for_people(entry.get('epsilon_spent', 0))} per record)<br><sub>{what}</sub>"
     )
     fig.update_layout(title=title, xaxis_type="category", yaxis_title="count")
     return fig

@@ -71,33 +71,71 @@ def randomized_response_measurement(categories: Sequence[str], epsilon: float) -
     return meas, float(meas.map(1))
 
 
+def _missing_category(
+    labels: pd.Series, *, column: str, cats: Sequence[str], missing_as: Any
+) -> pd.Series:
+    """Missing values as a declared category, before the mechanism.
+
+    The output alphabet must be the same for every table: if a missing value widened it, one
+    person's missing value would make "(missing)" a possible answer for everyone, and the two
+    tables would be told apart with certainty. So missing is either declared as a category
+    (``(missing)``) or mapped to one (``missing_as``); otherwise the column is refused."""
+    if missing_as is not None:
+        target = str(missing_as)
+        if target not in cats:
+            raise ParameterError(
+                f"missing values of {column!r} are to be reported as {target!r}, which is not "
+                "one of the declared categories"
+            )
+        return labels.where(labels != MISSING, target)
+    missing = int((labels == MISSING).sum())
+    if missing and MISSING not in cats:
+        raise DataError(
+            f"column {column!r} has {missing} missing value(s) and {MISSING!r} is not a declared "
+            f"category: declare {MISSING!r} as a category, or report missing values as one of "
+            "the declared categories (missing_as), so that every table has the same possible "
+            "answers"
+        )
+    return labels
+
+
 def randomize_categories(
-    df: pd.DataFrame, *, column: str, epsilon: Any, categories: Sequence[str] | None = None
+    df: pd.DataFrame,
+    *,
+    column: str,
+    epsilon: Any,
+    categories: Sequence[str] | None = None,
+    missing_as: Any = None,
 ) -> LDPResult:
     """Randomize ``column`` record by record; the report holds the debiased category counts.
 
-    Without declared ``categories`` the set observed in the column is used (missing values form
-    their own category); that set is then assumed public, which the report says.
+    The categories must be declared (public): read from the data, the set of possible answers
+    would depend on who is in the table. Missing values are a declared category or are mapped
+    to one (see :func:`_missing_category`).
     """
     eps = acc.check_epsilon(epsilon)
     require_columns(df, [column])
-    labels = cell_labels(df[column])
-    declared = categories is not None
-    cats = [str(c) for c in categories] if categories is not None else sorted(labels.unique())
-    if MISSING in set(labels) and MISSING not in cats:
-        cats.append(MISSING)
+    if not categories:
+        raise ParameterError(
+            f"randomized response on {column!r} needs its public categories (a codebook): read "
+            "from the data, the possible answers would depend on who is in the table"
+        )
+    cats = [str(c) for c in categories]
+    if len(set(cats)) != len(cats):
+        raise ParameterError(f"declared categories for {column!r} are not distinct")
+    labels = _missing_category(
+        cell_labels(df[column]), column=column, cats=cats, missing_as=missing_as
+    )
     outside = sorted(set(labels) - set(cats))
     if outside:
         raise DataError(
             f"column {column!r} has values outside the declared categories: {', '.join(outside[:5])}"
         )
-    if len(set(cats)) != len(cats):
-        raise ParameterError(f"declared categories for {column!r} are not distinct")
     meas, eps_spent = randomized_response_measurement(cats, eps)
     # One call per record: each draw must be independent, and OpenDP's sampler is the one that
     # resists floating-point and timing attacks, so we keep it despite the per-call overhead.
     randomized = pd.Series([meas(v) for v in labels], index=df.index, dtype=object)
-    originals = dict(zip(labels, df[column]))
+    originals = dict(zip(cell_labels(df[column]), df[column]))
     out = df.copy()
     out[column] = randomized.map(lambda v: originals.get(v, v) if v != MISSING else None)
     observed = randomized.value_counts().to_dict()
@@ -108,14 +146,37 @@ def randomize_categories(
         "epsilon_spent": eps_spent,
         "model": "local (each record randomized on its own)",
         "categories": cats,
-        "categories_source": "declared" if declared else "observed in the data (assumed public)",
+        "categories_source": "declared",
+        "missing_as": None if missing_as is None else str(missing_as),
         "p_keep": p,
         "q_other": q,
         "observed_counts": {c: int(observed.get(c, 0)) for c in cats},
         "estimated_counts": debias_counts(observed, epsilon=eps, categories=cats),
         "estimate_sd": _debias_sd(len(df), p, q),
+        "estimate_ci95_halfwidth": estimate_halfwidths(observed, p=p, q=q, categories=cats),
     }
     return LDPResult(out, report)
+
+
+def estimate_halfwidths(
+    observed: Mapping[str, float], *, p: float, q: float, categories: Sequence[str]
+) -> dict[str, float]:
+    """95% half-width of each debiased count. A category's observed count sums n_v records
+    kept with probability p and n − n_v others reported as it with probability q, so its
+    variance is n_v·p(1−p) + (n − n_v)·q(1−q), over (p − q)²; n_v is taken from the estimate
+    itself (clipped to [0, n]): post-processing of the randomized column only. The normal
+    approximation is close for the table sizes local DP needs."""
+    n = float(sum(observed.values()))
+    out = {}
+    for c in categories:
+        estimate = (float(observed.get(c, 0)) - n * q) / (p - q)
+        kept = min(max(estimate, 0.0), n)
+        variance = kept * p * (1 - p) + (n - kept) * q * (1 - q)
+        out[c] = float(NORMAL_95 * math.sqrt(variance) / (p - q))
+    return out
+
+
+NORMAL_95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
 
 def _debias_sd(n: int, p: float, q: float) -> float:
@@ -138,11 +199,14 @@ def laplace_measurement(bounds: tuple[float, float], epsilon: float) -> tuple[An
     return meas, scale, acc.epsilon_of(meas, hi - lo)[0]
 
 
-def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: Any) -> LDPResult:
+def randomize_numeric(
+    df: pd.DataFrame, *, column: str, epsilon: Any, bounds: Any, missing_as: Any = None
+) -> LDPResult:
     """Clamp ``column`` to the declared bounds and add Laplace noise to each value.
 
-    Missing values stay missing (they carry no value to protect; whether they are missing is
-    not randomized, which the report says).
+    A missing value left missing would say exactly who has one (no noise hides it), so missing
+    values are refused unless ``missing_as`` names a value within the bounds to stand for them;
+    that value is then randomized like any other.
     """
     eps = acc.check_epsilon(epsilon)
     lo, hi = acc.check_bounds(bounds, what=f"local noise on {column!r}")
@@ -150,13 +214,30 @@ def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: An
     values = pd.to_numeric(df[column], errors="coerce")
     if values.isna().sum() > df[column].isna().sum():
         raise DataError(f"column {column!r} is not numeric")
-    present = values.notna().to_numpy()
+    missing = int(values.isna().sum())
+    if missing_as is not None:
+        try:
+            fill = float(missing_as)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"missing values of {column!r} must stand for a number, not {missing_as!r}"
+            ) from None
+        if not lo <= fill <= hi:
+            raise ParameterError(
+                f"missing values of {column!r} must stand for a number within the bounds "
+                f"{lo:g} to {hi:g}, not {fill:g}"
+            )
+        values = values.fillna(fill)
+    elif missing:
+        raise DataError(
+            f"column {column!r} has {missing} missing value(s): left missing they would show who "
+            "has one, unprotected by the noise. Give a value within the bounds to report them as "
+            "(missing_as), or fill them in first"
+        )
     meas, scale, eps_spent = laplace_measurement((lo, hi), eps)
-    clamped = np.clip(values.to_numpy(dtype=float)[present], lo, hi).tolist()
-    noisy = np.full(len(df), np.nan)
-    noisy[present] = meas(clamped) if clamped else []
+    clamped = np.clip(values.to_numpy(dtype=float), lo, hi).tolist()
     out = df.copy()
-    out[column] = noisy
+    out[column] = np.asarray(meas(clamped) if clamped else [], dtype=float)
     report = {
         "kind": "ldp_laplace",
         "column": column,
@@ -165,7 +246,7 @@ def randomize_numeric(df: pd.DataFrame, *, column: str, epsilon: Any, bounds: An
         "bounds": [lo, hi],
         "noise": {"mechanism": "laplace", "scale": scale},
         "ci95_halfwidth": acc.laplace_ci95(scale, integer=False),
-        "missing_kept": int((~present).sum()) > 0,
+        "missing_as": None if missing_as is None else float(missing_as),
     }
     return LDPResult(out, report)
 
@@ -185,10 +266,15 @@ RR_SCHEMA = sch.obj(
         "epsilon": LOCAL_EPSILON,
         "categories": sch.array(
             sch.one_of(sch.string(max_length=None), sch.number()),
-            "Public categories (default: those in the column, assumed public)",
+            "Public categories (a codebook; required to run)",
             min_items=2,
             max_items=10_000,
             unique=True,
+        ),
+        "missing_as": sch.one_of(
+            sch.string(max_length=None),
+            sch.number(),
+            description="The declared category missing values are reported as",
         ),
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
@@ -204,6 +290,7 @@ LAPLACE_SCHEMA = sch.obj(
             sch.string(min_length=3, max_length=100),
             description="Public clamping bounds [lo, hi]",
         ),
+        "missing_as": sch.number("The value within the bounds missing values are reported as"),
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon", "bounds"],
@@ -221,10 +308,11 @@ LOCAL_PUBLIC_REPORT = (
     "observed_counts",
     "estimated_counts",
     "estimate_sd",
+    "estimate_ci95_halfwidth",
     "bounds",
     "noise",
     "ci95_halfwidth",
-    "missing_kept",
+    "missing_as",
 )
 
 
@@ -241,6 +329,15 @@ def _register() -> None:
         if eps > MAX_LOCAL_EPSILON:
             raise ParameterError(
                 f"local epsilon must be at most {MAX_LOCAL_EPSILON:g}, not {eps:g}"
+            )
+
+    def check_rr_missing(params: Mapping[str, Any]) -> None:
+        check_rr(params)
+        cats, missing_as = params.get("categories"), params.get("missing_as")
+        if cats and missing_as is not None and str(missing_as) not in [str(c) for c in cats]:
+            raise ParameterError(
+                f"missing values are to be reported as {missing_as!r}, which is not one of the "
+                "declared categories"
             )
 
     def check_laplace(params: Mapping[str, Any]) -> None:
@@ -260,7 +357,7 @@ def _register() -> None:
 
     @register_step(
         "ldp_randomized_response",
-        validate=check_rr,
+        validate=check_rr_missing,
         privacy_cost=cost,
         stability=rr_stability,
         schema=RR_SCHEMA,
@@ -272,6 +369,7 @@ def _register() -> None:
             column=params["column"],
             epsilon=params["epsilon"],
             categories=params.get("categories"),
+            missing_as=params.get("missing_as"),
         )
         return StepOutcome(frame=result.frame, report=result.report)
 
@@ -286,7 +384,11 @@ def _register() -> None:
     )
     def laplace_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
         result = randomize_numeric(
-            df, column=params["column"], epsilon=params["epsilon"], bounds=params["bounds"]
+            df,
+            column=params["column"],
+            epsilon=params["epsilon"],
+            bounds=params["bounds"],
+            missing_as=params.get("missing_as"),
         )
         return StepOutcome(frame=result.frame, report=result.report)
 

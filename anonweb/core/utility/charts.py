@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from anonweb.core.assessment.charts import _as_data, chart_text
+from anonweb.core.numbers import for_people
 
 ORIGINAL_COLOR = "#8a8f98"
 RELEASED_COLOR = "#2f5d8a"
@@ -42,7 +43,9 @@ def _subtitle(col: Mapping[str, Any]) -> str:
     if col.get("tvd") is not None:
         parts.append(f"total variation distance {col['tvd']:.3f}")
     if col.get("mean_shift") is not None:
-        parts.append(f"mean shift {col['mean_shift']:+.4g}")
+        scale = (col.get("mean") or {}).get("original")
+        shift = for_people(col["mean_shift"], scale=scale)
+        parts.append(f"mean shift {'+' if shift[0].isdigit() and shift != '0' else ''}{shift}")
     if col.get("suppressed"):
         parts.append(f"{col['suppressed']} cells suppressed")
     if col.get("changed_share") is not None:

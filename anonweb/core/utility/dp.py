@@ -3,16 +3,17 @@
 The noisy value is read from the released table and the half-width from its step's report,
 which the mechanism computed from its noise scale with OpenDP's accuracy helpers
 (:func:`anonweb.core.dp.accounting.laplace_ci95`): one definition of the interval. ``interval``
-says whether it is OpenDP's exact one or an approximation (a mean, a range of tree nodes, local
-DP). With the plan at hand, the value on the source is shown beside it when the statistic read
+says whether it is the mechanism's own (OpenDP's accuracy; for range counts, the error
+distribution of the consistent tree, :mod:`anonweb.core.dp.accuracy`) or an approximation (a
+mean, local DP). With the plan at hand, the value on the source is shown beside it when the statistic read
 the source as it is (the plan's first step, no contribution bound).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from anonweb.core.dp.mechanisms import (
     histogram_cells,
     histogram_keys,
     numeric_values,
+    range_edges,
 )
 from anonweb.core.errors import CoreError
 from anonweb.core.release.plan import Plan, get_step
@@ -42,12 +44,29 @@ class DPStatistic:
     halfwidth: float | None
     interval: str  # "exact" (OpenDP's accuracy), "approximate" or "none"
     exact: float | None = None  # the value on the source, when it can be stated
+    # How far the source's figure can exceed what the mechanism counted, because contribution
+    # bounding dropped rows (a source figure: internal only); the interval widens upwards by it.
+    shortfall: float = 0.0
+    # An interval that is not symmetric about the value (a quantile's), when there is one.
+    bounds: tuple[float, float] | None = None
+
+    @property
+    def low(self) -> float | None:
+        if self.bounds is not None:
+            return self.bounds[0]
+        return None if self.halfwidth is None else self.value - self.halfwidth
+
+    @property
+    def high(self) -> float | None:
+        if self.bounds is not None:
+            return self.bounds[1] + self.shortfall
+        return None if self.halfwidth is None else self.value + self.halfwidth + self.shortfall
 
     def to_dict(self) -> dict[str, Any]:
-        half = self.halfwidth
+        half, low, high = self.halfwidth, self.low, self.high
         covered = None
-        if half is not None and self.exact is not None:
-            covered = abs(self.exact - self.value) <= half
+        if low is not None and high is not None and self.exact is not None:
+            covered = low <= self.exact <= high
         return {
             "step": self.step,
             "kind": self.kind,
@@ -55,8 +74,9 @@ class DPStatistic:
             "label": self.label,
             "value": self.value,
             "ci95_halfwidth": half,
-            "low": None if half is None else self.value - half,
-            "high": None if half is None else self.value + half,
+            "shortfall_bound": self.shortfall,
+            "low": low,
+            "high": high,
             "interval": self.interval,
             "exact": self.exact,
             "exact_in_interval": covered,
@@ -107,7 +127,7 @@ def dp_statistics(
 
 
 def _central(
-    entry: Mapping[str, Any], part: pd.DataFrame, exact: Mapping[str, float] | None
+    entry: Mapping[str, Any], part: pd.DataFrame, exact: Mapping[str, tuple[float, float]] | None
 ) -> list[DPStatistic]:
     kind = str(entry["kind"])
     number = int(entry.get("step", 0))
@@ -115,6 +135,7 @@ def _central(
 
     def stat(label: str, value: Any, half: Any, interval: str) -> DPStatistic:
         h = _float(half)
+        truth, shortfall = (exact or {}).get(label, (None, 0.0))
         return DPStatistic(
             step=number,
             kind=kind,
@@ -123,7 +144,8 @@ def _central(
             value=float(value),
             halfwidth=h,
             interval=interval if h is not None else "none",
-            exact=None if exact is None else exact.get(label),
+            exact=truth,
+            shortfall=shortfall,
         )
 
     if part.empty:
@@ -143,61 +165,156 @@ def _central(
             for lab, v in zip(labels, part[COUNT_COLUMN].to_numpy())
         ]
     if kind == "range" and {"bin_lo", "bin_hi", COUNT_COLUMN} <= set(part.columns):
-        half = entry.get("range_ci95_halfwidth_approx")
+        half = entry.get("ci95_halfwidth")
         last = len(part) - 1
-        return [
-            stat(f"[{lo:g}, {hi:g}{']' if i == last else '['}", v, half, "approximate")
+        bins = [
+            stat(range_label(lo, hi, last=i == last), v, half, "exact")
             for i, (lo, hi, v) in enumerate(
                 zip(part["bin_lo"], part["bin_hi"], part[COUNT_COLUMN].to_numpy())
             )
         ]
-    if kind == "quantile" and {"alpha", "quantile"} <= set(part.columns):
-        # the rank is known within an interval, the value only within that and a bin width
-        return [
-            stat(f"quantile {a:g}", v, None, "none")
-            for a, v in zip(part["alpha"], part["quantile"])
-            if _float(v) is not None
+        cumulative = list(entry.get("cumulative_ci95_halfwidth") or [])
+        if "noisy_cumulative" not in part.columns or len(cumulative) != len(part):
+            return bins
+        return bins + [
+            stat(cumulative_label(hi, last=i == last), v, h, "exact")
+            for i, (hi, v, h) in enumerate(
+                zip(part["bin_hi"], part["noisy_cumulative"].to_numpy(), cumulative)
+            )
         ]
+    if kind == "quantile" and {"alpha", "quantile"} <= set(part.columns):
+        intervals = list(entry.get("quantile_ci95") or [])
+        out = []
+        for i, (a, v) in enumerate(zip(part["alpha"], part["quantile"])):
+            if _float(v) is None:
+                continue
+            if i < len(intervals):
+                lo, hi = (float(x) for x in intervals[i])
+                half = max(float(v) - lo, hi - float(v))
+                s = replace(stat(f"quantile {a:g}", v, half, "exact"), bounds=(lo, hi))
+            else:  # a release made before quantiles had intervals
+                s = stat(f"quantile {a:g}", v, None, "none")
+            out.append(s)
+        return out
     return []
+
+
+def range_label(lo: float, hi: float, *, last: bool) -> str:
+    return f"[{lo:g}, {hi:g}{']' if last else '['}"
+
+
+def cumulative_label(hi: float, *, last: bool) -> str:
+    return f"{'≤' if last else '<'} {hi:g} (cumulative)"
 
 
 def _local(entry: Mapping[str, Any], number: int) -> list[DPStatistic]:
     estimated, sd = entry.get("estimated_counts"), _float(entry.get("estimate_sd"))
     if not isinstance(estimated, Mapping):
         return []
-    half = None if sd is None else 1.96 * sd
-    return [
-        DPStatistic(
-            step=number,
-            kind="local DP count",
-            columns=(str(entry.get("column", "")),),
-            label=str(k),
-            value=float(v),
-            halfwidth=half,
-            interval="approximate" if half is not None else "none",
+    per_category = entry.get("estimate_ci95_halfwidth")
+    out = []
+    for k, v in estimated.items():
+        if isinstance(per_category, Mapping) and k in per_category:
+            half = _float(per_category[k])
+        else:  # a release made before: the worst case over categories
+            half = None if sd is None else 1.96 * sd
+        out.append(
+            DPStatistic(
+                step=number,
+                kind="local DP count",
+                columns=(str(entry.get("column", "")),),
+                label=str(k),
+                value=float(v),
+                halfwidth=half,
+                interval="approximate" if half is not None else "none",
+            )
         )
-        for k, v in estimated.items()
-    ]
+    return out
 
 
-def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, float] | None:
-    """The statistic on the source, for a first step without a contribution bound (it then
-    reads exactly the source)."""
-    if query.identifier is not None:
-        return None
+def _exact(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float]] | None:
+    """The statistic on the source, for a first step (it reads the source itself): each label's
+    exact figure and how far it can exceed what the mechanism counted because contribution
+    bounding dropped rows. Counts are figures of rows; a sum or mean with a contribution bound
+    is not stated (the rows dropped could move it either way)."""
     if query.kind == "count":
-        return {"count": float(len(source))}
+        cells = pd.Series(["count"] * len(source), index=source.index)
+        return _counted(query, source, cells, ["count"])
     if query.kind == "histogram" and query.categories is not None:
-        counts = pd.Series(histogram_keys(source, query)).value_counts()
+        keys = pd.Series(histogram_keys(source, query), index=source.index)
         # every declared cell, those no record falls in included
-        return {
-            cell.replace(KEY_SEP, " · "): float(counts.get(cell, 0))
-            for cell in histogram_cells(query)
-        }
+        labels = {cell: cell.replace(KEY_SEP, " · ") for cell in histogram_cells(query)}
+        out = _counted(query, source, keys, list(labels))
+        return {labels[k]: v for k, v in out.items()}
     if query.kind in ("sum", "mean") and query.bounds is not None:
+        if query.identifier is not None:
+            return None
         values = np.asarray(numeric_values(source, query.columns[0]), dtype=float)
         clamped = np.clip(values, query.bounds[0], query.bounds[1])
         if query.kind == "sum":
-            return {"sum": float(clamped.sum())}
-        return {"mean": float(clamped.mean())} if len(clamped) else None
+            return {"sum": (float(clamped.sum()), 0.0)}
+        return {"mean": (float(clamped.mean()), 0.0)} if len(clamped) else None
+    if query.kind == "range" and query.bounds is not None:
+        return _exact_range(query, source)
+    if query.kind == "quantile" and query.bounds is not None and query.identifier is None:
+        return _exact_quantiles(query, numeric_values(source, query.columns[0]))
     return None
+
+
+def _exact_quantiles(query: DPQuery, values: list[float]) -> dict[str, tuple[float, float]] | None:
+    """Each quantile as the mechanism reads it, without the noise: from the source's counts in
+    the public bins, linear within a bin. What lies between that and the quantile of the raw
+    values depends on how values spread inside a bin, which no bin count tells (the report's
+    statement gives the bin width for it)."""
+    if not values:
+        return None
+    edges = range_edges(query)
+    clamped = np.clip(np.asarray(values, dtype=float), edges[0], edges[-1])
+    counts = np.bincount(np.searchsorted(edges[1:-1], clamped, side="right"), minlength=query.bins)
+    cumulative = np.concatenate([[0.0], np.cumsum(counts)])
+    return {
+        f"quantile {a:g}": (float(np.interp(a * cumulative[-1], cumulative, edges)), 0.0)
+        for a in query.alphas
+    }
+
+
+def _counted(
+    query: DPQuery, source: pd.DataFrame, cells: pd.Series, labels: Sequence[Hashable]
+) -> dict[Any, tuple[float, float]]:
+    """Row counts per cell (``cells``: the cell of each row of ``source`` the statistic counts),
+    and the rows of each cell bounding can drop: a person over the bound loses ``rows − bound``
+    of all their rows, at most as many in a cell as they have there."""
+    counts = cells.value_counts()
+    short: pd.Series = pd.Series(0.0, index=list(labels))
+    if query.identifier is not None:
+        ids = source[query.identifier].astype(object)
+        everyone = ids.where(ids.notna(), "")  # missing identifiers: one person, as bounded
+        excess = (everyone.value_counts() - query.max_contributions).clip(lower=0)
+        person = everyone.loc[cells.index]
+        over = person.map(excess) > 0
+        if over.any():
+            held = pd.crosstab(person[over], cells[over])
+            lost = np.minimum(held.to_numpy(), excess.loc[held.index].to_numpy()[:, None])
+            short = short.add(pd.Series(lost.sum(axis=0), index=held.columns), fill_value=0)
+    return {c: (float(counts.get(c, 0)), float(short.get(c, 0.0))) for c in labels}
+
+
+def _exact_range(query: DPQuery, source: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Each bin's count and each cumulative count, binned as the mechanism bins (OpenDP's
+    ``find_bin``: a value on an inner edge goes to the bin above it). Rows with no value are
+    not counted by the mechanism either."""
+    edges = range_edges(query)
+    values = pd.to_numeric(source[query.columns[0]], errors="coerce")
+    present = source[values.notna()]
+    clamped = np.clip(values[values.notna()].to_numpy(dtype=float), edges[0], edges[-1])
+    bins = pd.Series(np.searchsorted(edges[1:-1], clamped, side="right"), index=present.index)
+    per_bin = _counted(query, source, bins, list(range(query.bins)))
+    last = query.bins - 1
+    out = {}
+    for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        out[range_label(lo, hi, last=i == last)] = per_bin[i]
+        below = bins <= i
+        total = float(below.sum())
+        shortfall = _counted(query, source, below.map({True: "in", False: "out"}), ["in"])
+        out[cumulative_label(hi, last=i == last)] = (total, shortfall["in"][1])
+    return out

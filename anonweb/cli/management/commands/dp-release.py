@@ -77,6 +77,7 @@ class Command(BaseCommand):
         from anonweb.core.dp.mechanisms import DPQuery, prepare, release
         from anonweb.core.errors import ParameterError
         from anonweb.core.io.frame import read_table
+        from anonweb.core.numbers import for_people, probability
 
         query = DPQuery.from_params(_params(options))
         preview = prepare(query).preview()
@@ -92,7 +93,7 @@ class Command(BaseCommand):
         write_outputs(result.table, report, out=options["out"], report_path=options["report"])
         self.stdout.write(
             f"released {query.kind} ({len(result.table)} rows) to {options['out']}: "
-            f"ε = {report['epsilon_spent']:.6g}, δ = {report['delta_spent']:.3g}"
+            f"ε = {for_people(report['epsilon_spent'])}, δ = {probability(report['delta_spent'])}"
         )
 
 

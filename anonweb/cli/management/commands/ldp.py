@@ -34,6 +34,12 @@ class Command(BaseCommand):
             metavar="FILE",
             help="table whose COLUMN lists the public categories",
         )
+        parser.add_argument(
+            "--missing-as",
+            default=None,
+            metavar="VALUE",
+            help="the declared category (or, with --bounds, the value) missing values are reported as",
+        )
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
         add_reading_options(parser)
         parser.add_argument(
@@ -53,6 +59,7 @@ class Command(BaseCommand):
         from anonweb.core.dp import accounting as dp_accounting
         from anonweb.core.dp.local import randomize_categories, randomize_numeric
         from anonweb.core.dp.mechanisms import categories_from_frame
+        from anonweb.core.errors import ParameterError
         from anonweb.core.io.frame import read_table
 
         column = options["column"].strip()
@@ -65,14 +72,28 @@ class Command(BaseCommand):
                 options["categories_from"], sep=options["sep"], **reading(options, main=False)
             )
             categories = list(categories_from_frame(frame, [column])[column])
+        elif options["bounds"] is None:
+            raise ParameterError(
+                "randomized response needs the public categories: --categories-from FILE "
+                "(a table whose column of that name lists them); read from the data, the "
+                "possible answers would depend on who is in the table"
+            )
         df = read_table(options["path"], sep=options["sep"], **reading(options))
         if options["bounds"] is not None:
             result = randomize_numeric(
-                df, column=column, epsilon=options["epsilon"], bounds=options["bounds"]
+                df,
+                column=column,
+                epsilon=options["epsilon"],
+                bounds=options["bounds"],
+                missing_as=options["missing_as"],
             )
         else:
             result = randomize_categories(
-                df, column=column, epsilon=options["epsilon"], categories=categories
+                df,
+                column=column,
+                epsilon=options["epsilon"],
+                categories=categories,
+                missing_as=options["missing_as"],
             )
         report = {"file": str(options["path"]), "output": str(options["out"]), **result.report}
         _write_both(result.frame, report, out=options["out"], report_path=options["report"])
