@@ -43,6 +43,7 @@ def core_modules() -> list[str]:
 # The order data flows through the wings; a module may import from its own wing and earlier ones.
 WINGS = [
     "errors",
+    "numbers",
     "schema",
     "findings",
     "raw_values",

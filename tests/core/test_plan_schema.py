@@ -187,7 +187,11 @@ def test_local_dp_at_the_largest_epsilon_runs():
     from anonweb.core.release.plan import apply_plan
 
     df = pd.DataFrame({"sex": ["F", "M"] * 10})
-    plan = plan_from_dict(one_step("ldp_randomized_response", {"column": "sex", "epsilon": 30}))
+    plan = plan_from_dict(
+        one_step(
+            "ldp_randomized_response", {"column": "sex", "epsilon": 30, "categories": ["F", "M"]}
+        )
+    )
     out, report = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
     assert report.privacy_cost["local_epsilon"] == 30
 

@@ -245,4 +245,6 @@ def test_a_plan_with_a_tiny_interval_width_fails_its_job_at_once_with_the_limit(
     assert response.status_code == 202
     (job,) = run_queued()
     assert job.status == "failed"
-    assert job.error_detail.startswith("interval hierarchy for 'age': a width of 1e-06 makes 30,000,001")
+    assert job.error_detail.startswith(
+        "interval hierarchy for 'age': a width of 1e-06 makes 30,000,001"
+    )
