@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonweb.core.errors import ParameterError
+from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.risk.population import individual_risk
 from anonweb.core.risk.reidentification import (
     DEFAULT_THRESHOLDS,
@@ -23,6 +23,12 @@ from anonweb.core.risk.reidentification import (
 def table_of_class_sizes(*sizes: int) -> pd.DataFrame:
     """One quasi-identifier ``Q``; class ``c{i}`` holds ``sizes[i]`` records."""
     return pd.DataFrame({"Q": [f"c{i}" for i, n in enumerate(sizes) for _ in range(n)]})
+
+
+def test_an_empty_table_has_no_risk_to_measure():
+    empty = pd.DataFrame({"Q": pd.Series([], dtype=str)})
+    with pytest.raises(DataError, match="the table has no rows"):
+        reidentification_risk(empty, quasi_identifiers=["Q"])
 
 
 def test_default_thresholds_are_one_in_5_10_20_and_100():
