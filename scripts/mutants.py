@@ -53,6 +53,12 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "0.0 -> 1.0",
     ): "no risk has zero rows: an empty table is refused before its classes are formed"
     " ('the table has no rows'), so the else branch is never taken",
+    (
+        "return np.asarray(self.measure(data) * 2.0**self.delta > 1.0 - COVERAGE_MARGIN)",
+        "> -> >=",
+    ): "differs only when Q * 2**delta is exactly 1 - 1e-9 in floating point: there the"
+    " class's largest ratio is within float error of 2**delta, so neither answer is wrong,"
+    " which is why the margin is there",
 }
 
 _COMPARE_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {

@@ -88,3 +88,13 @@ def test_coverage_never_rejects_a_class_that_delta_disclosure_accepts_at_the_bou
     assert DeltaDisclosure("S", delta).passes(data).all()
     assert DeltaDisclosureCoverage("S", delta).passes(data).all()
     assert not DeltaDisclosureCoverage("S", 0.99).passes(data).any()
+
+
+def test_a_value_held_once_counts_in_the_dense_histogram():
+    # Table x, y (1/2 each); classes of one record each: x 1/1 against 1/2 -> log2 2 = 1.
+    domain = SensitiveDomain("S", pd.Index(["x", "y"]), np.array([1, 1]))
+    dense = delta_per_class_dense(domain, np.array([[1, 0], [0, 1]]))
+    sc = counts_for(
+        pd.DataFrame({"G": ["g", "h"], "S": ["x", "y"]}), quasi_identifiers=["G"], sensitive="S"
+    )
+    assert dense.tolist() == delta_per_class(sc).tolist() == [1.0, 1.0]
