@@ -59,6 +59,11 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ): "differs only when Q * 2**delta is exactly 1 - 1e-9 in floating point: there the"
     " class's largest ratio is within float error of 2**delta, so neither answer is wrong,"
     " which is why the margin is there",
+    (
+        """value = _AFTER_LINE_BREAK.sub(lambda m: m.group(1) + "'", value)""",
+        "1 -> 0",
+    ): "the pattern's whole match is its one group (the rest is a lookahead), so group(0) and"
+    " group(1) are the same text",
 }
 
 _COMPARE_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
