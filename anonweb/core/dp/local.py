@@ -264,6 +264,8 @@ def _register() -> None:
         privacy_cost=cost,
         stability=rr_stability,
         schema=RR_SCHEMA,
+        # the values written are the declared categories, checked against a public codebook
+        keeps_values=lambda params: bool(params.get("categories")),
         public_report=LOCAL_PUBLIC_REPORT,
     )
     def rr_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:

@@ -28,7 +28,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
-from anonweb.core.models.schemas import MODEL_SCHEMA
+from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
@@ -98,6 +98,8 @@ def _levels_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
         title="Generalize to fixed levels",
     ),
     plan_check=_levels_plan,
+    generalizes=lambda params, plan: [str(c) for c in params["levels"]],
+    recodes=True,
     public_report=("levels",),
 )
 def generalize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -142,7 +144,28 @@ def _search_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             problems.append(f"{spec['sensitive']!r} is a quasi-identifier, not a sensitive column")
         if spec.get("model") == "k_anonymity":
             problems += size_problems(spec["k"], ctx)
+        problems += _diversity_problems(spec, ctx)
     return problems + size_problems(params.get("k", 1), ctx)
+
+
+def _model_title(spec: Mapping[str, Any]) -> str:
+    title: str = MODEL_SCHEMAS.get(str(spec.get("model")), {}).get("title", str(spec.get("model")))
+    return title
+
+
+def _diversity_problems(spec: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    """Every l-diversity needs l different sensitive values in each class, so l above the
+    column's number of values (a missing value counted as one) can never be met."""
+    column, l_value = spec.get("sensitive"), spec.get("l")
+    if ctx.distinct is None or not isinstance(l_value, int | float) or column not in ctx.distinct:
+        return []
+    values = ctx.distinct[column] + (1 if column in ctx.has_missing else 0)
+    if l_value <= values:
+        return []
+    return [
+        f"{_model_title(spec)} asks for l = {l_value:g} different values of {column!r} in every class, "
+        f"but {column!r} has only {values} different value(s): lower l to at most {values}"
+    ]
 
 
 # nodes on the Pareto front of loss against risk kept in the internal report (never published)
@@ -203,6 +226,8 @@ SEARCH_REPORT = (
         **{"x-writes": "quasi_identifiers"},
     ),
     plan_check=_search_plan,
+    generalizes=lambda params, plan: list(plan.quasi_identifiers),
+    recodes=True,
     public_report=SEARCH_REPORT,
 )
 def optimal_generalization_step(
@@ -271,6 +296,7 @@ def _mondrian_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
         **{"x-writes": "quasi_identifiers"},
     ),
     plan_check=_mondrian_plan,
+    recodes=True,
     public_report=(
         "quasi_identifiers",
         "k",

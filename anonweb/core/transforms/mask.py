@@ -119,6 +119,7 @@ def _suppress_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         at_most_one=["values", "rare"],
         title="Suppress values",
     ),
+    recodes=True,
     public_report=(),
 )
 def suppress(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -162,6 +163,7 @@ def _check_tokenize(params: Mapping[str, Any]) -> None:
         required=["columns", "key"],
         title="Tokenize (keyed pseudonyms)",
     ),
+    recodes=True,
     public_report=("columns", "key_name", "length"),
 )
 def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -305,6 +307,7 @@ def _keep_last_digits(text: str, n: int, char: str) -> str:
         exactly_one=[["preset"], ["pattern", "replacement"]],
         title="Mask with a pattern",
     ),
+    recodes=True,
     public_report=("columns", "preset"),
 )
 def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:

@@ -174,6 +174,7 @@ def rank_swap_values(x: NDArray[Any], p: float, rng: np.random.Generator) -> NDA
         required=["columns", "p"],
         title="Rank swapping",
     ),
+    keeps_values=True,
     perturbs=True,
     public_report=NOISE_PUBLIC,
 )
@@ -310,6 +311,16 @@ def _pram_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     return ROW_WISE if "matrix" in params else UNBOUNDED
 
 
+def _pram_keeps_values(params: Mapping[str, Any]) -> bool:
+    """With ``p_keep`` a value moves to another of the column's categories; a matrix keeps the
+    column's values when every category it moves to has a row of its own."""
+    matrix = params.get("matrix")
+    if not isinstance(matrix, Mapping):
+        return True
+    targets = {str(t) for row in matrix.values() if isinstance(row, Mapping) for t in row}
+    return targets <= {str(k) for k in matrix}
+
+
 @register_step(
     "pram",
     validate=_check_pram,
@@ -329,6 +340,7 @@ def _pram_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         exactly_one=[["matrix"], ["p_keep"]],
         title="PRAM (post-randomisation)",
     ),
+    keeps_values=_pram_keeps_values,
     public_report=("column", "p_keep"),
 )
 def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -359,6 +371,7 @@ def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepO
         required=["columns"],
         title="Shuffle columns",
     ),
+    keeps_values=True,
     perturbs=True,
     public_report=("columns",),
 )
