@@ -157,7 +157,12 @@ def _diversity_problems(spec: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     """Every l-diversity needs l different sensitive values in each class, so l above the
     column's number of values (a missing value counted as one) can never be met."""
     column, l_value = spec.get("sensitive"), spec.get("l")
-    if ctx.distinct is None or not isinstance(l_value, int | float) or column not in ctx.distinct:
+    if (
+        ctx.distinct is None
+        or not isinstance(column, str)
+        or not isinstance(l_value, int | float)
+        or column not in ctx.distinct
+    ):
         return []
     values = ctx.distinct[column] + (1 if column in ctx.has_missing else 0)
     if l_value <= values:
