@@ -191,16 +191,24 @@ def obj(
     at_most_one: Sequence[str] = (),
     description: str = "",
     title: str = "",
+    labels: Mapping[str, str] | None = None,
     **extra: Any,
 ) -> Schema:
     """An object with declared properties and nothing else.
 
     ``exactly_one`` lists alternative groups of properties of which exactly one group must be
     given (``[["scale"], ["sd"]]``); ``at_most_one`` names properties that exclude each other.
+    ``labels`` gives each property the short name a form shows for it (its ``title``; the
+    ``description`` is the help text beside it).
     """
+    props = dict(properties)
+    for name, label in (labels or {}).items():
+        if name not in props:
+            raise ValueError(f"a label for the undeclared property {name!r}")
+        props[name] = {**props[name], "title": label}
     s: Schema = {
         "type": "object",
-        "properties": dict(properties),
+        "properties": props,
         "additionalProperties": False,
     }
     req = list(required)

@@ -193,6 +193,12 @@ RR_SCHEMA = sch.obj(
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon"],
+    labels={
+        "column": "Column",
+        "epsilon": "ε per column per record (local DP)",
+        "categories": "Public categories",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="Local DP: randomized response",
 )
 LAPLACE_SCHEMA = sch.obj(
@@ -207,6 +213,12 @@ LAPLACE_SCHEMA = sch.obj(
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon", "bounds"],
+    labels={
+        "column": "Column",
+        "epsilon": "ε per column per record (local DP)",
+        "bounds": "Public bounds [low, high]",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="Local DP: Laplace noise",
 )
 LOCAL_PUBLIC_REPORT = (

@@ -475,26 +475,45 @@ def unconfirmed(params: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
 
+def _for_kinds(schema: sch.Schema, *kinds: str) -> sch.Schema:
+    """A parameter that only these statistics take: forms show it for them alone (a count
+    takes no column, so its form offers none)."""
+    return {**schema, "x-when": {"kind": list(kinds)}}
+
+
 DP_RELEASE_SCHEMA = sch.obj(
     {
         "kind": sch.string("The statistic", enum=KINDS),
         "epsilon": EPSILON,
-        "columns": sch.one_of(
-            sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+        "columns": _for_kinds(
+            sch.one_of(
+                sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+            ),
+            *[k for k in KINDS if k != "count"],
         ),
-        "categories": sch.mapping(
-            sch.array(CATEGORY, min_items=1, max_items=1_000_000),
-            "Public categories per histogram column",
-            keys="reads",
+        "categories": _for_kinds(
+            sch.mapping(
+                sch.array(CATEGORY, min_items=1, max_items=1_000_000),
+                "Public categories per histogram column",
+                keys="reads",
+            ),
+            "histogram",
         ),
-        "delta": DELTA,
-        "bounds": BOUNDS,
-        "alphas": sch.one_of(
-            sch.number(minimum=0, maximum=1),
-            sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
-            description="Quantile levels",
+        "delta": _for_kinds(DELTA, "histogram"),
+        "bounds": _for_kinds(BOUNDS, "sum", "mean", "quantile", "range"),
+        "alphas": _for_kinds(
+            sch.one_of(
+                sch.number(minimum=0, maximum=1),
+                sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
+                description="Quantile levels",
+            ),
+            "quantile",
         ),
-        "bins": sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
+        "bins": _for_kinds(
+            sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
+            "quantile",
+            "range",
+        ),
         "identifier": sch.column("The column identifying a person (unit of privacy)"),
         "max_contributions": sch.integer(
             "Most rows kept per person", minimum=1, maximum=1_000_000, default=1
@@ -503,6 +522,20 @@ DP_RELEASE_SCHEMA = sch.obj(
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["kind", "epsilon"],
+    labels={
+        "kind": "Statistic",
+        "epsilon": "Total ε for this statistic",
+        "columns": "Column(s)",
+        "categories": "Public categories",
+        "delta": "δ (failure probability)",
+        "bounds": "Public bounds [low, high]",
+        "alphas": "Quantile levels",
+        "bins": "Bins",
+        "identifier": "Person column (unit of privacy)",
+        "max_contributions": "Most rows per person",
+        "count_missing": "Count missing values as a category",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="Differentially private statistic",
 )
 # A DP step's report holds the query's public parameters, its cost and accuracy: all computed

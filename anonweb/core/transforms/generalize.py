@@ -95,6 +95,9 @@ def _levels_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             )
         },
         required=["levels"],
+        labels={
+            "levels": "Hierarchy level per column",
+        },
         title="Generalize to fixed levels",
     ),
     plan_check=_levels_plan,
@@ -227,6 +230,16 @@ SEARCH_REPORT = (
                 "Stop after this many seconds", exclusive_minimum=0, maximum=86_400
             ),
         },
+        labels={
+            "k": "Smallest class size (k)",
+            "suppression": "Suppression limit (share of rows)",
+            "metric": "Information loss to minimise",
+            "aggregate": "Combine the columns' losses by",
+            "models": "Further privacy models",
+            "max_nodes": "Most lattice nodes to check",
+            "levels": "Fixed hierarchy levels (no search)",
+            "time_limit": "Time limit (seconds)",
+        },
         title="Optimal generalization (k-anonymity search)",
         **{"x-writes": "quasi_identifiers"},
     ),
@@ -297,6 +310,10 @@ def _mondrian_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             ),
         },
         required=["k"],
+        labels={
+            "k": "Smallest partition size (k)",
+            "columns": "Columns",
+        },
         title="Mondrian (multidimensional partitioning)",
         **{"x-writes": "quasi_identifiers"},
     ),

@@ -83,6 +83,11 @@ def _noise_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         },
         required=["columns"],
         exactly_one=[["scale"], ["sd"]],
+        labels={
+            "columns": "Columns",
+            "scale": "Noise, relative to the column's spread",
+            "sd": "Noise standard deviation (column units)",
+        },
         title="Add Gaussian noise",
     ),
     perturbs=True,
@@ -115,6 +120,10 @@ def _check_mult(params: Mapping[str, Any]) -> None:
             ),
         },
         required=["columns", "scale"],
+        labels={
+            "columns": "Columns",
+            "scale": "Noise factor spread",
+        },
         title="Multiplicative noise",
     ),
     perturbs=True,
@@ -172,6 +181,10 @@ def rank_swap_values(x: NDArray[Any], p: float, rng: np.random.Generator) -> NDA
             ),
         },
         required=["columns", "p"],
+        labels={
+            "columns": "Columns",
+            "p": "Swap distance (% of rows)",
+        },
         title="Rank swapping",
     ),
     keeps_values=True,
@@ -238,6 +251,10 @@ def _mdav_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             "k": sch.integer("Smallest group size", minimum=2, maximum=sch.MAX_K),
         },
         required=["columns", "k"],
+        labels={
+            "columns": "Columns",
+            "k": "Smallest group size",
+        },
         title="Microaggregation (MDAV)",
     ),
     plan_check=_mdav_plan,
@@ -338,6 +355,11 @@ def _pram_keeps_values(params: Mapping[str, Any]) -> bool:
         },
         required=["column"],
         exactly_one=[["matrix"], ["p_keep"]],
+        labels={
+            "column": "Column",
+            "matrix": "Transition probabilities",
+            "p_keep": "Probability of keeping a value",
+        },
         title="PRAM (post-randomisation)",
     ),
     keeps_values=_pram_keeps_values,
@@ -369,6 +391,9 @@ def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepO
     schema=sch.obj(
         {"columns": sch.columns("Columns whose values are permuted together across rows")},
         required=["columns"],
+        labels={
+            "columns": "Columns",
+        },
         title="Shuffle columns",
     ),
     keeps_values=True,
