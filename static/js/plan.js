@@ -51,6 +51,7 @@
   }
 
   function setAction(col, kind) {
+    open[col] = kind !== "keep";  // a chosen step shows its parameters
     plan.steps = (plan.steps || []).filter(function (s) {
       if (!COLUMN_KINDS[s.kind] || targets(s).indexOf(col) < 0) return true;
       if (Array.isArray(s.params.columns) && s.params.columns.length > 1) {
@@ -83,7 +84,10 @@
 
   function paramsForm(step, hide, onChange) {
     var schema = steps[step.kind].schema;
-    var form = SF.build(schema, step.params, {columns: availableAt(step), hide: hide});
+    var columns = availableAt(step);
+    // hierarchy levels are for the quasi-identifiers still present
+    var qis = columns.filter(function (c) { return (plan.quasi_identifiers || []).indexOf(c) >= 0; });
+    var form = SF.build(schema, step.params, {columns: columns, keyColumns: qis, hide: hide});
     form.el.addEventListener("input", function () { step.params = form.get(); onChange(); });
     form.el.addEventListener("change", function () { step.params = form.get(); onChange(); });
     return form;
@@ -156,6 +160,7 @@
       box.appendChild(form.el);
     }
     select.addEventListener("change", function () {
+      open[col] = true;
       if (select.value !== "stored") plan.hierarchies[col] = {builder: select.value};
       write();
       render();

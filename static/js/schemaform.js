@@ -2,7 +2,7 @@
 // models): one schema for the form and for the server's validation. A field's label is its
 // declared title (its name when it has none), with the schema's one-line description as help.
 // A field whose schema says "x-when": {"kind": ["sum", "mean"]} is shown (and sent) only while
-// its sibling "kind" holds one of those values. SchemaForm.build(schema, value, options) returns
+// its sibling "kind" holds one of those values; one marked "x-advanced" goes under "More options". SchemaForm.build(schema, value, options) returns
 // {el, get}; get() gives the value as typed, leaving out empty optional fields, so that the
 // server's check of the same schema can say what is wrong, field by field.
 (function () {
@@ -132,7 +132,7 @@
   function mapping(schema, value, opts, name) {
     var box = el("span", {"class": "sf-mapping"});
     var parts = [];
-    (opts.columns || []).forEach(function (c) {
+    (opts.keyColumns || opts.columns || []).forEach(function (c) {
       var label = el("label", {"class": "sf-check"}, c + " ");
       var part = build(schema.additionalProperties, value ? value[c] : undefined, opts, name + "." + c);
       label.appendChild(part.el);
@@ -338,7 +338,7 @@
     var parts = [];
     value = value || {};
     var required = schema.required || [];
-    var rows = {};
+    var rows = {}, more = null;
     Object.keys(schema.properties).forEach(function (prop) {
       if (opts.hide && opts.hide.indexOf(prop) >= 0) return;  // kept as it is, not shown
       var sub = schema.properties[prop];
@@ -353,7 +353,15 @@
       row.appendChild(label);
       row.appendChild(part.el);
       if (sub.description) row.appendChild(el("small", {"class": "sf-help"}, sub.description));
-      box.appendChild(row);
+      if (sub["x-advanced"]) {
+        if (!more) {
+          more = el("details", {"class": "sf-more"});
+          more.appendChild(el("summary", {}, "More options"));
+        }
+        more.appendChild(row);
+      } else {
+        box.appendChild(row);
+      }
       parts.push([prop, part]);
       rows[prop] = row;
     });
@@ -367,8 +375,9 @@
       });
     }
     function applyWhen() {
-      Object.keys(rows).forEach(function (prop) { rows[prop].hidden = !shown(prop); });
+      Object.keys(rows).forEach(function (prop) { rows[prop].style.display = shown(prop) ? "" : "none"; });
     }
+    if (more) box.appendChild(more);
     applyWhen();
     box.addEventListener("change", applyWhen);
     // keep what the form does not show (unknown keys), so that nothing typed is lost

@@ -176,6 +176,9 @@ def _diversity_problems(spec: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     ]
 
 
+# parameters a form keeps under "More options": the search works without them
+ADVANCED = {"x-advanced": True}
+
 # nodes on the Pareto front of loss against risk kept in the internal report (never published)
 ALTERNATIVES = 40
 SEARCH_REPORT = (
@@ -219,16 +222,19 @@ SEARCH_REPORT = (
             ),
             "max_nodes": sch.integer(
                 "Stop after checking this many lattice nodes", minimum=1, maximum=100_000_000
-            ),
+            )
+            | ADVANCED,
             "levels": sch.mapping(
                 sch.integer(minimum=0, maximum=100),
                 "Fixed levels (a node picked among the search's alternatives): no search",
                 keys="reads",
                 min_properties=1,
-            ),
+            )
+            | ADVANCED,
             "time_limit": sch.number(
                 "Stop after this many seconds", exclusive_minimum=0, maximum=86_400
-            ),
+            )
+            | ADVANCED,
         },
         labels={
             "k": "Smallest class size (k)",
