@@ -395,3 +395,21 @@ def test_the_sweep_removes_abandoned_incoming_files_and_failed_uploads(officer, 
         "datasets/" + str(dataset.storage_key),
         "incoming/tmpabandoned.upload",
     ]
+
+
+def test_long_sample_cells_are_cut_with_the_whole_value_on_hover(client, officer, team):
+    """Free text must not make each sample row tall: a cell shows its first 40 characters, and
+    its title holds the whole value."""
+    import pandas as pd
+
+    from anonweb.datasets.services import dataset_create
+
+    note = "patient reports mild pain since monday, follow-up advised in two weeks " * 4
+    table = pd.DataFrame({"id": [1, 2], "notes": [note.strip(), "short note"]})
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="notes")
+    client.force_login(officer)
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    sample = page.split("First rows")[1]
+    cut = note.strip()[:39] + "…"
+    assert f'title="{html.escape(note.strip())}">{html.escape(cut)}</td>' in sample
+    assert '<td class="clip">short note</td>' in sample
