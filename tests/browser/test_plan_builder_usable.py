@@ -168,7 +168,9 @@ def test_a_dp_suggestion_has_a_dp_title(page, live_server):
     officer = member(team, Role.PRIVACY_OFFICER, username="tara")
     ds = _dataset(officer, team)
     login(page, live_server.url, "tara")
-    page.goto(f"{live_server.url}/jobs/plan/{ds.pk}/?mode=dp_histogram&k=5&suppression=0.02&identifiers=drop")
+    page.goto(
+        f"{live_server.url}/jobs/plan/{ds.pk}/?mode=dp_histogram&k=5&suppression=0.02&identifiers=drop"
+    )
     page.wait_for_selector("[data-testid=dp-section]")
     assert page.locator("#id_title").input_value() == "Differentially private statistics"
 
