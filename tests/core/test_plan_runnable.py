@@ -187,3 +187,36 @@ def test_the_workers_coverage_message_writes_values_plainly():
         "19.5 (a number) (its values look like '18', '19')"
     )
     assert not PYTHON_WORDS.search(message)
+
+
+COUNT = {"kind": "dp_release", "params": {"kind": "count", "epsilon": 0.5}}
+SEX_HISTOGRAM = {
+    "kind": "dp_release",
+    "params": {
+        "kind": "histogram",
+        "epsilon": 0.5,
+        "columns": ["sex"],
+        "categories": {"sex": ["F", "M"]},
+    },
+}
+
+
+def test_a_step_after_a_dp_release_names_only_the_released_columns():
+    """Steps after a DP release post-process its table: a source column is gone (the worker
+    stopped with a bare KeyError), the released ones can be named."""
+    df = _table()
+    drop_name = {"kind": "drop", "params": {"columns": ["name"]}}
+    assert _refusals(_plan(COUNT, drop_name), df) == [
+        "step 2 (drop): 'columns[0]': column 'name' was removed by step 1 (dp_release), whose "
+        "released table (noisy_count) replaces the rows"
+    ]
+    assert _refusals(_plan(COUNT, SEARCH), df) == [
+        "step 2 (optimal_generalization): it generalizes 'zip', 'age', 'sex', but step 1 "
+        "(dp_release), whose released table (noisy_count) replaces the rows. A released DP "
+        "table needs no generalization: remove this step"
+    ]
+    keep_counts = {"kind": "drop", "params": {"columns": ["statistic"]}}
+    plan = _plan(SEX_HISTOGRAM, COUNT, keep_counts)
+    validate_plan(plan, list(df.columns))
+    out, _ = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
+    assert list(out.columns) == ["sex", "noisy_count"]

@@ -382,6 +382,21 @@ def _tree(q: DPQuery, d_in: int) -> Prepared:
     return prepared
 
 
+def released_columns(query: DPQuery) -> list[str]:
+    """The columns of the table :func:`release` returns for ``query`` (known without data)."""
+    if query.kind == "count":
+        return [COUNT_COLUMN]
+    if query.kind == "histogram":
+        return [*query.columns, COUNT_COLUMN]
+    if query.kind == "sum":
+        return ["column", "noisy_sum"]
+    if query.kind == "mean":
+        return ["column", "noisy_mean", "noisy_sum", "noisy_count"]
+    if query.kind == "quantile":
+        return ["alpha", "quantile"]
+    return ["bin_lo", "bin_hi", COUNT_COLUMN, "noisy_cumulative"]
+
+
 def _run(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     q, meas = prepared.query, prepared.measurement
     if q.kind == "count":
@@ -584,11 +599,15 @@ def _register() -> None:
         q = DPQuery.from_params(params)
         return list(q.columns) + ([q.identifier] if q.identifier else [])
 
+    def output_columns(params: Mapping[str, Any]) -> list[str]:
+        return released_columns(DPQuery.from_params(params))
+
     @register_step(
         "dp_release",
         validate=validate,
         privacy_cost=cost,
         columns=columns,
+        output_columns=output_columns,
         measurement=True,
         schema=DP_RELEASE_SCHEMA,
         output="aggregate",

@@ -321,6 +321,7 @@ def _register() -> None:
         validate=validate,
         privacy_cost=cost,
         columns=columns,
+        output_columns=lambda params: list(SyntheticSpec.from_params(params).columns),
         measurement=True,
         schema=SYNTHETIC_SCHEMA,
         output="synthetic",

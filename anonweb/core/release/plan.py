@@ -178,6 +178,7 @@ class StepSpec:
     keeps_values: bool | Callable[[Mapping[str, Any]], bool] = False
     generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None
     recodes: bool = False
+    output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None
 
     def values_kept(self, params: Mapping[str, Any]) -> bool:
         """Whether every value the step writes into a column is one the column already held
@@ -249,6 +250,7 @@ def register_step(
     keeps_values: bool | Callable[[Mapping[str, Any]], bool] = False,
     generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None,
     recodes: bool = False,
+    output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
 ) -> Callable[[StepFunc], StepFunc]:
     """Register ``func`` as the step ``kind``.
 
@@ -279,7 +281,9 @@ def register_step(
     hierarchies (which list the source's values, so no earlier step may change or remove them);
     ``keeps_values`` (or a function of the parameters) says that every value the step writes is
     one the column already held; ``recodes`` says that the columns it writes hold text labels
-    afterwards (intervals, ranges, tokens), so later numeric steps cannot read them.
+    afterwards (intervals, ranges, tokens), so later numeric steps cannot read them. A
+    measurement declares ``output_columns(params)``, the columns of the table it releases, which
+    the steps after it (post-processing) may name.
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
@@ -305,6 +309,7 @@ def register_step(
             keeps_values,
             generalizes,
             recodes,
+            output_columns,
         )
         return func
 
@@ -472,6 +477,8 @@ def validate_plan(
     changed: dict[str, str] = {}  # column -> the step that changed its values
     recoded: dict[str, str] = {}  # column -> the step after which it holds text labels
     rows_phase = True  # before any aggregate: the steps see the source's rows
+    source: list[str] | None = None  # what the DP measurements read (the table before them)
+    released: list[list[str]] | None = []  # the measurements' output columns, while known
     for i, step in enumerate(plan.steps, 1):
         where = f"step {i} ({step.kind})"
         try:
@@ -481,13 +488,27 @@ def validate_plan(
             available, rows_phase = None, False
             continue
         specs.append(spec)
+        if spec.measurement:
+            if rows_phase:
+                source = available
+            available = source  # several measurements in a row all read the same table
         problems = _step_problems(spec, step, ctx, available, removed, recoded)
-        if not problems and rows_phase and spec.generalizes is not None:
+        if not problems and spec.generalizes is not None:
             generalized = spec.generalizes(step.params, plan)
             problems = _generalized_problems(spec, generalized, removed, changed)
         errors += [f"{where}: {p}" for p in problems]
         if spec.output != "rows":
-            available, rows_phase = None, False  # the table after an aggregate is not the source's
+            # the table after a release is its output: the steps after it may name those columns
+            if released is not None and not problems and spec.output_columns is not None:
+                released.append(spec.output_columns(step.params))
+            else:
+                released = None
+            available = _released_columns(released)
+            if available is not None:
+                replaced = f"{where}, whose released table ({', '.join(available)}) {RELEASED}"
+                before = [*(source or ctx.columns or ()), *plan.quasi_identifiers, *removed]
+                removed.update({c: replaced for c in before if c not in available})
+            rows_phase = False
             continue
         if problems or not rows_phase:
             continue
@@ -516,6 +537,19 @@ def validate_plan(
     return specs
 
 
+RELEASED = "replaces the rows"
+
+
+def _released_columns(released: list[list[str]] | None) -> list[str] | None:
+    """The columns after one or more DP releases: one release's own, or all of them stacked
+    under a ``statistic`` column (see :func:`apply_plan`)."""
+    if not released:
+        return None
+    if len(released) == 1:
+        return list(released[0])
+    return [STATISTIC_COLUMN, *dict.fromkeys(c for cols in released for c in cols)]
+
+
 def _generalized_problems(
     spec: StepSpec,
     generalized: list[str],
@@ -528,7 +562,15 @@ def _generalized_problems(
     whole_qis = bool(spec.schema and spec.schema.get("x-writes") == "quasi_identifiers")
     stop = "take it out of the quasi-identifiers" if whole_qis else "stop generalizing it here"
     problems = []
+    released = [c for c in generalized if c in removed and removed[c].endswith(RELEASED)]
+    if released:
+        problems.append(
+            f"it generalizes {', '.join(map(repr, released))}, but {removed[released[0]]}. A "
+            "released DP table needs no generalization: remove this step"
+        )
     for c in generalized:
+        if c in released:
+            continue
         if c in removed:
             problems.append(
                 f"it generalizes {c!r}, but {removed[c]} removed that column before it. "
