@@ -98,9 +98,16 @@ def test_fields_are_labelled_in_words_and_dp_forms_fit_the_statistic(officer_pag
 
     # local DP: ε is per column and per record
     page.select_option("[data-testid=action-diagnosis]", "ldp_randomized_response")
-    page.locator("[data-testid=more-diagnosis] > summary").click()
     rr = page.locator("[data-testid=column-diagnosis]")
     assert _label(rr, "epsilon") == "ε per column per record (local DP) *"
+    rr.locator("input[name=epsilon]").fill("1")
+    rr.locator("input[name=categories]").fill("flu, asthma, diabetes, migraine")
+    page.locator("[data-testid=dp-step] button.link").click()  # no central DP statistic
+    page.locator("h1").click()
+    page.wait_for_selector("[data-testid=live-cost-total]", timeout=20_000)
+    assert "local DP: ε = 1 per record in total (1, one per randomized column)" in (
+        page.locator("[data-testid=live-cost-total]").inner_text()
+    )
 
 
 def test_the_check_as_typed_reports_an_impossible_k(officer_page):

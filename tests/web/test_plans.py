@@ -661,3 +661,33 @@ def test_a_suggestion_is_titled_by_its_kind(client, officer, dataset):
         "dp_histogram": "Differentially private statistics",
         "ldp": "Locally differentially private extract",
     }
+
+
+def test_local_dp_epsilon_is_said_per_record_in_total(client, officer, steward, dataset):
+    """Randomized response on two columns at ε = 1 each costs each record ε = 2: the preview
+    says that total and where it comes from."""
+    client.force_login(officer)
+    plan = {
+        "version": 1,
+        "steps": [
+            {"kind": "drop", "params": {"columns": ["name"]}},
+            {
+                "kind": "ldp_randomized_response",
+                "params": {"column": "sex", "epsilon": 1, "categories": ["F", "M"]},
+            },
+            {
+                "kind": "ldp_randomized_response",
+                "params": {
+                    "column": "disease",
+                    "epsilon": 1,
+                    "categories": ["flu", "gastritis", "cancer"],
+                },
+            },
+        ],
+    }
+    page = client.post(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"title": "t", "purpose": "p", "recipient": "r", "plan": json.dumps(plan), "preview": "1"},
+    ).content.decode()
+    said = "local DP: ε = 2 per record in total, the sum of each randomized column's ε per record"
+    assert said in html.unescape(page)
