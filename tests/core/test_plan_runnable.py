@@ -220,3 +220,27 @@ def test_a_step_after_a_dp_release_names_only_the_released_columns():
     validate_plan(plan, list(df.columns))
     out, _ = apply_plan(df, plan, rng=np.random.default_rng(0), measure_risk=False)
     assert list(out.columns) == ["sex", "noisy_count"]
+
+
+def test_fixed_levels_must_fit_the_quasi_identifiers_and_their_hierarchies():
+    df = _table()
+    levels = {"kind": "optimal_generalization", "params": {"levels": {"sex": 5, "name": 1}}}
+    assert _refusals(_plan(levels), df) == [
+        "step 1 (optimal_generalization): fixed levels name 'name', which the plan does not "
+        "list as quasi-identifiers: give levels for the quasi-identifiers only",
+        "step 1 (optimal_generalization): level 5 for 'sex' is out of range (its hierarchy has "
+        "levels 0..1)",
+    ]
+
+
+def test_microaggregating_a_column_with_missing_values_is_refused():
+    df = _table().assign(income=lambda t: t["age"] * 1000.0)
+    df.loc[4, "income"] = np.nan
+    step = {"kind": "microaggregation", "params": {"columns": ["income"], "k": 3}}
+    with pytest.raises(PlanError) as caught:
+        validate_plan(_plan(step), list(df.columns), has_missing=frozenset({"income"}))
+    assert caught.value.errors == [
+        "step 1 (microaggregation): 'income' has missing values, and microaggregation needs a "
+        "value in every row: leave it out of this step (noise and swapping leave missing values "
+        "as they are)"
+    ]

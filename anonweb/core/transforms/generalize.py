@@ -71,7 +71,12 @@ def _generalize_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
 
 def _levels_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     levels = params["levels"]
-    problems = hierarchy_problems(list(levels), ctx, what="generalize")
+    return hierarchy_problems(list(levels), ctx, what="generalize") + _level_ranges(levels, ctx)
+
+
+def _level_ranges(levels: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    """Levels above a hierarchy's top (known for tables: inline, or uploaded and resolved)."""
+    problems = []
     for col, level in levels.items():
         height = hierarchy_height(ctx.plan.hierarchies.get(col))
         if height is not None and level >= height:
@@ -148,6 +153,14 @@ def _search_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
         if spec.get("model") == "k_anonymity":
             problems += size_problems(spec["k"], ctx)
         problems += _diversity_problems(spec, ctx)
+    levels = params.get("levels") or {}
+    others = [c for c in levels if c not in qis]
+    if others:
+        problems.append(
+            f"fixed levels name {', '.join(map(repr, others))}, which the plan does not list as "
+            "quasi-identifiers: give levels for the quasi-identifiers only"
+        )
+    problems += _level_ranges({c: v for c, v in levels.items() if c in qis}, ctx)
     return problems + size_problems(params.get("k", 1), ctx)
 
 

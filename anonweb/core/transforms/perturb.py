@@ -238,7 +238,16 @@ def mdav_groups(x: NDArray[Any], k: int) -> NDArray[Any]:
 def _mdav_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     from anonweb.core.release.plan import size_problems
 
-    return size_problems(params["k"], ctx)
+    problems = size_problems(params["k"], ctx)
+    gaps = [c for c in params["columns"] if c in ctx.has_missing]
+    if gaps:
+        problems.append(
+            f"{', '.join(map(repr, gaps))} {'has' if len(gaps) == 1 else 'have'} missing values, "
+            "and microaggregation needs a value in every row: leave "
+            f"{'it' if len(gaps) == 1 else 'them'} out of this step (noise and swapping leave "
+            "missing values as they are)"
+        )
+    return problems
 
 
 @register_step(
