@@ -65,11 +65,39 @@
       if (kind === "tokenize") params.key = "release-key";
       var step = {kind: kind, params: params};
       var search = plan.steps.findIndex(function (s) { return s.kind === "optimal_generalization" || s.kind === "dp_release"; });
-      var before = COLUMN_KINDS[kind] && ACTIONS.sensitive.indexOf(kind) < 0 ? search : -1;
+      // a sensitive column's step comes after the search (whose models may read it), the
+      // others before it
+      var before = tagOf(col) !== "sensitive" ? search : -1;
       if (before >= 0) plan.steps.splice(before, 0, step); else plan.steps.push(step);
     }
+    if (tagOf(col) === "quasi_identifier") generalized(col, kind === "keep");
     write();
     render();
+  }
+
+  function tagOf(col) {
+    var hit = data.columns.filter(function (c) { return c.name === col; })[0];
+    return hit ? hit.tag : "other";
+  }
+
+  // A quasi-identifier is either generalized by the search, with its hierarchy, or changed by
+  // a step of its own: a hierarchy lists the source's values, so not both. Its tag still counts
+  // it in the risk after; its hierarchy is kept aside in case it goes back to the search.
+  var asideHierarchies = {};
+  function generalized(col, yes) {
+    var qis = plan.quasi_identifiers = plan.quasi_identifiers || [];
+    plan.hierarchies = plan.hierarchies || {};
+    var at = qis.indexOf(col);
+    if (!yes && at >= 0) {
+      qis.splice(at, 1);
+      if (plan.hierarchies[col]) asideHierarchies[col] = plan.hierarchies[col];
+      delete plan.hierarchies[col];
+    } else if (yes && at < 0) {
+      var order = data.columns.map(function (c) { return c.name; });
+      qis.push(col);
+      qis.sort(function (a, b) { return order.indexOf(a) - order.indexOf(b); });
+      if (asideHierarchies[col] && !plan.hierarchies[col]) plan.hierarchies[col] = asideHierarchies[col];
+    }
   }
 
   // the columns a step can still name: the table's, less those an earlier step dropped
@@ -122,7 +150,10 @@
         words.push("parameters");
       }
     }
-    if (c.tag === "quasi_identifier") { more.appendChild(hierarchyForm(c.name)); words.push("hierarchy"); }
+    if (c.tag === "quasi_identifier" && (plan.quasi_identifiers || []).indexOf(c.name) >= 0) {
+      more.appendChild(hierarchyForm(c.name));
+      words.push("hierarchy");
+    }
     if (words.length) {
       more.insertBefore(el("summary", {}, words.join(" and ")), more.firstChild);
       if (open[c.name]) more.open = true;

@@ -104,7 +104,11 @@ def test_fields_are_labelled_in_words_and_dp_forms_fit_the_statistic(officer_pag
     rr.locator("input[name=categories]").fill("flu, asthma, diabetes, migraine")
     page.locator("[data-testid=dp-step] button.link").click()  # no central DP statistic
     page.locator("h1").click()
-    page.wait_for_selector("[data-testid=live-cost-total]", timeout=20_000)
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=live-cost-total]') || {}).innerText"
+        "?.includes('per record')",
+        timeout=20_000,
+    )
     assert "local DP: ε = 1 per record in total (1, one per randomized column)" in (
         page.locator("[data-testid=live-cost-total]").inner_text()
     )
@@ -196,3 +200,34 @@ def test_the_plan_and_dataset_pages_can_be_scanned(officer_page, live_server, ca
     assert len(cell.get_attribute("title")) > 200  # the whole note on hover
     assert plan_height < 2500
     assert dataset_height < 3500
+
+
+def _wait_checked(page, state):
+    page.locator("h1").click()
+    page.wait_for_function(
+        f"() => document.getElementById('plan-builder').dataset.checked === '{state}'",
+        timeout=20_000,
+    )
+
+
+def test_a_perturbed_quasi_identifier_leaves_the_search_and_comes_back(officer_page):
+    """Microaggregation or generalization of a quasi-identifier, not both: the builder makes a
+    plan that runs either way (the search once failed on the means it could not generalize)."""
+    page, _ = officer_page
+    hierarchy = _plan(page)["hierarchies"]["age"]
+    page.select_option("[data-testid=action-age]", "microaggregation")
+    page.locator("[data-testid=column-age] input[name=k]").fill("3")
+    _wait_checked(page, "valid")
+    plan = _plan(page)
+    assert plan["quasi_identifiers"] == ["zip", "sex"] and "age" not in plan["hierarchies"]
+    assert [s["kind"] for s in plan["steps"]] == [
+        "drop",
+        "microaggregation",
+        "optimal_generalization",
+    ]
+    assert page.locator("[data-testid=hierarchy-age]").count() == 0
+    page.select_option("[data-testid=action-age]", "keep")
+    _wait_checked(page, "valid")
+    plan = _plan(page)
+    assert plan["quasi_identifiers"] == ["zip", "age", "sex"]
+    assert plan["hierarchies"]["age"] == hierarchy
