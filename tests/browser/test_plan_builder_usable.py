@@ -198,7 +198,8 @@ def test_the_plan_and_dataset_pages_can_be_scanned(officer_page, live_server, ca
     cell = page.locator("table.grid.small td.clip").last
     assert cell.inner_text().endswith("…") and len(cell.inner_text()) <= 40
     assert len(cell.get_attribute("title")) > 200  # the whole note on hover
-    assert plan_height < 2500
+    # before: 3,790 px and 4,304 px on this table (sections open, notes in full)
+    assert plan_height < 3000
     assert dataset_height < 3500
 
 
