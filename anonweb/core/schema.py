@@ -191,16 +191,24 @@ def obj(
     at_most_one: Sequence[str] = (),
     description: str = "",
     title: str = "",
+    labels: Mapping[str, str] | None = None,
     **extra: Any,
 ) -> Schema:
     """An object with declared properties and nothing else.
 
     ``exactly_one`` lists alternative groups of properties of which exactly one group must be
     given (``[["scale"], ["sd"]]``); ``at_most_one`` names properties that exclude each other.
+    ``labels`` gives each property the short name a form shows for it (its ``title``; the
+    ``description`` is the help text beside it).
     """
+    props = dict(properties)
+    for name, label in (labels or {}).items():
+        if name not in props:
+            raise ValueError(f"a label for the undeclared property {name!r}")
+        props[name] = {**props[name], "title": label}
     s: Schema = {
         "type": "object",
-        "properties": dict(properties),
+        "properties": props,
         "additionalProperties": False,
     }
     req = list(required)
@@ -244,6 +252,7 @@ class Context:
     types: Mapping[str, str] | None = None  # column -> "numeric" | "text"
     removed: Mapping[str, str] | None = None  # column -> what removed it
     errors: list[str] = field(default_factory=list)
+    retyped: Mapping[str, str] | None = None  # column -> what turned it into text labels
 
 
 def check(
@@ -254,12 +263,14 @@ def check(
     columns: Sequence[str] | None = None,
     types: Mapping[str, str] | None = None,
     removed: Mapping[str, str] | None = None,
+    retyped: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Every problem of ``value`` against ``schema``, as readable sentences (empty when fine).
 
     With ``columns``, every column the value names must be one of them (``removed`` says why a
-    known column is no longer there); with ``types``, numeric columns must be numeric."""
-    ctx = Context(columns=columns, types=types, removed=removed)
+    known column is no longer there); with ``types``, numeric columns must be numeric
+    (``retyped`` says which step turned a column into text labels)."""
+    ctx = Context(columns=columns, types=types, removed=removed, retyped=retyped)
     _check(schema, value, name, ctx)
     return ctx.errors
 
@@ -365,7 +376,7 @@ def _check(schema: Schema, value: Any, path: str, ctx: Context) -> None:
     before = len(ctx.errors)
     if "anyOf" in schema:
         for alt in schema["anyOf"]:
-            trial = Context(ctx.columns, ctx.types, ctx.removed)
+            trial = Context(ctx.columns, ctx.types, ctx.removed, retyped=ctx.retyped)
             _check(alt, value, path, trial)
             if not trial.errors:
                 return
@@ -510,6 +521,7 @@ def _check_variant(schema: Schema, value: Mapping[str, Any], path: str, ctx: Con
 
 def _check_column(schema: Schema, name: str, path: str, ctx: Context) -> None:
     if ctx.columns is None:
+        _check_numeric(schema, name, path, ctx)
         return
     if name not in ctx.columns and ctx.removed and name in ctx.removed:
         ctx.errors.append(f"{_label(path)}: column {name!r} was removed by {ctx.removed[name]}")
@@ -519,10 +531,22 @@ def _check_column(schema: Schema, name: str, path: str, ctx: Context) -> None:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         ctx.errors.append(f"{_label(path)}: unknown column {name!r}{hint}")
         return
-    if schema.get("x-column-type") == "numeric" and ctx.types is not None:
-        kind = ctx.types.get(name)
-        if kind is not None and kind != "numeric":
-            ctx.errors.append(f"{_label(path)}: column {name!r} is not numeric")
+    _check_numeric(schema, name, path, ctx)
+
+
+def _check_numeric(schema: Schema, name: str, path: str, ctx: Context) -> None:
+    if schema.get("x-column-type") != "numeric" or ctx.types is None:
+        return
+    kind = ctx.types.get(name)
+    if kind is None or kind == "numeric":
+        return
+    if ctx.retyped and name in ctx.retyped:
+        ctx.errors.append(
+            f"{_label(path)}: column {name!r} holds text labels after {ctx.retyped[name]}, "
+            "not numbers: put this step before that one, or leave the column out of it"
+        )
+    else:
+        ctx.errors.append(f"{_label(path)}: column {name!r} is not numeric")
 
 
 def _join(path: str, key: str) -> str:

@@ -102,8 +102,16 @@ class SuggestForm(forms.Form):
         unit.initial = default_unit(dataset) or EACH_ROW
 
 
+# A plan's title until the officer writes one, by the kind of release suggested.
+TITLES = {
+    "k_anonymity": "k-anonymous extract",
+    "dp_histogram": "Differentially private statistics",
+    "ldp": "Locally differentially private extract",
+}
+
+
 class PlanForm(forms.Form):
-    title = forms.CharField(max_length=200, initial="k-anonymous extract")
+    title = forms.CharField(max_length=200, initial=TITLES["k_anonymity"])
     purpose = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -204,7 +212,11 @@ def plan_page(request, *, dataset_id: int):
             plan = picked
         current = plan
         form = PlanForm(
-            initial={"plan": json.dumps(plan, indent=2, ensure_ascii=False)}, dataset=dataset
+            initial={
+                "plan": json.dumps(plan, indent=2, ensure_ascii=False),
+                "title": TITLES.get(options.get("mode") or "k_anonymity", TITLES["k_anonymity"]),
+            },
+            dataset=dataset,
         )
 
     return render(

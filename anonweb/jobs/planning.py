@@ -296,6 +296,8 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
         types={c["name"]: c.get("dtype", "text") for c in dataset.columns},
         rows=dataset.rows,
         files=False,
+        distinct={c["name"]: c["distinct"] for c in dataset.columns if "distinct" in c},
+        has_missing=frozenset(c["name"] for c in dataset.columns if c.get("missing")),
     )
     return parsed
 

@@ -13,10 +13,13 @@
   var costBox = document.querySelector("[data-testid=live-cost]");
   var findingsBox = document.querySelector("[data-testid=live-findings]");
   var plan = null, pending = null, seq = 0;
+  var open = {};  // which columns' parameters are unfolded, kept across redraws
+  var titleInput = document.getElementById("id_title");
+  var TITLES = {dp: "Differentially private statistics", k: "k-anonymous extract"};
   var ACTIONS = {
     identifier: ["drop", "tokenize", "substitute", "regex_mask"],
     quasi_identifier: ["microaggregation", "add_noise", "rank_swap", "pram"],
-    sensitive: ["pram", "ldp_randomized_response", "ldp_laplace"],
+    sensitive: ["drop", "pram", "ldp_randomized_response", "ldp_laplace"],
     other: ["drop"]
   };
   var ACTION_WORDS = {
@@ -55,6 +58,7 @@
   }
 
   function setAction(col, kind) {
+    open[col] = kind !== "keep";  // a chosen step shows its parameters
     plan.steps = (plan.steps || []).filter(function (s) {
       if (!COLUMN_KINDS[s.kind] || targets(s).indexOf(col) < 0) return true;
       if (Array.isArray(s.params.columns) && s.params.columns.length > 1) {
@@ -68,16 +72,57 @@
       if (kind === "tokenize") params.key = "release-key";
       var step = {kind: kind, params: params};
       var search = plan.steps.findIndex(function (s) { return s.kind === "optimal_generalization" || s.kind === "dp_release"; });
-      var before = COLUMN_KINDS[kind] && ACTIONS.sensitive.indexOf(kind) < 0 ? search : -1;
+      // a sensitive column's step comes after the search (whose models may read it), the
+      // others before it
+      var before = tagOf(col) !== "sensitive" ? search : -1;
       if (before >= 0) plan.steps.splice(before, 0, step); else plan.steps.push(step);
     }
+    if (tagOf(col) === "quasi_identifier") generalized(col, kind === "keep");
     write();
     render();
   }
 
+  function tagOf(col) {
+    var hit = data.columns.filter(function (c) { return c.name === col; })[0];
+    return hit ? hit.tag : "other";
+  }
+
+  // A quasi-identifier is either generalized by the search, with its hierarchy, or changed by
+  // a step of its own: a hierarchy lists the source's values, so not both. Its tag still counts
+  // it in the risk after; its hierarchy is kept aside in case it goes back to the search.
+  var asideHierarchies = {};
+  function generalized(col, yes) {
+    var qis = plan.quasi_identifiers = plan.quasi_identifiers || [];
+    plan.hierarchies = plan.hierarchies || {};
+    var at = qis.indexOf(col);
+    if (!yes && at >= 0) {
+      qis.splice(at, 1);
+      if (plan.hierarchies[col]) asideHierarchies[col] = plan.hierarchies[col];
+      delete plan.hierarchies[col];
+    } else if (yes && at < 0) {
+      var order = data.columns.map(function (c) { return c.name; });
+      qis.push(col);
+      qis.sort(function (a, b) { return order.indexOf(a) - order.indexOf(b); });
+      if (asideHierarchies[col] && !plan.hierarchies[col]) plan.hierarchies[col] = asideHierarchies[col];
+    }
+  }
+
+  // the columns a step can still name: the table's, less those an earlier step dropped
+  function availableAt(step) {
+    var gone = {};
+    var at = plan.steps.indexOf(step);
+    plan.steps.slice(0, at < 0 ? plan.steps.length : at).forEach(function (s) {
+      if (s.kind === "drop") targets(s).forEach(function (c) { gone[c] = true; });
+    });
+    return data.columns.map(function (c) { return c.name; }).filter(function (c) { return !gone[c]; });
+  }
+
   function paramsForm(step, hide, onChange) {
     var schema = steps[step.kind].schema;
-    var form = SF.build(schema, step.params, {columns: data.columns.map(function (c) { return c.name; }), hide: hide});
+    var columns = availableAt(step);
+    // hierarchy levels are for the quasi-identifiers still present
+    var qis = columns.filter(function (c) { return (plan.quasi_identifiers || []).indexOf(c) >= 0; });
+    var form = SF.build(schema, step.params, {columns: columns, keyColumns: qis, hide: hide});
     form.el.addEventListener("input", function () { step.params = form.get(); onChange(); });
     form.el.addEventListener("change", function () { step.params = form.get(); onChange(); });
     return form;
@@ -100,13 +145,28 @@
     select.addEventListener("change", function () { setAction(c.name, select.value); });
     head.appendChild(select);
     row.appendChild(head);
+    // the parameters fold away under the column's line, so the page can be scanned
+    var more = el("details", {"class": "pb-more", "data-testid": "more-" + c.name});
+    var words = [];
     if (step) {
       var shared = targets(step).filter(function (x) { return x !== c.name; });
-      if (shared.length) row.appendChild(el("p", {"class": "meta"}, "One step with: " + shared.join(", ")));
+      if (shared.length) more.appendChild(el("p", {"class": "meta"}, "One step with: " + shared.join(", ")));
       var hide = usesColumnList(step.kind) ? ["columns"] : ["column"];
-      row.appendChild(paramsForm(step, hide, write).el);
+      if (Object.keys(steps[step.kind].schema.properties).some(function (p) { return hide.indexOf(p) < 0; })) {
+        more.appendChild(paramsForm(step, hide, write).el);
+        words.push("parameters");
+      }
     }
-    if (c.tag === "quasi_identifier") row.appendChild(hierarchyForm(c.name));
+    if (c.tag === "quasi_identifier" && (plan.quasi_identifiers || []).indexOf(c.name) >= 0) {
+      more.appendChild(hierarchyForm(c.name));
+      words.push("hierarchy");
+    }
+    if (words.length) {
+      more.insertBefore(el("summary", {}, words.join(" and ")), more.firstChild);
+      if (open[c.name]) more.open = true;
+      more.addEventListener("toggle", function () { open[c.name] = more.open; });
+      row.appendChild(more);
+    }
     return row;
   }
 
@@ -138,10 +198,49 @@
       box.appendChild(form.el);
     }
     select.addEventListener("change", function () {
+      open[col] = true;
       if (select.value !== "stored") plan.hierarchies[col] = {builder: select.value};
       write();
       render();
     });
+    return box;
+  }
+
+  function describeStep(step) {
+    var cols = targets(step);
+    var title = (steps[step.kind] && steps[step.kind].schema.title) || step.kind;
+    if (step.kind === "dp_release") title += ": " + (step.params.kind || "?");
+    return title + (cols.length ? " (" + cols.join(", ") + ")" : "");
+  }
+
+  // the steps in the order they run, each movable up or down (buttons: keyboard reachable)
+  function orderSection() {
+    var box = el("details", {"class": "pb-section", "data-testid": "step-order"});
+    box.open = open["(order)"] !== false;
+    box.addEventListener("toggle", function () { open["(order)"] = box.open; });
+    box.appendChild(el("summary", {}, "Steps, in the order they run (" + plan.steps.length + ")"));
+    var list = el("ol", {"class": "pb-order"});
+    plan.steps.forEach(function (step, i) {
+      var item = el("li", {"data-testid": "order-step-" + (i + 1), "data-kind": step.kind});
+      item.appendChild(el("span", {}, describeStep(step) + " "));
+      [["up", -1, "↑"], ["down", 1, "↓"]].forEach(function (m) {
+        var j = i + m[1];
+        var btn = el("button", {type: "button", "class": "link", "data-testid": "step-" + m[0] + "-" + (i + 1),
+          "aria-label": "Move step " + (i + 1) + " (" + describeStep(step) + ") " + m[0]}, m[2]);
+        btn.disabled = j < 0 || j >= plan.steps.length;
+        btn.addEventListener("click", function () {
+          plan.steps.splice(i, 1);
+          plan.steps.splice(j, 0, step);
+          write();
+          render();
+          var again = document.querySelector("[data-testid=step-" + m[0] + "-" + (j + 1) + "]");
+          if (again && !again.disabled) again.focus();
+        });
+        item.appendChild(btn);
+      });
+      list.appendChild(item);
+    });
+    box.appendChild(list);
     return box;
   }
 
@@ -210,6 +309,11 @@
       !plan.steps.some(function (s) { return s.kind === "optimal_generalization"; });
     document.querySelector("[data-testid=builder-title]").textContent =
       dp ? "Differentially private release: statistics, ε and δ" : "k-anonymous release: columns, hierarchies and the search";
+    // a title the officer has not written follows the kind of release
+    if (titleInput && (titleInput.value === TITLES.dp || titleInput.value === TITLES.k || !titleInput.value)) {
+      titleInput.value = dp ? TITLES.dp : TITLES.k;
+    }
+    root.appendChild(orderSection());
     root.appendChild(el("h3", {}, "Columns"));
     data.columns.forEach(function (c) { root.appendChild(columnRow(c)); });
     if (!dp) {
@@ -241,8 +345,10 @@
       return;
     }
     var t = answer.privacy.total;
+    var local = answer.privacy.steps.filter(function (s) { return s.cost && s.cost.local_epsilon; });
     var text = "This plan spends ε = " + t.epsilon.toFixed(4) + (t.delta ? ", δ = " + probability(t.delta) : "") +
-      (t.local_epsilon ? "; local ε = " + t.local_epsilon.toFixed(4) + " per record" : "") + ".";
+      (t.local_epsilon ? "; local DP: ε = " + Number(t.local_epsilon.toFixed(4)) + " per record in total (" +
+        local.map(function (s) { return Number(s.cost.local_epsilon.toFixed(4)); }).join(" + ") + ", one per randomized column)" : "") + ".";
     costBox.appendChild(el("p", {"data-testid": "live-cost-total"}, text));
     var budget = answer.budget || {};
     if (budget.problem) {

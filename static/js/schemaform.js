@@ -1,6 +1,8 @@
 // Forms built from the JSON Schemas the core declares (step kinds, hierarchy builders, privacy
 // models): one schema for the form and for the server's validation. A field's label is its
-// name and the schema's one-line description. SchemaForm.build(schema, value, options) returns
+// declared title (its name when it has none), with the schema's one-line description as help.
+// A field whose schema says "x-when": {"kind": ["sum", "mean"]} is shown (and sent) only while
+// its sibling "kind" holds one of those values; one marked "x-advanced" goes under "More options". SchemaForm.build(schema, value, options) returns
 // {el, get}; get() gives the value as typed, leaving out empty optional fields, so that the
 // server's check of the same schema can say what is wrong, field by field.
 (function () {
@@ -31,6 +33,8 @@
     if (t === "integer" || t === "number" || t === "string" || t === "boolean") return t;
     return "json";
   }
+
+  var uid = 0;
 
   function has(v) { return v !== undefined && v !== null && v !== ""; }
 
@@ -128,7 +132,7 @@
   function mapping(schema, value, opts, name) {
     var box = el("span", {"class": "sf-mapping"});
     var parts = [];
-    (opts.columns || []).forEach(function (c) {
+    (opts.keyColumns || opts.columns || []).forEach(function (c) {
       var label = el("label", {"class": "sf-check"}, c + " ");
       var part = build(schema.additionalProperties, value ? value[c] : undefined, opts, name + "." + c);
       label.appendChild(part.el);
@@ -334,18 +338,48 @@
     var parts = [];
     value = value || {};
     var required = schema.required || [];
+    var rows = {}, more = null;
     Object.keys(schema.properties).forEach(function (prop) {
       if (opts.hide && opts.hide.indexOf(prop) >= 0) return;  // kept as it is, not shown
       var sub = schema.properties[prop];
       var row = el("div", {"class": "sf-field", "data-field": prop});
-      var label = el("label", {}, prop + (required.indexOf(prop) >= 0 ? " *" : ""));
+      var label = el("label", {title: prop}, (sub.title || prop) + (required.indexOf(prop) >= 0 ? " *" : ""));
       var part = build(sub, value[prop], opts, name ? name + "." + prop : prop);
+      var field = part.el.matches && part.el.matches("input, select, textarea") ? part.el : null;
+      if (field) {
+        field.id = field.id || "sf-" + (++uid);
+        label.setAttribute("for", field.id);
+      }
       row.appendChild(label);
       row.appendChild(part.el);
       if (sub.description) row.appendChild(el("small", {"class": "sf-help"}, sub.description));
-      box.appendChild(row);
+      if (sub["x-advanced"]) {
+        if (!more) {
+          more = el("details", {"class": "sf-more"});
+          more.appendChild(el("summary", {}, "More options"));
+        }
+        more.appendChild(row);
+      } else {
+        box.appendChild(row);
+      }
       parts.push([prop, part]);
+      rows[prop] = row;
     });
+    function shown(prop) {
+      var when = schema.properties[prop]["x-when"];
+      if (!when) return true;
+      return Object.keys(when).every(function (other) {
+        var hit = parts.filter(function (p) { return p[0] === other; })[0];
+        var current = hit ? hit[1].get() : value[other];
+        return when[other].indexOf(current) >= 0;
+      });
+    }
+    function applyWhen() {
+      Object.keys(rows).forEach(function (prop) { rows[prop].style.display = shown(prop) ? "" : "none"; });
+    }
+    if (more) box.appendChild(more);
+    applyWhen();
+    box.addEventListener("change", applyWhen);
     // keep what the form does not show (unknown keys), so that nothing typed is lost
     var extra = {};
     Object.keys(value).forEach(function (k) {
@@ -354,7 +388,10 @@
     return {el: box, get: function () {
       var out = {};
       Object.keys(extra).forEach(function (k) { out[k] = extra[k]; });
-      parts.forEach(function (p) { var v = p[1].get(); if (v !== undefined) out[p[0]] = v; });
+      parts.forEach(function (p) {
+        var v = p[1].get();
+        if (v !== undefined && shown(p[0])) out[p[0]] = v;
+      });
       return out;
     }};
   }

@@ -95,7 +95,8 @@ def test_k_anonymity_plan_from_the_forms(
     # the identifier: tokenized instead of dropped
     page.select_option("[data-testid=action-name]", "tokenize")
     assert [s["kind"] for s in _plan_text(page)["steps"]][0] == "tokenize"
-    # age: intervals of 10 years, top-coded at 60
+    # age: intervals of 10 years, top-coded at 60 (its hierarchy folds under the column)
+    page.click("[data-testid=more-age] > summary")
     page.select_option("[data-testid=hierarchy-kind-age]", "interval")
     age = page.locator("[data-testid=hierarchy-age]")
     age.locator("input[name=width]").fill("10")

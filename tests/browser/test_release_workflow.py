@@ -92,9 +92,10 @@ def test_upload_tag_assess_anonymize_approve_download(
     steward.wait_for_selector("text=Release policy of Registry saved")
 
     officer.click("[data-testid=anonymize]")
+    officer.click("[data-testid=suggest] > summary")  # the suggestion form is folded
     officer.select_option("#id_identifiers", "drop")
     officer.fill("#id_k", "5")
-    officer.click("text=Suggest")
+    officer.click("button:text-is('Suggest')")
     officer.fill("#id_purpose", "Registry statistics 2026")
     officer.fill("#id_recipient", "Health ministry")
     officer.click("[data-testid=launch-plan]")

@@ -145,7 +145,7 @@ def test_hierarchy_missing_values_and_unknown_step(tmp_path):
         "--out",
         str(tmp_path / "o.csv"),
     )
-    assert p.returncode == 2 and "does not cover" in p.stderr and "'27'" in p.stderr
+    assert p.returncode == 2 and "does not cover" in p.stderr and "27 (a number)" in p.stderr
     (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"kind": "teleport"}]}))
     p = run(
         str(FIX / "test2.csv"),

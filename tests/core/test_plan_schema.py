@@ -386,3 +386,39 @@ def test_each_privacy_model_declares_exactly_its_fields():
     assert set(MODEL_SCHEMAS) == set(MODEL_KINDS)
     for name, (_cls, fields) in MODEL_KINDS.items():
         assert set(MODEL_SCHEMAS[name]["properties"]) == set(fields), name
+
+
+def _parameters(schema, path):
+    """(path, schema) of every declared parameter, privacy-model variants and list items too."""
+    for name, sub in (schema.get("properties") or {}).items():
+        yield f"{path}.{name}", sub
+        yield from _parameters(sub, f"{path}.{name}")
+    if schema.get("x-discriminator"):
+        for alt in schema["oneOf"]:
+            yield from _parameters(alt, path)
+    if isinstance(schema.get("items"), dict):
+        yield from _parameters(schema["items"], f"{path}[]")
+
+
+def test_every_parameter_has_a_label_in_words():
+    """Forms show a parameter's label, never its name (``max_nodes``): each one declares it
+    beside its schema."""
+    from anonweb.core.release.plan import step_schemas
+
+    exported = step_schemas()
+    schemas = {f"step {k}": v["schema"] for k, v in exported["steps"].items()}
+    schemas.update({f"builder {k}": v for k, v in exported["hierarchy_builders"].items()})
+    unlabelled = [
+        path
+        for where, schema in schemas.items()
+        for path, sub in _parameters(schema, where)
+        if not path.endswith(".model") and not sub.get("title")
+    ]
+    assert unlabelled == []
+    search = exported["steps"]["optimal_generalization"]["schema"]["properties"]
+    assert search["max_nodes"]["title"] == "Most lattice nodes to check"
+    dp = exported["steps"]["dp_release"]["schema"]["properties"]
+    assert dp["epsilon"]["title"] == "Total ε for this statistic"
+    local = exported["steps"]["ldp_randomized_response"]["schema"]["properties"]
+    assert local["epsilon"]["title"] == "ε per column per record (local DP)"
+    assert "count" not in dp["columns"]["x-when"]["kind"]  # a count takes no column

@@ -548,3 +548,21 @@ def test_decimal_commas_are_flagged_and_read_as_numbers_when_asked(client, offic
     assert "Columns &#x27;income&#x27;, &#x27;height&#x27; hold numbers written" in page
     assert {c["name"]: c["type"] for c in numbers.columns}["income"] == "float"
     assert client.get(f"/api/v1/datasets/{numbers.pk}/").json()["warnings"] == []
+
+
+def test_long_sample_cells_are_cut_with_the_whole_value_on_hover(client, officer, team):
+    """Free text must not make each sample row tall: a cell shows its first 40 characters, and
+    its title holds the whole value."""
+    import pandas as pd
+
+    from anonweb.datasets.services import dataset_create
+
+    note = "patient reports mild pain since monday, follow-up advised in two weeks " * 4
+    table = pd.DataFrame({"id": [1, 2], "notes": [note.strip(), "short note"]})
+    ds = dataset_create(user=officer, team=team, upload=csv_upload(table), name="notes")
+    client.force_login(officer)
+    page = client.get(reverse("datasets:detail", args=[ds.pk])).content.decode()
+    sample = page.split("First rows")[1]
+    cut = note.strip()[:39] + "…"
+    assert f'title="{html.escape(note.strip())}">{html.escape(cut)}</td>' in sample
+    assert '<td class="clip">short note</td>' in sample

@@ -133,3 +133,41 @@ def test_the_check_says_whether_the_cost_fits_the_budget(client, officer, stewar
     budget_set(user=steward, dataset=dataset, epsilon=0.25)
     short = check()["budget"]
     assert "only ε = 0.25 of the budget" in short["problem"]
+
+
+def test_a_plan_the_worker_could_not_run_is_refused_alike_everywhere(client, officer, dataset):
+    """Microaggregating a quasi-identifier that the search generalizes: the live check, the page
+    and the API give the same reason, once, before any job exists."""
+    from anonweb.jobs.models import Job
+
+    client.force_login(officer)
+    steps = [
+        {"kind": "drop", "params": {"columns": ["name"]}},
+        {"kind": "microaggregation", "params": {"columns": ["age"], "k": 2}},
+        SEARCH,
+    ]
+    reason = (
+        "step 3 (optimal_generalization): it generalizes 'age' with its hierarchy, which lists "
+        "the source's values, but step 2 (microaggregation) changes those values first"
+    )
+    live = _check(client, dataset, steps)["errors"]
+    assert len(live) == 1 and live[0].startswith(reason)
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["zip", "age", "sex"],
+        "hierarchies": HIERARCHIES,
+        "steps": steps,
+    }
+    page = client.post(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"title": "t", "purpose": "p", "recipient": "r", "plan": json.dumps(plan)},
+    )
+    assert page.status_code == 400
+    assert page.context["form"].errors["plan"] == live
+    api = client.post(
+        f"/api/v1/datasets/{dataset.pk}/releases/",
+        {"title": "t", "purpose": "p", "recipient": "r", "plan": plan},
+        content_type="application/json",
+    )
+    assert api.status_code == 400 and api.json()["errors"] == live
+    assert not Job.objects.filter(dataset=dataset).exists()

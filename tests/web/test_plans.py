@@ -624,3 +624,70 @@ def test_an_integer_column_with_blanks_takes_an_uploaded_arx_hierarchy(
     assert sorted(published["age"].fillna("")) == ["", "", "*"] + ["39"] * 3 + ["40"] * 3
     csv = (release_dir(release.storage_key) / "data.csv").read_text().splitlines()
     assert sorted(line.split(",")[0] for line in csv[1:]) == sorted(published["age"].fillna(""))
+
+
+def test_a_refused_plan_is_explained_once_above_the_forms(client, officer, dataset):
+    """The server's reasons stand where the check as typed shows its own, at the top of the
+    builder, each once (a DP count given a column was listed twice, at the foot of the page)."""
+    client.force_login(officer)
+    plan = {
+        "version": 1,
+        "steps": [
+            {"kind": "dp_release", "params": {"kind": "count", "epsilon": 0.5, "columns": ["age"]}}
+        ],
+    }
+    page = client.post(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"title": "t", "purpose": "p", "recipient": "r", "plan": json.dumps(plan)},
+    )
+    assert page.status_code == 400
+    body = page.content.decode()
+    reason = "step 1 (dp_release): a DP count takes no column"
+    assert body.count(reason) == 1
+    errors = body.index('data-testid="plan-errors"')
+    assert errors < body.index(reason) < body.index('id="plan-builder"')
+
+
+def test_a_suggestion_is_titled_by_its_kind(client, officer, dataset):
+    client.force_login(officer)
+    url = reverse("jobs:plan", args=[dataset.pk])
+    base = {"k": 2, "suppression": 0.0, "identifiers": "drop"}
+    titles = {
+        mode: client.get(url, {**base, "mode": mode}).context["form"].initial["title"]
+        for mode in ("k_anonymity", "dp_histogram", "ldp")
+    }
+    assert titles == {
+        "k_anonymity": "k-anonymous extract",
+        "dp_histogram": "Differentially private statistics",
+        "ldp": "Locally differentially private extract",
+    }
+
+
+def test_local_dp_epsilon_is_said_per_record_in_total(client, officer, steward, dataset):
+    """Randomized response on two columns at ε = 1 each costs each record ε = 2: the preview
+    says that total and where it comes from."""
+    client.force_login(officer)
+    plan = {
+        "version": 1,
+        "steps": [
+            {"kind": "drop", "params": {"columns": ["name"]}},
+            {
+                "kind": "ldp_randomized_response",
+                "params": {"column": "sex", "epsilon": 1, "categories": ["F", "M"]},
+            },
+            {
+                "kind": "ldp_randomized_response",
+                "params": {
+                    "column": "disease",
+                    "epsilon": 1,
+                    "categories": ["flu", "gastritis", "cancer"],
+                },
+            },
+        ],
+    }
+    page = client.post(
+        reverse("jobs:plan", args=[dataset.pk]),
+        {"title": "t", "purpose": "p", "recipient": "r", "plan": json.dumps(plan), "preview": "1"},
+    ).content.decode()
+    said = "local DP: ε = 2 per record in total, the sum of each randomized column's ε per record"
+    assert said in html.unescape(page)

@@ -279,6 +279,12 @@ RR_SCHEMA = sch.obj(
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon"],
+    labels={
+        "column": "Column",
+        "epsilon": "ε per column per record (local DP)",
+        "categories": "Public categories",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="Local DP: randomized response",
 )
 LAPLACE_SCHEMA = sch.obj(
@@ -294,6 +300,12 @@ LAPLACE_SCHEMA = sch.obj(
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["column", "epsilon", "bounds"],
+    labels={
+        "column": "Column",
+        "epsilon": "ε per column per record (local DP)",
+        "bounds": "Public bounds [low, high]",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="Local DP: Laplace noise",
 )
 LOCAL_PUBLIC_REPORT = (
@@ -361,6 +373,8 @@ def _register() -> None:
         privacy_cost=cost,
         stability=rr_stability,
         schema=RR_SCHEMA,
+        # the values written are the declared categories, checked against a public codebook
+        keeps_values=lambda params: bool(params.get("categories")),
         public_report=LOCAL_PUBLIC_REPORT,
     )
     def rr_step(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:

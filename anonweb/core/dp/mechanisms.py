@@ -408,6 +408,21 @@ def range_edges(q: DPQuery) -> list[float]:
     return [float(f"{e:.12g}") for e in np.linspace(lo, hi, q.bins + 1)]
 
 
+def released_columns(query: DPQuery) -> list[str]:
+    """The columns of the table :func:`release` returns for ``query`` (known without data)."""
+    if query.kind == "count":
+        return [COUNT_COLUMN]
+    if query.kind == "histogram":
+        return [*query.columns, COUNT_COLUMN]
+    if query.kind == "sum":
+        return ["column", "noisy_sum"]
+    if query.kind == "mean":
+        return ["column", "noisy_mean", "noisy_sum", "noisy_count"]
+    if query.kind == "quantile":
+        return ["alpha", "quantile"]
+    return ["bin_lo", "bin_hi", COUNT_COLUMN, "noisy_cumulative"]
+
+
 def _run(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     q, meas = prepared.query, prepared.measurement
     if q.kind == "count":
@@ -520,6 +535,12 @@ def unconfirmed(params: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
 
+def _for_kinds(schema: sch.Schema, *kinds: str) -> sch.Schema:
+    """A parameter that only these statistics take: forms show it for them alone (a count
+    takes no column, so its form offers none)."""
+    return {**schema, "x-when": {"kind": list(kinds)}}
+
+
 DP_RELEASE_SCHEMA = sch.obj(
     {
         # the unit first, as OpenDP's DP Wizard asks for it: every figure below depends on it
@@ -534,26 +555,53 @@ DP_RELEASE_SCHEMA = sch.obj(
         ),
         "kind": sch.string("The statistic", enum=KINDS),
         "epsilon": EPSILON,
-        "columns": sch.one_of(
-            sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+        "columns": _for_kinds(
+            sch.one_of(
+                sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+            ),
+            *[k for k in KINDS if k != "count"],
         ),
-        "categories": sch.mapping(
-            sch.array(CATEGORY, min_items=1, max_items=1_000_000),
-            "Public categories per histogram column",
-            keys="reads",
+        "categories": _for_kinds(
+            sch.mapping(
+                sch.array(CATEGORY, min_items=1, max_items=1_000_000),
+                "Public categories per histogram column",
+                keys="reads",
+            ),
+            "histogram",
         ),
-        "delta": DELTA,
-        "bounds": BOUNDS,
-        "alphas": sch.one_of(
-            sch.number(minimum=0, maximum=1),
-            sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
-            description="Quantile levels",
+        "delta": _for_kinds(DELTA, "histogram"),
+        "bounds": _for_kinds(BOUNDS, "sum", "mean", "quantile", "range"),
+        "alphas": _for_kinds(
+            sch.one_of(
+                sch.number(minimum=0, maximum=1),
+                sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
+                description="Quantile levels",
+            ),
+            "quantile",
         ),
-        "bins": sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
+        "bins": _for_kinds(
+            sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
+            "quantile",
+            "range",
+        ),
         "count_missing": sch.boolean("Count missing values as a category", default=True),
         READ_FROM_DATA_KEY: READ_FROM_DATA,
     },
     required=["kind", "epsilon"],
+    labels={
+        "kind": "Statistic",
+        "epsilon": "Total ε for this statistic",
+        "columns": "Column(s)",
+        "categories": "Public categories",
+        "delta": "δ (failure probability)",
+        "bounds": "Public bounds [low, high]",
+        "alphas": "Quantile levels",
+        "bins": "Bins",
+        "identifier": "Person column (unit of privacy)",
+        "max_contributions": "Most rows per person",
+        "count_missing": "Count missing values as a category",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="Differentially private statistic",
 )
 # A DP step's report holds the query's public parameters, its cost and accuracy: all computed
@@ -605,11 +653,15 @@ def _register() -> None:
         q = DPQuery.from_params(params)
         return list(q.columns) + ([q.identifier] if q.identifier else [])
 
+    def output_columns(params: Mapping[str, Any]) -> list[str]:
+        return released_columns(DPQuery.from_params(params))
+
     @register_step(
         "dp_release",
         validate=validate,
         privacy_cost=cost,
         columns=columns,
+        output_columns=output_columns,
         measurement=True,
         schema=DP_RELEASE_SCHEMA,
         output="aggregate",

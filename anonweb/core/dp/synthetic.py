@@ -297,6 +297,18 @@ SYNTHETIC_SCHEMA = sch.obj(
         dp.READ_FROM_DATA_KEY: dp.READ_FROM_DATA,
     },
     required=["columns", "epsilon"],
+    labels={
+        "columns": "Columns",
+        "epsilon": "Total ε for the synthetic table",
+        "categories": "Public categories",
+        "bounds": "Public bounds",
+        "bins": "Bins per numeric column",
+        "n_rows": "Rows to draw",
+        "identifier": "Person column (unit of privacy)",
+        "max_contributions": "Most rows per person",
+        "count_missing": "Missing values get their own cell",
+        "read_from_data": "Read from the data (not private)",
+    },
     title="DP synthetic data",
 )
 
@@ -322,6 +334,7 @@ def _register() -> None:
         validate=validate,
         privacy_cost=cost,
         columns=columns,
+        output_columns=lambda params: list(SyntheticSpec.from_params(params).columns),
         measurement=True,
         schema=SYNTHETIC_SCHEMA,
         output="synthetic",

@@ -141,8 +141,8 @@ class Hierarchy:
     def validate_covers(self, series: pd.Series | Iterable[object]) -> None:
         """Raise :class:`HierarchyError` naming every value the hierarchy does not list.
 
-        A value that is not text is shown in both forms, as the data holds it and as the text
-        looked up, since a column read as numbers is the usual cause (``39.0`` against ``39``).
+        A value that is not text is shown as written and said to be a number (or a date), since
+        a column read as numbers is the usual cause (``39.0`` against ``39``).
         """
         distinct = pd.unique(_as_array(series))
         missing = [v for v in distinct if self.row_of(v) == UNCOVERED]
@@ -150,7 +150,7 @@ class Hierarchy:
             return
         missing.sort(key=str)
         name = self.attribute or getattr(series, "name", None) or "the column"
-        shown = ", ".join(_both_forms(v, series) for v in missing[:20])
+        shown = ", ".join(_plainly(v) for v in missing[:20])
         more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
         sample = ", ".join(repr(r[0]) for r in self.rows[:3])
         raise HierarchyError(
@@ -211,13 +211,23 @@ def _as_array(values: Iterable[object]) -> NDArray[Any] | pd.Series | pd.Index:
     return np.array(list(values), dtype=object)
 
 
-def _both_forms(value: object, series: object) -> str:
+def _plainly(value: object) -> str:
+    """A value as a privacy officer reads it: text quoted, a number or a date as written
+    (``39.0 (a number)``: a column read as numbers against a hierarchy of ``39`` is the usual
+    cause), never a Python or NumPy representation."""
     if isinstance(value, str):
         return repr(value)
-    dtype = getattr(series, "dtype", None)
-    numeric = dtype is not None and getattr(dtype, "kind", "O") != "O"
-    kind = f"{dtype} column" if numeric else type(value).__name__
-    return f"{str(value)!r} (the value {value!r} of a {kind})"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return f"{value} (true or false)"
+    if isinstance(value, numbers.Real):
+        return f"{value} (a number)"
+    if isinstance(value, dt.datetime | dt.date | pd.Timestamp):
+        stamp = pd.Timestamp(value)
+        text = stamp.date().isoformat() if stamp == stamp.normalize() else stamp.isoformat()
+        return f"{text} (a date)"
+    return repr(str(value))
 
 
 def parse_hierarchy(text: str, *, sep: str = ";", attribute: str | None = None) -> Hierarchy:

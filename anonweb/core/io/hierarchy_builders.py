@@ -298,6 +298,15 @@ BUILDER_SCHEMAS: dict[str, sch.Schema] = {
             ),
         },
         exactly_one=[["width"], ["breaks"]],
+        labels={
+            "width": "Interval width",
+            "breaks": "Interval boundaries",
+            "start": "First interval starts at",
+            "bottom": "Bottom coding below",
+            "top": "Top coding from",
+            "fanout": "Intervals merged per level",
+            "levels": "Most levels",
+        },
         title="Intervals",
         description="Numbers into intervals [lo, hi[, wider at each level.",
     ),
@@ -318,12 +327,20 @@ BUILDER_SCHEMAS: dict[str, sch.Schema] = {
             ),
         },
         required=["group_size"],
+        labels={
+            "group_size": "Values per group",
+            "order": "Order of the values",
+            "fanout": "Groups merged per level",
+        },
         title="Ordered groups",
         description="Ordered values in consecutive groups labelled first-last.",
     ),
     "mask": sch.obj(
         {
             "char": sch.string("The masking character", min_length=1, max_length=1, default="*"),
+        },
+        labels={
+            "char": "Masking character",
         },
         title="Mask from the right",
         description="One more character masked from the right at each level (ZIP codes).",
@@ -341,6 +358,10 @@ BUILDER_SCHEMAS: dict[str, sch.Schema] = {
             "fmt": sch.string(
                 "strftime format of the dates (default: ISO, YYYY-MM-DD)", max_length=50
             ),
+        },
+        labels={
+            "levels": "Levels above the day",
+            "fmt": "Date format",
         },
         title="Dates",
         description="Day, then month, year, decade, then *.",

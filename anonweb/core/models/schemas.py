@@ -13,6 +13,9 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
     "k_anonymity": sch.obj(
         {"k": sch.integer("Smallest class size", minimum=1, maximum=sch.MAX_K)},
         required=["k"],
+        labels={
+            "k": "Smallest class size (k)",
+        },
         title="k-anonymity",
     ),
     "distinct_l": sch.obj(
@@ -21,6 +24,10 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
             "l": sch.integer("Distinct sensitive values per class", minimum=1, maximum=10_000),
         },
         required=["sensitive", "l"],
+        labels={
+            "sensitive": "Sensitive column",
+            "l": "Different values per class (l)",
+        },
         title="Distinct l-diversity",
     ),
     "entropy_l": sch.obj(
@@ -31,6 +38,10 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
             ),
         },
         required=["sensitive", "l"],
+        labels={
+            "sensitive": "Sensitive column",
+            "l": "Entropy l",
+        },
         title="Entropy l-diversity",
     ),
     "recursive_cl": sch.obj(
@@ -44,6 +55,11 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
             "l": sch.integer("l", minimum=1, maximum=10_000),
         },
         required=["sensitive", "c", "l"],
+        labels={
+            "sensitive": "Sensitive column",
+            "c": "c",
+            "l": "l",
+        },
         title="Recursive (c,l)-diversity",
     ),
     "t_closeness": sch.obj(
@@ -59,6 +75,11 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
             ),
         },
         required=["sensitive", "t"],
+        labels={
+            "sensitive": "Sensitive column",
+            "t": "Largest distance (t)",
+            "distance": "Distance",
+        },
         title="t-closeness",
     ),
     "delta_disclosure": sch.obj(
@@ -69,6 +90,10 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
             ),
         },
         required=["sensitive", "delta"],
+        labels={
+            "sensitive": "Sensitive column",
+            "delta": "δ",
+        },
         title="δ-disclosure privacy",
     ),
     "average_risk": sch.obj(
@@ -78,6 +103,9 @@ MODEL_SCHEMAS: dict[str, sch.Schema] = {
             )
         },
         required=["threshold"],
+        labels={
+            "threshold": "Highest average risk",
+        },
         title="Average re-identification risk",
     ),
 }

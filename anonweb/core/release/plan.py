@@ -153,6 +153,10 @@ class PlanContext:
     columns: tuple[str, ...] | None = None
     types: Mapping[str, str] | None = None  # column -> "numeric" | "text"
     rows: int | None = None
+    # column -> distinct non-missing values, and columns with a missing value (from the table's
+    # profile): what decides whether an l-diversity can be met at all
+    distinct: Mapping[str, int] | None = None
+    has_missing: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,15 @@ class StepSpec:
     public_report: tuple[str, ...] = ()
     removes: Callable[[Mapping[str, Any]], list[str]] | None = None
     plan_check: Callable[[Mapping[str, Any], PlanContext], list[str]] | None = None
+    keeps_values: bool | Callable[[Mapping[str, Any]], bool] = False
+    generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None
+    recodes: bool = False
+    output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None
+
+    def values_kept(self, params: Mapping[str, Any]) -> bool:
+        """Whether every value the step writes into a column is one the column already held
+        (swapping, shuffling, PRAM among the column's own categories)."""
+        return bool(self.keeps_values(params) if callable(self.keeps_values) else self.keeps_values)
 
     def columns_read(self, params: Mapping[str, Any]) -> list[str]:
         """Input columns the step needs (from ``columns`` or, failing that, its schema)."""
@@ -235,6 +248,10 @@ def register_step(
     public_report: tuple[str, ...] = (),
     removes: Callable[[Mapping[str, Any]], list[str]] | None = None,
     plan_check: Callable[[Mapping[str, Any], PlanContext], list[str]] | None = None,
+    keeps_values: bool | Callable[[Mapping[str, Any]], bool] = False,
+    generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None,
+    recodes: bool = False,
+    output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
 ) -> Callable[[StepFunc], StepFunc]:
     """Register ``func`` as the step ``kind``.
 
@@ -259,6 +276,15 @@ def register_step(
     published report keeps those and nothing else). ``removes(params)`` lists the columns it
     removes; ``plan_check(params, ctx)`` returns problems found against the rest of the plan
     (hierarchies, quasi-identifiers, the table's size).
+
+    Three declarations let :func:`validate_plan` follow a column through the plan:
+    ``generalizes(params, plan)`` lists the columns the step generalizes with the plan's
+    hierarchies (which list the source's values, so no earlier step may change or remove them);
+    ``keeps_values`` (or a function of the parameters) says that every value the step writes is
+    one the column already held; ``recodes`` says that the columns it writes hold text labels
+    afterwards (intervals, ranges, tokens), so later numeric steps cannot read them. A
+    measurement declares ``output_columns(params)``, the columns of the table it releases, which
+    the steps after it (post-processing) may name.
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
@@ -281,6 +307,10 @@ def register_step(
             tuple(public_report),
             removes,
             plan_check,
+            keeps_values,
+            generalizes,
+            recodes,
+            output_columns,
         )
         return func
 
@@ -418,37 +448,75 @@ def validate_plan(
     types: Mapping[str, str] | None = None,
     rows: int | None = None,
     files: bool = True,
+    distinct: Mapping[str, int] | None = None,
+    has_missing: frozenset[str] = frozenset(),
 ) -> list[StepSpec]:
     """Check every step and hierarchy of ``plan`` before touching data.
 
     Each step's parameters are checked against its declared schema, then by its own
-    ``validate`` and ``plan_check``; with ``columns`` (and ``types``, ``rows``) every column a
-    step names must exist at that point of the plan (a column dropped by an earlier step is
-    gone) and have the right type. ``files=False`` refuses hierarchy specs that read a file on
-    the server. Raises :class:`~anonweb.core.errors.PlanError` listing every problem found.
+    ``validate`` and ``plan_check``; with ``columns`` (and ``types``, ``rows``, ``distinct``)
+    every column a step names must exist at that point of the plan (a column dropped by an
+    earlier step is gone) and have the right type. Columns are followed through the steps: a
+    column generalized with its hierarchy must still hold the source's values (no earlier step
+    removed, perturbed or recoded it), and a column recoded into text labels can no longer be
+    read as numbers. ``files=False`` refuses hierarchy specs that read a file on the server.
+    Raises :class:`~anonweb.core.errors.PlanError` listing every problem found, each once.
     """
     errors: list[str] = []
     specs: list[StepSpec] = []
-    ctx = PlanContext(plan, None if columns is None else tuple(columns), types, rows)
+    ctx = PlanContext(
+        plan, None if columns is None else tuple(columns), types, rows, distinct, has_missing
+    )
     available: list[str] | None = None if columns is None else list(columns)
     removed: dict[str, str] = {}
+    changed: dict[str, str] = {}  # column -> the step that changed its values
+    recoded: dict[str, str] = {}  # column -> the step after which it holds text labels
+    rows_phase = True  # before any aggregate: the steps see the source's rows
+    source: list[str] | None = None  # what the DP measurements read (the table before them)
+    released: list[list[str]] | None = []  # the measurements' output columns, while known
     for i, step in enumerate(plan.steps, 1):
         where = f"step {i} ({step.kind})"
         try:
             spec = get_step(step.kind)
         except CoreError as exc:
             errors.append(f"step {i}: {exc}")
-            available = None
+            available, rows_phase = None, False
             continue
         specs.append(spec)
-        problems = _step_problems(spec, step, ctx, available, removed)
+        if spec.measurement:
+            if rows_phase:
+                source = available
+            available = source  # several measurements in a row all read the same table
+        problems = _step_problems(spec, step, ctx, available, removed, recoded)
+        if not problems and spec.generalizes is not None:
+            generalized = spec.generalizes(step.params, plan)
+            problems = _generalized_problems(spec, generalized, removed, changed)
         errors += [f"{where}: {p}" for p in problems]
         if spec.output != "rows":
-            available = None  # the table after an aggregate is not the source's
-        elif available is not None and spec.removes is not None and not problems:
+            # the table after a release is its output: the steps after it may name those columns
+            if released is not None and not problems and spec.output_columns is not None:
+                released.append(spec.output_columns(step.params))
+            else:
+                released = None
+            available = _released_columns(released)
+            if available is not None:
+                replaced = f"{where}, whose released table ({', '.join(available)}) {RELEASED}"
+                before = [*(source or ctx.columns or ()), *plan.quasi_identifiers, *removed]
+                removed.update({c: replaced for c in before if c not in available})
+            rows_phase = False
+            continue
+        if problems or not rows_phase:
+            continue
+        if spec.removes is not None:
             gone = set(spec.removes(step.params))
-            available = [c for c in available if c not in gone]
+            if available is not None:
+                available = [c for c in available if c not in gone]
             removed.update({c: where for c in gone})
+        written = [c for c in spec.columns_written(step.params, plan) if c != "*"]
+        if not spec.values_kept(step.params):
+            changed.update({c: where for c in written if c not in changed})
+        if spec.recodes:
+            recoded.update({c: where for c in written})
     errors += _plan_level_problems(plan, ctx, files)
     if len(specs) == len(plan.steps):
         try:
@@ -459,8 +527,58 @@ def validate_plan(
             if not errors:
                 raise
     if errors:
-        raise PlanError(errors)
+        # a step refused by its own check is refused again when its cost is computed
+        raise PlanError(list(dict.fromkeys(errors)))
     return specs
+
+
+RELEASED = "replaces the rows"
+
+
+def _released_columns(released: list[list[str]] | None) -> list[str] | None:
+    """The columns after one or more DP releases: one release's own, or all of them stacked
+    under a ``statistic`` column (see :func:`apply_plan`)."""
+    if not released:
+        return None
+    if len(released) == 1:
+        return list(released[0])
+    return [STATISTIC_COLUMN, *dict.fromkeys(c for cols in released for c in cols)]
+
+
+def _generalized_problems(
+    spec: StepSpec,
+    generalized: list[str],
+    removed: Mapping[str, str],
+    changed: Mapping[str, str],
+) -> list[str]:
+    """Columns a step generalizes with the plan's hierarchies that an earlier step removed or
+    changed: a hierarchy lists the source's values, so it would not cover what that step wrote
+    (means, noisy numbers, tokens, intervals) and the worker would stop there."""
+    whole_qis = bool(spec.schema and spec.schema.get("x-writes") == "quasi_identifiers")
+    stop = "take it out of the quasi-identifiers" if whole_qis else "stop generalizing it here"
+    problems = []
+    released = [c for c in generalized if c in removed and removed[c].endswith(RELEASED)]
+    if released:
+        problems.append(
+            f"it generalizes {', '.join(map(repr, released))}, but {removed[released[0]]}. A "
+            "released DP table needs no generalization: remove this step"
+        )
+    for c in generalized:
+        if c in released:
+            continue
+        if c in removed:
+            problems.append(
+                f"it generalizes {c!r}, but {removed[c]} removed that column before it. "
+                f"Drop {c!r} after this step, or {stop}"
+            )
+        elif c in changed:
+            problems.append(
+                f"it generalizes {c!r} with its hierarchy, which lists the source's values, but "
+                f"{changed[c]} changes those values first, so the hierarchy would not cover "
+                f"them. Generalize {c!r} or change it there, not both: take {c!r} out of "
+                f"{changed[c]}, or {stop}"
+            )
+    return problems
 
 
 def _step_problems(
@@ -469,10 +587,18 @@ def _step_problems(
     ctx: PlanContext,
     available: list[str] | None,
     removed: Mapping[str, str],
+    recoded: Mapping[str, str],
 ) -> list[str]:
     if spec.schema is not None:
+        types = dict(ctx.types or {})
+        types.update({c: "text" for c in recoded})
         problems = sch.check(
-            spec.schema, step.params, columns=available, types=ctx.types, removed=removed
+            spec.schema,
+            step.params,
+            columns=available,
+            types=types if ctx.types is not None or recoded else None,
+            removed=removed,
+            retyped=recoded,
         )
         if problems:
             return problems

@@ -28,7 +28,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
-from anonweb.core.models.schemas import MODEL_SCHEMA
+from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
 from anonweb.core.release.plan import (
     ROW_WISE,
     UNBOUNDED,
@@ -71,7 +71,12 @@ def _generalize_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
 
 def _levels_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     levels = params["levels"]
-    problems = hierarchy_problems(list(levels), ctx, what="generalize")
+    return hierarchy_problems(list(levels), ctx, what="generalize") + _level_ranges(levels, ctx)
+
+
+def _level_ranges(levels: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    """Levels above a hierarchy's top (known for tables: inline, or uploaded and resolved)."""
+    problems = []
     for col, level in levels.items():
         height = hierarchy_height(ctx.plan.hierarchies.get(col))
         if height is not None and level >= height:
@@ -95,9 +100,14 @@ def _levels_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             )
         },
         required=["levels"],
+        labels={
+            "levels": "Hierarchy level per column",
+        },
         title="Generalize to fixed levels",
     ),
     plan_check=_levels_plan,
+    generalizes=lambda params, plan: [str(c) for c in params["levels"]],
+    recodes=True,
     public_report=("levels",),
 )
 def generalize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -142,8 +152,45 @@ def _search_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             problems.append(f"{spec['sensitive']!r} is a quasi-identifier, not a sensitive column")
         if spec.get("model") == "k_anonymity":
             problems += size_problems(spec["k"], ctx)
+        problems += _diversity_problems(spec, ctx)
+    levels = params.get("levels") or {}
+    others = [c for c in levels if c not in qis]
+    if others:
+        problems.append(
+            f"fixed levels name {', '.join(map(repr, others))}, which the plan does not list as "
+            "quasi-identifiers: give levels for the quasi-identifiers only"
+        )
+    problems += _level_ranges({c: v for c, v in levels.items() if c in qis}, ctx)
     return problems + size_problems(params.get("k", 1), ctx)
 
+
+def _model_title(spec: Mapping[str, Any]) -> str:
+    title: str = MODEL_SCHEMAS.get(str(spec.get("model")), {}).get("title", str(spec.get("model")))
+    return title
+
+
+def _diversity_problems(spec: Mapping[str, Any], ctx: PlanContext) -> list[str]:
+    """Every l-diversity needs l different sensitive values in each class, so l above the
+    column's number of values (a missing value counted as one) can never be met."""
+    column, l_value = spec.get("sensitive"), spec.get("l")
+    if (
+        ctx.distinct is None
+        or not isinstance(column, str)
+        or not isinstance(l_value, int | float)
+        or column not in ctx.distinct
+    ):
+        return []
+    values = ctx.distinct[column] + (1 if column in ctx.has_missing else 0)
+    if l_value <= values:
+        return []
+    return [
+        f"{_model_title(spec)} asks for l = {l_value:g} different values of {column!r} in every class, "
+        f"but {column!r} has only {values} different value(s): lower l to at most {values}"
+    ]
+
+
+# parameters a form keeps under "More options": the search works without them
+ADVANCED = {"x-advanced": True}
 
 # nodes on the Pareto front of loss against risk kept in the internal report (never published)
 ALTERNATIVES = 40
@@ -188,21 +235,36 @@ SEARCH_REPORT = (
             ),
             "max_nodes": sch.integer(
                 "Stop after checking this many lattice nodes", minimum=1, maximum=100_000_000
-            ),
+            )
+            | ADVANCED,
             "levels": sch.mapping(
                 sch.integer(minimum=0, maximum=100),
                 "Fixed levels (a node picked among the search's alternatives): no search",
                 keys="reads",
                 min_properties=1,
-            ),
+            )
+            | ADVANCED,
             "time_limit": sch.number(
                 "Stop after this many seconds", exclusive_minimum=0, maximum=86_400
-            ),
+            )
+            | ADVANCED,
+        },
+        labels={
+            "k": "Smallest class size (k)",
+            "suppression": "Suppression limit (share of rows)",
+            "metric": "Information loss to minimise",
+            "aggregate": "Combine the columns' losses by",
+            "models": "Further privacy models",
+            "max_nodes": "Most lattice nodes to check",
+            "levels": "Fixed hierarchy levels (no search)",
+            "time_limit": "Time limit (seconds)",
         },
         title="Optimal generalization (k-anonymity search)",
         **{"x-writes": "quasi_identifiers"},
     ),
     plan_check=_search_plan,
+    generalizes=lambda params, plan: list(plan.quasi_identifiers),
+    recodes=True,
     public_report=SEARCH_REPORT,
 )
 def optimal_generalization_step(
@@ -267,10 +329,15 @@ def _mondrian_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             ),
         },
         required=["k"],
+        labels={
+            "k": "Smallest partition size (k)",
+            "columns": "Columns",
+        },
         title="Mondrian (multidimensional partitioning)",
         **{"x-writes": "quasi_identifiers"},
     ),
     plan_check=_mondrian_plan,
+    recodes=True,
     public_report=(
         "quasi_identifiers",
         "k",

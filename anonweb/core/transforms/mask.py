@@ -74,6 +74,9 @@ def _map_distinct(series: pd.Series, func: Callable[[Any], Any]) -> pd.Series:
     schema=sch.obj(
         {"columns": sch.columns("Columns to remove from the release")},
         required=["columns"],
+        labels={
+            "columns": "Columns to drop",
+        },
         title="Drop columns",
     ),
     removes=lambda p: list(p["columns"]),
@@ -117,8 +120,14 @@ def _suppress_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         },
         required=["columns"],
         at_most_one=["values", "rare"],
+        labels={
+            "columns": "Columns",
+            "values": "Only these values",
+            "rare": "Only values rarer than",
+        },
         title="Suppress values",
     ),
+    recodes=True,
     public_report=(),
 )
 def suppress(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -160,8 +169,14 @@ def _check_tokenize(params: Mapping[str, Any]) -> None:
             ),
         },
         required=["columns", "key"],
+        labels={
+            "columns": "Columns",
+            "key": "Name of the key",
+            "length": "Token length (characters)",
+        },
         title="Tokenize (keyed pseudonyms)",
     ),
+    recodes=True,
     public_report=("columns", "key_name", "length"),
 )
 def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -206,6 +221,11 @@ def _check_substitute(params: Mapping[str, Any]) -> None:
             ),
         },
         required=["columns", "codebook"],
+        labels={
+            "columns": "Columns",
+            "codebook": "Codebook",
+            "unmatched": "Values not in the codebook",
+        },
         title="Substitute from a codebook",
     ),
     public_report=("codebook_entries",),
@@ -303,8 +323,17 @@ def _keep_last_digits(text: str, n: int, char: str) -> str:
         },
         required=["columns"],
         exactly_one=[["preset"], ["pattern", "replacement"]],
+        labels={
+            "columns": "Columns",
+            "preset": "Ready-made mask",
+            "n": "Digits kept at the end",
+            "char": "Masking character",
+            "pattern": "Pattern (regular expression)",
+            "replacement": "Replace each match with",
+        },
         title="Mask with a pattern",
     ),
+    recodes=True,
     public_report=("columns", "preset"),
 )
 def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -347,6 +376,12 @@ def _check_shift(params: Mapping[str, Any]) -> None:
             "format": sch.string("strftime format of the dates (default: ISO)", max_length=50),
         },
         required=["columns", "person", "max_days"],
+        labels={
+            "columns": "Date columns",
+            "person": "Person column",
+            "max_days": "Largest shift (days)",
+            "format": "Date format",
+        },
         title="Shift dates per person",
     ),
     public_report=("columns", "max_days"),

@@ -83,6 +83,11 @@ def _noise_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         },
         required=["columns"],
         exactly_one=[["scale"], ["sd"]],
+        labels={
+            "columns": "Columns",
+            "scale": "Noise, relative to the column's spread",
+            "sd": "Noise standard deviation (column units)",
+        },
         title="Add Gaussian noise",
     ),
     perturbs=True,
@@ -115,6 +120,10 @@ def _check_mult(params: Mapping[str, Any]) -> None:
             ),
         },
         required=["columns", "scale"],
+        labels={
+            "columns": "Columns",
+            "scale": "Noise factor spread",
+        },
         title="Multiplicative noise",
     ),
     perturbs=True,
@@ -172,8 +181,13 @@ def rank_swap_values(x: NDArray[Any], p: float, rng: np.random.Generator) -> NDA
             ),
         },
         required=["columns", "p"],
+        labels={
+            "columns": "Columns",
+            "p": "Swap distance (% of rows)",
+        },
         title="Rank swapping",
     ),
+    keeps_values=True,
     perturbs=True,
     public_report=NOISE_PUBLIC,
 )
@@ -224,7 +238,16 @@ def mdav_groups(x: NDArray[Any], k: int) -> NDArray[Any]:
 def _mdav_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
     from anonweb.core.release.plan import size_problems
 
-    return size_problems(params["k"], ctx)
+    problems = size_problems(params["k"], ctx)
+    gaps = [c for c in params["columns"] if c in ctx.has_missing]
+    if gaps:
+        problems.append(
+            f"{', '.join(map(repr, gaps))} {'has' if len(gaps) == 1 else 'have'} missing values, "
+            "and microaggregation needs a value in every row: leave "
+            f"{'it' if len(gaps) == 1 else 'them'} out of this step (noise and swapping leave "
+            "missing values as they are)"
+        )
+    return problems
 
 
 @register_step(
@@ -237,6 +260,10 @@ def _mdav_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
             "k": sch.integer("Smallest group size", minimum=2, maximum=sch.MAX_K),
         },
         required=["columns", "k"],
+        labels={
+            "columns": "Columns",
+            "k": "Smallest group size",
+        },
         title="Microaggregation (MDAV)",
     ),
     plan_check=_mdav_plan,
@@ -310,6 +337,16 @@ def _pram_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     return ROW_WISE if "matrix" in params else UNBOUNDED
 
 
+def _pram_keeps_values(params: Mapping[str, Any]) -> bool:
+    """With ``p_keep`` a value moves to another of the column's categories; a matrix keeps the
+    column's values when every category it moves to has a row of its own."""
+    matrix = params.get("matrix")
+    if not isinstance(matrix, Mapping):
+        return True
+    targets = {str(t) for row in matrix.values() if isinstance(row, Mapping) for t in row}
+    return targets <= {str(k) for k in matrix}
+
+
 @register_step(
     "pram",
     validate=_check_pram,
@@ -327,8 +364,14 @@ def _pram_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
         },
         required=["column"],
         exactly_one=[["matrix"], ["p_keep"]],
+        labels={
+            "column": "Column",
+            "matrix": "Transition probabilities",
+            "p_keep": "Probability of keeping a value",
+        },
         title="PRAM (post-randomisation)",
     ),
+    keeps_values=_pram_keeps_values,
     public_report=("column", "p_keep"),
 )
 def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
@@ -357,8 +400,12 @@ def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepO
     schema=sch.obj(
         {"columns": sch.columns("Columns whose values are permuted together across rows")},
         required=["columns"],
+        labels={
+            "columns": "Columns",
+        },
         title="Shuffle columns",
     ),
+    keeps_values=True,
     perturbs=True,
     public_report=("columns",),
 )
