@@ -129,6 +129,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         released=released,
         plan=plan_dict,
         published_report=published,
+        internal_report=report_dict,
         thresholds=thresholds,
         conflicts=conflicts.gate_findings() if conflicts is not None else (),
     )

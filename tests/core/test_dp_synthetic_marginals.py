@@ -204,3 +204,42 @@ def test_the_default_method_fits_the_budget_given(params, method):
 def test_bad_method_parameters_are_refused_with_the_reason(params, message):
     with pytest.raises(ParameterError, match=message):
         SyntheticSpec.from_params(params)
+
+
+def _gate(internal, plan, table, out):
+    from anonweb.core.release.policy import evaluate_release
+
+    report = internal.to_dict() if hasattr(internal, "to_dict") else internal
+    return evaluate_release(
+        table,
+        out,
+        plan=plan,
+        tags={},
+        report=published_report(report, plan),
+        internal_report=report,
+    )
+
+
+def test_the_gate_is_quiet_when_the_synthetic_table_beats_the_baseline(mst, table):
+    out, report, plan = mst
+    codes = [f.code for f in _gate(report, plan, table, out).findings]
+    assert "synthetic_below_baseline" not in codes
+    assert "dp_exact_figures" not in codes  # the internal comparison is never published
+
+
+def test_the_gate_warns_when_the_synthetic_table_does_not_beat_the_baseline(mst, table):
+    out, report, plan = mst
+    internal = report.to_dict()
+    step = internal["steps"][0]
+    worse = {**step["quality_vs_source"], "beats_baseline": False}
+    internal["steps"][0] = {**step, "quality_vs_source": worse}
+    (finding,) = [
+        f
+        for f in _gate(internal, plan, table, out).findings
+        if f.code == "synthetic_below_baseline"
+    ]
+    assert finding.severity == "warn"
+    assert "does not beat the independent baseline" in finding.message
+    # the steward reads the parameters, not figures measured on the source
+    assert set(finding.facts) == {"method", "epsilon"}
+    assert str(round(worse["two_way_tvd"], 3)) not in finding.message

@@ -12,7 +12,7 @@ Two reports, as for every release:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -105,12 +105,3 @@ def source_quality(
     out["beats_baseline"] = None if mean is None or ref is None else bool(mean < ref)
     out["improvement_over_baseline"] = None if mean is None or not ref else float(1 - mean / ref)
     return out
-
-
-def beats_baseline(report: Mapping[str, Any]) -> bool | None:
-    """Whether a synthetic step's internal report shows it beating the independent baseline."""
-    quality = report.get("quality_vs_source")
-    if not isinstance(quality, Mapping):
-        return None
-    value = quality.get("beats_baseline")
-    return None if value is None else bool(value)
