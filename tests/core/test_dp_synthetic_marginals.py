@@ -243,3 +243,18 @@ def test_the_gate_warns_when_the_synthetic_table_does_not_beat_the_baseline(mst,
     # the steward reads the parameters, not figures measured on the source
     assert set(finding.facts) == {"method", "epsilon"}
     assert str(round(worse["two_way_tvd"], 3)) not in finding.message
+
+
+def test_the_page_charts_each_two_way_error_and_shows_analysts_only_the_dp_part(mst):
+    from anonweb.core.dp.charts import dp_charts
+
+    _, report, plan = mst
+    internal = report.to_dict()
+    (staff,) = dp_charts(internal["steps"], None)
+    names = [trace["name"] for trace in staff["figure"]["data"]]
+    assert names == ["synthetic", "independent baseline"]
+    assert len(staff["figure"]["data"][0]["x"]) == 10  # every pair of the 5 columns
+    (analyst,) = dp_charts(published_report(internal, plan)["steps"], None)
+    (bars,) = analyst["figure"]["data"]
+    assert len(bars["x"]) == 4  # the measured pairs only
+    assert list(bars["y"]) == list(internal["steps"][0]["quality"]["measured_two_way"].values())

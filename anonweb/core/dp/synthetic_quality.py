@@ -12,7 +12,7 @@ Two reports, as for every release:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -105,3 +105,40 @@ def source_quality(
     out["beats_baseline"] = None if mean is None or ref is None else bool(mean < ref)
     out["improvement_over_baseline"] = None if mean is None or not ref else float(1 - mean / ref)
     return out
+
+
+def quality_chart(entry: Mapping[str, Any]) -> Any:
+    """A plotly figure of each two-way marginal's error for a synthetic step's report entry.
+
+    From the published entry: the TVD to each measured (noisy) pair, a DP output. From the
+    internal entry (officers and stewards): every pair's TVD to the source, beside the
+    independent baseline's at the same ε. None when the entry has neither."""
+    import plotly.graph_objects as go
+
+    source = entry.get("quality_vs_source")
+    noisy = (entry.get("quality") or {}).get("measured_two_way") or {}
+    if isinstance(source, Mapping) and source.get("two_way_by_pair"):
+        pairs = list(source["two_way_by_pair"])
+        base = source.get("baseline_two_way_by_pair") or {}
+        bars = [
+            go.Bar(x=pairs, y=[source["two_way_by_pair"][p] for p in pairs], name="synthetic"),
+            go.Bar(x=pairs, y=[base.get(p) for p in pairs], name="independent baseline"),
+        ]
+        what = "total variation of each two-way marginal to the source's (not DP: staff only)"
+    elif noisy:
+        pairs = list(noisy)
+        bars = [go.Bar(x=pairs, y=[noisy[p] for p in pairs], name="to the noisy measurement")]
+        what = "total variation of each measured pair to its noisy measurement"
+    else:
+        return None
+    eps = entry.get("epsilon_spent")
+    cost = f"ε = {eps:.3g}" if isinstance(eps, (int, float)) else ""
+    fig = go.Figure(bars)
+    fig.update_layout(
+        title=f"Step {entry.get('step')}: DP synthetic data, {entry.get('method')} ({cost})"
+        f"<br><sub>{what}</sub>",
+        xaxis_type="category",
+        yaxis_title="total variation distance",
+        barmode="group",
+    )
+    return fig
