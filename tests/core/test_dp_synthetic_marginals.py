@@ -53,8 +53,29 @@ def table() -> pd.DataFrame:
 def mst(table):
     """One MST release through the plan runner: its output and its internal report entry."""
     plan = plan_from_dict({"version": 1, "steps": [{"kind": "dp_synthetic", "params": PARAMS}]})
-    out, report = apply_plan(table, plan, rng=np.random.default_rng(1), measure_risk=False)
+    seen: list[tuple[float, str]] = []
+    out, report = apply_plan(
+        table,
+        plan,
+        rng=np.random.default_rng(1),
+        measure_risk=False,
+        progress=lambda fraction, what: seen.append((fraction, what)),
+    )
+    PROGRESS[:] = seen
     return out, report, plan
+
+
+PROGRESS: list[tuple[float, str]] = []
+
+
+def test_a_job_s_progress_bar_follows_the_rounds_and_the_estimation(mst):
+    fractions = [f for f, _ in PROGRESS]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    messages = [m for _, m in PROGRESS]
+    assert [m for m in messages if "chosen" in m] == [
+        f"step 1: pair {r} of 4 chosen" for r in range(1, 5)
+    ]
+    assert "step 1: estimating the model" in messages
 
 
 def _opendp_charge(report, *, d_in: int, columns: int, delta: float) -> tuple[float, float]:

@@ -46,7 +46,7 @@ Codes = NDArray[np.int64]
 Progress = Callable[[float, str], None]
 
 
-def _no_progress(fraction: float, what: str) -> None:
+def no_progress(fraction: float, what: str) -> None:
     return None
 
 
@@ -328,7 +328,7 @@ def run(
     *,
     rng: np.random.Generator,
     n_rows: int | None = None,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> MarginalResult:
     """Measure, estimate and sample ``n_rows`` records (default: the noisy total)."""
     sizes = plan.domain.sizes

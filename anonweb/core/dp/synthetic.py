@@ -235,12 +235,17 @@ class SyntheticResult:
 
 
 def dp_synthetic(
-    df: pd.DataFrame, spec: SyntheticSpec, *, rng: np.random.Generator, distance: int = 1
+    df: pd.DataFrame,
+    spec: SyntheticSpec,
+    *,
+    rng: np.random.Generator,
+    distance: int = 1,
+    progress: mg.Progress | None = None,
 ) -> SyntheticResult:
     """Release the noisy table, then sample ``n_rows`` records (default: the noisy total)."""
     require_columns(df, list(spec.columns) + ([spec.identifier] if spec.identifier else []))
     if spec.method != "full_table":
-        return _from_marginals(df, spec, rng=rng, distance=distance)
+        return _from_marginals(df, spec, rng=rng, distance=distance, progress=progress)
     released = dp.release(_binned(df, spec), spec.query(), rng=rng, distance=distance)
     counts = released.table[dp.COUNT_COLUMN].to_numpy(dtype=float)
     # Post-processing: cells within the noise's 95% band of zero are treated as empty. Most
@@ -270,7 +275,12 @@ def dp_synthetic(
 
 
 def _from_marginals(
-    df: pd.DataFrame, spec: SyntheticSpec, *, rng: np.random.Generator, distance: int
+    df: pd.DataFrame,
+    spec: SyntheticSpec,
+    *,
+    rng: np.random.Generator,
+    distance: int,
+    progress: mg.Progress | None = None,
 ) -> SyntheticResult:
     """MST or the independent baseline (:mod:`marginals`), with both quality reports."""
     plan = spec.marginal_plan(distance)
@@ -279,7 +289,7 @@ def _from_marginals(
     )
     domain = plan.domain
     codes = mg.encode(data, domain)
-    result = mg.run(codes, plan, rng=rng, n_rows=spec.n_rows)
+    result = mg.run(codes, plan, rng=rng, n_rows=spec.n_rows, progress=progress or mg.no_progress)
     # The noisy total is a DP output: refusing here tells the officer why the table is useless.
     plan.check_resolution(int(result.measured.total))
     cost = plan.cost()
@@ -496,7 +506,11 @@ def _register() -> None:
         df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
     ) -> StepOutcome:
         result = dp_synthetic(
-            df, SyntheticSpec.from_params(params), rng=ctx.rng, distance=ctx.distance
+            df,
+            SyntheticSpec.from_params(params),
+            rng=ctx.rng,
+            distance=ctx.distance,
+            progress=ctx.progress,
         )
         return StepOutcome(frame=result.frame, report=result.report)
 
