@@ -458,10 +458,11 @@ def _sample_tree(
             joint = np.maximum(marginals[key].reshape(sizes[key[0]], sizes[key[1]]), 0.0)
             if key[0] != parent:
                 joint = joint.T
-            # One inverse-CDF draw per row: conditional rows sampled without a loop over records.
-            cond = joint + 1e-12
-            cdf = np.cumsum(cond / cond.sum(axis=1, keepdims=True), axis=1)
-            u = rng.random(n)
-            rows = cdf[out[:, parent]]
-            out[:, child] = np.minimum((rows < u[:, None]).sum(axis=1), sizes[child] - 1)
+            # One draw per parent value (at most its cells), not per record: memory stays O(n).
+            parents = out[:, parent]
+            for value in np.unique(parents):
+                rows = np.flatnonzero(parents == value)
+                out[rows, child] = rng.choice(
+                    sizes[child], size=len(rows), p=_clipped(joint[value])
+                )
     return out
