@@ -279,3 +279,20 @@ def test_the_page_charts_each_two_way_error_and_shows_analysts_only_the_dp_part(
     (bars,) = analyst["figure"]["data"]
     assert len(bars["x"]) == 4  # the measured pairs only
     assert list(bars["y"]) == list(internal["steps"][0]["quality"]["measured_two_way"].values())
+
+
+def test_a_full_table_release_carries_the_same_quality_reports(table):
+    params = {
+        "columns": ["sex", "region", "sick"],
+        "epsilon": 1.0,
+        "categories": CATEGORIES,
+        "method": "full_table",
+    }
+    result = dp_synthetic(table, SyntheticSpec.from_params(params), rng=np.random.default_rng(6))
+    noisy, source = result.report["quality"], result.report["quality_vs_source"]
+    assert noisy["method"] == "full_table" and noisy["baseline"] == "independent"
+    assert 0 <= noisy["one_way_tvd_noisy"] < 0.05
+    # the full table keeps sex × sick, which the independent baseline cannot
+    assert source["two_way_by_pair"]["sex|sick"] < source["baseline_two_way_by_pair"]["sex|sick"]
+    assert source["beats_baseline"] is True
+    assert "quality_vs_source" not in get_step("dp_synthetic").public_report

@@ -203,10 +203,12 @@ class MarginalPlan:
     delta: float
     max_contributions: int = 1
     distance: int = 1
+    # A zCDP budget given directly (a pure ε-DP release is ε²/2-zCDP), instead of (ε, δ).
+    zcdp: float | None = None
 
     @functools.cached_property
     def rho(self) -> float:
-        return rho_for(self.epsilon, self.delta)
+        return self.zcdp if self.zcdp is not None else rho_for(self.epsilon, self.delta)
 
     @property
     def d_in(self) -> int:
