@@ -81,6 +81,11 @@ CODES: dict[str, str] = {
         "Part of the conflict check could not be decided within its budget; treat it as a "
         "possible conflict."
     ),
+    "synthetic_below_baseline": (
+        "A DP synthetic table whose two-way marginals are no closer to the source's than those "
+        "of the independent baseline at the same ε (each column drawn on its own): the model's "
+        "associations are noise."
+    ),
     "dp_exact_figures": (
         "A differentially private release would also publish exact figures of the source "
         "(its row count, its risk, a utility report measured on it)."

@@ -103,7 +103,17 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         if not charge_spend(job_id=job.pk):
             raise JobCancelled()
 
-    made = publish(frame, plan, rng=rng, secrets=keys, before_spending=before_spending)
+    def step_progress(fraction: float, what: str) -> None:
+        progress(15 + int(60 * fraction), what)
+
+    made = publish(
+        frame,
+        plan,
+        rng=rng,
+        secrets=keys,
+        before_spending=before_spending,
+        progress=step_progress,
+    )
     report_dict, published, output = made.report, made.published, made.frame
     thresholds = thresholds_for(team=job.dataset.team)
     released = made.aligned if made.aligned is not None else output
@@ -145,6 +155,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         released=released,
         plan=plan_dict,
         published_report=published,
+        internal_report=report_dict,
         thresholds=thresholds,
         conflicts=conflicts.gate_findings() if conflicts is not None else (),
     )

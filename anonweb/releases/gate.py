@@ -83,6 +83,7 @@ def gate_evaluate(
     published_report: dict,
     thresholds: PolicyThresholds | None = None,
     conflicts: Sequence[Finding] = (),
+    internal_report: dict | None = None,
 ) -> PolicyResult:
     """The core policy on a new release of ``dataset``; ``conflicts`` are the gate findings of
     its conflict check (:meth:`anonweb.releases.conflicts.ConflictCheck.gate_findings`)."""
@@ -94,6 +95,7 @@ def gate_evaluate(
         thresholds=thresholds or thresholds_for(team=dataset.team),
         report=published_report,
         conflicts=list(conflicts),
+        internal_report=internal_report,
     )
 
 

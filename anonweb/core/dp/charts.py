@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from anonweb.core.assessment.charts import _LAYOUT, _as_data, chart_text
 from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
+from anonweb.core.dp.synthetic_quality import quality_chart
 from anonweb.core.numbers import for_people, probability
 from anonweb.core.release.plan import STATISTIC_COLUMN
 
@@ -206,6 +207,8 @@ def dp_charts(
         fig = None
         if entry.get("kind") == "ldp_randomized_response":
             fig = _local(entry)
+        elif entry.get("kind") == "dp_synthetic":
+            fig = quality_chart(entry)
         elif entry.get("kind") in KINDS and "noise" in entry and table is not None:
             part = statistic_rows(table, int(entry.get("step", 0)))
             kind = entry["kind"]
@@ -219,7 +222,7 @@ def dp_charts(
                 fig = _single(entry, part)
         if fig is None:
             continue
-        fig.update_layout(**_LAYOUT, showlegend=False)
+        fig.update_layout(**_LAYOUT, showlegend=entry.get("kind") == "dp_synthetic")
         fig.update_layout(margin={"l": 60, "r": 20, "t": 80, "b": 60})
         name = f"dp-step-{entry.get('step')}"
         charts.append(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,9 @@ from numpy.typing import NDArray
 
 from anonweb.core import schema as sch
 from anonweb.core.dp import accounting as acc
+from anonweb.core.dp import marginals as mg
 from anonweb.core.dp import mechanisms as dp
+from anonweb.core.dp import synthetic_quality as sq
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 
@@ -37,6 +39,9 @@ MAX_CELLS = 1_000_000
 # Synthetic rows one step may draw: the sample is held in memory as a frame, so the step
 # refuses more before drawing (an explicit n_rows, or a noisy total swollen by a tiny ε).
 MAX_ROWS = 10_000_000
+# Without a δ only the pure-DP full table can run; with one, MST, which fits any domain whose
+# pairs fit (the full table of Adult's 14 columns has about 6×10¹⁷ cells).
+DEFAULT_METHOD_WITH_DELTA = "mst"
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,10 @@ class SyntheticSpec:
     bounds: Mapping[str, tuple[float, float]]
     bins: int = 10
     n_rows: int | None = None
+    method: str = "full_table"
+    delta: float | None = None
+    # Per numeric column: a bin count over its bounds, or its public edges.
+    column_bins: Mapping[str, int | tuple[float, ...]] = field(default_factory=dict)
     identifier: str | None = None
     max_contributions: int = 1
     # Off by default: a (missing) cell per column multiplies the cells, and noise clearing the
@@ -84,17 +93,24 @@ class SyntheticSpec:
             raise ParameterError(
                 f"n_rows is {int(n_rows):,}; DP synthetic data draws at most {MAX_ROWS:,} rows"
             )
+        method, delta, column_bins, bins = _method_params(params, columns)
         spec = cls(
             columns=columns,
             epsilon=acc.check_epsilon(params.get("epsilon")),
             categories=categorical,
             bounds={k: v for k, v in bounds.items() if k in columns and k not in categorical},
-            bins=acc.check_bins(params.get("bins", 10)),
+            bins=bins,
             n_rows=None if n_rows is None else int(n_rows),
+            method=method,
+            delta=delta,
+            column_bins=column_bins,
             identifier=identifier,
             max_contributions=c,
             count_missing=bool(params.get("count_missing", False)),
         )
+        if spec.method != "full_table":
+            spec.marginal_plan().check_resolution(spec.n_rows)
+            return spec
         cells = int(np.prod([len(v) + 1 for v in spec.labels().values()], dtype=float))
         if cells > MAX_CELLS:
             raise ParameterError(
@@ -104,7 +120,28 @@ class SyntheticSpec:
 
     def edges(self, column: str) -> NDArray[Any]:
         lo, hi = self.bounds[column]
-        return np.linspace(lo, hi, self.bins + 1)
+        given = self.column_bins.get(column, self.bins)
+        if isinstance(given, tuple):
+            return np.asarray(given, dtype=float)
+        return np.linspace(lo, hi, given + 1)
+
+    def domain(self) -> mg.Domain:
+        return mg.Domain(
+            columns=self.columns,
+            labels=self.labels(),
+            edges={c: tuple(float(v) for v in self.edges(c)) for c in self.bounds},
+            count_missing=self.count_missing,
+        )
+
+    def marginal_plan(self, distance: int = 1) -> mg.MarginalPlan:
+        return mg.MarginalPlan(
+            method=self.method,
+            domain=self.domain(),
+            epsilon=self.epsilon,
+            delta=float(self.delta or 0.0),
+            max_contributions=self.max_contributions,
+            distance=distance,
+        )
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """Public cell labels per column: declared categories, or bin labels for numeric ones."""
@@ -115,7 +152,7 @@ class SyntheticSpec:
             else:
                 e = self.edges(col)
                 out[col] = tuple(
-                    f"[{a:g}, {b:g}{']' if i == self.bins - 1 else ')'}"
+                    f"[{a:g}, {b:g}{']' if i == len(e) - 2 else ')'}"
                     for i, (a, b) in enumerate(zip(e[:-1], e[1:]))
                 )
         return out
@@ -132,6 +169,54 @@ class SyntheticSpec:
         )
 
 
+def _method_params(
+    params: Mapping[str, Any], columns: tuple[str, ...]
+) -> tuple[str, float | None, dict[str, int | tuple[float, ...]], int]:
+    """The method, δ and bins per numeric column, checked."""
+    delta = None if params.get("delta") is None else acc.check_delta(params["delta"])
+    method = params.get("method")
+    if method is None:
+        method = "full_table" if delta is None else DEFAULT_METHOD_WITH_DELTA
+        if method == "mst" and len(columns) < 2:
+            method = "independent"
+    if method not in mg.METHODS:
+        raise ParameterError(f"method must be one of {', '.join(mg.METHODS)}, not {method!r}")
+    if method == "aim":
+        raise ParameterError(
+            "AIM is not offered yet: its model grows past a job's time and memory on tables "
+            "like Adult; use mst"
+        )
+    if method in mg.MARGINAL_METHODS and delta is None:
+        raise ParameterError(
+            f"the {method} method measures marginals with Gaussian noise (zCDP): give a delta, "
+            "e.g. 1e-9"
+        )
+    raw = params.get("bins", 10)
+    column_bins: dict[str, int | tuple[float, ...]] = {}
+    if isinstance(raw, Mapping):
+        for col, given in raw.items():
+            if isinstance(given, (list, tuple)):
+                try:
+                    edges = tuple(float(v) for v in given)
+                except (TypeError, ValueError):
+                    edges = ()
+                if (
+                    len(edges) < 3
+                    or not all(np.isfinite(edges))
+                    or any(b <= a for a, b in zip(edges[:-1], edges[1:]))
+                ):
+                    raise ParameterError(
+                        f"bin edges of {col!r} must be at least 3 increasing numbers"
+                    )
+                column_bins[str(col)] = edges
+            else:
+                column_bins[str(col)] = acc.check_bins(given)
+        bins = 10
+    else:
+        bins = acc.check_bins(raw)
+    return str(method), delta, column_bins, bins
+
+
 def _binned(df: pd.DataFrame, spec: SyntheticSpec) -> pd.DataFrame:
     """Numeric columns replaced by their (clamped) bin labels; other columns as they are."""
     out = df.copy()
@@ -142,7 +227,7 @@ def _binned(df: pd.DataFrame, spec: SyntheticSpec) -> pd.DataFrame:
         idx = np.clip(
             np.searchsorted(spec.edges(col), values.clip(lo, hi), side="right") - 1,
             0,
-            spec.bins - 1,
+            len(spec.edges(col)) - 2,
         )
         out[col] = pd.Series(np.asarray(labels[col], dtype=object)[idx], index=df.index).where(
             values.notna()
@@ -157,10 +242,17 @@ class SyntheticResult:
 
 
 def dp_synthetic(
-    df: pd.DataFrame, spec: SyntheticSpec, *, rng: np.random.Generator, distance: int = 1
+    df: pd.DataFrame,
+    spec: SyntheticSpec,
+    *,
+    rng: np.random.Generator,
+    distance: int = 1,
+    progress: mg.Progress | None = None,
 ) -> SyntheticResult:
     """Release the noisy table, then sample ``n_rows`` records (default: the noisy total)."""
     require_columns(df, list(spec.columns) + ([spec.identifier] if spec.identifier else []))
+    if spec.method != "full_table":
+        return _from_marginals(df, spec, rng=rng, distance=distance, progress=progress)
     released = dp.release(_binned(df, spec), spec.query(), rng=rng, distance=distance)
     counts = released.table[dp.COUNT_COLUMN].to_numpy(dtype=float)
     # Post-processing: cells within the noise's 95% band of zero are treated as empty. Most
@@ -192,7 +284,109 @@ def dp_synthetic(
         "rows_out": n,
         "sampling_tv": _sampling_tv(released.table, weights, cells, spec),
     }
+    report |= _full_table_quality(df, frame, released.table, spec, rng=rng, distance=distance)
     return SyntheticResult(frame, report)
+
+
+def _full_table_quality(
+    df: pd.DataFrame,
+    frame: pd.DataFrame,
+    table: pd.DataFrame,
+    spec: SyntheticSpec,
+    *,
+    rng: np.random.Generator,
+    distance: int,
+) -> dict[str, Any]:
+    """The quality reports of a full-table release: its one-way marginals against those of the
+    noisy table (post-processing), and against the source beside the independent baseline at the
+    zCDP budget its ε implies (ε²/2), which draws its own noise for the internal report only."""
+    domain = spec.domain()
+    counts = table[dp.COUNT_COLUMN].to_numpy(dtype=float)
+    measured = mg.Measured()
+    for j, col in enumerate(domain.columns):
+        position = {label: i for i, label in enumerate(domain.cells(col))}
+        idx = table[col].astype(str).map(position).to_numpy(dtype=np.int64)
+        measured.one_way[(j,)] = np.bincount(idx, weights=counts, minlength=domain.sizes[j]).astype(
+            float
+        )
+    synthetic = mg.encode(frame, domain)
+    data = acc.bound_contributions(
+        df, identifier=spec.identifier, max_contributions=spec.max_contributions, rng=rng
+    )
+    source = mg.encode(data, domain)
+    plan = mg.MarginalPlan(
+        method="independent",
+        domain=domain,
+        epsilon=spec.epsilon,
+        delta=0.0,
+        max_contributions=spec.max_contributions,
+        distance=distance,
+        zcdp=spec.epsilon**2 / 2,
+    )
+    baseline = mg.run(source, plan, rng=rng, n_rows=len(synthetic))
+    return {
+        "quality": sq.noisy_quality(synthetic, measured, domain, method="full_table"),
+        "quality_vs_source": sq.source_quality(source, synthetic, baseline.codes, domain),
+    }
+
+
+def _from_marginals(
+    df: pd.DataFrame,
+    spec: SyntheticSpec,
+    *,
+    rng: np.random.Generator,
+    distance: int,
+    progress: mg.Progress | None = None,
+) -> SyntheticResult:
+    """MST or the independent baseline (:mod:`marginals`), with both quality reports."""
+    plan = spec.marginal_plan(distance)
+    data = acc.bound_contributions(
+        df, identifier=spec.identifier, max_contributions=spec.max_contributions, rng=rng
+    )
+    domain = plan.domain
+    codes = mg.encode(data, domain)
+    result = mg.run(
+        codes,
+        plan,
+        rng=rng,
+        n_rows=spec.n_rows,
+        max_rows=MAX_ROWS,
+        progress=progress or mg.no_progress,
+    )
+    # The noisy total is a DP output: refusing here tells the officer why the table is useless.
+    plan.check_resolution(int(result.measured.total))
+    cost = plan.cost()
+    _, one_scale = plan.one_way()
+    report: dict[str, Any] = {
+        "kind": "dp_synthetic",
+        "method": spec.method,
+        "epsilon_requested": spec.epsilon,
+        "epsilon_spent": cost["epsilon"],
+        "delta_spent": cost["delta"],
+        "rho_spent": cost["rho"],
+        "privacy_accounting": "zCDP, converted to (ε, δ) by OpenDP (make_zCDP_to_approxDP)",
+        "noise": {
+            "mechanism": "discrete gaussian",
+            "one_way_scale": one_scale,
+            **(
+                {"two_way_scale": plan.two_way()[1], "selection_scale": plan.select()[1]}
+                if plan.rounds
+                else {}
+            ),
+            "budget_rho": plan.budget(),
+        },
+        "unit_of_privacy": acc.unit_of_privacy(spec.identifier, spec.max_contributions, plan.d_in),
+        "domain": {
+            c: len(v) for c, v in zip(domain.columns, (domain.cells(c) for c in domain.columns))
+        },
+        "measured_pairs": [[domain.columns[a], domain.columns[b]] for a, b in result.tree],
+        "estimation_iterations": result.iterations,
+        "rows_out": len(result.codes),
+        "quality": sq.noisy_quality(result.codes, result.measured, domain, method=spec.method),
+    }
+    baseline = mg.run(codes, replace(plan, method="independent"), rng=rng, n_rows=len(result.codes))
+    report["quality_vs_source"] = sq.source_quality(codes, result.codes, baseline.codes, domain)
+    return SyntheticResult(mg.decode(result.codes, domain, rng), report)
 
 
 def _sampling_tv(
@@ -285,7 +479,27 @@ SYNTHETIC_SCHEMA = sch.obj(
             keys="reads",
         ),
         "bounds": sch.mapping(dp.BOUNDS, "Public bounds of the numeric columns", keys="reads"),
-        "bins": sch.integer("Bins per numeric column", minimum=2, maximum=10_000, default=10),
+        "bins": sch.one_of(
+            sch.integer(minimum=2, maximum=10_000),
+            sch.mapping(
+                sch.one_of(
+                    sch.integer(minimum=2, maximum=10_000),
+                    sch.array(
+                        sch.number(minimum=-1e15, maximum=1e15), min_items=3, max_items=10_001
+                    ),
+                ),
+                keys="reads",
+            ),
+            description="Bins per numeric column: a count over its bounds, or its public edges "
+            "(one for all, or per column)",
+        ),
+        "method": sch.string(
+            "mst: a tree of noisy two-way marginals (Private-PGM); independent: one-way "
+            "marginals only (the baseline); full_table: the noisy full table (small domains). "
+            "Default: mst with a delta, full_table without",
+            enum=mg.METHODS,
+        ),
+        "delta": dp.DELTA,
         "n_rows": sch.integer(
             "Synthetic rows to draw (default: the noisy total)", minimum=1, maximum=MAX_ROWS
         ),
@@ -319,11 +533,15 @@ def _register() -> None:
     except ImportError:  # the plan module is optional for the functions above
         return
 
-    def validate(params: Mapping[str, Any]) -> None:
-        dp.prepare(SyntheticSpec.from_params(params).query())
-
     def cost(params: Mapping[str, Any], distance: int = 1) -> dict[str, float]:
-        return dp.prepare(SyntheticSpec.from_params(params).query(), distance=distance).cost()
+        spec = SyntheticSpec.from_params(params)
+        if spec.method != "full_table":
+            charge = spec.marginal_plan(distance).cost()
+            return {"epsilon": charge["epsilon"], "delta": charge["delta"]}
+        return dp.prepare(spec.query(), distance=distance).cost()
+
+    def validate(params: Mapping[str, Any]) -> None:
+        cost(params)
 
     def columns(params: Mapping[str, Any]) -> list[str]:
         spec = SyntheticSpec.from_params(params)
@@ -350,13 +568,25 @@ def _register() -> None:
             "cells_kept",
             "rows_out",
             "sampling_tv",
+            # marginal methods: public parameters, DP outputs and figures computed from them
+            "epsilon_requested",
+            "rho_spent",
+            "privacy_accounting",
+            "domain",
+            "measured_pairs",
+            "estimation_iterations",
+            "quality",
         ),
     )
     def dp_synthetic_step(
         df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
     ) -> StepOutcome:
         result = dp_synthetic(
-            df, SyntheticSpec.from_params(params), rng=ctx.rng, distance=ctx.distance
+            df,
+            SyntheticSpec.from_params(params),
+            rng=ctx.rng,
+            distance=ctx.distance,
+            progress=ctx.progress,
         )
         return StepOutcome(frame=result.frame, report=result.report)
 

@@ -113,6 +113,8 @@ class StepContext:
     # Rows of this step's input that one person's row can change (1 after row-wise steps): a DP
     # step states its cost at this distance.
     distance: int = 1
+    # A long step reports how far it is (a fraction of itself, and what it is doing).
+    progress: Callable[[float, str], None] = field(default=lambda fraction, what: None)
 
     def secret(self, name: str) -> bytes:
         """The secret called ``name``; a clear error if the caller did not supply it."""
@@ -757,6 +759,17 @@ def plan_total_cost(costs: list[StepCost]) -> dict[str, float]:
     return total
 
 
+def _step_progress(
+    progress: Callable[[float, str], None], step: int, steps: int
+) -> Callable[[float, str], None]:
+    """A step's own fraction as a fraction of the whole plan."""
+
+    def report(fraction: float, what: str) -> None:
+        progress((step - 1 + min(max(fraction, 0.0), 1.0)) / steps, f"step {step}: {what}")
+
+    return report
+
+
 def apply_plan(
     df: pd.DataFrame,
     plan: Plan,
@@ -765,6 +778,7 @@ def apply_plan(
     secrets: Mapping[str, bytes] | None = None,
     measure_risk: bool = True,
     before_spending: Callable[[], None] | None = None,
+    progress: Callable[[float, str], None] | None = None,
 ) -> tuple[pd.DataFrame, PlanReport]:
     """Run the plan's steps in order on a copy of ``df``; returns the result and a report.
 
@@ -795,6 +809,8 @@ def apply_plan(
             before_spending()
             before_spending = None
         ctx.distance = cost.distance if cost else 1
+        if progress is not None:
+            ctx.progress = _step_progress(progress, i, len(plan.steps))
         started = time.perf_counter()
         if spec.measurement and data is None:
             data = frame

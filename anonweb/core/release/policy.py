@@ -150,13 +150,16 @@ def evaluate_release(
     report: Mapping[str, Any] | None = None,
     conflicts: ConflictReport | Sequence[Finding] | None = None,
     statuses: Mapping[str, str] | None = None,
+    internal_report: Mapping[str, Any] | None = None,
 ) -> PolicyResult:
     """Evaluate a release of ``source`` (never modified) that publishes ``released``.
 
     ``tags`` maps a source column to its role (missing or empty: never tagged); ``report`` is the
     report that would be published with the release; ``conflicts`` the conflict check of this
     release against the earlier approved or pending ones, ``statuses`` their review status by
-    label. ``conflicts`` may also be gate findings already made from such a check."""
+    label. ``conflicts`` may also be gate findings already made from such a check.
+    ``internal_report`` is the release's internal report (its synthetic steps' comparison with
+    the source and the independent baseline)."""
     plan = plan if isinstance(plan, Plan) else plan_from_dict(plan)
     thresholds = thresholds or PolicyThresholds()
     output = _output_kind(plan)
@@ -177,7 +180,33 @@ def evaluate_release(
         findings += list(conflicts)
     if output != "rows" or _has_measurement(plan):
         findings += _dp_findings(report, plan)
+    findings += _synthetic_findings(internal_report)
     return PolicyResult(tuple(findings), thresholds, risk)
+
+
+def _synthetic_findings(report: Mapping[str, Any] | None) -> list[Finding]:
+    """Warn when a synthetic step does not beat the independent baseline at its ε: the facts are
+    its parameters, never the figures measured on the source."""
+    out = []
+    for i, step in enumerate((report or {}).get("steps") or [], 1):
+        quality = step.get("quality_vs_source")
+        if step.get("method") == "independent" or not isinstance(quality, Mapping):
+            continue
+        if quality.get("beats_baseline") is not False:
+            continue
+        eps = step.get("epsilon_spent")
+        out.append(
+            Finding(
+                "synthetic_below_baseline",
+                WARN,
+                f"Step {step.get('step', i)}'s synthetic table ({step.get('method')}, ε = "
+                f"{eps:.3g}) does not beat the independent baseline at the same ε: its two-way "
+                "marginals are no closer to the source's. Raise ε, use fewer bins or columns, "
+                "or release the baseline.",
+                facts={"method": step.get("method"), "epsilon": eps},
+            )
+        )
+    return out
 
 
 def evaluate_plan(

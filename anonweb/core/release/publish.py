@@ -88,9 +88,12 @@ def publish(
     keep_order: bool = False,
     before_spending: Callable[[], None] | None = None,
     public_plan: Mapping[str, Any] | None = None,
+    progress: Callable[[float, str], None] | None = None,
 ) -> Published:
     """Run ``plan`` on ``df`` and prepare its release (see the module's notes)."""
-    output, report = apply_plan(df, plan, rng=rng, secrets=secrets, before_spending=before_spending)
+    output, report = apply_plan(
+        df, plan, rng=rng, secrets=secrets, before_spending=before_spending, progress=progress
+    )
     internal = scrub_report(report.to_dict())
     aligned = None
     source_rows = None

@@ -151,7 +151,9 @@ class Command(BaseCommand):
         secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
         made = publish(df, plan, rng=rng, secrets=secrets, keep_order=opts["keep_order"])
         released = made.aligned if made.aligned is not None else made.frame
-        gate = evaluate_release(df, released, plan=plan, tags=tags, report=made.published)
+        gate = evaluate_release(
+            df, released, plan=plan, tags=tags, report=made.published, internal_report=made.report
+        )
         summary = self._summary(made.report, plan)
         summary.update(
             purpose=purpose,
