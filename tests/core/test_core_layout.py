@@ -51,6 +51,7 @@ WINGS = [
     "assessment",
     "search",
     "conflicts",
+    "attacks",
     "release",
     "transforms",
     "dp",
