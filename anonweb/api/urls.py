@@ -39,6 +39,7 @@ v1 = [
     route("releases/<int:release_id>/review/", views.ReleaseReview, "release-review"),
     route("releases/<int:release_id>/download/", views.ReleaseDownload, "release-download"),
     route("releases/<int:release_id>/utility/", views.ReleaseUtility, "release-utility"),
+    route("releases/<int:release_id>/attacks/", views.ReleaseAttacks, "release-attacks"),
     route("releases/<int:release_id>/signoff/", views.ReleaseSignoff, "release-signoff"),
     route("audit/", views.AuditCollection, "audit"),
 ]

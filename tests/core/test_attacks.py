@@ -210,3 +210,28 @@ def test_bad_input_is_refused_with_a_plain_message(split):
         run_attacks(source, source, known=["age"], sensitive=["age"], rng=np.random.default_rng(0))
     with pytest.raises(ParameterError, match="positive whole number"):
         run_attacks(source, source, known=["age"], targets=0, rng=np.random.default_rng(0))
+
+
+def test_a_plan_asks_for_attack_evaluation_and_bad_options_are_refused():
+    from anonweb.core.release.plan import plan_from_dict, plan_to_dict, validate_plan
+
+    plan = plan_from_dict({"steps": [], "attacks": {"holdout": 0.15, "known": ["age"]}})
+    assert plan_to_dict(plan)["attacks"] == {
+        "holdout": 0.15,
+        "known": ["age"],
+        "sensitive": [],
+        "targets": 2000,
+    }
+    assert plan_from_dict(plan_to_dict(plan)) == plan
+    assert "attacks" not in plan_to_dict(plan_from_dict({"steps": []}))
+    for bad, message in [
+        ({"holdout": 0.9}, "holdout must be between 0 and 0.5"),
+        ({"holdout": "some"}, "holdout is a share of the records"),
+        ({"targets": 0}, "targets must be a whole number"),
+        ({"known": "age"}, "known must be a list of column names"),
+        ({"control": "x"}, "unknown field"),
+    ]:
+        with pytest.raises(ParameterError, match=message):
+            plan_from_dict({"steps": [], "attacks": bad})
+    with pytest.raises(ParameterError, match="attacks: unknown column"):
+        validate_plan(plan, ["sex"])
