@@ -148,6 +148,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         published_report=published,
         thresholds=thresholds,
         conflicts=conflicts.gate_findings() if conflicts is not None else (),
+        attacks=report_dict.get("attacks"),
     )
     progress(85, "writing the release and measuring its utility")
     release = release_create(

@@ -235,3 +235,58 @@ def test_a_plan_asks_for_attack_evaluation_and_bad_options_are_refused():
             plan_from_dict({"steps": [], "attacks": bad})
     with pytest.raises(ParameterError, match="attacks: unknown column"):
         validate_plan(plan, ["sex"])
+
+
+def test_the_gate_blocks_attacks_past_the_policys_caps(split):
+    from anonweb.core.attacks.gate import attack_findings
+    from anonweb.core.release.policy import PolicyThresholds, evaluate_release
+
+    source, control = split
+    leaky = run_attacks(
+        source,
+        source.sample(frac=1, random_state=1),
+        known=KNOWN,
+        sensitive=["disease"],
+        control=control,
+        targets=500,
+        rng=np.random.default_rng(0),
+    ).to_dict()
+    found = attack_findings(leaky, max_excess=0.05, max_auc=0.8)
+    codes = sorted((f.code, f.facts.get("attack", "")) for f in found)
+    assert codes == [
+        ("attack_excess", "inference of disease"),
+        ("attack_excess", "linkage"),
+        ("attack_membership", ""),
+    ]
+    assert all(f.blocks for f in found)
+    assert "more often than chance" in found[0].message
+    assert attack_findings(leaky, max_excess=None, max_auc=None) == []
+
+    quiet = run_attacks(
+        source,
+        people(6000, 99),
+        known=KNOWN,
+        control=control,
+        targets=500,
+        rng=np.random.default_rng(3),
+    ).to_dict()
+    assert attack_findings(quiet, max_excess=0.05, max_auc=0.8) == []
+    uncontrolled = run_attacks(
+        source, source, known=KNOWN, targets=100, rng=np.random.default_rng(0)
+    ).to_dict()
+    (warning,) = attack_findings(uncontrolled, max_excess=0.05, max_auc=None)
+    assert warning.code == "attack_no_control" and not warning.blocks
+
+    # the gate itself: the release's own findings and the attack caps together
+    caps = PolicyThresholds(k=1, l=1, max_attack_excess=0.05)
+    result = evaluate_release(
+        source,
+        source,
+        plan={"steps": []},
+        tags={c: "quasi_identifier" for c in source},
+        thresholds=caps,
+        attacks=leaky,
+    )
+    assert {"attack_excess"} <= {f.code for f in result.findings}
+    with pytest.raises(ParameterError, match="membership AUC must be in"):
+        PolicyThresholds(max_membership_auc=0.3)

@@ -132,3 +132,30 @@ def test_an_aggregate_release_has_no_attack_figures(officer, steward, patients):
     assert "attacks" not in release.report
     answer = api(officer).get(f"/api/v1/releases/{release.pk}/attacks/")
     assert answer.status_code == 409 and "no attack figures" in answer.json()["error"]
+
+
+def test_the_team_policy_caps_the_attacks_at_the_gate(client, officer, steward, patients):
+    from anonweb.core.release.policy import PolicyThresholds
+    from anonweb.releases.gate import release_policy_update, thresholds_for
+
+    release_policy_update(
+        user=steward,
+        team=patients.team,
+        thresholds=PolicyThresholds(k=1, l=1, max_attack_excess=0.01, max_membership_auc=0.9),
+    )
+    assert thresholds_for(team=patients.team).max_attack_excess == 0.01
+    plan = {
+        **K_PLAN,
+        "steps": [{"kind": "drop", "params": {"columns": ["name", "zip"]}}],  # ages kept exact
+        "attacks": {"holdout": 0.2},
+    }
+    release = launch(officer, patients, plan, "exact ages")
+    excess = release.report["attacks"]["linkage"]["excess"]
+    assert excess > 0.01
+    found = [f for f in release.gate["findings"] if f["code"] == "attack_excess"]
+    assert any(f["facts"]["attack"] == "linkage" for f in found)
+    assert all(f["severity"] == "block" for f in found)
+
+    client.force_login(steward)
+    html = client.get(reverse("releases:policy")).content.decode()
+    assert 'name="max_attack_excess"' in html and 'value="0.01"' in html

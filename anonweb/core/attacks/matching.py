@@ -36,6 +36,7 @@ _MONTH_OR_YEAR = re.compile(r"^\d{4}(?:-\d{2})?$")
 _DECADE = re.compile(r"^(\d{3})0s$")
 
 Hierarchies = Mapping[str, pd.DataFrame]
+TABLE_CELLS = 20_000_000  # distinct true values x distinct released labels kept as a table
 
 
 def is_numeric(values: pd.Series) -> bool:
@@ -121,10 +122,14 @@ class Column:
         self.numeric = is_numeric(released) and is_numeric(true)
         self.scale = source_range if source_range > 0 else 1.0
         self.tolerance = tolerance * self.scale
+        self.table: NDArray[Any] | None = None
         if self.numeric:
             self.r_val = released.to_numpy(dtype=float, na_value=np.nan)
             self.p_val = true.to_numpy(dtype=float, na_value=np.nan)
             self.r_star = np.zeros(len(released), dtype=bool)
+            if not (np.isnan(self.r_val).any() or np.isnan(self.p_val).any()):
+                self.r_scaled = (self.r_val / self.scale).astype(np.float32)
+                self.p_scaled = (self.p_val / self.scale).astype(np.float32)
             return
         r_codes, r_labels = encode(released)
         p_codes, p_labels = encode(true)
@@ -152,6 +157,23 @@ class Column:
         self.gen = np.vstack(gen_rows)
         self.r_star = np.asarray([r_labels[c] == SUPPRESSED for c in r_codes], dtype=bool)
         self.r_codes = r_codes
+        if len(p_labels) * len(r_labels) <= TABLE_CELLS:
+            # distance between each distinct true value and each distinct released label: a
+            # block of people against the release is then one lookup
+            people = np.arange(len(p_labels))[:, None]
+            hit = (plain[None, :] == people) | self.gen[gen_index[None, :], people]
+            self.table = np.asarray(~hit, dtype=np.float32)
+
+    def distance_block(self, p: NDArray[Any]) -> NDArray[Any]:
+        """Distances of people ``p`` (1-D) to every combination, as float32."""
+        if self.table is not None:
+            block: NDArray[Any] = np.take(self.table[self.p_code[p]], self.r_codes, axis=1)
+            return block
+        if self.numeric and hasattr(self, "r_scaled"):
+            d: NDArray[Any] = np.abs(self.p_scaled[p][:, None] - self.r_scaled[None, :])
+            np.minimum(d, np.float32(1.0), out=d)
+            return d
+        return self.distance(np.arange(len(self.r_star))[None, :], p[:, None])
 
     def covers(self, c: NDArray[Any], p: NDArray[Any]) -> NDArray[Any]:
         if self.numeric:

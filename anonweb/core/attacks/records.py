@@ -70,18 +70,19 @@ def neighbours(
 ) -> Neighbours:
     n_combos = len(combos.counts)
     step = max(1, CELLS // max(n_combos, 1))
-    c = np.arange(n_combos)[None, :]
     persons, picked, dcr = [], [], np.empty(people, dtype=float)
     known_set = set(known)
     for start in range(0, people, step):
-        p = np.arange(start, min(start + step, people))[:, None]
+        p = np.arange(start, min(start + step, people))
         d_known = np.zeros((p.shape[0], n_combos), dtype=np.float32)
-        d_all = np.zeros_like(d_known)
+        d_rest = np.zeros_like(d_known)
         for name, col in columns.items():
-            d = col.distance(c, p)
-            d_all += d
+            d = col.distance_block(p)
             if name in known_set:
                 d_known += d
+            else:
+                d_rest += d
+        d_all = np.add(d_rest, d_known, out=d_rest)
         low = d_known.min(axis=1, keepdims=True)
         i, j = np.nonzero(d_known <= low + 1e-6)
         persons.append(i + start)
