@@ -8,6 +8,8 @@ import pytest
 from django.urls import reverse
 
 from anonweb.core.attacks.run import NO_CONTROL
+from anonweb.datasets.storage import load_frame
+from anonweb.releases.storage import release_dir
 from tests.web.conftest import csv_upload
 from tests.web.test_api import api
 from tests.web.test_published_report import launch
@@ -71,6 +73,15 @@ def test_a_plan_asking_for_attacks_holds_out_a_control_and_reports_the_excess(
     assert link["rate"] < 0.5
     assert attacks["note"] is None
     assert "attacks" not in release.published_report  # analysts' report: nothing of the source
+    # the lineage kept for conflict checks names rows of the whole source, the held-out ones
+    # among none of them
+    folder = release_dir(release.storage_key)
+    rows = np.load(folder / "private" / "source_rows.npy")
+    published = pd.read_parquet(folder / "data.parquet")
+    whole = load_frame(patients.storage_key)
+    assert len(set(rows.tolist())) == 240 and rows.max() < 300
+    assert (whole["sex"].to_numpy()[rows] == published["sex"].to_numpy()).all()
+    assert (whole["disease"].to_numpy()[rows] == published["disease"].to_numpy()).all()
 
     answer = api(steward).get(f"/api/v1/releases/{release.pk}/attacks/")
     assert answer.status_code == 200

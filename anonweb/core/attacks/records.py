@@ -102,18 +102,19 @@ def linkage_successes(
 ) -> float:
     """Expected number of ``people`` (indices) linked to a row of their own.
 
-    With ``own`` (the combination of each person's own release row, -1 for none: the
-    release's lineage), a row of their own is that row; without it, any row agreeing with them
-    on every attacked column (what the release tells of them), as for people not in it.
+    A row of their own is a row agreeing with them on every attacked column (what the release
+    tells of them: the only test there is for people not in it) or, with ``own`` (the
+    combination of each person's own release row, -1 for none: the release's lineage), that
+    row, however far noise moved it. The same test for members and the control, so that the
+    excess is what membership adds.
     """
     sel = np.isin(nb.person, people)
     person, combo = nb.person[sel], nb.combo[sel]
+    agree = np.ones(len(person), dtype=bool)
+    for col in columns.values():
+        agree &= col.agree(combo, person)
     if own is not None:
-        agree = combo == own[person]
-    else:
-        agree = np.ones(len(person), dtype=bool)
-        for col in columns.values():
-            agree &= col.agree(combo, person)
+        agree |= combo == own[person]
     weight = combos.counts[combo].astype(float)
     size = int(person.max()) + 1 if len(person) else 0
     matches = np.bincount(person, weights=weight, minlength=size)
