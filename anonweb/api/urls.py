@@ -42,6 +42,7 @@ v1 = [
     route("releases/<id:release_id>/review/", views.ReleaseReview, "release-review"),
     route("releases/<id:release_id>/download/", views.ReleaseDownload, "release-download"),
     route("releases/<id:release_id>/utility/", views.ReleaseUtility, "release-utility"),
+    route("releases/<id:release_id>/attacks/", views.ReleaseAttacks, "release-attacks"),
     route("releases/<id:release_id>/signoff/", views.ReleaseSignoff, "release-signoff"),
     route("releases/<id:release_id>/links/", views.ReleaseLinks, "release-links"),
     route("audit/", views.AuditCollection, "audit"),

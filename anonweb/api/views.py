@@ -49,6 +49,7 @@ from anonweb.jobs.services import (
     jobs_check_queued,
     jobs_reap_stale,
 )
+from anonweb.releases.attacks import release_attacks_for_user
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
@@ -670,6 +671,32 @@ class ReleaseUtility(ApiView):
         if utility is None:
             raise Conflict("the release's files or its source's are gone: nothing to compare")
         return Response({"release": release.pk, **utility})
+
+
+class ReleaseAttacks(ApiView):
+    @doc(
+        roles=STAFF,
+        responses={200: OpenApiTypes.OBJECT, 409: OpenApiResponse(s.ErrorOut)},
+        summary="What an attacker gets from a record-level release, against a control",
+        description=(
+            "Computed from the source, so for the team's privacy officers and data stewards "
+            "only: linkage, inference of each sensitive column and singling out, each as the "
+            "rate on people in the release, the rate on a control of people held out of it, "
+            "the excess and its 95% interval (`rate`, `control_rate`, `excess`, `ci`, "
+            "`targets`), and membership inference (`auc`, `ci`), with a sentence per figure. "
+            "Without a held-out control (the plan's `attacks.holdout`) the excess is null and "
+            "`note` says it cannot be measured. 409 for a release the attacks were not run on "
+            "(aggregates, or published before they were)."
+        ),
+    )
+    def get(self, request, release_id: int):
+        release, attacks = release_attacks_for_user(user=request.user, release_id=release_id)
+        if attacks is None:
+            raise Conflict(
+                "no attack figures for this release: it publishes aggregates, or was "
+                "published before the attacks were run"
+            )
+        return Response({"release": release.pk, **attacks})
 
 
 class ReleaseDownload(ApiView):

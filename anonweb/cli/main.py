@@ -16,7 +16,7 @@ import sys
 from typing import NoReturn
 
 # The commands that only compute: they read and write files, never the database.
-COMMANDS = ("assess", "anonymize", "dp-release", "ldp", "intruder", "conflicts")
+COMMANDS = ("assess", "anonymize", "dp-release", "ldp", "intruder", "conflicts", "attacks")
 SETTINGS = "anonweb.cli.settings"
 
 USAGE = """usage: anonweb <command> [options]
@@ -28,6 +28,7 @@ Commands (anonweb <command> --help for the options of each):
   ldp         local differential privacy (randomized response, Laplace)
   intruder    a maximum-knowledge intruder's record linkage against a release
   conflicts   what several releases of one source disclose together
+  attacks     linkage, inference, singling out and membership attacks on a release
 """
 
 

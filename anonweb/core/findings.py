@@ -90,6 +90,18 @@ CODES: dict[str, str] = {
         "A differentially private release would also publish exact figures of the source "
         "(its row count, its risk, a utility report measured on it)."
     ),
+    "attack_excess": (
+        "An attack on the release (linkage, inference or singling out) succeeds more often "
+        "than on people not in it by more than the policy allows."
+    ),
+    "attack_membership": (
+        "The distance to the closest released record tells people in the release from people "
+        "not in it better than the policy allows."
+    ),
+    "attack_no_control": (
+        "The policy caps the attacks' excess over chance, but the release was attacked "
+        "without a control held out, so the cap cannot be checked."
+    ),
 }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from anonweb.core.attacks.options import attack_options
+from anonweb.core.attacks.release import attack_release, hold_out
 from anonweb.core.conflicts.lineage import microaggregated
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets, publish
@@ -103,6 +105,12 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         if not charge_spend(job_id=job.pk):
             raise JobCancelled()
 
+    # Attack evaluation: the control is held out at random before the plan runs, so it is
+    # people of the same population who are not in the release.
+    options = attack_options(plan_dict["attacks"]) if plan_dict.get("attacks") else None
+    whole = frame
+    frame, control, kept = hold_out(whole, options, rng=rng)
+
     def step_progress(fraction: float, what: str) -> None:
         progress(15 + int(60 * fraction), what)
 
@@ -117,7 +125,8 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
     report_dict, published, output = made.report, made.published, made.frame
     thresholds = thresholds_for(team=job.dataset.team)
     released = made.aligned if made.aligned is not None else output
-    source_rows = made.source_rows
+    # The lineage names rows of the whole source, as every other release's does.
+    source_rows = made.source_rows if kept is None else _whole_rows(made.source_rows, kept)
     aggregates: tuple = ()
     dp = not _row_preserving(plan_dict)
     if not dp and made.aligned is not None:
@@ -128,18 +137,32 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
             report_dict["intruder"] = intruder
         # The lineage: which source record each row is, and the means microaggregation published.
         aggregates = microaggregated(
-            frame,
+            whole,
             aligned,
-            np.arange(len(aligned)),
+            np.arange(len(aligned)) if kept is None else kept,
             columns=_microaggregated_columns(plan_dict),
             label="this release",
+        )
+    if made.source_rows is not None or _synthetic(plan_dict):
+        progress(77, "attacking the release: linkage, inference, singling out, membership")
+        report_dict["attacks"] = attack_release(
+            frame,
+            output,
+            known=(options.known if options and options.known else None)
+            or [*plan.quasi_identifiers, *job.dataset.quasi_identifiers],
+            sensitive=(options.sensitive if options and options.sensitive else None)
+            or [*plan.sensitive, *job.dataset.sensitive],
+            control=control,
+            lineage=made.source_rows,
+            targets=options.targets if options else 2000,
+            rng=rng,
         )
     conflicts = None
     if dp or source_rows is not None:
         progress(80, "checking for conflicts with earlier releases")
         conflicts = release_conflict_check(
             dataset=job.dataset,
-            source=frame,
+            source=whole,
             plan=plan_dict,
             frame=output if source_rows is not None else None,
             rows=source_rows,
@@ -158,6 +181,7 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         internal_report=report_dict,
         thresholds=thresholds,
         conflicts=conflicts.gate_findings() if conflicts is not None else (),
+        attacks=report_dict.get("attacks"),
     )
     progress(85, "writing the release and measuring its utility")
     release = release_create(
@@ -225,6 +249,15 @@ def _microaggregated_columns(plan_dict: dict) -> list[str]:
 
 # Steps whose output rows are not the source's rows (aggregates, synthetic records).
 ROW_CHANGING_STEPS = {"dp_release", "dp_synthetic"}
+
+
+def _synthetic(plan_dict: dict) -> bool:
+    return any(step.get("kind") == "dp_synthetic" for step in plan_dict.get("steps", []))
+
+
+def _whole_rows(rows, kept):
+    """Rows of the records the plan ran on, as rows of the whole source."""
+    return None if rows is None else kept[rows]
 
 
 def _row_preserving(plan_dict: dict) -> bool:

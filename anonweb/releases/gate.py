@@ -51,7 +51,14 @@ def thresholds_for(*, team) -> PolicyThresholds:
     row = ReleasePolicy.objects.filter(team=team).first()
     if row is None:
         return PolicyThresholds()
-    return PolicyThresholds(k=row.k, l=row.l, t=row.t, max_prosecutor_risk=row.max_prosecutor_risk)
+    return PolicyThresholds(
+        k=row.k,
+        l=row.l,
+        t=row.t,
+        max_prosecutor_risk=row.max_prosecutor_risk,
+        max_attack_excess=row.max_attack_excess,
+        max_membership_auc=row.max_membership_auc,
+    )
 
 
 def release_policy_update(*, user, team, thresholds: PolicyThresholds) -> ReleasePolicy:
@@ -62,6 +69,8 @@ def release_policy_update(*, user, team, thresholds: PolicyThresholds) -> Releas
         row, _ = ReleasePolicy.objects.select_for_update().get_or_create(team=team)
         row.k, row.l, row.t = thresholds.k, thresholds.l, thresholds.t
         row.max_prosecutor_risk = thresholds.max_prosecutor_risk
+        row.max_attack_excess = thresholds.max_attack_excess
+        row.max_membership_auc = thresholds.max_membership_auc
         row.updated_by = user
         row.save()
         audit_record(
@@ -84,6 +93,7 @@ def gate_evaluate(
     thresholds: PolicyThresholds | None = None,
     conflicts: Sequence[Finding] = (),
     internal_report: dict | None = None,
+    attacks: dict | None = None,
 ) -> PolicyResult:
     """The core policy on a new release of ``dataset``; ``conflicts`` are the gate findings of
     its conflict check (:meth:`anonweb.releases.conflicts.ConflictCheck.gate_findings`)."""
@@ -96,6 +106,7 @@ def gate_evaluate(
         report=published_report,
         conflicts=list(conflicts),
         internal_report=internal_report,
+        attacks=attacks,
     )
 
 

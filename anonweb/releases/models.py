@@ -122,6 +122,9 @@ class ReleasePolicy(models.Model):
     l = models.PositiveIntegerField(default=2)  # noqa: E741
     t = models.FloatField(null=True, blank=True)
     max_prosecutor_risk = models.FloatField(default=0.2)
+    # caps on the attack figures; null: not checked
+    max_attack_excess = models.FloatField(null=True, blank=True)
+    max_membership_auc = models.FloatField(null=True, blank=True)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -291,6 +291,18 @@ class PolicyForm(forms.Form):
     max_prosecutor_risk = forms.FloatField(
         min_value=0.0, max_value=1.0, label="Highest prosecutor risk"
     )
+    max_attack_excess = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        label="Highest excess success of an attack over chance, e.g. 0.05 (blank: not checked)",
+    )
+    max_membership_auc = forms.FloatField(
+        required=False,
+        min_value=0.5,
+        max_value=1.0,
+        label="Highest membership-inference AUC, 0.5 is chance (blank: not checked)",
+    )
 
 
 def policy_page(request, team_id: int | None = None):

@@ -53,6 +53,7 @@ WINGS = [
     "assessment",
     "search",
     "conflicts",
+    "attacks",
     "release",
     "transforms",
     "dp",

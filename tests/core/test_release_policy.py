@@ -248,7 +248,17 @@ def test_suppressed_records_form_no_class():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"k": 0}, {"k": 2.5}, {"l": 0}, {"t": 0}, {"t": 1.5}, {"max_prosecutor_risk": 0}, {"x": 1}],
+    [
+        {"k": 0},
+        {"k": 2.5},
+        {"l": 0},
+        {"t": 0},
+        {"t": 1.5},
+        {"max_prosecutor_risk": 0},
+        {"x": 1},
+        {"max_attack_excess": 1.5},
+        {"max_membership_auc": 0.4},
+    ],
 )
 def test_bad_thresholds_are_refused(bad):
     with pytest.raises(ParameterError):
@@ -261,6 +271,8 @@ def test_default_thresholds():
         "l": 2,
         "t": None,
         "max_prosecutor_risk": 0.2,
+        "max_attack_excess": None,
+        "max_membership_auc": None,
     }
 
 

@@ -87,6 +87,7 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core import schema as sch
+from anonweb.core.attacks.options import attack_options
 from anonweb.core.errors import CoreError, ParameterError, PlanError
 from anonweb.core.io.jsontext import json_loads
 
@@ -352,16 +353,22 @@ class Plan:
     sensitive: tuple[str, ...] = ()
     hierarchies: dict[str, Any] = field(default_factory=dict)
     version: int = PLAN_VERSION
+    # Attack evaluation (anonweb.core.attacks.options): how many records to hold out as the
+    # control, and what the attacker knows. Empty: the plan does not ask for a control.
+    attacks: dict[str, Any] = field(default_factory=dict)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    return {
+    out = {
         "version": plan.version,
         "quasi_identifiers": list(plan.quasi_identifiers),
         "sensitive": list(plan.sensitive),
         "hierarchies": json.loads(json.dumps(plan.hierarchies)),
         "steps": [{"kind": s.kind, "params": json.loads(json.dumps(s.params))} for s in plan.steps],
     }
+    if plan.attacks:
+        out["attacks"] = json.loads(json.dumps(plan.attacks))
+    return out
 
 
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:
@@ -370,7 +377,14 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
         raise ParameterError("a plan must be a JSON object")
     if sch.depth(data, limit=MAX_DEPTH) > MAX_DEPTH:
         raise ParameterError(f"the plan is nested more than {MAX_DEPTH} levels deep")
-    unknown = set(data) - {"version", "quasi_identifiers", "sensitive", "hierarchies", "steps"}
+    unknown = set(data) - {
+        "version",
+        "quasi_identifiers",
+        "sensitive",
+        "hierarchies",
+        "steps",
+        "attacks",
+    }
     if unknown:
         raise ParameterError(f"unknown plan field(s): {', '.join(sorted(unknown))}")
     version = data.get("version", PLAN_VERSION)
@@ -398,6 +412,9 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
         sensitive=tuple(_str_list(data.get("sensitive", []), "sensitive")),
         hierarchies=json.loads(json.dumps(dict(hierarchies))),
         version=version,
+        attacks=(
+            attack_options(data["attacks"]).to_dict() if data.get("attacks") is not None else {}
+        ),
     )
 
 
@@ -643,6 +660,11 @@ def _plan_level_problems(plan: Plan, ctx: PlanContext, files: bool) -> list[str]
         )
     for column, spec in plan.hierarchies.items():
         errors += hierarchy_spec_errors(column, spec, files=files)
+    if plan.attacks and ctx.columns is not None:
+        named = [*plan.attacks.get("known", []), *plan.attacks.get("sensitive", [])]
+        missing = [c for c in named if c not in ctx.columns]
+        if missing:
+            errors.append(f"attacks: unknown column(s) {', '.join(map(repr, missing))}")
     return errors
 
 

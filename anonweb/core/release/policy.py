@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.attacks.gate import attack_findings
 from anonweb.core.conflicts.check import ConflictReport
 from anonweb.core.conflicts.gate import conflict_findings
 from anonweb.core.errors import ParameterError
@@ -77,6 +78,10 @@ class PolicyThresholds:
     l: int = 2  # noqa: E741  (the literature's letter; 2: no class discloses its value)
     t: float | None = None
     max_prosecutor_risk: float = 0.2
+    # Caps on the attack figures (None: not checked): the excess success of linkage,
+    # inference and singling out over the control, and the AUC of membership inference.
+    max_attack_excess: float | None = None
+    max_membership_auc: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", require_int(self.k, "the policy's k", minimum=1))
@@ -92,6 +97,21 @@ class PolicyThresholds:
                 f"the policy's maximum prosecutor risk must be in (0, 1], got {risk}"
             )
         object.__setattr__(self, "max_prosecutor_risk", risk)
+        if self.max_attack_excess is not None:
+            excess = require_number(self.max_attack_excess, "the policy's maximum attack excess")
+            if not 0 <= excess <= 1:
+                raise ParameterError(
+                    f"the policy's maximum attack excess must be in [0, 1], got {excess}"
+                )
+            object.__setattr__(self, "max_attack_excess", excess)
+        if self.max_membership_auc is not None:
+            auc = require_number(self.max_membership_auc, "the policy's maximum membership AUC")
+            if not 0.5 <= auc <= 1:
+                raise ParameterError(
+                    f"the policy's maximum membership AUC must be in [0.5, 1] (0.5 is chance), "
+                    f"got {auc}"
+                )
+            object.__setattr__(self, "max_membership_auc", auc)
 
     @property
     def prosecutor_k(self) -> int:
@@ -104,12 +124,21 @@ class PolicyThresholds:
             "l": self.l,
             "t": self.t,
             "max_prosecutor_risk": self.max_prosecutor_risk,
+            "max_attack_excess": self.max_attack_excess,
+            "max_membership_auc": self.max_membership_auc,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> PolicyThresholds:
         data = dict(data or {})
-        unknown = set(data) - {"k", "l", "t", "max_prosecutor_risk"}
+        unknown = set(data) - {
+            "k",
+            "l",
+            "t",
+            "max_prosecutor_risk",
+            "max_attack_excess",
+            "max_membership_auc",
+        }
         if unknown:
             raise ParameterError(f"unknown policy threshold(s): {', '.join(sorted(unknown))}")
         return cls(**data)
@@ -151,8 +180,12 @@ def evaluate_release(
     conflicts: ConflictReport | Sequence[Finding] | None = None,
     statuses: Mapping[str, str] | None = None,
     internal_report: Mapping[str, Any] | None = None,
+    attacks: Mapping[str, Any] | None = None,
 ) -> PolicyResult:
     """Evaluate a release of ``source`` (never modified) that publishes ``released``.
+
+    ``attacks`` are the attack figures of the release (its internal report's ``attacks``),
+    checked against the policy's caps on them.
 
     ``tags`` maps a source column to its role (missing or empty: never tagged); ``report`` is the
     report that would be published with the release; ``conflicts`` the conflict check of this
@@ -181,6 +214,11 @@ def evaluate_release(
     if output != "rows" or _has_measurement(plan):
         findings += _dp_findings(report, plan)
     findings += _synthetic_findings(internal_report)
+    findings += attack_findings(
+        attacks,
+        max_excess=thresholds.max_attack_excess,
+        max_auc=thresholds.max_membership_auc,
+    )
     return PolicyResult(tuple(findings), thresholds, risk)
 
 
