@@ -514,6 +514,8 @@ SYNTHETIC_SCHEMA = sch.obj(
     labels={
         "columns": "Columns",
         "epsilon": "Total ε for the synthetic table",
+        "method": "Method (MST, independent columns or the full table)",
+        "delta": "δ (failure probability)",
         "categories": "Public categories",
         "bounds": "Public bounds",
         "bins": "Bins per numeric column",
