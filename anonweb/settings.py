@@ -101,6 +101,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "anonweb.common.security.ContentSecurityPolicyMiddleware",
+    "anonweb.common.security.NulInQueryMiddleware",
     "anonweb.datasets.uploads.UploadLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

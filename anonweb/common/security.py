@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import HttpResponseBadRequest, JsonResponse
 
 
 class ContentSecurityPolicyMiddleware:
@@ -37,3 +38,22 @@ def client_address(request) -> str:
         if last:
             return last[:64]
     return remote
+
+
+class NulInQueryMiddleware:
+    """Refuse a query string holding a NUL character with a 400 before any view reads it: no
+    filter, name or id contains one, and PostgreSQL refuses it inside a query parameter, so a
+    view that passed it on would answer 500. The API gets its JSON error shape."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.META.get("QUERY_STRING", "") or any(
+            "\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()
+        ):
+            message = "the query string holds a NUL character, which no parameter accepts"
+            if request.path.startswith("/api/"):
+                return JsonResponse({"errors": [message]}, status=400)
+            return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

@@ -92,12 +92,10 @@ def _terminate_app_connections() -> int:
 
 
 def test_requests_after_the_database_ends_the_connections_are_all_answered(server):
-    from rest_framework.authtoken.models import Token
-
-    from anonweb.accounts.models import Role
+    from anonweb.accounts.models import ApiToken, Role
 
     officer = member(TeamFactory(), Role.PRIVACY_OFFICER)
-    token = Token.objects.create(user=officer).key
+    token = ApiToken.issue(officer)[1]
     url = f"{server}/api/v1/datasets/"
     assert _many(url, token, 60) == [200] * 60  # every thread now holds a connection
     assert _terminate_app_connections() >= 1

@@ -248,3 +248,20 @@ def test_a_plan_with_a_tiny_interval_width_fails_its_job_at_once_with_the_limit(
     assert job.error_detail.startswith(
         "interval hierarchy for 'age': a width of 1e-06 makes 30,000,001"
     )
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/audit/?action=%00", "/api/v1/jobs/?status=a%00b", "/api/v1/datasets/?x%00=1"]
+)
+def test_a_nul_in_the_query_string_is_a_400_json(officer, path):
+    """PostgreSQL refuses a NUL inside a query parameter: it is refused before any view reads
+    it, on either database, with the API's error shape."""
+    response = api(officer).get(path)
+    assert response.status_code == 400
+    assert "NUL character" in response.json()["errors"][0]
+
+
+def test_a_nul_in_a_page_query_string_is_a_400(client, officer):
+    client.force_login(officer)
+    response = client.get("/audit/?action=%00")
+    assert response.status_code == 400 and b"NUL character" in response.content
