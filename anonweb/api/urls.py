@@ -53,5 +53,5 @@ urlpatterns = [
     path("v1/", include(v1)),
     route("schema/", SpectacularAPIView, "schema"),
     route("docs/", SpectacularSwaggerSplitView, "docs", url_name="api:schema"),
-    re_path(r"^.*$", login_not_required(not_found_json), name="not-found"),
+    re_path(r"^[\s\S]*$", login_not_required(not_found_json), name="not-found"),
 ]

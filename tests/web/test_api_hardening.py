@@ -265,3 +265,10 @@ def test_a_nul_in_a_page_query_string_is_a_400(client, officer):
     client.force_login(officer)
     response = client.get("/audit/?action=%00")
     assert response.status_code == 400 and b"NUL character" in response.content
+
+
+def test_an_unknown_route_with_a_line_break_in_it_answers_json(officer):
+    """The catch-all matches every character, line breaks included."""
+    response = api(officer).put("/api/v1/datasets/10000000000000000000000000/hierarchies/%0A/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
