@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anonweb.core.release.plan import Plan, get_step, plan_from_dict
+from anonweb.core.release.plan import get_step, plan_from_dict
+from anonweb.core.release.steps import Plan
 
 # What the plan runner adds to every step's entry: its place, kind, cost and timing.
 STEP_PUBLIC = ("step", "kind", "privacy_cost", "input_distance", "seconds")
