@@ -5,7 +5,8 @@ From the bottom up:
     common, demo < audit < accounts        helpers and sample data, the audit trail, teams
     datasets < releases < jobs             a release is made of a dataset; a job runs the
                                            work that makes profiles and releases
-    api, cli                               interfaces over all of the above
+    api, cli, dashboard                    interfaces over all of the above (the dashboard: the
+                                           home page, a summary across the apps)
 
 A module may import its own app and any app below it, never one above. The interface modules
 of an app (its views, URLs, forms, admin, Celery tasks, management commands and app config:
@@ -39,13 +40,14 @@ LAYERS: dict[str, int] = {
     "demo": 1,
     "api": 7,
     "cli": 7,
+    "dashboard": 7,
 }
 # project modules: settings and the worker's app sit below the apps (the Celery tasks use
 # `anonweb.celery.app`), the root URLconf and the WSGI entry above them
 PROJECT_LOW = {"env", "settings", "test_settings", "celery"}
 PROJECT_TOP = {"urls", "wsgi"}
 # the interface apps: nothing imports them
-INTERFACE_APPS = {"api", "cli"}
+INTERFACE_APPS = {"api", "cli", "dashboard"}
 # modules of an app (by their path inside the app) that form its interface
 INTERFACE_MODULES = {
     "views",
