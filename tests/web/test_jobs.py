@@ -192,5 +192,5 @@ def test_the_queue_sends_jobs_to_the_task_the_worker_runs():
     from anonweb.celery import app
     from anonweb.jobs import queue, tasks
 
-    assert app.tasks[queue.RUN_JOB] is tasks.run_job
-    assert app.tasks[queue.CHECK_QUEUED] is tasks.check_queued
+    assert app.tasks[queue.RUN_JOB].name == tasks.run_job.name == queue.RUN_JOB
+    assert app.tasks[queue.CHECK_QUEUED].name == tasks.check_queued.name == queue.CHECK_QUEUED
