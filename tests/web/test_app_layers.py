@@ -16,7 +16,8 @@ module imports another app's interface modules, and nothing imports the interfac
 
 Every ``import`` is checked, those inside functions too: an import moved into a function to
 dodge a cycle is still a dependency. And since there is no cycle left to dodge, an app imports
-other apps at the top of its modules, never inside a function."""
+other apps at the top of its modules, never inside a function. Circles between the modules of one app (or of the
+core) are refused by tests/test_import_graph.py, which checks the whole package file by file."""
 
 from __future__ import annotations
 
