@@ -21,7 +21,8 @@ A plan lists the quasi-identifiers, the sensitive columns, the hierarchies and t
 
 Every parameter is written in the plan, so a release can be reproduced and explained; keys and
 seeds are not: a step names a secret (``"key": "release-key"``) and the caller passes the bytes in
-``secrets``; randomness comes from the ``rng`` given to :func:`~anonweb.core.release.run.apply_plan`.
+``secrets``; randomness comes from the ``rng`` given to
+:func:`~anonweb.core.release.run.apply_plan`.
 
 Adding a step kind (e.g. in ``anonweb/core/transforms/mask.py``)::
 
@@ -64,8 +65,9 @@ Every step kind and every builder declares its parameters as a JSON Schema
 table's columns, before anything runs, and :func:`step_schemas` exports them all (for forms and
 API documentation).
 
-The report of :func:`~anonweb.core.release.run.apply_plan` lists, per step, what it did (levels chosen, rows suppressed,
-information loss, search statistics, ...), the summed privacy cost, and the risk profile of
+The report of :func:`~anonweb.core.release.run.apply_plan` lists, per step, what it did (levels
+chosen, rows suppressed, information loss, search statistics, ...), the summed privacy cost, and
+the risk profile of
 :func:`anonweb.core.assessment.profile.assess_risk` before and after, for the plan's quasi-identifiers.
 
 A step function never mutates ``df``; it returns a new frame and a JSON-serialisable report

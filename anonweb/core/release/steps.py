@@ -208,7 +208,8 @@ def register_step(
     removes; ``plan_check(params, ctx)`` returns problems found against the rest of the plan
     (hierarchies, quasi-identifiers, the table's size).
 
-    Three declarations let :func:`~anonweb.core.release.plan.validate_plan` follow a column through the plan:
+    Three declarations let :func:`~anonweb.core.release.plan.validate_plan` follow a column
+    through the plan:
     ``generalizes(params, plan)`` lists the columns the step generalizes with the plan's
     hierarchies (which list the source's values, so no earlier step may change or remove them);
     ``keeps_values`` (or a function of the parameters) says that every value the step writes is
