@@ -31,7 +31,7 @@ urlpatterns = [
     path("datasets/", include("anonweb.datasets.urls")),
     path("jobs/", include("anonweb.jobs.urls")),
     path("releases/", include("anonweb.releases.urls")),
-    path("audit/", include("anonweb.audit.urls")),
+    path("audit/", include("anonweb.dashboard.audit_urls")),
     path("accounts/profile/", account_views.profile, name="profile"),
     path("api/", include("anonweb.api.urls")),
     path("admin/", admin.site.urls),

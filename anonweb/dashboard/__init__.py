@@ -1,2 +1,3 @@
-"""The home page: a summary across every app (datasets, jobs, releases), so it sits on top of
-them all, with the API and the command line."""
+"""Pages that summarise across the apps: the home page (datasets, jobs, releases) and the audit
+trail (whose access follows the releases a user may read). They sit on top of every app, with the
+API and the command line."""

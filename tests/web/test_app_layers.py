@@ -148,7 +148,7 @@ def imports_of_other_apps_in_functions(package: Path = PACKAGE) -> list[str]:
     """An app's module importing another app inside a function: the way the cycle used to be
     held together. With the layering there is no cycle to dodge, so such an import belongs at
     the top of the module. The core may still be imported lazily (the commands do, to start
-    fast), and an app may import itself lazily (a task and the service that enqueues it)."""
+    fast), and an app may import its own modules lazily."""
     found = []
     for path in sorted(package.rglob("*.py")):
         module = _module_name(path, package.parent)
@@ -217,3 +217,31 @@ def test_an_import_inside_a_function_is_found(tmp_path):
         "anonweb/datasets/services.py:4: imports anonweb.jobs.services in a function",
         "anonweb/datasets/services.py:8: imports anonweb.releases.budget in a function",
     ]
+
+
+# Apps whose pages show nothing of a higher app: their views and URLs stay in their layer
+# (the home page and the audit trail, which read across apps, are in the dashboard).
+SELF_CONTAINED_PAGES = {"common", "audit"}
+
+
+def pages_reaching_above(package: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = _module_name(path, package.parent)
+        if len(module) < 3 or module[1] not in SELF_CONTAINED_PAGES:
+            continue
+        if module[-1] not in ("views", "urls"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, target in _imports(tree, module, path.name == "__init__.py"):
+            if target[:1] == ("anonweb",) and LAYERS.get(target[1], 0) > LAYERS[module[1]]:
+                where = path.relative_to(package.parent)
+                found.append(f"{where}:{line}: imports {'.'.join(target)}")
+    return found
+
+
+def test_the_home_page_and_the_audit_trail_sit_above_the_apps_they_read():
+    offenders = pages_reaching_above()
+    assert not offenders, "pages reading a higher app belong in the dashboard:\n" + "\n".join(
+        offenders
+    )
