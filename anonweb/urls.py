@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 
 from anonweb.accounts import views as account_views
 from anonweb.common import views as common_views
+from anonweb.dashboard import views as dashboard_views
 
 
 class FaviconRedirect(RedirectView):
@@ -21,7 +22,7 @@ class FaviconRedirect(RedirectView):
 
 
 urlpatterns = [
-    path("", common_views.home, name="home"),
+    path("", dashboard_views.home, name="home"),
     path("healthz", common_views.healthz, name="healthz"),
     # browsers ask for /favicon.ico on every page: the long-cached icon instead of a logged 404
     path("favicon.ico", login_not_required(FaviconRedirect.as_view())),
@@ -30,7 +31,7 @@ urlpatterns = [
     path("datasets/", include("anonweb.datasets.urls")),
     path("jobs/", include("anonweb.jobs.urls")),
     path("releases/", include("anonweb.releases.urls")),
-    path("audit/", include("anonweb.audit.urls")),
+    path("audit/", include("anonweb.dashboard.audit_urls")),
     path("accounts/profile/", account_views.profile, name="profile"),
     path("api/", include("anonweb.api.urls")),
     path("admin/", admin.site.urls),

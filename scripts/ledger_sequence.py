@@ -82,7 +82,8 @@ def main() -> int:
         from anonweb.accounts.models import Membership, Role, Team
         from anonweb.core.errors import CoreError
         from anonweb.datasets.services import dataset_create, dataset_set_tags
-        from anonweb.jobs.services import anonymize_launch, job_cancel, job_execute
+        from anonweb.jobs.execution import job_execute
+        from anonweb.jobs.services import anonymize_launch, job_cancel
         from anonweb.releases.budget import budget_set, ledger_for
 
         team = Team.objects.create(name="Clinic", slug="clinic")

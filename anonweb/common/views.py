@@ -1,34 +1,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import JsonResponse
-from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from anonweb.accounts.models import Membership
 from anonweb.celery import app
-from anonweb.datasets.selectors import datasets_for_user
-from anonweb.jobs.selectors import jobs_for_user
-from anonweb.releases.selectors import releases_for_user
-
-
-def home(request):
-    memberships = Membership.objects.filter(user=request.user).select_related("team")
-    context: dict[str, Any] = {
-        "memberships": memberships,
-        "datasets": datasets_for_user(user=request.user)[:5],
-        "jobs": jobs_for_user(user=request.user)[:5],
-    }
-    try:
-        context["releases"] = releases_for_user(user=request.user)[:5]
-    except ImportError:
-        context["releases"] = []
-    return render(request, "home.html", context)
 
 
 def _check_database() -> dict:

@@ -9,8 +9,10 @@ The wings, in the order data flows through them (a wing imports only from wings 
 * :mod:`~anonweb.core.assessment` — the risk profile of a table and its charts;
 * :mod:`~anonweb.core.search` — the optimal generalization search, its metrics, Mondrian;
 * :mod:`~anonweb.core.conflicts` — what releases of one source disclose together;
-* :mod:`~anonweb.core.release` — release plans and the path that makes a release;
+* :mod:`~anonweb.core.release.steps` — the registry of step kinds;
 * :mod:`~anonweb.core.transforms` and :mod:`~anonweb.core.dp` — the step kinds a plan runs;
+* :mod:`~anonweb.core.release` — release plans (validation, costs, running them, the catalog of
+  built-in steps) and the path that makes a release;
 * :mod:`~anonweb.core.utility` — what a release kept of its source (internal).
 
 The main entry points are importable from here: ``from anonweb.core import assess_risk``.
@@ -23,7 +25,7 @@ from typing import Any
 
 _PUBLIC = {
     "assess_risk": "anonweb.core.assessment.profile",
-    "apply_plan": "anonweb.core.release.plan",
+    "apply_plan": "anonweb.core.release.run",
     "plan_from_dict": "anonweb.core.release.plan",
     "plan_to_dict": "anonweb.core.release.plan",
     "read_table": "anonweb.core.io.frame",

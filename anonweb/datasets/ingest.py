@@ -38,6 +38,7 @@ from anonweb.core.io.ingest import (
 from anonweb.core.io.sources import Limits
 from anonweb.datasets.models import Dataset, DatasetStatus
 from anonweb.datasets.storage import dataset_dir, parquet_path
+from anonweb.datasets.tagging import guess_tags
 from anonweb.datasets.uploads import over_limit_message
 
 ALLOWED_SUFFIXES = (TEXT_SUFFIXES - {""}) | EXCEL_SUFFIXES | PARQUET_SUFFIXES
@@ -212,8 +213,6 @@ def dataset_parse(
         limits=upload_limits(),
         progress=lambda fraction, message: progress(int(2 + 96 * fraction), message),
     )
-    from anonweb.datasets.services import guess_tags
-
     names = [c.name for c in info.columns]
     with transaction.atomic():
         changed = Dataset.objects.filter(pk=dataset.pk, status=DatasetStatus.PARSING).update(

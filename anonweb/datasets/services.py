@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -21,6 +20,17 @@ from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
 from anonweb.core.io.hierarchy import parse_hierarchy
 from anonweb.core.io.hierarchy_builders import build_hierarchy
+
+# Uploading (streamed to disk, read by a background job): importable from here, as every use case.
+from anonweb.datasets.ingest import (
+    UnsupportedFileType,
+    UploadTooLarge,
+    dataset_create,
+    dataset_discard,
+    dataset_parse,
+    dataset_parse_failed,
+    dataset_store,
+)
 from anonweb.datasets.models import UNTAGGED, ColumnRole, Dataset, DatasetStatus, Hierarchy
 from anonweb.datasets.storage import load_distinct, load_frame
 
@@ -30,19 +40,6 @@ if TYPE_CHECKING:
 
     from django.contrib.auth.models import User
     from django.core.files.uploadedfile import UploadedFile
-
-# Column names that almost always hold direct identifiers; only a first guess for the officer.
-_IDENTIFIER_NAME = re.compile(
-    r"(^|[_\s-])(name|full.?name|first.?name|last.?name|surname|ssn|social.?security|e-?mail|"
-    r"phone|telephone|mobile|address|street|passport|licen[cs]e|iban|account|patient.?id|mrn)($|[_\s-])",
-    re.IGNORECASE,
-)
-
-
-def guess_tags(columns: list[str]) -> dict[str, str]:
-    """Columns named like direct identifiers are tagged so; the others stay untagged until the
-    officer decides (the release gate blocks untagged columns)."""
-    return {c: ColumnRole.IDENTIFIER for c in columns if _IDENTIFIER_NAME.search(c)}
 
 
 def describe_columns(df: pd.DataFrame) -> list[dict]:
@@ -333,17 +330,6 @@ def dataset_set_population(*, user: User, dataset: Dataset, population_size: int
     dataset.population_size = population_size
     return dataset
 
-
-# Uploading (streamed to disk, read by a background job): importable from here, as every use case.
-from anonweb.datasets.ingest import (  # noqa: E402
-    UnsupportedFileType,
-    UploadTooLarge,
-    dataset_create,
-    dataset_discard,
-    dataset_parse,
-    dataset_parse_failed,
-    dataset_store,
-)
 
 __all__ = [
     "UnsupportedFileType",

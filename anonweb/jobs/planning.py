@@ -277,7 +277,7 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
     queued: every step and hierarchy against its declared schema, every column against the
     dataset's columns and types, group sizes against its row count, and no file paths.
 
-    Returns the parsed :class:`~anonweb.core.release.plan.Plan`; raises
+    Returns the parsed :class:`~anonweb.core.release.steps.Plan`; raises
     :class:`~anonweb.core.errors.PlanError` whose ``errors`` lists every problem."""
 
     try:

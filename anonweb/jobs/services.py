@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
-import traceback
 import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -25,7 +23,7 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import CoreError, ParameterError, PlanError
-from anonweb.core.raw_values import Failure, failure_of
+from anonweb.core.raw_values import Failure
 from anonweb.datasets.ingest import dataset_store
 from anonweb.datasets.services import (
     dataset_parse_failed,
@@ -37,11 +35,12 @@ from anonweb.datasets.services import (
 from anonweb.datasets.storage import dataset_dir
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.planning import plan_privacy, public_plan, unconfirmed_problems, validate_web_plan
+from anonweb.jobs.queue import send_run_job
 from anonweb.releases.budget import charge_refund_unspent, charge_reserve, check_budget, ledger_lock
 from anonweb.releases.recipients import recipients_check
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
     from django.contrib.auth.models import User
     from django.core.files.uploadedfile import UploadedFile
@@ -51,10 +50,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A running job sends a heartbeat every HEARTBEAT_SECONDS from a side thread, whatever its
+# A running job sends a heartbeat (anonweb.jobs.execution) from a side thread, whatever its
 # runner is doing; one silent for STALE_AFTER lost its worker (killed, machine gone) and is
 # failed by the reaper, so it never sits "running" for ever.
-HEARTBEAT_SECONDS = 5.0
 STALE_AFTER = timedelta(seconds=settings.ANONWEB_JOB_STALE_SECONDS)
 # A queued job is sent again when no worker took it for QUEUED_RESEND_AFTER (a worker that was
 # down, a message lost with a broker restart), and failed with the reason after QUEUED_FAIL_AFTER.
@@ -275,11 +273,9 @@ def job_public_params(params: dict) -> dict:
 
 def job_enqueue(*, job_id: int) -> None:
     """Send the task; a broker that is down fails the job visibly instead of hanging."""
-    from anonweb.jobs.tasks import run_job
-
     Job.objects.filter(id=job_id, status=JobStatus.QUEUED).update(sent_at=timezone.now())
     try:
-        run_job.apply_async(args=[job_id], retry=False)
+        send_run_job(job_id)
     except Exception as exc:  # kombu raises OperationalError, OSError, TimeoutError...
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("job %s: could not reach the broker: %s", job_id, reason)
@@ -407,109 +403,6 @@ def job_cancel(*, user: User, job: Job) -> Job:
             )
     job.refresh_from_db()
     return job
-
-
-def job_execute(*, job_id: int, worker: str) -> None:
-    """Claim and run a job. A job someone else claimed, or one already finished, is left alone."""
-    from anonweb.jobs.runners import RUNNERS
-
-    if not job_claim(job_id=job_id, worker=worker):
-        log.info("job %s: not claimed (already taken, finished or cancelled)", job_id)
-        return
-    job = Job.objects.select_related("team", "dataset").get(id=job_id)
-    running = (JobStatus.RUNNING,)
-    stop_heartbeat = _start_heartbeat(job_id)
-    try:
-        run = RUNNERS[job.kind]
-
-        def progress(pct: int, msg: str = "") -> None:
-            job_progress(job_id=job_id, percent=pct, message=msg)
-
-        result = run(job, progress)
-    except JobLost:
-        log.warning(
-            "job %s: finished by someone else (reaped while this worker was stalled); "
-            "its output was discarded",
-            job_id,
-        )
-    except JobCancelled:
-        _set_terminal(
-            job_id=job_id,
-            status=JobStatus.CANCELLED,
-            from_statuses=running,
-            message="cancelled; nothing was published",
-        )
-    except CoreError as exc:
-        columns = job.dataset.column_names if job.dataset is not None else []
-        _set_terminal(
-            job_id=job_id,
-            status=JobStatus.FAILED,
-            from_statuses=running,
-            failure=failure_of(
-                exc, columns=columns, kind="unreadable" if job.kind == JobKind.PARSE else None
-            ),
-        )
-    except (OperationalError, InterfaceError) as exc:
-        # The database ended the connection (a restart, a failover): the failure is recorded on
-        # a new one, with this reason, rather than left for the reaper to call a lost worker.
-        log.error("job %s: lost its database connection: %s", job_id, exc)
-        connection.close()
-        _set_terminal(
-            job_id=job_id,
-            status=JobStatus.FAILED,
-            from_statuses=running,
-            failure=Failure.stated(
-                "database",
-                "The job lost its connection to the database while it ran (the database "
-                "restarted or ended the connection); nothing was published. Launch it again.",
-            ),
-        )
-    except Exception:
-        ref = uuid.uuid4().hex[:8]
-        log.error("job %s failed (ref %s):\n%s", job_id, ref, traceback.format_exc())
-        _set_terminal(
-            job_id=job_id,
-            status=JobStatus.FAILED,
-            from_statuses=running,
-            failure=Failure.stated(
-                "internal",
-                f"An internal error stopped the job (reference {ref}); nothing was published. "
-                "An administrator can find the details in the worker log under that reference.",
-            ),
-        )
-    else:
-        # Past the runner's last progress report the work is done, so a late cancellation
-        # request no longer applies. A runner that published output has already marked the job
-        # succeeded in the same transaction (job_complete_claimed); then this changes nothing.
-        _set_terminal(
-            job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result
-        )
-    finally:
-        stop_heartbeat()
-
-
-def _start_heartbeat(job_id: int) -> Callable[[], None]:
-    stop = threading.Event()
-
-    def beat() -> None:
-        try:
-            while not stop.wait(HEARTBEAT_SECONDS):
-                Job.objects.filter(id=job_id, status=JobStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-        except Exception:  # a failed beat must never kill the job; the reaper is the backstop
-            log.warning("job %s: heartbeat failed", job_id, exc_info=True)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=beat, name=f"job-{job_id}-heartbeat", daemon=True)
-    thread.start()
-
-    def halt() -> None:
-        stop.set()
-        thread.join(timeout=HEARTBEAT_SECONDS + 5)
-
-    return halt
 
 
 def jobs_reap_stale() -> int:

@@ -15,8 +15,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 def test_dp_statistics_are_drawn_with_their_intervals(page, live_server, settings, tmp_path):
     from anonweb.datasets.services import dataset_create
+    from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import JobStatus
-    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.jobs.services import anonymize_launch
     from anonweb.releases.budget import budget_set
 
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 
 from anonweb.accounts.models import Role
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from anonweb.releases.storage import release_dir
 from tests.browser.conftest import login
 from tests.web.conftest import csv_upload

@@ -32,8 +32,9 @@ def _table(n=400, seed=5):
 
 
 def _release(officer, dataset, plan):
+    from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import JobStatus
-    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.jobs.services import anonymize_launch
 
     job = anonymize_launch(
         user=officer, dataset=dataset, plan=plan, title="t", purpose="study", recipient="lab"

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from anonweb.core.io.frame import read_table
 from anonweb.core.io.hierarchy import Hierarchy
-from anonweb.core.release.plan import apply_plan, one_type_per_column, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.run import apply_plan, one_type_per_column
 from anonweb.core.risk.classes import equivalence_classes, group_codes
 from anonweb.core.search.flash import optimal_generalization
 

@@ -8,7 +8,8 @@ import pytest
 from anonweb.core.conflicts.check import ReleaseView, check_conflicts
 from anonweb.core.conflicts.linkage import RecordRelease, find_join
 from anonweb.core.io.frame import read_table
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.run import apply_plan
 
 # Ten women aged 31-34, two aged 36, ten aged 41-44. Release A cuts ages at 30/40/50, B at
 # 25/35/45: A's classes hold 12 and 10 people, B's 10 and 12, but the two 36-year-olds are the

@@ -227,13 +227,14 @@ def test_plan_step_cost_is_the_same_number(people):
 
 
 def _ctx():
-    from anonweb.core.release.plan import StepContext
+    from anonweb.core.release.steps import StepContext
 
     return StepContext(rng=np.random.default_rng(11))
 
 
 def test_a_plan_runs_a_dp_step_and_sums_its_cost(people):
-    from anonweb.core.release.plan import Plan, Step, apply_plan
+    from anonweb.core.release.run import apply_plan
+    from anonweb.core.release.steps import Plan, Step
 
     plan = Plan(steps=(Step("dp_release", QUERIES["contingency"]),))
     frame, report = apply_plan(people, plan, rng=np.random.default_rng(12), measure_risk=False)

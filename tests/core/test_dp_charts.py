@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from anonweb.core.dp.charts import dp_charts
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.run import apply_plan
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from anonweb.core.errors import CoreError
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.run import apply_plan
 
 N = 200
 

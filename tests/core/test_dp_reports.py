@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonweb.core.release.plan import apply_plan, get_step, plan_from_dict
+from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import published_report
+from anonweb.core.release.run import apply_plan
 
 ROWS = 1237  # a figure that can only come from the source
 PLAN_KEYS = {"step", "kind", "seconds", "privacy_cost", "input_distance"}

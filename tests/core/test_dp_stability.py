@@ -9,16 +9,14 @@ import pytest
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.release.plan import (
-    ROW_WISE,
-    UNBOUNDED,
-    Plan,
-    apply_plan,
     get_step,
     plan_costs,
     plan_from_dict,
     step_kinds,
     validate_plan,
 )
+from anonweb.core.release.run import apply_plan
+from anonweb.core.release.steps import ROW_WISE, UNBOUNDED, Plan
 
 HISTOGRAM = {
     "kind": "histogram",
@@ -141,7 +139,7 @@ def test_every_step_kind_declares_its_stability_or_is_a_measurement():
 
 def test_a_step_that_doubles_rows_doubles_the_dp_cost():
     """The map is taken at the distance: a (test-only) step emitting each row twice."""
-    from anonweb.core.release.plan import StepOutcome, register_step
+    from anonweb.core.release.steps import StepOutcome, register_step
 
     @register_step("test_twice", stability=2)
     def twice(df, params, ctx):
@@ -158,7 +156,7 @@ def test_a_step_that_doubles_rows_doubles_the_dp_cost():
 
 
 def test_undeclared_step_kinds_count_as_unbounded():
-    from anonweb.core.release.plan import StepOutcome, register_step
+    from anonweb.core.release.steps import StepOutcome, register_step
 
     @register_step("test_undeclared")
     def same(df, params, ctx):

@@ -114,7 +114,8 @@ def test_a_category_outside_the_declared_set_is_refused(table):
 
 
 def test_plan_step_reports_the_same_cost(table):
-    from anonweb.core.release.plan import StepContext, get_step
+    from anonweb.core.release.plan import get_step
+    from anonweb.core.release.steps import StepContext
 
     spec = get_step("dp_synthetic")
     assert spec.privacy_cost(PARAMS) == {"epsilon": 2.0, "delta": 0.0}

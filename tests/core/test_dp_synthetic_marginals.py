@@ -12,8 +12,9 @@ import pytest
 
 from anonweb.core.dp.synthetic import SyntheticSpec, dp_synthetic
 from anonweb.core.errors import ParameterError
-from anonweb.core.release.plan import apply_plan, get_step, plan_from_dict
+from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import published_report
+from anonweb.core.release.run import apply_plan
 
 dp.enable_features("contrib")
 

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from anonweb.core.dp.accounting import contributions
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.report import published_report
+from anonweb.core.release.run import apply_plan
 from anonweb.core.utility.dp import dp_statistics
 
 ROWS = 3000

@@ -19,18 +19,15 @@ from anonweb.core.io.hierarchy_builders import (
     resolve_hierarchies,
 )
 from anonweb.core.release.plan import (
-    Plan,
-    Step,
-    StepOutcome,
-    apply_plan,
     get_step,
     plan_from_dict,
     plan_from_json,
     plan_to_dict,
     plan_to_json,
-    register_step,
     step_kinds,
 )
+from anonweb.core.release.run import apply_plan
+from anonweb.core.release.steps import Plan, Step, StepOutcome, register_step
 
 json_scalars = (
     st.none()

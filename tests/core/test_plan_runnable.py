@@ -12,7 +12,8 @@ import pytest
 
 from anonweb.core.errors import HierarchyError, PlanError
 from anonweb.core.io.hierarchy import parse_hierarchy
-from anonweb.core.release.plan import apply_plan, plan_from_dict, validate_plan
+from anonweb.core.release.plan import plan_from_dict, validate_plan
+from anonweb.core.release.run import apply_plan
 
 
 def _table(n=60, seed=3):

@@ -184,7 +184,7 @@ def test_local_dp_at_the_largest_epsilon_runs():
     import numpy as np
     import pandas as pd
 
-    from anonweb.core.release.plan import apply_plan
+    from anonweb.core.release.run import apply_plan
 
     df = pd.DataFrame({"sex": ["F", "M"] * 10})
     plan = plan_from_dict(
@@ -219,7 +219,7 @@ def test_a_catastrophic_pattern_for_backtracking_engines_runs_in_linear_time():
     import numpy as np
     import pandas as pd
 
-    from anonweb.core.release.plan import apply_plan
+    from anonweb.core.release.run import apply_plan
 
     df = pd.DataFrame({"ssn": ["a" * 5000 + "b", "aaa"]})
     plan = plan_from_dict(

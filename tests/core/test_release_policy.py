@@ -10,13 +10,14 @@ import pytest
 from anonweb.core.conflicts.check import ReleaseView, check_conflicts
 from anonweb.core.errors import ParameterError
 from anonweb.core.findings import CODES, Finding
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.policy import (
     PolicyThresholds,
     evaluate_plan,
     evaluate_release,
     free_text,
 )
+from anonweb.core.release.run import apply_plan
 
 N = 800
 STATES = ["IL", "OH", "TX", "CA", "NY", "WA", "FL", "GA"]

@@ -10,8 +10,9 @@ import pytest
 
 from anonweb.core.assessment.profile import assess_risk
 from anonweb.core.errors import ParameterError
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.policy import PolicyThresholds, evaluate_release
+from anonweb.core.release.run import apply_plan
 from anonweb.core.risk.classes import suppressed_records
 
 AGES = {"rows": [[a, f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"] for a in (20, 21, 30, 31, 50)]}

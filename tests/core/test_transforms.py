@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from anonweb.core.errors import CoreError, ParameterError
-from anonweb.core.release.plan import Plan, Step, apply_plan
+from anonweb.core.release.run import apply_plan
+from anonweb.core.release.steps import Plan, Step
 from anonweb.core.transforms.perturb import mdav_groups, rank_swap_values
 
 KEY = b"0123456789abcdef-secret"

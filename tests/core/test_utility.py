@@ -13,7 +13,8 @@ from anonweb.core import release_utility
 from anonweb.core.dp import accounting as acc
 from anonweb.core.dp.mechanisms import DPQuery, prepare
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
-from anonweb.core.release.plan import apply_plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.run import apply_plan
 from anonweb.core.search.whatif import WhatIfTable
 from anonweb.core.utility.measures import OTHER, column_utility, total_variation
 

@@ -16,8 +16,8 @@ from rest_framework.test import APIClient
 from anonweb.accounts.models import ApiToken
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.models import Dataset
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobStatus
-from anonweb.jobs.services import job_execute
 from tests.web.conftest import csv_upload, small_table
 
 pytestmark = pytest.mark.django_db

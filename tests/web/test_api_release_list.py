@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from anonweb.accounts.models import Membership, Role
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.publication import release_create
-from anonweb.jobs.services import anonymize_launch, job_execute
+from anonweb.jobs.services import anonymize_launch
 from anonweb.releases.budget import budget_set
 from anonweb.releases.models import ConflictFinding
 from anonweb.releases.services import release_approve, release_reject

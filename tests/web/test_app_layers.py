@@ -5,7 +5,8 @@ From the bottom up:
     common, demo < audit < accounts        helpers and sample data, the audit trail, teams
     datasets < releases < jobs             a release is made of a dataset; a job runs the
                                            work that makes profiles and releases
-    api, cli                               interfaces over all of the above
+    api, cli, dashboard                    interfaces over all of the above (the dashboard: the
+                                           home page, a summary across the apps)
 
 A module may import its own app and any app below it, never one above. The interface modules
 of an app (its views, URLs, forms, admin, Celery tasks, management commands and app config:
@@ -15,7 +16,8 @@ module imports another app's interface modules, and nothing imports the interfac
 
 Every ``import`` is checked, those inside functions too: an import moved into a function to
 dodge a cycle is still a dependency. And since there is no cycle left to dodge, an app imports
-other apps at the top of its modules, never inside a function."""
+other apps at the top of its modules, never inside a function. Circles between the modules of one app (or of the
+core) are refused by tests/test_import_graph.py, which checks the whole package file by file."""
 
 from __future__ import annotations
 
@@ -39,13 +41,14 @@ LAYERS: dict[str, int] = {
     "demo": 1,
     "api": 7,
     "cli": 7,
+    "dashboard": 7,
 }
 # project modules: settings and the worker's app sit below the apps (the Celery tasks use
 # `anonweb.celery.app`), the root URLconf and the WSGI entry above them
 PROJECT_LOW = {"env", "settings", "test_settings", "celery"}
 PROJECT_TOP = {"urls", "wsgi"}
 # the interface apps: nothing imports them
-INTERFACE_APPS = {"api", "cli"}
+INTERFACE_APPS = {"api", "cli", "dashboard"}
 # modules of an app (by their path inside the app) that form its interface
 INTERFACE_MODULES = {
     "views",
@@ -145,7 +148,7 @@ def imports_of_other_apps_in_functions(package: Path = PACKAGE) -> list[str]:
     """An app's module importing another app inside a function: the way the cycle used to be
     held together. With the layering there is no cycle to dodge, so such an import belongs at
     the top of the module. The core may still be imported lazily (the commands do, to start
-    fast), and an app may import itself lazily (a task and the service that enqueues it)."""
+    fast), and an app may import its own modules lazily."""
     found = []
     for path in sorted(package.rglob("*.py")):
         module = _module_name(path, package.parent)
@@ -214,3 +217,31 @@ def test_an_import_inside_a_function_is_found(tmp_path):
         "anonweb/datasets/services.py:4: imports anonweb.jobs.services in a function",
         "anonweb/datasets/services.py:8: imports anonweb.releases.budget in a function",
     ]
+
+
+# Apps whose pages show nothing of a higher app: their views and URLs stay in their layer
+# (the home page and the audit trail, which read across apps, are in the dashboard).
+SELF_CONTAINED_PAGES = {"common", "audit"}
+
+
+def pages_reaching_above(package: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = _module_name(path, package.parent)
+        if len(module) < 3 or module[1] not in SELF_CONTAINED_PAGES:
+            continue
+        if module[-1] not in ("views", "urls"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, target in _imports(tree, module, path.name == "__init__.py"):
+            if target[:1] == ("anonweb",) and LAYERS.get(target[1], 0) > LAYERS[module[1]]:
+                where = path.relative_to(package.parent)
+                found.append(f"{where}:{line}: imports {'.'.join(target)}")
+    return found
+
+
+def test_the_home_page_and_the_audit_trail_sit_above_the_apps_they_read():
+    offenders = pages_reaching_above()
+    assert not offenders, "pages reading a higher app belong in the dashboard:\n" + "\n".join(
+        offenders
+    )

@@ -9,12 +9,12 @@ from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
 from anonweb.core.errors import ParameterError
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobStatus
 from anonweb.jobs.services import (
     anonymize_launch,
     job_cancel,
     job_claim,
-    job_execute,
     jobs_reap_stale,
 )
 from anonweb.releases.budget import budget_set, charge_spend, ledger_for

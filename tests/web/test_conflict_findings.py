@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.services import dataset_create, dataset_set_tags
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import JobKind, JobStatus
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from anonweb.releases.models import ConflictFinding
 from anonweb.releases.services import release_approve, release_reject
 

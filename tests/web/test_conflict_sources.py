@@ -82,8 +82,9 @@ def test_a_plan_listing_no_quasi_identifier_is_checked_on_the_tagged_ones(office
 def test_a_dp_release_is_left_to_the_budget_and_does_not_hide_the_others(
     client, officer, steward, dataset, django_capture_on_commit_callbacks
 ):
+    from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import Job
-    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.jobs.services import anonymize_launch
     from anonweb.releases.budget import budget_set
 
     budget_set(user=steward, dataset=dataset, epsilon=1.0)

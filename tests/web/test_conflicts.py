@@ -9,8 +9,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from anonweb.datasets.services import dataset_create, dataset_set_tags
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import JobKind, JobStatus
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from anonweb.releases.storage import load_aligned, release_dir
 
 pytestmark = pytest.mark.django_db

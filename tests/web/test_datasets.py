@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.models import Dataset
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_execute
 from tests.web.conftest import csv_upload
 
 pytestmark = pytest.mark.django_db

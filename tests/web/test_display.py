@@ -8,8 +8,9 @@ from django.template import Context, Template
 from django.urls import reverse
 
 from anonweb.audit.services import audit_record
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from anonweb.releases.models import Release
 
 pytestmark = pytest.mark.django_db

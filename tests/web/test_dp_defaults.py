@@ -8,8 +8,9 @@ import pytest
 from django.urls import reverse
 
 from anonweb.core.errors import PlanError
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobStatus
-from anonweb.jobs.services import anonymize_launch, job_execute
+from anonweb.jobs.services import anonymize_launch
 from anonweb.releases.budget import budget_set, ledger_for
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import JobStatus
-from anonweb.jobs.services import anonymize_launch, job_execute
+from anonweb.jobs.services import anonymize_launch
 from anonweb.releases.budget import budget_set
 from tests.web.conftest import csv_upload
 

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anonweb.datasets.models import Dataset, DatasetStatus
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_execute
 from anonweb.releases.models import PrivacyCharge
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

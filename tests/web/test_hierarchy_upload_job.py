@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from anonweb.datasets.models import Hierarchy
 from anonweb.datasets.selectors import hierarchy_spec
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import HIERARCHY_IMMEDIATE_LINES, job_cancel, job_execute
+from anonweb.jobs.services import HIERARCHY_IMMEDIATE_LINES, job_cancel
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
-from anonweb.jobs import services
+from anonweb.jobs import execution, services
 from anonweb.jobs.models import Job, JobKind, JobStatus
 
 
@@ -82,7 +82,7 @@ def test_a_job_that_loses_its_database_connection_records_why(queued):
     runners.RUNNERS["test_kind"] = lose_connection
     try:
         Job.objects.filter(pk=queued.pk).update(kind="test_kind")
-        services.job_execute(job_id=queued.pk, worker="w1")
+        execution.job_execute(job_id=queued.pk, worker="w1")
     finally:
         del runners.RUNNERS["test_kind"]
     queued.refresh_from_db()

@@ -3,7 +3,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
-from anonweb.jobs import services
+from anonweb.jobs import execution, services
 from anonweb.jobs.models import Job, JobKind, JobStatus
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ def run_with(job):
         runners.RUNNERS["test_kind"] = func
         try:
             Job.objects.filter(pk=job.pk).update(kind="test_kind")
-            services.job_execute(job_id=job.pk, worker="w1")
+            execution.job_execute(job_id=job.pk, worker="w1")
         finally:
             del runners.RUNNERS["test_kind"]
         job.refresh_from_db()
@@ -56,7 +56,7 @@ def test_analysts_see_no_jobs(client, analyst, job):
 
 
 def test_execute_runs_and_records(job):
-    services.job_execute(job_id=job.pk, worker="w1")
+    execution.job_execute(job_id=job.pk, worker="w1")
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert job.progress == 100
@@ -68,15 +68,15 @@ def test_execute_runs_and_records(job):
 def test_a_second_claim_does_nothing(job):
     assert services.job_claim(job_id=job.pk, worker="w1") is True
     assert services.job_claim(job_id=job.pk, worker="w2") is False
-    services.job_execute(job_id=job.pk, worker="w2")  # redelivered task
+    execution.job_execute(job_id=job.pk, worker="w2")  # redelivered task
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING and job.worker == "w1" and job.attempts == 1
 
 
 def test_a_finished_job_is_never_run_again(job):
-    services.job_execute(job_id=job.pk, worker="w1")
+    execution.job_execute(job_id=job.pk, worker="w1")
     finished = Job.objects.get(pk=job.pk).finished_at
-    services.job_execute(job_id=job.pk, worker="w2")
+    execution.job_execute(job_id=job.pk, worker="w2")
     job.refresh_from_db()
     assert job.worker == "w1" and job.finished_at == finished
     assert AuditEvent.objects.filter(action="job.succeeded").count() == 1
@@ -90,7 +90,7 @@ def test_a_running_job_whose_worker_went_silent_is_failed_by_the_reaper(client, 
     client.force_login(officer)
     status = client.get(reverse("jobs:status", args=[job.pk])).json()  # viewing it reaps it
     assert status["status"] == "failed" and "worker stopped" in status["error"]
-    services.job_execute(job_id=job.pk, worker="w3")  # a late redelivery does nothing
+    execution.job_execute(job_id=job.pk, worker="w3")  # a late redelivery does nothing
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.worker == "dead"
 
@@ -100,7 +100,7 @@ def test_the_heartbeat_keeps_a_long_quiet_job_alive(job, monkeypatch, run_with):
     # Committed rows: the heartbeat thread has its own database connection.
     import time
 
-    monkeypatch.setattr(services, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 0.05)
     beats = []
 
     def quiet(j, progress):
@@ -118,7 +118,7 @@ def test_cancel_a_queued_job(client, officer, job):
     client.post(reverse("jobs:cancel", args=[job.pk]))
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
-    services.job_execute(job_id=job.pk, worker="w1")
+    execution.job_execute(job_id=job.pk, worker="w1")
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.started_at is None
 
@@ -165,12 +165,12 @@ def test_an_internal_error_gives_a_reference_not_a_traceback(job, run_with):
 
 
 def test_a_broker_that_is_down_fails_the_launch_visibly(officer, team, settings, monkeypatch):
-    from anonweb.jobs import tasks
+    from anonweb.jobs import queue
 
     def down(*args, **kwargs):
         raise ConnectionRefusedError(111, "Connection refused")
 
-    monkeypatch.setattr(tasks.run_job, "apply_async", down)
+    monkeypatch.setattr(queue.app, "send_task", down)
     job = Job.objects.create(team=team, created_by=officer, kind=JobKind.DEMO_SLEEP)
     services.job_enqueue(job_id=job.pk)
     job.refresh_from_db()
@@ -185,3 +185,12 @@ def test_queue_check_launch(client, officer, django_capture_on_commit_callbacks)
     job = Job.objects.get()
     assert response.url == reverse("jobs:detail", args=[job.pk])
     assert job.kind == JobKind.DEMO_SLEEP
+
+
+def test_the_queue_sends_jobs_to_the_task_the_worker_runs():
+    """The services enqueue by task name (anonweb.jobs.queue), without importing the tasks."""
+    from anonweb.celery import app
+    from anonweb.jobs import queue, tasks
+
+    assert app.tasks[queue.RUN_JOB].name == tasks.run_job.name == queue.RUN_JOB
+    assert app.tasks[queue.CHECK_QUEUED].name == tasks.check_queued.name == queue.CHECK_QUEUED

@@ -13,8 +13,8 @@ from anonweb.audit.models import AuditEvent
 from anonweb.datasets.models import Dataset, Hierarchy
 from anonweb.datasets.selectors import hierarchies_for, hierarchy_spec
 from anonweb.datasets.storage import load_frame
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_execute
 from anonweb.releases.models import Release
 from anonweb.releases.storage import release_dir
 

@@ -10,8 +10,9 @@ from django.urls import reverse
 from anonweb.audit.models import AuditEvent
 from anonweb.core.release.plan import get_step
 from anonweb.core.release.report import STEP_PUBLIC
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from anonweb.releases.services import release_review
 from tests.web.conftest import small_table
 from tests.web.test_api import api

@@ -132,7 +132,8 @@ def test_risk_charts_are_built_once_per_report(client, officer, dataset, monkeyp
     from django.core.cache import cache
 
     from anonweb.common import charts as chart_module
-    from anonweb.jobs.services import job_create, job_execute
+    from anonweb.jobs.execution import job_execute
+    from anonweb.jobs.services import job_create
 
     cache.clear()
     job = job_create(user=officer, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from tests.web.conftest import small_table
 from tests.web.test_api import api
 

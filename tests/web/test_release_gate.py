@@ -7,8 +7,9 @@ import pytest
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind
-from anonweb.jobs.services import anonymize_launch, job_create, job_execute
+from anonweb.jobs.services import anonymize_launch, job_create
 from anonweb.releases.models import Release, ReleasePolicy
 
 pytestmark = pytest.mark.django_db

@@ -11,6 +11,7 @@ from django.utils import timezone
 from anonweb.audit.models import AuditEvent
 from anonweb.jobs import publication, runners
 from anonweb.jobs import services as job_services
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.releases.models import Release
 from anonweb.releases.storage import release_dir
@@ -62,7 +63,7 @@ def test_a_job_reaped_while_writing_its_release_publishes_nothing(
         return digest
 
     monkeypatch.setattr(publication, "write_release_files", stalled_write)
-    job_services.job_execute(job_id=job.pk, worker="w1")
+    job_execute(job_id=job.pk, worker="w1")
 
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "nothing was published" in job.error
@@ -87,7 +88,7 @@ def test_once_the_release_is_committed_the_reaper_cannot_fail_its_job(
         return release
 
     monkeypatch.setattr(runners, "release_create", stalled_after_publishing)
-    job_services.job_execute(job_id=job.pk, worker="w1")
+    job_execute(job_id=job.pk, worker="w1")
 
     job.refresh_from_db()
     assert reaped == [0]
@@ -126,7 +127,7 @@ def test_a_release_is_not_published_without_its_conflict_details(
 
     monkeypatch.setattr(publication, "write_private_json", failing_write)
     job = _job(officer, dataset)
-    job_services.job_execute(job_id=job.pk, worker="w1")
+    job_execute(job_id=job.pk, worker="w1")
 
     job.refresh_from_db()
     assert written == ["conflicts.json"]
@@ -139,7 +140,7 @@ def test_a_release_is_not_published_without_its_conflict_details(
 
 def test_a_published_release_has_its_conflict_details(officer, dataset):
     job = _job(officer, dataset)
-    job_services.job_execute(job_id=job.pk, worker="w1")
+    job_execute(job_id=job.pk, worker="w1")
     release = Release.objects.get()
     assert (release_dir(release.storage_key) / "private" / "conflicts.json").exists()
 

@@ -10,9 +10,10 @@ from django.urls import reverse
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.services import dataset_set_retention
 from anonweb.datasets.storage import dataset_dir
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.retention import dataset_purge, datasets_purge_expired
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,9 @@ from django.utils.html import escape
 
 from anonweb.accounts.models import Role
 from anonweb.audit.models import AuditEvent
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_create, job_execute
+from anonweb.jobs.services import job_create
 from anonweb.releases.models import Release
 from anonweb.releases.services import release_review
 from anonweb.releases.storage import release_dir

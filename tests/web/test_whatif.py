@@ -197,8 +197,9 @@ def test_plan_page_json_keeps_accents(client, officer, team):
 def test_release_page_offers_the_search_alternatives_as_fixed_level_plans(
     client, officer, analyst, dataset
 ):
+    from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import Job, JobStatus
-    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.jobs.services import anonymize_launch
     from anonweb.releases.models import Release
 
     plan = {
@@ -248,7 +249,8 @@ def test_release_page_offers_the_search_alternatives_as_fixed_level_plans(
 
 
 def test_release_page_first_lines_say_what_the_search_did(client, officer, dataset):
-    from anonweb.jobs.services import anonymize_launch, job_execute
+    from anonweb.jobs.execution import job_execute
+    from anonweb.jobs.services import anonymize_launch
     from anonweb.releases.models import Release
 
     plan = {

@@ -18,7 +18,7 @@ from anonweb.core.assessment.charts import _LAYOUT, _as_data, chart_text
 from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
 from anonweb.core.dp.synthetic_quality import quality_chart
 from anonweb.core.numbers import for_people, probability
-from anonweb.core.release.plan import STATISTIC_COLUMN
+from anonweb.core.release.steps import STATISTIC_COLUMN
 
 MAX_BARS = 200
 COLOR = "#2f5d8a"

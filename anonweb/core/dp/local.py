@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,9 +28,14 @@ from anonweb.core.dp import accounting as acc
 from anonweb.core.dp.mechanisms import MISSING, READ_FROM_DATA, READ_FROM_DATA_KEY, cell_labels
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
-
-if TYPE_CHECKING:
-    from anonweb.core.release.plan import Plan, StepContext, StepOutcome
+from anonweb.core.release.steps import (
+    ROW_WISE,
+    UNBOUNDED,
+    Plan,
+    StepContext,
+    StepOutcome,
+    register_step,
+)
 
 
 def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
@@ -331,11 +336,6 @@ LOCAL_PUBLIC_REPORT = (
 
 
 def _register() -> None:
-    try:
-        from anonweb.core.release.plan import ROW_WISE, UNBOUNDED, StepOutcome, register_step
-    except ImportError:
-        return
-
     def check_rr(params: Mapping[str, Any]) -> None:
         eps = acc.check_epsilon(params.get("epsilon"))
         if not params.get("column"):

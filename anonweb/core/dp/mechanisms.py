@@ -33,6 +33,7 @@ from anonweb.core.dp.accuracy import (
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.numbers import released_table, significant
+from anonweb.core.release.steps import StepContext, StepOutcome, register_step
 
 if TYPE_CHECKING:  # OpenDP loads a native library: imported late at run time
     from opendp.mod import Domain, Measurement, Metric, Transformation
@@ -638,11 +639,6 @@ DP_PUBLIC_REPORT = (
 
 
 def _register() -> None:
-    try:
-        from anonweb.core.release.plan import StepContext, StepOutcome, register_step
-    except ImportError:  # the plan module is optional for the functions above
-        return
-
     def validate(params: Mapping[str, Any]) -> None:
         prepare(DPQuery.from_params(params))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,9 +31,7 @@ from anonweb.core.dp import mechanisms as dp
 from anonweb.core.dp import synthetic_quality as sq
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
-
-if TYPE_CHECKING:
-    from anonweb.core.release.plan import StepContext, StepOutcome
+from anonweb.core.release.steps import StepContext, StepOutcome, register_step
 
 MAX_CELLS = 1_000_000
 # Synthetic rows one step may draw: the sample is held in memory as a frame, so the step
@@ -530,11 +528,6 @@ SYNTHETIC_SCHEMA = sch.obj(
 
 
 def _register() -> None:
-    try:
-        from anonweb.core.release.plan import StepOutcome, register_step
-    except ImportError:  # the plan module is optional for the functions above
-        return
-
     def cost(params: Mapping[str, Any], distance: int = 1) -> dict[str, float]:
         spec = SyntheticSpec.from_params(params)
         if spec.method != "full_table":

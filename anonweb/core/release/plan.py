@@ -1,4 +1,4 @@
-"""Release plans: a JSON document of steps, and the registry of step kinds.
+"""Release plans: a JSON document of steps, its validation and its privacy costs.
 
 A plan lists the quasi-identifiers, the sensitive columns, the hierarchies and the steps to run::
 
@@ -21,11 +21,12 @@ A plan lists the quasi-identifiers, the sensitive columns, the hierarchies and t
 
 Every parameter is written in the plan, so a release can be reproduced and explained; keys and
 seeds are not: a step names a secret (``"key": "release-key"``) and the caller passes the bytes in
-``secrets``; randomness comes from the ``rng`` given to :func:`apply_plan`.
+``secrets``; randomness comes from the ``rng`` given to
+:func:`~anonweb.core.release.run.apply_plan`.
 
 Adding a step kind (e.g. in ``anonweb/core/transforms/mask.py``)::
 
-    from anonweb.core.release.plan import ROW_WISE, StepContext, StepOutcome, register_step
+    from anonweb.core.release.steps import ROW_WISE, StepContext, StepOutcome, register_step
 
     def _check(params):                 # raise ParameterError before any data is touched
         if not params.get("columns"):
@@ -64,298 +65,61 @@ Every step kind and every builder declares its parameters as a JSON Schema
 table's columns, before anything runs, and :func:`step_schemas` exports them all (for forms and
 API documentation).
 
-The report of :func:`apply_plan` lists, per step, what it did (levels chosen, rows suppressed,
-information loss, search statistics, ...), the summed privacy cost, and the risk profile of
+The report of :func:`~anonweb.core.release.run.apply_plan` lists, per step, what it did (levels
+chosen, rows suppressed, information loss, search statistics, ...), the summed privacy cost, and
+the risk profile of
 :func:`anonweb.core.assessment.profile.assess_risk` before and after, for the plan's quasi-identifiers.
 
 A step function never mutates ``df``; it returns a new frame and a JSON-serialisable report
 (no raw cell values, no keys, no seeds). Modules in :mod:`anonweb.core.transforms` register their
-steps on import; :func:`get_step` imports them on first use.
+steps on import; :mod:`anonweb.core.release.catalog` lists them, so :func:`get_step` knows every
+built-in kind. The registry is :mod:`anonweb.core.release.steps`, running a plan
+:func:`anonweb.core.release.run.apply_plan`.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.attacks.options import attack_options
 from anonweb.core.errors import CoreError, ParameterError, PlanError
+from anonweb.core.io.hierarchy_builders import builder_schemas, hierarchy_spec_errors
 from anonweb.core.io.jsontext import json_loads
+from anonweb.core.release import catalog
+from anonweb.core.release.steps import (
+    PLAN_VERSION,
+    STATISTIC_COLUMN,
+    Plan,
+    PlanContext,
+    Step,
+    StepSpec,
+    registered,
+    registered_kinds,
+)
 
-PLAN_VERSION = 1
 # A plan is a short document; anything nested deeper is refused before it is walked.
 MAX_DEPTH = 32
 MAX_STEPS = 200
 
 
-@dataclass
-class StepContext:
-    """What a step may use besides its parameters.
-
-    ``hierarchies`` holds resolved :class:`~anonweb.core.io.hierarchy.Hierarchy` objects by column.
-    ``state`` lets a step leave facts for the plan report (e.g. levels chosen, rows suppressed).
-    """
-
-    rng: np.random.Generator
-    secrets: Mapping[str, bytes] = field(default_factory=dict)
-    quasi_identifiers: tuple[str, ...] = ()
-    sensitive: tuple[str, ...] = ()
-    hierarchies: Mapping[str, Any] = field(default_factory=dict)
-    state: dict[str, Any] = field(default_factory=dict)
-    # Rows of this step's input that one person's row can change (1 after row-wise steps): a DP
-    # step states its cost at this distance.
-    distance: int = 1
-    # A long step reports how far it is (a fraction of itself, and what it is doing).
-    progress: Callable[[float, str], None] = field(default=lambda fraction, what: None)
-
-    def secret(self, name: str) -> bytes:
-        """The secret called ``name``; a clear error if the caller did not supply it."""
-        try:
-            value = self.secrets[name]
-        except KeyError:
-            raise ParameterError(
-                f"the plan needs the secret {name!r}, which was not supplied"
-            ) from None
-        return value.encode() if isinstance(value, str) else bytes(value)
-
-
-@dataclass
-class StepOutcome:
-    frame: pd.DataFrame
-    report: dict[str, Any] = field(default_factory=dict)
-
-
-StepFunc = Callable[[pd.DataFrame, Mapping[str, Any], StepContext], StepOutcome]
-
-# Stability: how many rows of a step's output one row of its input can change (OpenDP's
-# stability map, in rows). A row-wise map (drop, a keyed token, a regex, a fixed hierarchy level,
-# noise drawn for each row on its own) changes one output row per input row. A step whose output
-# for one row depends on the other rows (rare-value suppression, the optimal search, Mondrian,
-# microaggregation, swapping) is unbounded: one person can change every row of its output.
-ROW_WISE = 1
-UNBOUNDED = None
-Stability = int | None
-StabilityDecl = Stability | Callable[[Mapping[str, Any], "Plan"], Stability]
-CostFunc = Callable[..., Mapping[str, float] | None]
-
-
-@dataclass(frozen=True)
-class PlanContext:
-    """What is known about the table a plan is checked against (each part optional)."""
-
-    plan: Plan
-    columns: tuple[str, ...] | None = None
-    types: Mapping[str, str] | None = None  # column -> "numeric" | "text"
-    rows: int | None = None
-    # column -> distinct non-missing values, and columns with a missing value (from the table's
-    # profile): what decides whether an l-diversity can be met at all
-    distinct: Mapping[str, int] | None = None
-    has_missing: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    """A step kind and what it declares about itself (see :func:`register_step`)."""
-
-    kind: str
-    func: StepFunc
-    validate: Callable[[Mapping[str, Any]], None] | None = None
-    privacy_cost: CostFunc | None = None
-    columns: Callable[[Mapping[str, Any]], list[str]] | None = None
-    stability: StabilityDecl = UNBOUNDED
-    measurement: bool = False
-    schema: sch.Schema | None = None
-    output: str = "rows"
-    perturbs: bool = False
-    public_report: tuple[str, ...] = ()
-    removes: Callable[[Mapping[str, Any]], list[str]] | None = None
-    plan_check: Callable[[Mapping[str, Any], PlanContext], list[str]] | None = None
-    keeps_values: bool | Callable[[Mapping[str, Any]], bool] = False
-    generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None
-    recodes: bool = False
-    output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None
-
-    def values_kept(self, params: Mapping[str, Any]) -> bool:
-        """Whether every value the step writes into a column is one the column already held
-        (swapping, shuffling, PRAM among the column's own categories)."""
-        return bool(self.keeps_values(params) if callable(self.keeps_values) else self.keeps_values)
-
-    def columns_read(self, params: Mapping[str, Any]) -> list[str]:
-        """Input columns the step needs (from ``columns`` or, failing that, its schema)."""
-        if self.columns is not None:
-            return list(self.columns(params))
-        if self.schema is None:
-            return []
-        named = sch.columns_named(self.schema, params)
-        return list(dict.fromkeys(named["reads"] + named["writes"]))
-
-    def columns_written(self, params: Mapping[str, Any], plan: Plan) -> list[str]:
-        """Columns whose values the step changes (``["*"]``: its output replaces the table)."""
-        if self.output != "rows":
-            return ["*"]
-        named = sch.columns_named(self.schema, params)["writes"] if self.schema else []
-        if self.schema and self.schema.get("x-writes") == "quasi_identifiers":
-            named = named or list(plan.quasi_identifiers)
-        return named
-
-    def stability_of(self, params: Mapping[str, Any], plan: Plan) -> Stability:
-        value = self.stability(params, plan) if callable(self.stability) else self.stability
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"step kind {self.kind!r} declared an invalid stability {value!r}")
-        return value
-
-    def cost_at(self, params: Mapping[str, Any], distance: int) -> dict[str, float]:
-        """The step's privacy cost when one person can change ``distance`` rows (per row of
-        theirs) of its input; empty for steps without a cost."""
-        if self.privacy_cost is None:
-            return {}
-        return {k: float(v) for k, v in (self.privacy_cost(params, distance) or {}).items()}
-
-
-_REGISTRY: dict[str, StepSpec] = {}
-OUTPUTS = ("rows", "aggregate", "synthetic")
-
-
-def _with_distance(func: CostFunc | None) -> CostFunc | None:
-    """Cost functions take ``(params, distance=1)``; older ones take ``(params)`` only and are
-    then independent of the distance (as a local-DP step's per-record ε is)."""
-    if func is None:
-        return None
-    try:
-        inspect.signature(func).bind({}, 1)
-    except TypeError:
-        return lambda params, distance=1: func(params)
-    return func
-
-
-def register_step(
-    kind: str,
-    *,
-    validate: Callable[[Mapping[str, Any]], None] | None = None,
-    privacy_cost: CostFunc | None = None,
-    columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
-    stability: StabilityDecl = UNBOUNDED,
-    measurement: bool = False,
-    schema: sch.Schema | None = None,
-    output: str = "rows",
-    perturbs: bool = False,
-    public_report: tuple[str, ...] = (),
-    removes: Callable[[Mapping[str, Any]], list[str]] | None = None,
-    plan_check: Callable[[Mapping[str, Any], PlanContext], list[str]] | None = None,
-    keeps_values: bool | Callable[[Mapping[str, Any]], bool] = False,
-    generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None,
-    recodes: bool = False,
-    output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
-) -> Callable[[StepFunc], StepFunc]:
-    """Register ``func`` as the step ``kind``.
-
-    ``validate(params)`` raises :class:`ParameterError` on bad parameters (run for every step
-    before any data is touched); ``privacy_cost(params, distance)`` returns e.g.
-    ``{"epsilon": 1.0}`` for a step whose input one person can change by ``distance`` rows per
-    row of theirs; ``columns(params)`` lists the input columns the step reads (checked against
-    the table first).
-
-    ``stability`` declares how many output rows one input row can change: :data:`ROW_WISE` for a
-    row-by-row map, :data:`UNBOUNDED` (the default: undeclared steps are assumed unbounded) when a
-    row's output depends on other rows, or a function ``(params, plan) -> int | None`` when it
-    depends on the parameters. ``measurement`` marks a differentially private release (its output
-    replaces the table; later steps are post-processing of it).
-
-    ``schema`` (JSON Schema, see :mod:`anonweb.core.schema`) declares every parameter; it is
-    checked before ``validate``, which then checks what a schema cannot say. ``output`` says what
-    the step's rows are: ``"rows"`` (one output row per input row, in order), ``"aggregate"``
-    (a table of statistics) or ``"synthetic"`` (new records). ``perturbs`` marks steps that move
-    numeric values (checked by the maximum-knowledge intruder). ``public_report`` names the keys
-    of its report that show only what the released data shows or public parameters (the
-    published report keeps those and nothing else). ``removes(params)`` lists the columns it
-    removes; ``plan_check(params, ctx)`` returns problems found against the rest of the plan
-    (hierarchies, quasi-identifiers, the table's size).
-
-    Three declarations let :func:`validate_plan` follow a column through the plan:
-    ``generalizes(params, plan)`` lists the columns the step generalizes with the plan's
-    hierarchies (which list the source's values, so no earlier step may change or remove them);
-    ``keeps_values`` (or a function of the parameters) says that every value the step writes is
-    one the column already held; ``recodes`` says that the columns it writes hold text labels
-    afterwards (intervals, ranges, tokens), so later numeric steps cannot read them. A
-    measurement declares ``output_columns(params)``, the columns of the table it releases, which
-    the steps after it (post-processing) may name.
-    """
-    if output not in OUTPUTS:
-        raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
-
-    def decorator(func: StepFunc) -> StepFunc:
-        existing = _REGISTRY.get(kind)
-        if existing is not None and existing.func.__qualname__ != func.__qualname__:
-            raise ValueError(f"step kind {kind!r} is already registered")
-        _REGISTRY[kind] = StepSpec(
-            kind,
-            func,
-            validate,
-            _with_distance(privacy_cost),
-            columns,
-            stability,
-            measurement,
-            schema,
-            output,
-            perturbs,
-            tuple(public_report),
-            removes,
-            plan_check,
-            keeps_values,
-            generalizes,
-            recodes,
-            output_columns,
-        )
-        return func
-
-    return decorator
-
-
-def _load_builtin_steps() -> None:
-    import anonweb.core.dp  # noqa: F401  (registers the DP steps)
-    import anonweb.core.transforms  # noqa: F401  (registers the record-level steps)
-
-
 def get_step(kind: str) -> StepSpec:
-    if kind not in _REGISTRY:
-        _load_builtin_steps()
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ParameterError(f"unknown step kind {kind!r} (known: {known})") from None
+    """The step kind ``kind``, the built-in ones (:mod:`anonweb.core.release.catalog`) included."""
+    catalog.load()
+    spec = registered(kind)
+    if spec is None:
+        known = ", ".join(registered_kinds())
+        raise ParameterError(f"unknown step kind {kind!r} (known: {known})")
+    return spec
 
 
 def step_kinds() -> list[str]:
-    _load_builtin_steps()
-    return sorted(_REGISTRY)
-
-
-@dataclass(frozen=True)
-class Step:
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Plan:
-    steps: tuple[Step, ...] = ()
-    quasi_identifiers: tuple[str, ...] = ()
-    sensitive: tuple[str, ...] = ()
-    hierarchies: dict[str, Any] = field(default_factory=dict)
-    version: int = PLAN_VERSION
-    # Attack evaluation (anonweb.core.attacks.options): how many records to hold out as the
-    # control, and what the attacker knows. Empty: the plan does not ask for a control.
-    attacks: dict[str, Any] = field(default_factory=dict)
+    catalog.load()
+    return registered_kinds()
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
@@ -438,26 +202,6 @@ def read_plan(path: str | Path) -> Plan:
     except OSError as exc:
         raise ParameterError(f"cannot read plan {str(path)!r}: {exc.strerror}") from None
     return plan_from_json(text)
-
-
-@dataclass(frozen=True)
-class PlanReport:
-    steps: tuple[dict[str, Any], ...]
-    risk_before: dict[str, Any] | None
-    risk_after: dict[str, Any] | None
-    privacy_cost: dict[str, float]
-    rows_in: int
-    rows_out: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "steps": [dict(s) for s in self.steps],
-            "risk_before": self.risk_before,
-            "risk_after": self.risk_after,
-            "privacy_cost": dict(self.privacy_cost),
-            "rows_in": self.rows_in,
-            "rows_out": self.rows_out,
-        }
 
 
 def validate_plan(
@@ -556,7 +300,7 @@ RELEASED = "replaces the rows"
 
 def _released_columns(released: list[list[str]] | None) -> list[str] | None:
     """The columns after one or more DP releases: one release's own, or all of them stacked
-    under a ``statistic`` column (see :func:`apply_plan`)."""
+    under a ``statistic`` column (see :func:`~anonweb.core.release.run.apply_plan`)."""
     if not released:
         return None
     if len(released) == 1:
@@ -639,8 +383,6 @@ def _step_problems(
 
 
 def _plan_level_problems(plan: Plan, ctx: PlanContext, files: bool) -> list[str]:
-    from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
-
     errors = []
     if ctx.columns is not None:
         for role, names in (
@@ -668,38 +410,13 @@ def _plan_level_problems(plan: Plan, ctx: PlanContext, files: bool) -> list[str]
     return errors
 
 
-def hierarchy_height(spec: Any) -> int | None:
-    """Levels of an inline hierarchy (builders and files are only known with the data)."""
-    if isinstance(spec, Mapping) and isinstance(spec.get("rows"), list) and spec["rows"]:
-        first = spec["rows"][0]
-        return len(first) if isinstance(first, list) else None
-    return None
-
-
-def hierarchy_problems(columns: list[str], ctx: PlanContext, *, what: str) -> list[str]:
-    """Columns that ``what`` generalizes but the plan gives no hierarchy for."""
-    missing = [c for c in columns if c not in ctx.plan.hierarchies]
-    if missing:
-        return [f"{what} needs a hierarchy for {', '.join(map(repr, missing))}"]
-    return []
-
-
-def size_problems(k: Any, ctx: PlanContext, *, name: str = "k") -> list[str]:
-    """A group size larger than the table can never be met."""
-    if ctx.rows is not None and isinstance(k, int) and k > ctx.rows:
-        return [f"{name!r} is {k} but the table has only {ctx.rows} rows"]
-    return []
-
-
 def step_schemas() -> dict[str, Any]:
     """Every declared schema, JSON-serialisable: ``{"steps": {kind: {...}},
     "hierarchy_builders": {name: schema}}``. A step entry holds its parameter ``schema``,
     ``output`` and whether it ``perturbs`` values or has a ``privacy_cost``."""
-    from anonweb.core.io.hierarchy_builders import builder_schemas
-
     steps = {}
     for kind in step_kinds():
-        spec = _REGISTRY[kind]
+        spec = get_step(kind)
         steps[kind] = {
             "schema": json.loads(json.dumps(spec.schema or {"type": "object"})),
             "output": spec.output,
@@ -779,151 +496,3 @@ def plan_total_cost(costs: list[StepCost]) -> dict[str, float]:
         for name, value in c.cost.items():
             total[name] = total.get(name, 0.0) + value
     return total
-
-
-def _step_progress(
-    progress: Callable[[float, str], None], step: int, steps: int
-) -> Callable[[float, str], None]:
-    """A step's own fraction as a fraction of the whole plan."""
-
-    def report(fraction: float, what: str) -> None:
-        progress((step - 1 + min(max(fraction, 0.0), 1.0)) / steps, f"step {step}: {what}")
-
-    return report
-
-
-def apply_plan(
-    df: pd.DataFrame,
-    plan: Plan,
-    *,
-    rng: np.random.Generator,
-    secrets: Mapping[str, bytes] | None = None,
-    measure_risk: bool = True,
-    before_spending: Callable[[], None] | None = None,
-    progress: Callable[[float, str], None] | None = None,
-) -> tuple[pd.DataFrame, PlanReport]:
-    """Run the plan's steps in order on a copy of ``df``; returns the result and a report.
-
-    ``before_spending`` is called once, just before the first step with a privacy cost reads the
-    data (a budget ledger marks its reservation spent there; raising stops the plan). Several DP
-    measurements in a row each read the table the steps before them produced; their outputs are
-    stacked, each row labelled with its ``statistic``."""
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError("rng must be a numpy.random.Generator")
-    from anonweb.core.io.hierarchy_builders import resolve_hierarchies
-
-    specs = validate_plan(plan, [str(c) for c in df.columns])
-    costs = {c.step: c for c in plan_costs(plan, specs)}
-    ctx = StepContext(
-        rng=rng,
-        secrets=dict(secrets or {}),
-        quasi_identifiers=tuple(plan.quasi_identifiers),
-        sensitive=tuple(plan.sensitive),
-        hierarchies=resolve_hierarchies(plan.hierarchies, df),
-    )
-    before = _risk(df, ctx) if measure_risk else None
-    frame, reports = df, []
-    measured: list[tuple[str, pd.DataFrame]] = []
-    data: pd.DataFrame | None = None  # what the measurements read
-    for i, (step, spec) in enumerate(zip(plan.steps, specs), 1):
-        cost = costs.get(i)
-        if cost and before_spending is not None:
-            before_spending()
-            before_spending = None
-        ctx.distance = cost.distance if cost else 1
-        if progress is not None:
-            ctx.progress = _step_progress(progress, i, len(plan.steps))
-        started = time.perf_counter()
-        if spec.measurement and data is None:
-            data = frame
-        try:
-            outcome = spec.func(data if spec.measurement else frame, step.params, ctx)
-        except CoreError as exc:
-            raise type(exc)(f"step {i} ({step.kind}): {exc}") from None
-        if spec.measurement:
-            measured.append((_statistic_label(i, step, outcome.report), outcome.frame))
-            frame = _stack(measured)
-        else:
-            frame = one_type_per_column(outcome.frame)
-        entry = {"step": i, "kind": step.kind, **outcome.report}
-        entry["seconds"] = round(time.perf_counter() - started, 4)
-        if cost:
-            entry["privacy_cost"] = dict(cost.cost)
-            if cost.distance != 1:
-                entry["input_distance"] = cost.distance
-        reports.append(entry)
-    # The risk of a DP output's rows (counts, synthetic records) is not a re-identification risk.
-    after = _risk(frame, ctx, after=True) if measure_risk and not measured else None
-    total = plan_total_cost(list(costs.values()))
-    report = PlanReport(tuple(reports), before, after, total, len(df), len(frame))
-    return frame, report
-
-
-def one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
-    """The table with every column holding values of one type.
-
-    A step that writes text into part of a numeric column (``*`` for a suppressed cell, a
-    codebook's label, an interval) leaves numbers and text side by side; such a column becomes
-    text throughout, each number written as it reads (``47677``, not ``47677.0``), so that the
-    table can be stored (Parquet refuses mixed columns) and equal cells look equal. Missing
-    values stay missing; other columns are returned as they are."""
-    mixed = [
-        c
-        for c in df.columns
-        if df[c].dtype == object
-        and pd.api.types.infer_dtype(df[c], skipna=True) in ("mixed", "mixed-integer")
-    ]
-    if not mixed:
-        return df
-    out = df.copy()
-    for c in mixed:
-        out[c] = df[c].map(_as_text, na_action="ignore").astype(object)
-    return out
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-STATISTIC_COLUMN = "statistic"
-
-
-def _statistic_label(i: int, step: Step, report: Mapping[str, Any]) -> str:
-    what = report.get("kind") or step.kind
-    columns = report.get("columns") or step.params.get("columns") or []
-    if isinstance(columns, str):
-        columns = [columns]
-    return f"{i}: {what}" + (f" of {', '.join(map(str, columns))}" if columns else "")
-
-
-def _stack(measured: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
-    """One measurement: its table. Several: their tables one under the other, labelled."""
-    if len(measured) == 1:
-        return measured[0][1]
-    parts = [t.assign(**{STATISTIC_COLUMN: label}) for label, t in measured]
-    stacked = pd.concat(parts, ignore_index=True, sort=False)
-    return stacked[[STATISTIC_COLUMN] + [c for c in stacked.columns if c != STATISTIC_COLUMN]]
-
-
-def _risk(df: pd.DataFrame, ctx: StepContext, *, after: bool = False) -> dict[str, Any] | None:
-    """Risk profile from :func:`anonweb.core.assessment.profile.assess_risk`, when QIs are declared.
-
-    After the steps, suppressed records (``*`` in every quasi-identifier) are left out of the
-    classes, as the search leaves them out (ARX's outlier handling): k after is the search's k,
-    and ``suppressed`` says how many records were left out."""
-    qis = [q for q in ctx.quasi_identifiers if q in df.columns]
-    if not qis:
-        return None
-    try:
-        from anonweb.core.assessment.profile import assess_risk
-    except ImportError:  # the risk module is optional for a plan to run
-        return None
-    from anonweb.core.risk.classes import suppressed_records
-
-    sensitive = tuple(s for s in ctx.sensitive if s in df.columns)
-    exclude = suppressed_records(df, qis) if after else None
-    return assess_risk(df, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude).to_dict()

@@ -44,8 +44,9 @@ from anonweb.core.errors import ParameterError
 from anonweb.core.findings import BLOCK, WARN, Finding
 from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
 from anonweb.core.models.base import require_int, require_number
-from anonweb.core.release.plan import Plan, get_step, plan_from_dict
+from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import STEP_PUBLIC
+from anonweb.core.release.steps import Plan
 from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
 
 # Column roles as the datasets app stores them; "keep" is the explicit "keep as is".

@@ -23,8 +23,10 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.io.export import safe_csv_bytes
-from anonweb.core.release.plan import Plan, apply_plan, get_step, plan_to_dict
+from anonweb.core.release.plan import get_step, plan_to_dict
 from anonweb.core.release.report import published_report
+from anonweb.core.release.run import apply_plan
+from anonweb.core.release.steps import Plan
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """The two reports of a release.
 
-The internal report (officers and stewards) is what :func:`~anonweb.core.release.plan.apply_plan`
+The internal report (officers and stewards) is what :func:`~anonweb.core.release.run.apply_plan`
 returns, plus the checks run on the source (conflicts, the intruder, the gate). The **published**
 report (analysts, downloads, the API for analysts) holds only what the released data itself
 shows and the public parameters of the plan: each step's report reduced to the keys its kind
-declares public (``public_report`` in :func:`~anonweb.core.release.plan.register_step`), the
+declares public (``public_report`` in :func:`~anonweb.core.release.steps.register_step`), the
 privacy spent, the number of released rows and the risk measured on the released rows. Never the
 source's row count, its k, classes or risk, a utility figure measured on it, or a cell of it.
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anonweb.core.release.plan import Plan, get_step, plan_from_dict
+from anonweb.core.release.plan import get_step, plan_from_dict
+from anonweb.core.release.steps import Plan
 
 # What the plan runner adds to every step's entry: its place, kind, cost and timing.
 STEP_PUBLIC = ("step", "kind", "privacy_cost", "input_distance", "seconds")

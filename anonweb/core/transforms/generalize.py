@@ -29,7 +29,7 @@ from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
 from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
-from anonweb.core.release.plan import (
+from anonweb.core.release.steps import (
     ROW_WISE,
     UNBOUNDED,
     Plan,

@@ -35,7 +35,7 @@ import pandas as pd
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
-from anonweb.core.release.plan import (
+from anonweb.core.release.steps import (
     ROW_WISE,
     UNBOUNDED,
     Plan,

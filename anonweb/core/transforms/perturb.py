@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.release.plan import (
+from anonweb.core.release.steps import (
     ROW_WISE,
     UNBOUNDED,
     Plan,
@@ -34,6 +34,7 @@ from anonweb.core.release.plan import (
     StepContext,
     StepOutcome,
     register_step,
+    size_problems,
 )
 from anonweb.core.transforms.mask import _columns
 
@@ -236,8 +237,6 @@ def mdav_groups(x: NDArray[Any], k: int) -> NDArray[Any]:
 
 
 def _mdav_plan(params: Mapping[str, Any], ctx: PlanContext) -> list[str]:
-    from anonweb.core.release.plan import size_problems
-
     problems = size_problems(params["k"], ctx)
     gaps = [c for c in params["columns"] if c in ctx.has_missing]
     if gaps:

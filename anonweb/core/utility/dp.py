@@ -31,7 +31,8 @@ from anonweb.core.dp.mechanisms import (
     range_edges,
 )
 from anonweb.core.errors import CoreError
-from anonweb.core.release.plan import Plan, get_step
+from anonweb.core.release.plan import get_step
+from anonweb.core.release.steps import Plan
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.counts import SensitiveDomain
 from anonweb.core.models.t_closeness import equal_distance_dense
-from anonweb.core.release.plan import Plan, plan_from_dict
+from anonweb.core.release.plan import plan_from_dict
+from anonweb.core.release.steps import Plan
 from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
 from anonweb.core.search.metrics import aggregate_value
 from anonweb.core.utility.dp import DPStatistic, aggregated, dp_statistics

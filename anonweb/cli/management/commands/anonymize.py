@@ -183,7 +183,7 @@ class Command(BaseCommand):
 
     def _search_plan(self, opts):
         from anonweb.core.io.frame import parse_column_list
-        from anonweb.core.release.plan import Plan, Step
+        from anonweb.core.release.steps import Plan, Step
 
         qis = parse_column_list(opts["qi"])
         if not qis:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from anonweb.audit import views
+from anonweb.dashboard import views
 
 app_name = "audit"
 urlpatterns = [path("", views.audit_list, name="list")]

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import render
+
+from anonweb.accounts.models import Membership
+from anonweb.common.paging import page_of
+from anonweb.datasets.selectors import datasets_for_user
+from anonweb.jobs.selectors import jobs_for_user
+from anonweb.releases.audit_access import audit_events_for_user
+from anonweb.releases.selectors import releases_for_user
+
+
+def home(request):
+    """The user's teams and their latest datasets, jobs and releases."""
+    memberships = Membership.objects.filter(user=request.user).select_related("team")
+    context: dict[str, Any] = {
+        "memberships": memberships,
+        "datasets": datasets_for_user(user=request.user)[:5],
+        "jobs": jobs_for_user(user=request.user)[:5],
+        "releases": releases_for_user(user=request.user)[:5],
+    }
+    return render(request, "home.html", context)
+
+
+def audit_list(request):
+    """The audit trail the user may read (who may read which event is decided with the releases
+    they may read, so the page sits above both apps)."""
+    action = request.GET.get("action", "").strip()
+    actor = request.GET.get("actor", "").strip()
+    target = request.GET.get("target", "").strip()
+    events = audit_events_for_user(user=request.user, action=action, actor=actor, target=target)
+    page = page_of(request, events)
+    actions = sorted(set(audit_events_for_user(user=request.user).values_list("action", flat=True)))
+    return render(
+        request,
+        "audit/list.html",
+        {
+            "page": page,
+            "action": action,
+            "actor": actor,
+            "target": target,
+            "actions": actions,
+        },
+    )
