@@ -19,7 +19,7 @@ by ``CELLS`` whatever the size of the release.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from anonweb.core.attacks.matching import Column
 
 CELLS = 4_000_000  # person x combination distances held at once (float32: 16 MB)
+PAIRS = 1_000_000  # person/combination pairs compared at once (inference: about 100 MB)
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,32 @@ class Neighbours:
     """Per person: the combinations at the smallest distance over the known columns (as pairs
     ``person``/``combo``), and the smallest distance over all attacked columns (the DCR)."""
 
-    person: NDArray[Any]
-    combo: NDArray[Any]
+    person: NDArray[Any]  # int32, ascending
+    combo: NDArray[Any]  # int32
     dcr: NDArray[Any]
+
+    def pairs(self, people: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+        """The pairs of ``people``: views when they are a run of consecutive indices (members,
+        or the control), as the attacks ask."""
+        people = np.asarray(people)
+        if len(people) and people[-1] - people[0] == len(people) - 1:
+            # (in the pairs' own type: a wider value would make numpy copy them all)
+            first, last = self.person.dtype.type(people[0]), self.person.dtype.type(people[-1])
+            lo = int(np.searchsorted(self.person, first, side="left"))
+            hi = int(np.searchsorted(self.person, last, side="right"))
+            return self.person[lo:hi], self.combo[lo:hi]
+        sel = np.isin(self.person, people)
+        return self.person[sel], self.combo[sel]
+
+    def chunks(self, people: NDArray[Any]) -> Iterator[tuple[NDArray[Any], NDArray[Any]]]:
+        """The pairs of ``people`` about ``PAIRS`` at a time, a person's pairs never split."""
+        person, combo = self.pairs(people)
+        start = 0
+        while start < len(person):
+            end = min(start + PAIRS, len(person))
+            end = int(np.searchsorted(person, person[end - 1], side="right"))
+            yield person[start:end], combo[start:end]
+            start = end
 
 
 def neighbours(
@@ -85,12 +109,16 @@ def neighbours(
         d_all = np.add(d_rest, d_known, out=d_rest)
         low = d_known.min(axis=1, keepdims=True)
         i, j = np.nonzero(d_known <= low + 1e-6)
-        persons.append(i + start)
-        picked.append(j)
+        persons.append((i + start).astype(np.int32))
+        picked.append(j.astype(np.int32))
         dcr[start : start + p.shape[0]] = d_all.min(axis=1) / max(len(columns), 1)
         if progress is not None:
             progress(min(1.0, (start + step) / people))
-    return Neighbours(np.concatenate(persons), np.concatenate(picked), dcr)
+    return Neighbours(
+        np.concatenate(persons) if persons else np.zeros(0, np.int32),
+        np.concatenate(picked) if picked else np.zeros(0, np.int32),
+        dcr,
+    )
 
 
 def linkage_successes(
@@ -108,43 +136,51 @@ def linkage_successes(
     row, however far noise moved it. The same test for members and the control, so that the
     excess is what membership adds.
     """
-    sel = np.isin(nb.person, people)
-    person, combo = nb.person[sel], nb.combo[sel]
-    agree = np.ones(len(person), dtype=bool)
-    for col in columns.values():
-        agree &= col.agree(combo, person)
-    if own is not None:
-        agree |= combo == own[person]
-    weight = combos.counts[combo].astype(float)
-    size = int(person.max()) + 1 if len(person) else 0
-    matches = np.bincount(person, weights=weight, minlength=size)
-    own = np.bincount(person, weights=agree.astype(float), minlength=size) > 0
+    size = int(np.max(people)) + 1 if len(people) else 0
+    matches = np.zeros(size)
+    has_own = np.zeros(size, dtype=bool)
+    for person, combo in nb.chunks(people):
+        agree = np.ones(len(person), dtype=bool)
+        for col in columns.values():
+            agree &= col.agree(combo, person)
+        if own is not None:
+            agree |= combo == own[person]
+        matches += np.bincount(person, weights=combos.counts[combo], minlength=size)
+        has_own |= np.bincount(person[agree], minlength=size) > 0
     rows = matches[people]
-    return float(np.sum(np.where(rows > 0, own[people] / np.maximum(rows, 1), 0.0)))
+    return float(np.sum(np.where(rows > 0, has_own[people] / np.maximum(rows, 1), 0.0)))
 
 
 def inference_successes(nb: Neighbours, combos: Combos, col: Column, people: NDArray[Any]) -> float:
     """Expected number of ``people`` whose value of ``col`` the linked rows predict."""
-    sel = np.isin(nb.person, people)
-    person, combo = nb.person[sel], nb.combo[sel]
-    weight = combos.counts[combo].astype(float)
     if col.numeric:
-        value = col.r_val[combo]
-        ok = ~np.isnan(value)
-        size = int(people.max()) + 1
-        total = np.bincount(person[ok], weights=weight[ok] * value[ok], minlength=size)
-        count = np.bincount(person[ok], weights=weight[ok], minlength=size)
+        size = int(np.max(people)) + 1
+        total = np.zeros(size)
+        count = np.zeros(size)
+        for person, combo in nb.chunks(people):
+            value = col.r_val[combo]
+            ok = ~np.isnan(value)
+            weight = combos.counts[combo[ok]].astype(float)
+            total += np.bincount(person[ok], weights=weight * value[ok], minlength=size)
+            count += np.bincount(person[ok], weights=weight, minlength=size)
         guess = np.where(count > 0, total / np.maximum(count, 1e-300), np.nan)[people]
         truth = col.p_val[people]
         return float(np.sum(np.abs(guess - truth) <= col.tolerance))
-    table = pd.DataFrame({"p": person, "v": col.r_codes[combo], "c": combo, "w": weight})
-    votes = table.groupby(["p", "v"], sort=False).agg(w=("w", "sum"), c=("c", "first"))
-    votes = votes.reset_index()
-    top = votes[votes["w"] == votes.groupby("p")["w"].transform("max")]
-    c_top, p_top = top["c"].to_numpy(), top["p"].to_numpy()
-    right = col.covers(c_top, p_top) & ~col.r_star[c_top]
-    share = pd.Series(right.astype(float)).groupby(p_top).mean()
-    return float(share.reindex(people, fill_value=0.0).sum())
+    shares = []
+    for person, combo in nb.chunks(people):
+        table = pd.DataFrame(
+            {"p": person, "v": col.r_codes[combo], "c": combo, "w": combos.counts[combo]}
+        )
+        votes = table.groupby(["p", "v"], sort=False).agg(w=("w", "sum"), c=("c", "first"))
+        del table
+        votes = votes.reset_index()
+        top = votes[votes["w"] == votes.groupby("p")["w"].transform("max")]
+        c_top, p_top = top["c"].to_numpy(), top["p"].to_numpy()
+        right = col.covers(c_top, p_top) & ~col.r_star[c_top]
+        shares.append(pd.Series(right.astype(float)).groupby(p_top).mean())
+    if not shares:
+        return 0.0
+    return float(pd.concat(shares).reindex(people, fill_value=0.0).sum())
 
 
 def dcr_auc(members: NDArray[Any], others: NDArray[Any]) -> float:
