@@ -24,7 +24,7 @@ def test_the_officer_reads_the_attacks_and_the_analyst_does_not(
     officer_user = member(team, Role.PRIVACY_OFFICER, username="olivia")
     steward_user = member(team, Role.DATA_STEWARD, username="sam")
     member(team, Role.ANALYST, username="ana")
-    start_worker(broker("filesystem://"))
+    env = broker("filesystem://")
     csv = pd.DataFrame({"name": NAMES, "bmi": BMI, "height": HEIGHT}).to_csv(index=False)
     dataset = dataset_create(
         user=officer_user,
@@ -44,6 +44,7 @@ def test_the_officer_reads_the_attacks_and_the_analyst_does_not(
         user=steward_user, release=first, override="Reviewed: accepted for this test release."
     )
     url = f"{live_server.url}/releases/{first.pk}/"
+    start_worker(env)  # after the releases: it runs only the job the officer starts
 
     officer = new_context(viewport={"width": 1280, "height": 1000}).new_page()
     login(officer, live_server.url, "olivia")
@@ -62,7 +63,8 @@ def test_the_officer_reads_the_attacks_and_the_analyst_does_not(
         "[data-testid=job-status].succeeded, [data-testid=job-status].failed", timeout=90_000
     )
     assert officer.locator("[data-testid=job-status]").inner_text() == "Succeeded"
-    officer.goto(url)
+    officer.click("[data-testid=attacked-release]")
+    officer.wait_for_url(f"{url}#attacks")
     assert "Last run on demand" in officer.locator("[data-testid=attacks]").inner_text()
     sentence = officer.locator("[data-testid=reconstruction-sentence]").inner_text()
     assert "determine the exact bmi of 1 record(s)" in sentence
