@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from anonweb.core.attacks.matching import Column
 
 CELLS = 4_000_000  # person x combination distances held at once (float32: 16 MB)
-PAIRS = 1_000_000  # person/combination pairs compared at once (inference: about 100 MB)
+PAIRS = 500_000  # person/combination pairs compared at once (inference: about 50 MB)
 
 
 @dataclass(frozen=True)
@@ -53,35 +53,33 @@ def release_combos(release: pd.DataFrame, columns: Sequence[str]) -> Combos:
 
 @dataclass(frozen=True)
 class Neighbours:
-    """Per person: the combinations at the smallest distance over the known columns (as pairs
-    ``person``/``combo``), and the smallest distance over all attacked columns (the DCR)."""
+    """Per person: the combinations at the smallest distance over the known columns (person
+    ``p``'s are ``combo[ptr[p]:ptr[p + 1]]``, as int32: on a generalized release each person
+    ties with thousands), and the smallest distance over all attacked columns (the DCR)."""
 
-    person: NDArray[Any]  # int32, ascending
+    ptr: NDArray[Any]  # int64, one more than there are people
     combo: NDArray[Any]  # int32
     dcr: NDArray[Any]
 
-    def pairs(self, people: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
-        """The pairs of ``people``: views when they are a run of consecutive indices (members,
-        or the control), as the attacks ask."""
-        people = np.asarray(people)
-        if len(people) and people[-1] - people[0] == len(people) - 1:
-            # (in the pairs' own type: a wider value would make numpy copy them all)
-            first, last = self.person.dtype.type(people[0]), self.person.dtype.type(people[-1])
-            lo = int(np.searchsorted(self.person, first, side="left"))
-            hi = int(np.searchsorted(self.person, last, side="right"))
-            return self.person[lo:hi], self.combo[lo:hi]
-        sel = np.isin(self.person, people)
-        return self.person[sel], self.combo[sel]
-
     def chunks(self, people: NDArray[Any]) -> Iterator[tuple[NDArray[Any], NDArray[Any]]]:
-        """The pairs of ``people`` about ``PAIRS`` at a time, a person's pairs never split."""
-        person, combo = self.pairs(people)
-        start = 0
-        while start < len(person):
-            end = min(start + PAIRS, len(person))
-            end = int(np.searchsorted(person, person[end - 1], side="right"))
-            yield person[start:end], combo[start:end]
-            start = end
+        """The (person, combination) pairs of ``people``, about ``PAIRS`` at a time, a person's
+        pairs never split: only one chunk's person indices exist at once."""
+        people = np.asarray(people, dtype=np.int64)
+        sizes = self.ptr[people + 1] - self.ptr[people]
+        ends = np.cumsum(sizes)
+        first = 0
+        while first < len(people):
+            done = int(ends[first - 1]) if first else 0
+            last = max(first + 1, int(np.searchsorted(ends, done + PAIRS, side="right")))
+            who, size = people[first:last], sizes[first:last]
+            person = np.repeat(who, size)
+            if len(who) and who[-1] - who[0] == len(who) - 1:  # a run: the pairs are a slice
+                combo = self.combo[self.ptr[who[0]] : self.ptr[who[-1] + 1]]
+            else:
+                starts = self.ptr[who] - np.r_[0, np.cumsum(size)[:-1]]
+                combo = self.combo[np.arange(int(size.sum())) + np.repeat(starts, size)]
+            yield person, combo
+            first = last
 
 
 def neighbours(
@@ -94,7 +92,9 @@ def neighbours(
 ) -> Neighbours:
     n_combos = len(combos.counts)
     step = max(1, CELLS // max(n_combos, 1))
-    persons, picked, dcr = [], [], np.empty(people, dtype=float)
+    counts = np.zeros(people, dtype=np.int64)
+    picked: list[NDArray[Any]] = []
+    dcr = np.empty(people, dtype=float)
     known_set = set(known)
     for start in range(0, people, step):
         p = np.arange(start, min(start + step, people))
@@ -106,19 +106,18 @@ def neighbours(
                 d_known += d
             else:
                 d_rest += d
+            del d
         d_all = np.add(d_rest, d_known, out=d_rest)
         low = d_known.min(axis=1, keepdims=True)
-        i, j = np.nonzero(d_known <= low + 1e-6)
-        persons.append((i + start).astype(np.int32))
+        i, j = np.nonzero(d_known <= low + 1e-6)  # row by row: each person's together
+        counts[start : start + p.shape[0]] = np.bincount(i, minlength=p.shape[0])
         picked.append(j.astype(np.int32))
+        del i, j
         dcr[start : start + p.shape[0]] = d_all.min(axis=1) / max(len(columns), 1)
         if progress is not None:
             progress(min(1.0, (start + step) / people))
-    return Neighbours(
-        np.concatenate(persons) if persons else np.zeros(0, np.int32),
-        np.concatenate(picked) if picked else np.zeros(0, np.int32),
-        dcr,
-    )
+    combo = np.concatenate(picked) if picked else np.zeros(0, np.int32)
+    return Neighbours(np.r_[0, np.cumsum(counts)].astype(np.int64), combo, dcr)
 
 
 def linkage_successes(
