@@ -49,7 +49,7 @@ from anonweb.jobs.services import (
     jobs_check_queued,
     jobs_reap_stale,
 )
-from anonweb.releases.attacks import release_attacks_for_user
+from anonweb.releases.attacks import release_attacks_for_user, release_attacks_start
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
@@ -686,7 +686,10 @@ class ReleaseAttacks(ApiView):
             "`targets`), and membership inference (`auc`, `ci`), with a sentence per figure. "
             "Without a held-out control (the plan's `attacks.holdout`) the excess is null and "
             "`note` says it cannot be measured. 409 for a release the attacks were not run on "
-            "(aggregates, or published before they were)."
+            "(aggregates, or published before they were). `reconstruction` is what the "
+            "aggregates of all live releases of the source determine together: counts and "
+            "columns, and for officers which records (`records`, `values`). After a POST, the "
+            "figures are those of the latest run (`run_at`)."
         ),
     )
     def get(self, request, release_id: int):
@@ -697,6 +700,16 @@ class ReleaseAttacks(ApiView):
                 "published before the attacks were run"
             )
         return Response({"release": release.pk, **attacks})
+
+    @doc(
+        roles=STAFF,
+        request=None,
+        responses={202: s.AcceptedJob},
+        summary="Attack the release again in a background job",
+    )
+    def post(self, request, release_id: int):
+        job = release_attacks_start(user=request.user, release_id=release_id)
+        return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
 
 
 class ReleaseDownload(ApiView):

@@ -21,6 +21,7 @@ class JobKind(models.TextChoices):
     ANONYMIZE = "anonymize", "Anonymize (release plan)"
     DEMO_SLEEP = "demo_sleep", "Queue check (waits a few seconds)"
     HIERARCHY = "hierarchy", "Read an uploaded hierarchy"
+    ATTACK = "attack", "Attack a release again"
 
 
 class Job(models.Model):

@@ -19,6 +19,7 @@ from anonweb.jobs.models import Job, JobKind
 from anonweb.jobs.planning import check_web_plan, public_plan
 from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_path
+from anonweb.releases.attacks import release_reconstruction, save_control_rows
 from anonweb.releases.budget import charge_spend
 from anonweb.releases.conflicts import release_conflict_check
 from anonweb.releases.gate import gate_evaluate, thresholds_for
@@ -76,6 +77,19 @@ def run_hierarchy(job: Job, progress: Progress) -> dict:
 def run_profile(job: Job, progress: Progress) -> dict:
     assert job.dataset is not None
     return dataset_profile(dataset=job.dataset, progress=progress)
+
+
+@runner(JobKind.ATTACK)
+def run_attack(job: Job, progress: Progress) -> dict:
+    """Attack an existing release again; the source is read here, by the worker."""
+    from anonweb.releases.attacks import release_attacks_run
+    from anonweb.releases.models import Release
+
+    assert job.dataset is not None
+    release = Release.objects.select_related("dataset").get(pk=int(job.params["release_id"]))
+    progress(5, "loading the source")
+    source = load_frame(job.dataset.storage_key)
+    return release_attacks_run(release=release, source=source, progress=progress)
 
 
 @runner(JobKind.ANONYMIZE)
@@ -157,6 +171,10 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
             targets=options.targets if options else 2000,
             rng=rng,
         )
+    progress(79, "reconstructing values from the aggregates of every live release of the source")
+    report_dict["reconstruction"] = release_reconstruction(
+        dataset=job.dataset, source=whole, new=aggregates, new_dp=dp
+    )
     conflicts = None
     if dp or source_rows is not None:
         progress(80, "checking for conflicts with earlier releases")
@@ -201,6 +219,8 @@ def run_anonymize(job: Job, progress: Progress) -> dict:
         recipients=job.params.get("recipients") or [],
         source=frame,
     )
+    if kept is not None:
+        save_control_rows(release=release, control_rows=np.setdiff1d(np.arange(len(whole)), kept))
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}
 
 

@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import require_role
+from anonweb.accounts.selectors import require_role, user_has_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import CoreError, ParameterError, PlanError
 from anonweb.core.raw_values import Failure
@@ -93,11 +93,19 @@ def job_complete_claimed(*, job: Job, result: dict) -> None:
 
 
 def job_create(
-    *, user: User, team: Team, kind: str, dataset: Dataset | None = None, params: dict | None = None
+    *,
+    user: User,
+    team: Team,
+    kind: str,
+    dataset: Dataset | None = None,
+    params: dict | None = None,
+    roles: tuple[str, ...] = (Role.PRIVACY_OFFICER,),
 ) -> Job:
-    """Create a queued job and enqueue it once the transaction commits."""
+    """Create a queued job and enqueue it once the transaction commits (for a member with one
+    of ``roles``: privacy officers unless the caller says otherwise)."""
 
-    require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
+    if not any(user_has_role(user=user, team=team, role=r) for r in roles):
+        require_role(user=user, team=team, role=roles[0])
     if dataset is not None and kind != JobKind.PARSE:
         require_ready(dataset)
         if dataset.is_purged:

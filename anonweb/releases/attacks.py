@@ -1,25 +1,82 @@
-"""A release's attack figures (linkage, inference, singling out, membership): measured by the
-job that published it and kept in its internal report. They are computed from the source, so
-only the team's privacy officers and data stewards read them."""
+"""A release's attack figures (linkage, inference, singling out, membership) and what all the
+live releases of its source reconstruct together: measured by the job that published it (the
+internal report's ``attacks`` and ``reconstruction``) or again on demand (a job whose figures
+are kept beside the lineage, never in the release's files). They are computed from the source,
+so only the team's privacy officers and data stewards read them; which records are
+reconstructed, only officers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.utils import timezone
 
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import user_has_role
+from anonweb.core.attacks.options import attack_options
+from anonweb.core.attacks.reconstruction import reconstruct_aggregates
+from anonweb.core.attacks.release import attack_release
+from anonweb.core.conflicts.inference import Aggregate
+from anonweb.core.conflicts.lineage import relabel
+from anonweb.core.errors import DataError
+from anonweb.releases.conflicts import live_releases, release_label
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import release_get_for_user
+from anonweb.releases.storage import (
+    PRIVATE_DIR,
+    load_lineage,
+    read_private_json,
+    release_dir,
+    write_private_json,
+)
 from anonweb.releases.utility import is_staff
+
+ON_DEMAND_FILE = "attacks.json"  # beside the lineage: the latest on-demand run
+CONTROL_FILE = "control_rows.npy"  # the source rows held out of the release as its control
+THIS_RELEASE = "this release"
+AGGREGATES_ONLY = "the release publishes aggregates, not records"
+
+Progress = Callable[[int, str], None]
 
 
 def release_attacks_get(*, release: Release) -> dict[str, Any] | None:
-    """The attack figures as the job recorded them; None for a release that has none (an
-    aggregate release, or one published before attacks were run). The caller checks the
-    reader."""
-    attacks = (release.report or {}).get("attacks")
-    return attacks if isinstance(attacks, dict) else None
+    """The attack figures (with ``reconstruction``): the latest on-demand run's, else the
+    publishing job's; None for a release that has neither. The caller checks the reader."""
+    latest = read_private_json(release.storage_key, ON_DEMAND_FILE)
+    if isinstance(latest, dict):
+        return latest
+    report = release.report or {}
+    attacks = report.get("attacks")
+    reconstruction = report.get("reconstruction")
+    if not isinstance(attacks, dict) and not isinstance(reconstruction, dict):
+        return None
+    out = dict(attacks) if isinstance(attacks, dict) else {"skipped": AGGREGATES_ONLY}
+    if isinstance(reconstruction, dict):
+        out["reconstruction"] = reconstruction
+    return out
+
+
+def for_reader(*, user: User, release: Release, attacks: dict[str, Any]) -> dict[str, Any]:
+    """The figures as ``user`` may read them: which records are reconstructed, and their
+    values, for the team's privacy officers only (stewards get the counts and columns)."""
+    if user_has_role(user=user, team=release.team, role=Role.PRIVACY_OFFICER):
+        return attacks
+    out = dict(attacks)
+    rec = out.get("reconstruction")
+    if isinstance(rec, dict):
+        out["reconstruction"] = {
+            **rec,
+            "columns": [
+                {k: v for k, v in c.items() if k not in ("records", "values")}
+                for c in rec.get("columns", [])
+            ],
+        }
+    return out
 
 
 def release_attacks_for_user(
@@ -32,4 +89,166 @@ def release_attacks_for_user(
         raise PermissionDenied(
             "The attack figures are computed from the source: officers and stewards only."
         )
-    return release, release_attacks_get(release=release)
+    attacks = release_attacks_get(release=release)
+    return release, None if attacks is None else for_reader(
+        user=user, release=release, attacks=attacks
+    )
+
+
+def release_attacks_start(*, user: User, release_id: int):  # -> Job
+    """Queue a job that attacks the release again (officers and stewards): the worker reads
+    the source, the request never does."""
+    from anonweb.jobs.models import JobKind
+    from anonweb.jobs.services import job_create
+
+    release = release_get_for_user(user=user, release_id=release_id)
+    if not is_staff(user=user, release=release):
+        raise PermissionDenied("The attacks are run on the source: officers and stewards only.")
+    return job_create(
+        user=user,
+        team=release.team,
+        kind=JobKind.ATTACK,
+        dataset=release.dataset,
+        params={"release_id": release.pk},
+        roles=(Role.PRIVACY_OFFICER, Role.DATA_STEWARD),
+    )
+
+
+def save_control_rows(*, release: Release, control_rows: np.ndarray | None) -> None:
+    """Keep which source rows were held out as the control, so later runs use the same."""
+    if control_rows is None:
+        return
+    private = release_dir(release.storage_key) / PRIVATE_DIR
+    private.mkdir(parents=True, exist_ok=True)
+    np.save(private / CONTROL_FILE, np.asarray(control_rows, dtype=np.int64))
+
+
+def _control_rows(release: Release) -> np.ndarray | None:
+    path = release_dir(release.storage_key) / PRIVATE_DIR / CONTROL_FILE
+    return np.load(path) if path.exists() else None
+
+
+def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Progress) -> dict:
+    """Attack an existing release again (the on-demand job's work): the record-level attacks
+    against the control held out when it was made (if one was), and the reconstruction from
+    every live release of its source. The figures are written beside the lineage."""
+    dataset = release.dataset
+    lineage = load_lineage(release.storage_key, label=release_label(release.version))
+    plan = release.plan or {}
+    progress(10, "reading the release")
+    attacks: dict[str, Any]
+    published = lineage.frame
+    synthetic = any(s.get("kind") == "dp_synthetic" for s in plan.get("steps", []))
+    if published is None and synthetic:
+        published = pd.read_parquet(release_dir(release.storage_key) / "data.parquet")
+    if published is None:
+        attacks = {"skipped": AGGREGATES_ONLY}
+    else:
+        control_rows = _control_rows(release)
+        attacked, control, rows = source, None, lineage.rows
+        if control_rows is not None and control_rows.size:
+            kept = np.setdiff1d(np.arange(len(source)), control_rows)
+            attacked = source.iloc[kept].reset_index(drop=True)
+            control = source.iloc[np.sort(control_rows)].reset_index(drop=True)
+            if rows is not None:
+                rows = np.searchsorted(kept, rows)
+        options = attack_options(plan["attacks"]) if plan.get("attacks") else None
+        rng = np.random.default_rng()
+
+        def step(fraction: float, what: str) -> None:
+            progress(15 + int(60 * fraction), what)
+
+        attacks = attack_release(
+            attacked,
+            published,
+            known=(options.known if options and options.known else None)
+            or [*plan.get("quasi_identifiers", []), *dataset.quasi_identifiers],
+            sensitive=(options.sensitive if options and options.sensitive else None)
+            or [*plan.get("sensitive", []), *dataset.sensitive],
+            control=control,
+            lineage=rows,
+            targets=options.targets if options else 2000,
+            rng=rng,
+            progress=step,
+        )
+    progress(80, "reconstructing values from every live release of the source")
+    attacks["reconstruction"] = release_reconstruction(
+        dataset=dataset, source=source, release=release
+    )
+    attacks["run_at"] = timezone.now().isoformat(timespec="seconds")
+    write_private_json(release.storage_key, ON_DEMAND_FILE, attacks)
+    return {
+        "release_id": release.pk,
+        "reconstructed": attacks["reconstruction"]["determined"],
+    }
+
+
+def release_reconstruction(
+    *,
+    dataset,
+    source: pd.DataFrame,
+    release: Release | None = None,
+    new: Sequence[Aggregate] = (),
+    new_dp: bool = False,
+) -> dict[str, Any]:
+    """The records whose values the published aggregates of all the live releases of the
+    source (approved or awaiting review; ``new`` the aggregates of a release being written)
+    determine together, column by column. DP releases constrain nothing and are left out."""
+    aggregates: list[Aggregate] = []
+    dp: list[bool] = []
+    labels: list[str] = []
+    if release is None and new:
+        aggregates += [relabel(a, THIS_RELEASE) for a in new]
+        dp += [new_dp] * len(new)
+        labels.append(THIS_RELEASE)
+    live = list(live_releases(dataset=dataset))
+    if release is not None and release.pk not in {r.pk for r in live}:
+        live.append(release)  # a rejected release is attacked with the live ones
+    for other in live:
+        label = release_label(other.version)
+        if other.dataset_id != dataset.pk:
+            label = f"{label} of {other.dataset.name}"
+        try:
+            lineage = load_lineage(other.storage_key, label=label)
+        except (OSError, ValueError, DataError):
+            continue
+        usable = [a for a in lineage.aggregates if np.asarray(a.groups).size == len(source)]
+        if not usable:
+            continue
+        aggregates += usable
+        dp += [lineage.dp] * len(usable)
+        labels.append(label)
+    columns = []
+    records: set[int] = set()
+    for column in dict.fromkeys(a.column for a in aggregates):
+        if column not in source.columns or not pd.api.types.is_numeric_dtype(source[column]):
+            continue
+        found = reconstruct_aggregates(
+            aggregates,
+            values=source[column].to_numpy(dtype=float),
+            column=column,
+            dp=dp,
+        )
+        entry = found.to_dict()
+        columns.append(entry)
+        records |= set(found.values)
+    total = len(records)
+    if not aggregates:
+        sentence = "No release of this source publishes aggregates: nothing to reconstruct."
+    elif total == 0:
+        sentence = (
+            "The aggregates published by the live releases of this source, taken together, "
+            "determine no one's value."
+        )
+    else:
+        names = ", ".join(c["column"] for c in columns if c["determined"])
+        sentence = (
+            f"Taken together, the aggregates published by the live releases of this source "
+            f"determine the exact {names} of {total} record(s)."
+        )
+    return {
+        "determined": total,
+        "releases": labels,
+        "columns": columns,
+        "sentence": sentence,
+    }

@@ -9,6 +9,7 @@ urlpatterns = [
     path("policy/", views.policy_page, name="policy"),
     path("policy/<int:team_id>/", views.policy_page, name="policy_team"),
     path("<int:release_id>/", views.release_detail, name="detail"),
+    path("<int:release_id>/attack/", views.release_attack, name="attack"),
     path("<int:release_id>/review/", views.release_review, name="review"),
     path("<int:release_id>/download/", views.release_download, name="download"),
     path("<int:release_id>/signoff.html", views.release_signoff, name="signoff"),

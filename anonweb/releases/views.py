@@ -16,6 +16,7 @@ from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
+from anonweb.releases.attacks import for_reader, release_attacks_get, release_attacks_start
 from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_gate_now, release_policy_update, thresholds_for
 from anonweb.releases.links import (
@@ -100,6 +101,8 @@ def release_detail(request, release_id: int):
     if staff:
         utility = release_utility_read(user=request.user, release=release)
         utility_charts = utility_charts_cached(utility) if utility else None
+    stored = release_attacks_get(release=release) if staff else None
+    attacks = for_reader(user=request.user, release=release, attacks=stored) if stored else None
     formats = [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)]
     alternatives = _search_alternatives(report) if staff else []
     if alternatives:
@@ -112,6 +115,7 @@ def release_detail(request, release_id: int):
             "release": release,
             "report": report,
             "staff": staff,
+            "attacks": attacks,
             "can_review": can_review,
             "charts": charts,
             "gate": gate,
@@ -153,6 +157,20 @@ def _dp_charts(release, report: dict) -> list[dict]:
         if path.exists():
             table = pd.read_parquet(path)
     return dp_charts(steps, table)
+
+
+@require_POST
+def release_attack(request, release_id: int):
+    """Run the attacks on the release again (officers and stewards): a job, whose page shows
+    its progress."""
+    try:
+        job = release_attacks_start(user=request.user, release_id=release_id)
+    except PermissionDenied as exc:
+        return render(request, "403.html", {"exception": str(exc)}, status=403)
+    except CoreError as exc:
+        messages.error(request, str(exc))
+        return redirect("releases:detail", release_id=release_id)
+    return redirect("jobs:detail", job_id=job.pk)
 
 
 @require_POST

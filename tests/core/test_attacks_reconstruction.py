@@ -108,3 +108,45 @@ def test_noisy_figures_taken_as_exact_are_inconsistent_not_revealing():
     eqs = equations_from_lists(3, [[0, 1], [1, 2]], [2.4, 11.3])
     r = reconstruct_numeric(eqs, column="visits", low=1, high=100, integer=True)
     assert not r.consistent and r.values == {}
+
+
+def bmi_aggregates(label: str, groups: list[list[int]], precision: float = 0.0):
+    from anonweb.core.conflicts.inference import Aggregate
+
+    labels = np.full(len(BMI), -1)
+    for g, members in enumerate(groups):
+        labels[members] = g
+    means = [float(np.mean([BMI[i] for i in g])) for g in groups]
+    if precision:
+        means = [round(m, 1) for m in means]
+    return Aggregate(label, "bmi", labels, np.asarray(means), precision=precision)
+
+
+def test_the_aggregates_of_two_releases_together_fix_doug_fultons_bmi():
+    from anonweb.core.attacks.reconstruction import reconstruct_aggregates
+
+    first = bmi_aggregates("release 1", [[0, 1, 2, 3], [4, 5, 6]])
+    second = bmi_aggregates("release 2", [[0, 1, 2], [3, 4, 5, 6]])
+    r = reconstruct_aggregates([first, second], values=np.asarray(BMI), column="bmi")
+    assert r.values == {3: 43.0}
+    assert reconstruct_aggregates([first], values=np.asarray(BMI), column="bmi").values == {}
+    # means printed to one decimal still fix a whole-number BMI
+    rounded = [
+        bmi_aggregates(a.release, g, precision=0.05)
+        for a, g in (
+            (first, [[0, 1, 2, 3], [4, 5, 6]]),
+            (second, [[0, 1, 2], [3, 4, 5, 6]]),
+        )
+    ]
+    assert reconstruct_aggregates(rounded, values=np.asarray(BMI), column="bmi").values == {3: 43.0}
+
+
+def test_a_dp_release_beside_an_exact_one_determines_nothing():
+    from anonweb.core.attacks.reconstruction import reconstruct_aggregates
+
+    first = bmi_aggregates("release 1", [[0, 1, 2, 3], [4, 5, 6]])
+    second = bmi_aggregates("release 2", [[0, 1, 2], [3, 4, 5, 6]])
+    r = reconstruct_aggregates(
+        [first, second], values=np.asarray(BMI), column="bmi", dp=[False, True]
+    )
+    assert r.values == {}

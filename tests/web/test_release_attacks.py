@@ -120,7 +120,7 @@ def test_analysts_never_see_the_attacks(client, officer, steward, analyst, patie
     assert page.status_code == 200 and 'data-testid="attacks"' not in page.content.decode()
 
 
-def test_an_aggregate_release_has_no_attack_figures(officer, steward, patients):
+def test_an_aggregate_release_has_no_record_level_attack_figures(officer, steward, patients):
     from anonweb.releases.budget import budget_set
 
     budget_set(user=steward, dataset=patients, epsilon=5.0)
@@ -141,8 +141,11 @@ def test_an_aggregate_release_has_no_attack_figures(officer, steward, patients):
     }
     release = launch(officer, patients, plan, "histogram")
     assert "attacks" not in release.report
+    # what is served is why the record-level attacks were not run, and the reconstruction
     answer = api(officer).get(f"/api/v1/releases/{release.pk}/attacks/")
-    assert answer.status_code == 409 and "no attack figures" in answer.json()["error"]
+    assert answer.status_code == 200 and "linkage" not in answer.json()
+    assert answer.json()["skipped"] == "the release publishes aggregates, not records"
+    assert answer.json()["reconstruction"]["determined"] == 0
 
 
 def test_the_team_policy_caps_the_attacks_at_the_gate(client, officer, steward, patients):

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.solver import Equations, solve
 from anonweb.core.errors import ParameterError
 
@@ -82,16 +83,26 @@ def reconstruct_numeric(
     high: float,
     integer: bool = False,
     tolerance: float = 1e-6,
+    slack: NDArray[Any] | None = None,
 ) -> Reconstruction:
-    """The values of ``column`` that published sums (``eqs``), its bounds and integrality fix."""
+    """The values of ``column`` that published sums (``eqs``), its bounds and integrality fix.
+
+    ``slack`` (one per equation) is how far each published total may be from the true one (a
+    mean printed to two decimals, times the group's size); with any, a value is determined only
+    when the integer programs pin it, never by linear algebra alone."""
     if not low <= high:
         raise ParameterError(f"the bounds of {column!r} are reversed: {low} > {high}")
-    linear = solve(eqs)
-    values = {int(i): float(linear.values[i]) for i in np.flatnonzero(linear.determined)}
+    inexact = slack is not None and bool(np.any(np.asarray(slack) > 0))
+    values: dict[int, float] = {}
+    if not inexact:
+        linear = solve(eqs)
+        values = {int(i): float(linear.values[i]) for i in np.flatnonzero(linear.determined)}
     constrained = np.unique(eqs.var)
     rest = [int(i) for i in constrained if int(i) not in values]
     a = _matrix(eqs)
-    slack = tolerance * np.maximum(1.0, np.abs(eqs.rhs))
+    slack = tolerance * np.maximum(1.0, np.abs(eqs.rhs)) + (
+        0.0 if slack is None else np.asarray(slack, dtype=float)
+    )
     constraint = LinearConstraint(a, eqs.rhs - slack, eqs.rhs + slack)
     kinds = np.full(eqs.n_vars, 1 if integer else 0)
     bounds = Bounds(np.full(eqs.n_vars, low), np.full(eqs.n_vars, high))
@@ -108,6 +119,78 @@ def reconstruct_numeric(
         if lo.status == 0 and hi.status == 0 and hi.x[i] - lo.x[i] <= 1e-6 * max(1, abs(lo.x[i])):
             values[i] = float(round(lo.x[i]) if integer else lo.x[i])
     return Reconstruction(column, values, len(constrained), len(rest) - len(checked), True)
+
+
+def aggregate_equations(
+    aggregates: Sequence[Aggregate], n_records: int
+) -> tuple[Equations, NDArray[Any]]:
+    """Each group of each aggregate as an equation over the source's records (``groups[i]`` the
+    group of record ``i``), with the slack its printed precision leaves. DP aggregates are
+    left out: their noise rules out no value."""
+    ptr, var, rhs, slack = [0], [], [], []
+    for agg in aggregates:
+        groups = np.asarray(agg.groups, dtype=np.int64)
+        if groups.size != n_records:
+            raise ParameterError(
+                f"{agg.release}: {agg.column!r} describes {groups.size} records, "
+                f"the source has {n_records}"
+            )
+        lo, hi = agg.total_intervals()
+        rows = np.flatnonzero(groups >= 0)
+        order = rows[np.argsort(groups[rows], kind="stable")]
+        sizes = np.bincount(groups[rows], minlength=len(agg.figures))
+        for g in np.flatnonzero(sizes):
+            start = int(np.searchsorted(groups[order], g))
+            var.append(order[start : start + int(sizes[g])])
+            ptr.append(ptr[-1] + int(sizes[g]))
+            rhs.append((lo[g] + hi[g]) / 2)
+            slack.append((hi[g] - lo[g]) / 2)
+    eqs = Equations(
+        n_records,
+        np.asarray(ptr, dtype=np.int64),
+        np.concatenate(var).astype(np.int64) if var else np.zeros(0, dtype=np.int64),
+        np.asarray(rhs, dtype=float),
+    )
+    return eqs, np.asarray(slack, dtype=float)
+
+
+def reconstruct_aggregates(
+    aggregates: Sequence[Aggregate],
+    *,
+    values: NDArray[Any],
+    column: str,
+    dp: Sequence[bool] | None = None,
+) -> Reconstruction:
+    """What all the published aggregates of ``column`` (of every release of one source,
+    together) fix, within the column's bounds (its smallest and largest value, ``values`` being
+    the source column) and integrality. ``dp[j]`` marks aggregate ``j`` as differentially
+    private: left out."""
+    kept = [a for j, a in enumerate(aggregates) if not (dp is not None and dp[j])]
+    kept = [a for a in kept if a.column == column]
+    x = np.asarray(values, dtype=float)
+    if not kept or not np.isfinite(x).any():
+        return Reconstruction(column, {}, 0, 0, True)
+    eqs, slack = aggregate_equations(kept, len(x))
+    finite = x[np.isfinite(x)]
+    integer = bool(np.all(finite == np.round(finite)))
+    # Only the records some figure covers are unknowns of the programs.
+    people, local = np.unique(eqs.var, return_inverse=True)
+    small = Equations(len(people), eqs.ptr, local.astype(np.int64), eqs.rhs)
+    found = reconstruct_numeric(
+        small,
+        column=column,
+        low=float(finite.min()),
+        high=float(finite.max()),
+        integer=integer,
+        slack=slack,
+    )
+    return Reconstruction(
+        column,
+        {int(people[i]): v for i, v in found.values.items()},
+        found.checked,
+        found.undecided,
+        found.consistent,
+    )
 
 
 def reconstruct_categories(
