@@ -80,8 +80,9 @@ def _seed(users: int) -> dict:
     from anonweb.accounts.models import Role, Team
     from anonweb.accounts.services import membership_grant
     from anonweb.datasets.services import dataset_create, dataset_set_tags
+    from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import Job, JobKind, JobStatus
-    from anonweb.jobs.services import job_create, job_execute
+    from anonweb.jobs.services import job_create
     from anonweb.releases.services import release_approve, release_create
 
     call_command("migrate", verbosity=0)

@@ -48,8 +48,9 @@ from anonweb.jobs.services import (
     job_create,
     jobs_check_queued,
     jobs_reap_stale,
+    release_attacks_start,
 )
-from anonweb.releases.attacks import release_attacks_for_user, release_attacks_start
+from anonweb.releases.attacks import release_attacks_for_user
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison

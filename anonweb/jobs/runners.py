@@ -19,10 +19,15 @@ from anonweb.jobs.models import Job, JobKind
 from anonweb.jobs.planning import check_web_plan, public_plan
 from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_path
-from anonweb.releases.attacks import release_reconstruction, save_control_rows
+from anonweb.releases.attacks import (
+    release_attacks_run,
+    release_reconstruction,
+    save_control_rows,
+)
 from anonweb.releases.budget import charge_spend
 from anonweb.releases.conflicts import release_conflict_check
 from anonweb.releases.gate import gate_evaluate, thresholds_for
+from anonweb.releases.models import Release
 
 Progress = Callable[[int, str], None]
 RUNNERS: dict[str, Callable[[Job, Progress], dict]] = {}
@@ -82,9 +87,6 @@ def run_profile(job: Job, progress: Progress) -> dict:
 @runner(JobKind.ATTACK)
 def run_attack(job: Job, progress: Progress) -> dict:
     """Attack an existing release again; the source is read here, by the worker."""
-    from anonweb.releases.attacks import release_attacks_run
-    from anonweb.releases.models import Release
-
     assert job.dataset is not None
     release = Release.objects.select_related("dataset").get(pk=int(job.params["release_id"]))
     progress(5, "loading the source")

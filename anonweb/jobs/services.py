@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -38,6 +39,8 @@ from anonweb.jobs.planning import plan_privacy, public_plan, unconfirmed_problem
 from anonweb.jobs.queue import send_run_job
 from anonweb.releases.budget import charge_refund_unspent, charge_reserve, check_budget, ledger_lock
 from anonweb.releases.recipients import recipients_check
+from anonweb.releases.selectors import release_get_for_user
+from anonweb.releases.utility import is_staff
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -470,3 +473,19 @@ def jobs_check_queued() -> tuple[int, int]:
             job_enqueue(job_id=job_id)
             sent += 1
     return sent, len(late)
+
+
+def release_attacks_start(*, user: User, release_id: int) -> Job:
+    """Queue a job that attacks the release again (officers and stewards): the worker reads
+    the source, the request never does."""
+    release = release_get_for_user(user=user, release_id=release_id)
+    if not is_staff(user=user, release=release):
+        raise PermissionDenied("The attacks are run on the source: officers and stewards only.")
+    return job_create(
+        user=user,
+        team=release.team,
+        kind=JobKind.ATTACK,
+        dataset=release.dataset,
+        params={"release_id": release.pk},
+        roles=(Role.PRIVACY_OFFICER, Role.DATA_STEWARD),
+    )

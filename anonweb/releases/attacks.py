@@ -95,25 +95,6 @@ def release_attacks_for_user(
     )
 
 
-def release_attacks_start(*, user: User, release_id: int):  # -> Job
-    """Queue a job that attacks the release again (officers and stewards): the worker reads
-    the source, the request never does."""
-    from anonweb.jobs.models import JobKind
-    from anonweb.jobs.services import job_create
-
-    release = release_get_for_user(user=user, release_id=release_id)
-    if not is_staff(user=user, release=release):
-        raise PermissionDenied("The attacks are run on the source: officers and stewards only.")
-    return job_create(
-        user=user,
-        team=release.team,
-        kind=JobKind.ATTACK,
-        dataset=release.dataset,
-        params={"release_id": release.pk},
-        roles=(Role.PRIVACY_OFFICER, Role.DATA_STEWARD),
-    )
-
-
 def save_control_rows(*, release: Release, control_rows: np.ndarray | None) -> None:
     """Keep which source rows were held out as the control, so later runs use the same."""
     if control_rows is None:

@@ -16,7 +16,8 @@ from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
-from anonweb.releases.attacks import for_reader, release_attacks_get, release_attacks_start
+from anonweb.jobs.services import release_attacks_start
+from anonweb.releases.attacks import for_reader, release_attacks_get
 from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_gate_now, release_policy_update, thresholds_for
 from anonweb.releases.links import (

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from anonweb.core.attacks.run import NO_CONTROL
+from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.services import job_execute
 from anonweb.releases.storage import release_dir
 from tests.web.test_api import api
 from tests.web.test_conflict_findings import _release, bmi, bmi_plans  # noqa: F401
