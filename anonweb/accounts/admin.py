@@ -67,7 +67,7 @@ class UserAdmin(ActingAdmin, DjangoUserAdmin):
 
 @admin.register(Group)
 class GroupAdmin(ActingAdmin, DjangoGroupAdmin):
-    pass
+    """Django's group admin, with the acting administrator named in the audit events."""
 
 
 class MembershipInline(admin.TabularInline):

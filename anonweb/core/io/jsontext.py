@@ -39,7 +39,7 @@ def json_depth(text: str | bytes) -> int:
 
 
 class _NotJsonNumber(ValueError):
-    pass
+    """NaN or Infinity in a JSON text: JSON has no such number."""
 
 
 def _no_constant(name: str) -> Any:
