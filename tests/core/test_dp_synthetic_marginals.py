@@ -217,7 +217,6 @@ def test_the_default_method_fits_the_budget_given(params, method):
     "params,message",
     [
         ({**PARAMS, "method": "mst", "delta": None}, "give a delta"),
-        ({**PARAMS, "method": "aim"}, "AIM is not offered yet"),
         ({**PARAMS, "method": "pgm"}, "method must be one of"),
         ({**PARAMS, "bins": {"income": [0, 50, 40]}}, "increasing"),
     ],

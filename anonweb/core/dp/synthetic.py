@@ -181,11 +181,6 @@ def _method_params(
             method = "independent"
     if method not in mg.METHODS:
         raise ParameterError(f"method must be one of {', '.join(mg.METHODS)}, not {method!r}")
-    if method == "aim":
-        raise ParameterError(
-            "AIM is not offered yet: its model grows past a job's time and memory on tables "
-            "like Adult; use mst"
-        )
     if method in mg.MARGINAL_METHODS and delta is None:
         raise ParameterError(
             f"the {method} method measures marginals with Gaussian noise (zCDP): give a delta, "
@@ -356,6 +351,9 @@ def _from_marginals(
     # The noisy total is a DP output: refusing here tells the officer why the table is useless.
     plan.check_resolution(int(result.measured.total))
     cost = plan.cost()
+    if spec.method == "aim":
+        # What the rounds actually ran, by OpenDP's maps: the whole budget, as charged.
+        cost["rho"] = result.rho_measured()
     _, one_scale = plan.one_way()
     report: dict[str, Any] = {
         "kind": "dp_synthetic",
@@ -380,6 +378,16 @@ def _from_marginals(
             c: len(v) for c, v in zip(domain.columns, (domain.cells(c) for c in domain.columns))
         },
         "measured_pairs": [[domain.columns[a], domain.columns[b]] for a, b in result.tree],
+        **(
+            {
+                "measured_marginals": [[domain.columns[i] for i in k] for k in result.cliques],
+                "measurements": [
+                    {"kind": kind, "scale": scale} for kind, _, _, scale in result.ran
+                ],
+            }
+            if spec.method == "aim"
+            else {}
+        ),
         "estimation_iterations": result.iterations,
         "rows_out": len(result.codes),
         "quality": sq.noisy_quality(result.codes, result.measured, domain, method=spec.method),
@@ -494,7 +502,8 @@ SYNTHETIC_SCHEMA = sch.obj(
             "(one for all, or per column)",
         ),
         "method": sch.string(
-            "mst: a tree of noisy two-way marginals (Private-PGM); independent: one-way "
+            "mst: a tree of noisy two-way marginals (Private-PGM); aim: noisy marginals chosen "
+            "round by round where the model is worst (Private-PGM); independent: one-way "
             "marginals only (the baseline); full_table: the noisy full table (small domains). "
             "Default: mst with a delta, full_table without",
             enum=mg.METHODS,
@@ -514,7 +523,7 @@ SYNTHETIC_SCHEMA = sch.obj(
     labels={
         "columns": "Columns",
         "epsilon": "Total ε for the synthetic table",
-        "method": "Method (MST, independent columns or the full table)",
+        "method": "Method (MST, AIM, independent columns or the full table)",
         "delta": "δ (failure probability)",
         "categories": "Public categories",
         "bounds": "Public bounds",
@@ -576,6 +585,8 @@ def _register() -> None:
             "privacy_accounting",
             "domain",
             "measured_pairs",
+            "measured_marginals",
+            "measurements",
             "estimation_iterations",
             "quality",
         ),
