@@ -10,7 +10,10 @@ the preview and the mechanism use the same numbers.
 * ``independent``: the whole budget on the one-way marginals, columns sampled independently.
 * ``mst`` (McKenna, Miklau and Sheldon 2021): a third of ρ on the one-way marginals, a third to
   choose a maximum spanning tree of pairs with the exponential mechanism (scored by how far the
-  independent model is from each pair), a third on the chosen two-way marginals. Private-PGM
+  independent model is from each pair), a third on the chosen two-way marginals. Before the
+  pairs, each column's cells whose noisy count is below 3σ are merged into one (MST's
+  compression, which helps sparse columns); sampled records get them back, drawn by their noisy
+  shares. Private-PGM
   (``mbi``) reconciles the noisy marginals into one tree-shaped model, with a bounded number of
   mirror-descent iterations; records are drawn along the tree with the injected ``rng``.
 
@@ -338,6 +341,8 @@ class MarginalResult:
     # as (kind, OpenDP measurement, distance, scale) so that its map can be read back.
     cliques: list[tuple[int, ...]] = field(default_factory=list)
     ran: list[tuple[str, Any, Any, float]] = field(default_factory=list)
+    # MST: per column, how many cells were merged into one by the compression.
+    merged: dict[str, int] = field(default_factory=dict)
 
     def rho_measured(self) -> float:
         """The sum of the OpenDP maps of the measurements this run made."""
@@ -394,24 +399,103 @@ def run(
         )
         progress(1.0, "sampled")
         return MarginalResult(out.astype(np.int64), measured, plan)
-    tree = _select_tree(codes, plan, measured, progress)
+    # MST's compression: the cells of a column whose noisy count is below 3σ become one cell
+    # before the pairs are chosen and measured (post-processing of the one-way measurements).
+    groups = _compression(measured, plan.one_way()[1], sizes)
+    small = tuple(int(g.max()) + 1 for g in groups)
+    small_codes = np.column_stack([groups[j][codes[:, j]] for j in range(d)])
+    small_measured = Measured(
+        one_way={
+            (j,): np.bincount(groups[j], weights=measured.one_way[(j,)], minlength=small[j])
+            for j in range(d)
+        },
+        total=measured.total,
+    )
+    tree = _select_tree(small_codes, small, plan, small_measured, progress)
     two, _ = plan.two_way()
     for a, b in tree:
-        measured.two_way[(a, b)] = _measure(two, marginal(codes, sizes, [a, b]))
+        small_measured.two_way[(a, b)] = _measure(two, marginal(small_codes, small, [a, b]))
+        measured.two_way[(a, b)] = _expand_pair(
+            small_measured.two_way[(a, b)], groups, measured, (a, b), small
+        )
     progress(0.35, "two-way marginals measured")
-    model_marginals = _estimate(plan, measured, progress)
-    out = _sample_tree(model_marginals, sizes, tree, n, rng)
+    model_marginals = _estimate(small, plan, small_measured, progress)
+    out = _expand(_sample_tree(model_marginals, small, tree, n, rng), groups, measured, rng)
     progress(1.0, "sampled")
-    return MarginalResult(out, measured, plan, tree, ESTIMATION_ITERS)
+    merged = {
+        plan.domain.columns[j]: sizes[j] - small[j] + 1 for j in range(d) if small[j] < sizes[j]
+    }
+    return MarginalResult(out, measured, plan, tree, ESTIMATION_ITERS, merged=merged)
+
+
+def _compression(measured: Measured, sigma: float, sizes: Sequence[int]) -> list[Codes]:
+    """Per column, each cell's index in the compressed domain: cells whose noisy count is below
+    3σ share the last index when there are at least two of them; the others keep their order."""
+    out = []
+    for j, size in enumerate(sizes):
+        rare = measured.one_way[(j,)] < 3 * sigma
+        if rare.sum() < 2:
+            out.append(np.arange(size, dtype=np.int64))
+            continue
+        kept = np.flatnonzero(~rare)
+        group = np.full(size, len(kept), dtype=np.int64)
+        group[kept] = np.arange(len(kept))
+        out.append(group)
+    return out
+
+
+def _shares(group: Codes, noisy: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each cell's share of its compressed cell, by its clipped noisy count (even when none)."""
+    share = np.zeros(len(group))
+    for g in np.unique(group):
+        cells = group == g
+        share[cells] = _clipped(noisy[cells])
+    return share
+
+
+def _expand_pair(
+    values: NDArray[np.float64],
+    groups: Sequence[Codes],
+    measured: Measured,
+    pair: tuple[int, int],
+    small: Sequence[int],
+) -> NDArray[np.float64]:
+    """A compressed pair's counts spread over the original cells by the one-way shares."""
+    a, b = pair
+    table = values.reshape(small[a], small[b])
+    sa = _shares(groups[a], measured.one_way[(a,)])
+    sb = _shares(groups[b], measured.one_way[(b,)])
+    full = table[np.ix_(groups[a], groups[b])] * np.outer(sa, sb)
+    return np.asarray(full.ravel(), dtype=float)
+
+
+def _expand(
+    small_codes: Codes, groups: Sequence[Codes], measured: Measured, rng: np.random.Generator
+) -> Codes:
+    """Compressed cells back to original ones, drawn by their share of the noisy counts."""
+    out = small_codes.copy()
+    for j, group in enumerate(groups):
+        share = _shares(group, measured.one_way[(j,)])
+        for g in np.unique(group):
+            cells = np.flatnonzero(group == g)
+            if len(cells) < 2:
+                out[small_codes[:, j] == g, j] = cells[0]
+                continue
+            rows = np.flatnonzero(small_codes[:, j] == g)
+            out[rows, j] = rng.choice(cells, size=len(rows), p=_clipped(share[cells]))
+    return out
 
 
 def _select_tree(
-    codes: Codes, plan: MarginalPlan, measured: Measured, progress: Progress
+    codes: Codes,
+    sizes: Sequence[int],
+    plan: MarginalPlan,
+    measured: Measured,
+    progress: Progress,
 ) -> list[tuple[int, int]]:
     """MST's selection: Kruskal's algorithm with each edge chosen by report-noisy-max over the
     pairs that join two components, scored by the L1 distance between the pair's true counts and
     the independent model fitted to the noisy one-way marginals."""
-    sizes = plan.domain.sizes
     d = len(sizes)
     pairs = list(itertools.combinations(range(d), 2))
     score = {}
@@ -441,14 +525,14 @@ def _select_tree(
 
 
 def _estimate(
-    plan: MarginalPlan, measured: Measured, progress: Progress
+    sizes: Sequence[int], plan: MarginalPlan, measured: Measured, progress: Progress
 ) -> dict[tuple[int, ...], NDArray[np.float64]]:
     """Private-PGM's mirror descent over the noisy marginals (post-processing)."""
     from mbi import Domain as MbiDomain
     from mbi import LinearMeasurement, estimation
 
-    names = [f"c{j}" for j in range(len(plan.domain.sizes))]
-    domain = MbiDomain(names, plan.domain.sizes)
+    names = [f"c{j}" for j in range(len(sizes))]
+    domain = MbiDomain(names, sizes)
     sd_one, sd_two = plan.one_way()[1], plan.two_way()[1]
     loss = [
         LinearMeasurement(v, (names[k[0]],), stddev=sd_one) for k, v in measured.one_way.items()

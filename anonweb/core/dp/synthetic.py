@@ -378,6 +378,7 @@ def _from_marginals(
             c: len(v) for c, v in zip(domain.columns, (domain.cells(c) for c in domain.columns))
         },
         "measured_pairs": [[domain.columns[a], domain.columns[b]] for a, b in result.tree],
+        **({"merged_cells": result.merged} if spec.method == "mst" else {}),
         **(
             {
                 "measured_marginals": [[domain.columns[i] for i in k] for k in result.cliques],
@@ -586,6 +587,7 @@ def _register() -> None:
             "domain",
             "measured_pairs",
             "measured_marginals",
+            "merged_cells",
             "measurements",
             "estimation_iterations",
             "quality",
