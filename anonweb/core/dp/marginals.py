@@ -406,7 +406,9 @@ def run(
     small_codes = np.column_stack([groups[j][codes[:, j]] for j in range(d)])
     small_measured = Measured(
         one_way={
-            (j,): np.bincount(groups[j], weights=measured.one_way[(j,)], minlength=small[j])
+            (j,): np.bincount(groups[j], weights=measured.one_way[(j,)], minlength=small[j]).astype(
+                float
+            )
             for j in range(d)
         },
         total=measured.total,
