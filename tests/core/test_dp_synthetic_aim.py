@@ -11,6 +11,7 @@ import pytest
 
 from anonweb.core.dp import marginals as mg
 from anonweb.core.dp.synthetic import SyntheticSpec
+from anonweb.core.errors import ParameterError
 from anonweb.core.release.plan import apply_plan, get_step, plan_from_dict
 from anonweb.core.release.report import published_report
 from tests.core.test_dp_synthetic_marginals import PARAMS, _table
@@ -30,6 +31,11 @@ def aim():
 
 def test_aim_is_a_method_a_plan_may_ask_for():
     assert SyntheticSpec.from_params(AIM).method == "aim"
+
+
+def test_aim_on_one_column_is_refused_with_the_reason():
+    with pytest.raises(ParameterError, match="two or more columns"):
+        SyntheticSpec.from_params({**AIM, "columns": ["sex"]})
 
 
 def test_the_workload_is_every_pair_and_the_candidates_every_marginal_inside_one():

@@ -181,6 +181,11 @@ def _method_params(
             method = "independent"
     if method not in mg.METHODS:
         raise ParameterError(f"method must be one of {', '.join(mg.METHODS)}, not {method!r}")
+    if method == "aim" and len(columns) < 2:
+        raise ParameterError(
+            "AIM chooses among marginals of two or more columns: give at least two columns, "
+            "or use independent"
+        )
     if method in mg.MARGINAL_METHODS and delta is None:
         raise ParameterError(
             f"the {method} method measures marginals with Gaussian noise (zCDP): give a delta, "
