@@ -326,10 +326,12 @@ def test_mst_merges_a_sparse_column_s_rare_categories_and_draws_them_back():
     spec = SyntheticSpec.from_params(params)
     result = dp_synthetic(table, spec, rng=np.random.default_rng(6))
     merged = result.report["merged_cells"]
-    # 1.6 expected records per rare country, far below 3σ: all 30 are one cell, US and MX stay
-    assert merged == {"country": 30}
+    # 1.6 expected records per rare country, 3σ ≈ 52 (OpenDP's noise is not seeded, so a rare
+    # country clears it now and then, about 0.1% each): nearly all 30 are one cell
+    assert set(merged) == {"country"} and 25 <= merged["country"] <= 30
     out = result.frame
     assert set(out["country"]) <= set(common + rare)
+    assert {"US", "MX"} <= set(out["country"])
     assert out["country"].isin(rare).mean() == pytest.approx(0.05, abs=0.04)
     # the pair country × language is still learnt on the compressed cells
     mx = out[out["country"] == "MX"]
