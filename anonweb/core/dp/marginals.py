@@ -10,7 +10,10 @@ the preview and the mechanism use the same numbers.
 * ``independent``: the whole budget on the one-way marginals, columns sampled independently.
 * ``mst`` (McKenna, Miklau and Sheldon 2021): a third of ρ on the one-way marginals, a third to
   choose a maximum spanning tree of pairs with the exponential mechanism (scored by how far the
-  independent model is from each pair), a third on the chosen two-way marginals. Private-PGM
+  independent model is from each pair), a third on the chosen two-way marginals. Before the
+  pairs, each column's cells whose noisy count is below 3σ are merged into one (MST's
+  compression, which helps sparse columns); sampled records get them back, drawn by their noisy
+  shares. Private-PGM
   (``mbi``) reconciles the noisy marginals into one tree-shaped model, with a bounded number of
   mirror-descent iterations; records are drawn along the tree with the injected ``rng``.
 
@@ -35,12 +38,23 @@ from anonweb.core.dp import mechanisms as dpm
 from anonweb.core.errors import DataError, ParameterError
 
 METHODS = ("mst", "aim", "independent", "full_table")
-MARGINAL_METHODS = ("mst", "independent")
+MARGINAL_METHODS = ("mst", "aim", "independent")
 # Mirror descent converges to within noise long before mbi's default; bounded for a job.
 ESTIMATION_ITERS = 1000
 # A two-way marginal larger than this is refused: its noise would swamp it, and the model's
 # memory grows with it.
 MAX_PAIR_CELLS = 250_000
+# AIM (McKenna et al. 2022). Its schedule assumes 16 rounds per column; the budget left when
+# AIM_MAX_ROUNDS is reached is spent on that round, so every run spends exactly ρ. The model
+# may grow to AIM_MAX_MODEL_MB (AIM's max_model_size, junction-tree cells × 8 bytes) in
+# proportion to the budget spent; each round re-estimates with AIM_ROUND_ITERS warm-started
+# iterations, the final model with ESTIMATION_ITERS.
+AIM_ROUNDS_PER_COLUMN = 16
+AIM_MAX_ROUNDS = 8
+AIM_MAX_MODEL_MB = 80.0
+AIM_ROUND_ITERS = 100
+# Records drawn from the current model to read its answers to the candidates each round.
+AIM_SCORING_DRAW = 200_000
 
 Codes = NDArray[np.int64]
 Progress = Callable[[float, str], None]
@@ -205,6 +219,8 @@ class MarginalPlan:
     distance: int = 1
     # A zCDP budget given directly (a pure ε-DP release is ε²/2-zCDP), instead of (ε, δ).
     zcdp: float | None = None
+    # AIM's workload: every marginal of this many columns (2, or 3).
+    workload_degree: int = 2
 
     @functools.cached_property
     def rho(self) -> float:
@@ -221,6 +237,10 @@ class MarginalPlan:
     def budget(self) -> dict[str, float]:
         """ρ of each measurement kind: one-way marginal, one selection round, two-way marginal."""
         d, rho = len(self.domain.columns), self.rho
+        if self.method == "aim":
+            # AIM's first round sizes: 90% of a round's share to measure, 10% to select.
+            share = rho / (AIM_ROUNDS_PER_COLUMN * max(d, 1))
+            return {"one_way": 0.9 * share, "select": 0.1 * share, "two_way": 0.9 * share}
         if self.method == "independent" or self.rounds == 0:
             return {"one_way": rho / d, "select": 0.0, "two_way": 0.0}
         return {
@@ -249,6 +269,10 @@ class MarginalPlan:
 
     def rho_spent(self) -> float:
         with acc.opendp_errors():
+            if self.method == "aim":
+                # AIM's rounds adapt to the data, but they spend the whole budget and zCDP adds
+                # up: their maps sum to the map of one discrete Gaussian holding all of ρ.
+                return float(_gaussian(self.rho, self.max_contributions)[0].map(self.d_in))
             return float(sum(float(m.map(d)) for _, m, d in self.measurements()))
 
     def cost(self) -> dict[str, float]:
@@ -284,7 +308,7 @@ class MarginalPlan:
                 "bins, categories or columns"
             )
         for (i, a), (j, b) in itertools.combinations(enumerate(self.domain.sizes), 2):
-            if self.rounds and a * b > MAX_PAIR_CELLS:
+            if (self.rounds or self.method == "aim") and a * b > MAX_PAIR_CELLS:
                 names = (self.domain.columns[i], self.domain.columns[j])
                 raise ParameterError(
                     f"the pair {names[0]} × {names[1]} has {a * b} cells; at most "
@@ -301,6 +325,8 @@ class Measured:
 
     one_way: dict[tuple[int, ...], NDArray[np.float64]] = field(default_factory=dict)
     two_way: dict[tuple[int, ...], NDArray[np.float64]] = field(default_factory=dict)
+    # AIM's three-way measurements (its workload of degree 3).
+    three_way: dict[tuple[int, ...], NDArray[np.float64]] = field(default_factory=dict)
     total: float = 0.0
 
 
@@ -311,6 +337,17 @@ class MarginalResult:
     plan: MarginalPlan
     tree: list[tuple[int, int]] = field(default_factory=list)
     iterations: int = 0
+    # AIM: the marginals measured after the one-way ones, in order, and each measurement that ran
+    # as (kind, OpenDP measurement, distance, scale) so that its map can be read back.
+    cliques: list[tuple[int, ...]] = field(default_factory=list)
+    ran: list[tuple[str, Any, Any, float]] = field(default_factory=list)
+    # MST: per column, how many cells were merged into one by the compression.
+    merged: dict[str, int] = field(default_factory=dict)
+
+    def rho_measured(self) -> float:
+        """The sum of the OpenDP maps of the measurements this run made."""
+        with acc.opendp_errors():
+            return float(sum(float(m.map(d)) for _, m, d, _ in self.ran))
 
 
 def _measure(meas: Any, counts: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -350,6 +387,8 @@ def run(
             "or a larger ε"
         )
     n = n_rows or max(int(round(measured.total)), 1)
+    if plan.method == "aim" and d > 1:
+        return _run_aim(codes, plan, measured, n, rng, progress)
     if plan.method == "independent" or plan.rounds == 0:
         out = (
             np.column_stack(
@@ -360,24 +399,105 @@ def run(
         )
         progress(1.0, "sampled")
         return MarginalResult(out.astype(np.int64), measured, plan)
-    tree = _select_tree(codes, plan, measured, progress)
+    # MST's compression: the cells of a column whose noisy count is below 3σ become one cell
+    # before the pairs are chosen and measured (post-processing of the one-way measurements).
+    groups = _compression(measured, plan.one_way()[1], sizes)
+    small = tuple(int(g.max()) + 1 for g in groups)
+    small_codes = np.column_stack([groups[j][codes[:, j]] for j in range(d)])
+    small_measured = Measured(
+        one_way={
+            (j,): np.bincount(groups[j], weights=measured.one_way[(j,)], minlength=small[j]).astype(
+                float
+            )
+            for j in range(d)
+        },
+        total=measured.total,
+    )
+    tree = _select_tree(small_codes, small, plan, small_measured, progress)
     two, _ = plan.two_way()
     for a, b in tree:
-        measured.two_way[(a, b)] = _measure(two, marginal(codes, sizes, [a, b]))
+        small_measured.two_way[(a, b)] = _measure(two, marginal(small_codes, small, [a, b]))
+        measured.two_way[(a, b)] = _expand_pair(
+            small_measured.two_way[(a, b)], groups, measured, (a, b), small
+        )
     progress(0.35, "two-way marginals measured")
-    model_marginals = _estimate(plan, measured, progress)
-    out = _sample_tree(model_marginals, sizes, tree, n, rng)
+    model_marginals = _estimate(small, plan, small_measured, progress)
+    out = _expand(_sample_tree(model_marginals, small, tree, n, rng), groups, measured, rng)
     progress(1.0, "sampled")
-    return MarginalResult(out, measured, plan, tree, ESTIMATION_ITERS)
+    merged = {
+        plan.domain.columns[j]: sizes[j] - small[j] + 1 for j in range(d) if small[j] < sizes[j]
+    }
+    return MarginalResult(out, measured, plan, tree, ESTIMATION_ITERS, merged=merged)
+
+
+def _compression(measured: Measured, sigma: float, sizes: Sequence[int]) -> list[Codes]:
+    """Per column, each cell's index in the compressed domain: cells whose noisy count is below
+    3σ share the last index when there are at least two of them; the others keep their order."""
+    out = []
+    for j, size in enumerate(sizes):
+        rare = measured.one_way[(j,)] < 3 * sigma
+        if rare.sum() < 2:
+            out.append(np.arange(size, dtype=np.int64))
+            continue
+        kept = np.flatnonzero(~rare)
+        group = np.full(size, len(kept), dtype=np.int64)
+        group[kept] = np.arange(len(kept))
+        out.append(group)
+    return out
+
+
+def _shares(group: Codes, noisy: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each cell's share of its compressed cell, by its clipped noisy count (even when none)."""
+    share = np.zeros(len(group))
+    for g in np.unique(group):
+        cells = group == g
+        share[cells] = _clipped(noisy[cells])
+    return share
+
+
+def _expand_pair(
+    values: NDArray[np.float64],
+    groups: Sequence[Codes],
+    measured: Measured,
+    pair: tuple[int, int],
+    small: Sequence[int],
+) -> NDArray[np.float64]:
+    """A compressed pair's counts spread over the original cells by the one-way shares."""
+    a, b = pair
+    table = values.reshape(small[a], small[b])
+    sa = _shares(groups[a], measured.one_way[(a,)])
+    sb = _shares(groups[b], measured.one_way[(b,)])
+    full = table[np.ix_(groups[a], groups[b])] * np.outer(sa, sb)
+    return np.asarray(full.ravel(), dtype=float)
+
+
+def _expand(
+    small_codes: Codes, groups: Sequence[Codes], measured: Measured, rng: np.random.Generator
+) -> Codes:
+    """Compressed cells back to original ones, drawn by their share of the noisy counts."""
+    out = small_codes.copy()
+    for j, group in enumerate(groups):
+        share = _shares(group, measured.one_way[(j,)])
+        for g in np.unique(group):
+            cells = np.flatnonzero(group == g)
+            if len(cells) < 2:
+                out[small_codes[:, j] == g, j] = cells[0]
+                continue
+            rows = np.flatnonzero(small_codes[:, j] == g)
+            out[rows, j] = rng.choice(cells, size=len(rows), p=_clipped(share[cells]))
+    return out
 
 
 def _select_tree(
-    codes: Codes, plan: MarginalPlan, measured: Measured, progress: Progress
+    codes: Codes,
+    sizes: Sequence[int],
+    plan: MarginalPlan,
+    measured: Measured,
+    progress: Progress,
 ) -> list[tuple[int, int]]:
     """MST's selection: Kruskal's algorithm with each edge chosen by report-noisy-max over the
     pairs that join two components, scored by the L1 distance between the pair's true counts and
     the independent model fitted to the noisy one-way marginals."""
-    sizes = plan.domain.sizes
     d = len(sizes)
     pairs = list(itertools.combinations(range(d), 2))
     score = {}
@@ -407,14 +527,14 @@ def _select_tree(
 
 
 def _estimate(
-    plan: MarginalPlan, measured: Measured, progress: Progress
+    sizes: Sequence[int], plan: MarginalPlan, measured: Measured, progress: Progress
 ) -> dict[tuple[int, ...], NDArray[np.float64]]:
     """Private-PGM's mirror descent over the noisy marginals (post-processing)."""
     from mbi import Domain as MbiDomain
     from mbi import LinearMeasurement, estimation
 
-    names = [f"c{j}" for j in range(len(plan.domain.sizes))]
-    domain = MbiDomain(names, plan.domain.sizes)
+    names = [f"c{j}" for j in range(len(sizes))]
+    domain = MbiDomain(names, sizes)
     sd_one, sd_two = plan.one_way()[1], plan.two_way()[1]
     loss = [
         LinearMeasurement(v, (names[k[0]],), stddev=sd_one) for k, v in measured.one_way.items()
@@ -475,4 +595,170 @@ def _sample_tree(
                 out[rows, child] = rng.choice(
                     sizes[child], size=len(rows), p=_clipped(joint[value])
                 )
+    return out
+
+
+# -- AIM -------------------------------------------------------------------------------------
+
+
+def _workload(d: int, degree: int) -> tuple[list[tuple[int, ...]], dict[tuple[int, ...], float]]:
+    """AIM's candidates (the workload's marginals and every marginal inside them) with their
+    weights: how many columns each shares with the workload's marginals, summed."""
+    workload = list(itertools.combinations(range(d), min(degree, d)))
+    candidates = sorted(
+        {
+            sub
+            for w in workload
+            for k in range(1, len(w) + 1)
+            for sub in itertools.combinations(w, k)
+        }
+    )
+    weights = {c: float(sum(len(set(c) & set(w)) for w in workload)) for c in candidates}
+    return candidates, weights
+
+
+def _run_aim(
+    codes: Codes,
+    plan: MarginalPlan,
+    measured: Measured,
+    n: int,
+    rng: np.random.Generator,
+    progress: Progress,
+) -> MarginalResult:
+    """AIM's rounds: choose the worst-approximated candidate by report-noisy-max, measure it with
+    the discrete Gaussian, re-estimate, and anneal (halve σ when a measurement barely moved the
+    model); the last round spends what is left of ρ."""
+    from mbi import Domain as MbiDomain
+    from mbi.junction_tree import hypothetical_model_size
+
+    sizes = plan.domain.sizes
+    d = len(sizes)
+    names = [f"c{j}" for j in range(d)]
+    mbi_domain = MbiDomain(names, sizes)
+    c = plan.max_contributions
+    budget = plan.budget()
+    rho = plan.rho
+    rho_measure, rho_select = budget["one_way"], budget["select"]
+    one, one_scale = plan.one_way()
+    ran: list[tuple[str, Any, Any, float]] = [("one_way", one, plan.d_in, one_scale)] * d
+    used = d * rho_measure
+    losses: list[tuple[tuple[int, ...], NDArray[np.float64], float]] = [
+        ((j,), measured.one_way[(j,)], one_scale) for j in range(d)
+    ]
+    model = _fit(mbi_domain, names, losses, measured.total, AIM_ROUND_ITERS)
+    candidates, weights = _workload(d, plan.workload_degree)
+    top_weight = max(weights.values())
+    exact = {k: marginal(codes, sizes, k).astype(float) for k in candidates}
+    cliques: list[tuple[int, ...]] = []
+    rounds = 0
+    final = False
+    while not final:
+        rounds += 1
+        left = rho - used
+        if left < 2 * (rho_measure + rho_select) or rounds >= AIM_MAX_ROUNDS:
+            rho_measure, rho_select, final = 0.9 * left, 0.1 * left, True
+        select, select_scale = _noisy_max(rho_select, c)
+        gauss, scale = _gaussian(rho_measure, c)
+        used += rho_measure + rho_select
+        limit = AIM_MAX_MODEL_MB * used / rho
+        current = [tuple(names[i] for i in k) for k in cliques] + [(n_,) for n_ in names]
+        small = [
+            k
+            for k in candidates
+            if hypothetical_model_size(mbi_domain, current + [tuple(names[i] for i in k)]) <= limit
+        ] or [(j,) for j in range(d)]
+        noise_l1 = math.sqrt(2 / math.pi) * scale
+        # The model's answers, read from a large draw of it: exact inference on every candidate
+        # compiles one kernel per shape and costs minutes on Adult.
+        draw = _sample_model(model, names, sizes, AIM_SCORING_DRAW, rng)
+        scale_draw = measured.total / AIM_SCORING_DRAW
+        scores = []
+        for k in small:
+            estimate = marginal(draw, sizes, k) * scale_draw
+            cells = int(np.prod([sizes[i] for i in k]))
+            error = float(np.abs(exact[k] - estimate).sum()) - noise_l1 * cells
+            # Scores divided by the largest weight move by at most c per person.
+            scores.append(weights[k] * error / top_weight)
+        with acc.opendp_errors(DataError):
+            pick = small[int(select(scores))]
+        ran.append(("select", select, float(plan.d_in), select_scale))
+        values = _measure(gauss, marginal(codes, sizes, pick))
+        ran.append(("measure", gauss, plan.d_in, scale))
+        target = {1: measured.one_way, 2: measured.two_way}.get(len(pick), measured.three_way)
+        target[pick] = values
+        before = np.asarray(model.project(tuple(names[i] for i in pick)).datavector(), float)
+        losses.append((pick, values, scale))
+        cliques.append(pick)
+        model = _fit(mbi_domain, names, losses, measured.total, AIM_ROUND_ITERS, model)
+        after = np.asarray(model.project(tuple(names[i] for i in pick)).datavector(), float)
+        if float(np.abs(after - before).sum()) <= noise_l1 * len(values):
+            rho_measure, rho_select = 4 * rho_measure, 4 * rho_select
+        progress(
+            min(0.05 + 0.85 * used / rho, 0.9), f"round {rounds}: a marginal of {len(pick)} chosen"
+        )
+    progress(0.9, "estimating the model")
+    model = _fit(mbi_domain, names, losses, measured.total, ESTIMATION_ITERS, model)
+    out = _sample_model(model, names, sizes, n, rng)
+    progress(1.0, "sampled")
+    return MarginalResult(
+        out,
+        measured,
+        plan,
+        iterations=AIM_ROUND_ITERS * rounds + ESTIMATION_ITERS,
+        cliques=cliques,
+        ran=ran,
+    )
+
+
+def _fit(
+    domain: Any,
+    names: Sequence[str],
+    losses: Sequence[tuple[tuple[int, ...], NDArray[np.float64], float]],
+    total: float,
+    iters: int,
+    warm: Any = None,
+) -> Any:
+    """Private-PGM's mirror descent over the noisy marginals, warm-started from ``warm``."""
+    from mbi import LinearMeasurement, estimation
+
+    loss = [LinearMeasurement(v, tuple(names[i] for i in k), stddev=sd) for k, v, sd in losses]
+    potentials = None
+    if warm is not None:
+        cliques = list(dict.fromkeys(tuple(names[i] for i in k) for k, _, _ in losses))
+        potentials = warm.potentials.expand(cliques)
+    return estimation.mirror_descent(
+        domain, loss, known_total=total, iters=iters, potentials=potentials
+    )
+
+
+def _sample_model(
+    model: Any, names: Sequence[str], sizes: Sequence[int], n: int, rng: np.random.Generator
+) -> Codes:
+    """Draw records from a junction-tree model column by column, each given the columns already
+    drawn that share a clique with it (the model's elimination order, reversed)."""
+    from mbi import junction_tree
+
+    index = {name: j for j, name in enumerate(names)}
+    cliques = [set(cl) for cl in model.cliques]
+    _, order = junction_tree.make_junction_tree(model.domain, model.cliques)
+    out = np.zeros((n, len(names)), dtype=np.int64)
+    drawn: set[str] = set()
+    for name in order[::-1]:
+        j = index[name]
+        near = set().union(*[cl for cl in cliques if name in cl])
+        parents = tuple(sorted(drawn & near, key=index.__getitem__))
+        drawn.add(name)
+        joint = np.maximum(
+            np.asarray(model.project(parents + (name,)).datavector(flatten=False), float), 0.0
+        )
+        if not parents:
+            out[:, j] = rng.choice(sizes[j], size=n, p=_clipped(joint.ravel()))
+            continue
+        cols = [index[p] for p in parents]
+        shape = tuple(sizes[i] for i in cols)
+        flat = np.ravel_multi_index(tuple(out[:, i] for i in cols), shape)
+        table = joint.reshape(-1, sizes[j])
+        for value in np.unique(flat):
+            rows = np.flatnonzero(flat == value)
+            out[rows, j] = rng.choice(sizes[j], size=len(rows), p=_clipped(table[value]))
     return out

@@ -179,10 +179,10 @@ def _method_params(
             method = "independent"
     if method not in mg.METHODS:
         raise ParameterError(f"method must be one of {', '.join(mg.METHODS)}, not {method!r}")
-    if method == "aim":
+    if method == "aim" and len(columns) < 2:
         raise ParameterError(
-            "AIM is not offered yet: its model grows past a job's time and memory on tables "
-            "like Adult; use mst"
+            "AIM chooses among marginals of two or more columns: give at least two columns, "
+            "or use independent"
         )
     if method in mg.MARGINAL_METHODS and delta is None:
         raise ParameterError(
@@ -354,6 +354,9 @@ def _from_marginals(
     # The noisy total is a DP output: refusing here tells the officer why the table is useless.
     plan.check_resolution(int(result.measured.total))
     cost = plan.cost()
+    if spec.method == "aim":
+        # What the rounds actually ran, by OpenDP's maps: the whole budget, as charged.
+        cost["rho"] = result.rho_measured()
     _, one_scale = plan.one_way()
     report: dict[str, Any] = {
         "kind": "dp_synthetic",
@@ -378,6 +381,17 @@ def _from_marginals(
             c: len(v) for c, v in zip(domain.columns, (domain.cells(c) for c in domain.columns))
         },
         "measured_pairs": [[domain.columns[a], domain.columns[b]] for a, b in result.tree],
+        **({"merged_cells": result.merged} if spec.method == "mst" else {}),
+        **(
+            {
+                "measured_marginals": [[domain.columns[i] for i in k] for k in result.cliques],
+                "measurements": [
+                    {"kind": kind, "scale": scale} for kind, _, _, scale in result.ran
+                ],
+            }
+            if spec.method == "aim"
+            else {}
+        ),
         "estimation_iterations": result.iterations,
         "rows_out": len(result.codes),
         "quality": sq.noisy_quality(result.codes, result.measured, domain, method=spec.method),
@@ -492,7 +506,8 @@ SYNTHETIC_SCHEMA = sch.obj(
             "(one for all, or per column)",
         ),
         "method": sch.string(
-            "mst: a tree of noisy two-way marginals (Private-PGM); independent: one-way "
+            "mst: a tree of noisy two-way marginals (Private-PGM); aim: noisy marginals chosen "
+            "round by round where the model is worst (Private-PGM); independent: one-way "
             "marginals only (the baseline); full_table: the noisy full table (small domains). "
             "Default: mst with a delta, full_table without",
             enum=mg.METHODS,
@@ -512,7 +527,7 @@ SYNTHETIC_SCHEMA = sch.obj(
     labels={
         "columns": "Columns",
         "epsilon": "Total ε for the synthetic table",
-        "method": "Method (MST, independent columns or the full table)",
+        "method": "Method (MST, AIM, independent columns or the full table)",
         "delta": "δ (failure probability)",
         "categories": "Public categories",
         "bounds": "Public bounds",
@@ -569,6 +584,9 @@ def _register() -> None:
             "privacy_accounting",
             "domain",
             "measured_pairs",
+            "measured_marginals",
+            "merged_cells",
+            "measurements",
             "estimation_iterations",
             "quality",
         ),
