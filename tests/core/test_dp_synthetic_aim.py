@@ -12,8 +12,9 @@ import pytest
 from anonweb.core.dp import marginals as mg
 from anonweb.core.dp.synthetic import SyntheticSpec
 from anonweb.core.errors import ParameterError
-from anonweb.core.release.plan import apply_plan, get_step, plan_from_dict
+from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import published_report
+from anonweb.core.release.run import apply_plan
 from tests.core.test_dp_synthetic_marginals import PARAMS, _table
 
 dp.enable_features("contrib")
