@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.conftest import ROOT
+from tests.conftest import REQUIRE_SERVICES, ROOT, unavailable
 from tests.services import conftest as services_conftest
 from tests.web.factories import TeamFactory, member
 
@@ -37,7 +37,7 @@ def _free_port() -> int:
 @pytest.fixture
 def server():
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+        unavailable("needs PostgreSQL (set DATABASE_URL)", required=REQUIRE_SERVICES)
     port = _free_port()
     env = dict(os.environ)
     env.update(

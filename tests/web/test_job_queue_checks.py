@@ -11,6 +11,7 @@ from django.utils import timezone
 from anonweb.audit.models import AuditEvent
 from anonweb.jobs import execution, services
 from anonweb.jobs.models import Job, JobKind, JobStatus
+from tests.conftest import REQUIRE_SERVICES, unavailable
 
 
 @pytest.fixture
@@ -69,7 +70,10 @@ def test_the_api_fails_a_job_no_worker_took_in_time(client, officer, queued):
 @pytest.mark.django_db(transaction=True)
 def test_a_job_that_loses_its_database_connection_records_why(queued):
     if connection.vendor != "postgresql":
-        pytest.skip("ends the job's own PostgreSQL connection (set DATABASE_URL to PostgreSQL)")
+        unavailable(
+            "ends the job's own PostgreSQL connection (set DATABASE_URL to PostgreSQL)",
+            required=REQUIRE_SERVICES,
+        )
     from anonweb.jobs import runners
 
     def lose_connection(job, progress):
