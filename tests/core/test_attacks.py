@@ -172,6 +172,32 @@ def test_the_intervals_cover_the_rate_over_the_whole_source_at_their_level(split
     assert min(covered) >= runs - 7, covered
 
 
+def test_the_singling_out_interval_covers_its_expected_excess_over_repeated_draws(split):
+    """The same predicates are read on both groups, so the two counts are not independent
+    draws; the interval must still cover the excess expected over draws (0 for a release of
+    other people, the mean over many draws for the source itself) at about its level."""
+    source, control = split
+    for release, truth in ((people(6000, 99), 0.0), (source.sample(frac=1, random_state=3), None)):
+        found = []
+        for seed in range(30):
+            r = run_attacks(
+                source,
+                release,
+                known=KNOWN,
+                control=control,
+                targets=300,
+                rng=np.random.default_rng(seed + 100),
+            )
+            found.append((r.singling_out.excess, *r.singling_out.ci))
+        draws = np.array(found)
+        expected = draws[:, 0].mean() if truth is None else truth
+        covered = int(np.sum((draws[:, 1] <= expected) & (expected <= draws[:, 2])))
+        # 95% intervals: 1.5 misses in 30 runs are expected, 6 would be very unlikely
+        assert covered >= 25, (covered, expected)
+        if truth is None:
+            assert expected > 0.01  # the source itself does give predicates away
+
+
 def test_without_a_control_the_excess_is_not_measured(split):
     source, _ = split
     r = run_attacks(source, source, known=KNOWN, targets=100, rng=np.random.default_rng(0))
