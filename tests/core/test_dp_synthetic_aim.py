@@ -107,3 +107,33 @@ def test_analysts_see_which_marginals_aim_measured_but_nothing_from_the_source(a
     assert entry["measured_marginals"] == report.steps[0]["measured_marginals"]
     assert entry["measurements"]
     assert "quality_vs_source" not in entry
+
+
+def test_a_workload_of_three_way_marginals_is_asked_for_and_checked():
+    assert SyntheticSpec.from_params({**AIM, "workload": 3}).marginal_plan().workload_degree == 3
+    assert SyntheticSpec.from_params(AIM).marginal_plan().workload_degree == 2
+    for bad, reason in (
+        ({**AIM, "workload": 4}, "2 or 3"),
+        ({**AIM, "workload": True}, "2 or 3"),
+        ({**AIM, "workload": 3, "columns": ["sex", "sick"]}, "at least 3 columns"),
+        ({**AIM, "method": "mst", "workload": 3}, "AIM's"),
+    ):
+        with pytest.raises(ParameterError, match=reason):
+            SyntheticSpec.from_params(bad)
+    validate = get_step("dp_synthetic").validate
+    assert validate is not None
+    with pytest.raises(ParameterError, match="2 or 3"):
+        validate({**AIM, "workload": 4})
+
+
+def test_aim_aimed_at_three_way_marginals_measures_them_and_says_so():
+    # sick depends on sex and age together: a three-way relation
+    table = _table(4000, 5)
+    params = {**AIM, "workload": 3}
+    plan = plan_from_dict({"version": 1, "steps": [{"kind": "dp_synthetic", "params": params}]})
+    _, report = apply_plan(table, plan, rng=np.random.default_rng(6), measure_risk=False)
+    (entry,) = report.steps
+    assert entry["workload"] == 3
+    assert published_report(report.to_dict(), plan)["steps"][0]["workload"] == 3
+    quality = entry["quality_vs_source"]
+    assert quality["three_way_tvd"] < quality["baseline_three_way_tvd"], quality

@@ -59,6 +59,8 @@ class SyntheticSpec:
     # Off by default: a (missing) cell per column multiplies the cells, and noise clearing the
     # floor there would put missing values into a synthetic table whose source had none.
     count_missing: bool = False
+    # AIM's workload: every marginal of this many columns (2 or 3); the quality it aims at.
+    workload: int = 2
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SyntheticSpec:
@@ -105,6 +107,7 @@ class SyntheticSpec:
             identifier=identifier,
             max_contributions=c,
             count_missing=bool(params.get("count_missing", False)),
+            workload=_workload(params, method, columns),
         )
         if spec.method != "full_table":
             spec.marginal_plan().check_resolution(spec.n_rows)
@@ -139,6 +142,7 @@ class SyntheticSpec:
             delta=float(self.delta or 0.0),
             max_contributions=self.max_contributions,
             distance=distance,
+            workload_degree=self.workload,
         )
 
     def labels(self) -> dict[str, tuple[str, ...]]:
@@ -165,6 +169,22 @@ class SyntheticSpec:
             max_contributions=self.max_contributions,
             count_missing=self.count_missing,
         )
+
+
+def _workload(params: Mapping[str, Any], method: str, columns: tuple[str, ...]) -> int:
+    """AIM's workload degree, checked: only AIM chooses its marginals for a workload."""
+    given = params.get("workload")
+    if given is None:
+        return 2
+    if method != "aim":
+        raise ParameterError(f"a workload is AIM's: the {method} method takes none")
+    if given not in (2, 3) or isinstance(given, bool):
+        raise ParameterError(
+            f"the workload is 2 or 3 (all marginals of that many columns), not {given!r}"
+        )
+    if given > len(columns):
+        raise ParameterError(f"a workload of {given}-way marginals needs at least {given} columns")
+    return int(given)
 
 
 def _method_params(
@@ -384,6 +404,7 @@ def _from_marginals(
         **({"merged_cells": result.merged} if spec.method == "mst" else {}),
         **(
             {
+                "workload": spec.workload,
                 "measured_marginals": [[domain.columns[i] for i in k] for k in result.cliques],
                 "measurements": [
                     {"kind": kind, "scale": scale} for kind, _, _, scale in result.ran
@@ -513,6 +534,12 @@ SYNTHETIC_SCHEMA = sch.obj(
             enum=mg.METHODS,
         ),
         "delta": dp.DELTA,
+        "workload": sch.integer(
+            "AIM only: the marginals it aims at, every one of this many columns (2 or 3)",
+            minimum=2,
+            maximum=3,
+            default=2,
+        ),
         "n_rows": sch.integer(
             "Synthetic rows to draw (default: the noisy total)", minimum=1, maximum=MAX_ROWS
         ),
@@ -529,6 +556,7 @@ SYNTHETIC_SCHEMA = sch.obj(
         "epsilon": "Total ε for the synthetic table",
         "method": "Method (MST, AIM, independent columns or the full table)",
         "delta": "δ (failure probability)",
+        "workload": "AIM's workload (2- or 3-way marginals)",
         "categories": "Public categories",
         "bounds": "Public bounds",
         "bins": "Bins per numeric column",
@@ -585,6 +613,7 @@ def _register() -> None:
             "domain",
             "measured_pairs",
             "measured_marginals",
+            "workload",
             "merged_cells",
             "measurements",
             "estimation_iterations",
