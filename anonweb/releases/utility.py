@@ -18,9 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.core.exceptions import PermissionDenied
 
-from anonweb.accounts.models import Membership
 from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.common.charts import cached_by_digest
 from anonweb.core.errors import CoreError
@@ -29,10 +27,8 @@ from anonweb.core.raw_values import public_utility
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.utility.charts import utility_charts
 from anonweb.core.utility.measures import release_utility
-from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.datasets.storage import load_frame
 from anonweb.releases.models import Release
-from anonweb.releases.selectors import release_get_for_user
 from anonweb.releases.storage import (
     PRIVATE_DIR,
     read_private_json,
@@ -45,21 +41,6 @@ UTILITY_FILE = "utility.json"
 UTILITY_VERSION = 2
 
 log = logging.getLogger(__name__)
-
-
-def is_staff(*, user, release: Release) -> bool:
-    return Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
-
-
-def release_utility_for_user(*, user, release_id: int) -> tuple[Release, dict[str, Any] | None]:
-    """The release and its utility, for its team's officers and stewards (others: 404 for a
-    release they cannot see, 403 for one they can). None when its files are gone."""
-    release = release_get_for_user(user=user, release_id=release_id)
-    if not is_staff(user=user, release=release):
-        raise PermissionDenied(
-            "The utility is computed from the source: officers and stewards only."
-        )
-    return release, release_utility_read(user=user, release=release)
 
 
 def release_utility_read(*, user, release: Release) -> dict[str, Any] | None:
