@@ -20,6 +20,7 @@ from anonweb.core.attacks.release import attack_release
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.lineage import relabel
 from anonweb.core.errors import DataError
+from anonweb.datasets.models import Dataset
 from anonweb.releases.conflicts import live_releases, release_label
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
@@ -117,6 +118,9 @@ def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Pro
         dataset=dataset, source=source, release=release
     )
     attacks["run_at"] = timezone.now().isoformat(timespec="seconds")
+    if Dataset.objects.filter(pk=dataset.pk, purged_at__isnull=False).exists():
+        # Purged while this ran: the figures quote the source, so they are not kept.
+        raise DataError(f"the raw data of {dataset.name} was purged while the attacks ran")
     write_private_json(release.storage_key, ON_DEMAND_FILE, attacks)
     return {
         "release_id": release.pk,

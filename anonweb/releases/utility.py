@@ -8,7 +8,8 @@ table and the private row mapping, before the release's row is committed, and ke
 lineage in the release's private folder (never served), since neither file changes. A release
 published without it (before it was measured at publication, or when that failed) gets it from
 its first staff reader, computed the same way from the stored source. It quotes the source, so
-it goes when the source is purged (:func:`utility_forget`)."""
+it goes when the source is purged
+(:func:`anonweb.releases.source_figures.release_source_figures_forget`)."""
 
 from __future__ import annotations
 
@@ -157,18 +158,6 @@ def _hierarchies(plan: dict, source: pd.DataFrame) -> dict:
         except CoreError:
             continue
     return out
-
-
-def utility_forget(*, dataset) -> int:
-    """Remove the stored utility of every release of ``dataset`` (it quotes the source's values
-    and figures): called when the source is purged. Returns how many files went."""
-    removed = 0
-    for key in Release.objects.filter(dataset=dataset).values_list("storage_key", flat=True):
-        path = release_dir(key) / PRIVATE_DIR / UTILITY_FILE
-        if path.exists():
-            path.unlink(missing_ok=True)
-            removed += 1
-    return removed
 
 
 def utility_charts_cached(utility: dict[str, Any]) -> list[dict[Any, Any]]:
