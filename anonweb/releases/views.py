@@ -16,7 +16,6 @@ from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
-from anonweb.jobs.services import release_attacks_start
 from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.links import (
@@ -151,20 +150,6 @@ def _dp_charts(release, report: dict) -> list[dict]:
         if path.exists():
             table = pd.read_parquet(path)
     return dp_charts(steps, table)
-
-
-@require_POST
-def release_attack(request, release_id: int):
-    """Run the attacks on the release again (officers and stewards): a job, whose page shows
-    its progress."""
-    try:
-        job = release_attacks_start(user=request.user, release_id=release_id)
-    except PermissionDenied as exc:
-        return render(request, "403.html", {"exception": str(exc)}, status=403)
-    except CoreError as exc:
-        messages.error(request, str(exc))
-        return redirect("releases:detail", release_id=release_id)
-    return redirect("jobs:detail", job_id=job.pk)
 
 
 @require_POST
