@@ -8,13 +8,14 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
+from anonweb.core.errors import DataError
 from anonweb.datasets.services import dataset_set_retention
-from anonweb.datasets.storage import dataset_dir
+from anonweb.datasets.storage import dataset_dir, load_frame
 from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.retention import dataset_purge, datasets_purge_expired
 from anonweb.jobs.services import job_create, release_attacks_start
-from anonweb.releases.attacks import ON_DEMAND_FILE
+from anonweb.releases.attacks import ON_DEMAND_FILE, release_attacks_run
 from anonweb.releases.source_figures import SOURCE_FIGURES_FILES
 from anonweb.releases.storage import PRIVATE_DIR, release_dir, write_private_json
 from tests.web.conftest import small_table
@@ -256,3 +257,15 @@ def test_figures_written_after_a_purge_go_with_the_next_retention_run(
     assert path.exists()
     datasets_purge_expired()
     assert not path.exists()
+
+
+def test_attacks_that_read_the_source_before_a_purge_keep_no_figures(
+    officer, dataset, django_capture_on_commit_callbacks
+):
+    release = launch(officer, dataset, {"version": 1, "steps": []}, "r")
+    source = load_frame(dataset.storage_key)  # read by the worker, then the source is purged
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=dataset, reason="test")
+    with pytest.raises(DataError, match="purged while the attacks ran"):
+        release_attacks_run(release=release, source=source, progress=lambda *_: None)
+    assert not (release_dir(release.storage_key) / PRIVATE_DIR / ON_DEMAND_FILE).exists()
