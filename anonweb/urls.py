@@ -7,7 +7,11 @@ from django.views.generic import RedirectView
 
 from anonweb.accounts import views as account_views
 from anonweb.common import views as common_views
+from anonweb.dashboard import dataset_urls as dashboard_dataset_urls
 from anonweb.dashboard import views as dashboard_views
+from anonweb.datasets import urls as dataset_urls
+from anonweb.jobs import urls as job_urls
+from anonweb.releases import urls as release_urls
 
 
 class FaviconRedirect(RedirectView):
@@ -28,9 +32,17 @@ urlpatterns = [
     path("favicon.ico", login_not_required(FaviconRedirect.as_view())),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("datasets/", include("anonweb.datasets.urls")),
+    # One namespace, two layers: the datasets app's own pages and those that also read or start
+    # jobs and releases (in the dashboard, above both).
+    path(
+        "datasets/",
+        include((dataset_urls.urlpatterns + dashboard_dataset_urls.urlpatterns, "datasets")),
+    ),
     path("jobs/", include("anonweb.jobs.urls")),
-    path("releases/", include("anonweb.releases.urls")),
+    path(
+        "releases/",
+        include((release_urls.urlpatterns + job_urls.release_urlpatterns, "releases")),
+    ),
     path("audit/", include("anonweb.dashboard.audit_urls")),
     path("accounts/profile/", account_views.profile, name="profile"),
     path("api/", include("anonweb.api.urls")),

@@ -50,7 +50,6 @@ from anonweb.jobs.services import (
     jobs_reap_stale,
     release_attacks_start,
 )
-from anonweb.releases.attacks import release_attacks_for_user
 from anonweb.releases.audit_access import audit_events_for_user
 from anonweb.releases.budget import budget_get_for_user, budget_set
 from anonweb.releases.compare import release_comparison
@@ -59,17 +58,18 @@ from anonweb.releases.gate import release_gate_now
 from anonweb.releases.links import release_link_issue
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.selectors import (
-    conflicts_for_releases,
+    ReleaseForReader,
+    release_attacks_for_user,
     release_gate_for_user,
     release_get_downloadable,
     release_get_for_signoff,
     release_get_for_user,
-    release_staff_team_ids,
+    release_utility_for_user,
+    release_views_for_user,
     releases_for_user,
 )
 from anonweb.releases.services import ReleaseBlocked, release_record_download, release_review
 from anonweb.releases.signoff import signoff_download
-from anonweb.releases.utility import release_utility_for_user
 
 OFFICER = Role.PRIVACY_OFFICER.value
 STEWARD = Role.DATA_STEWARD.value
@@ -451,24 +451,18 @@ STATUS_FILTER = {"awaiting_review": "pending", "approved": "approved", "rejected
 
 
 def releases_json(releases: Sequence[Release], *, user) -> list[dict]:
-    """Each release as its reader may see it, as on its page: officers and stewards of the team
-    get the full report, the gate's findings, the recipients and the conflicts; analysts the
-    published report (what the released data shows) and the purpose only. The queries are the
-    same for one release as for a page of them."""
+    """Each release as its reader may see it, as on its page
+    (:func:`~anonweb.releases.selectors.release_views_for_user`): officers and stewards of the
+    team get the full report, the gate's findings, the recipients and the conflicts; analysts
+    the published report (what the released data shows) and the purpose only. The queries are
+    the same for one release as for a page of them."""
 
-    staff_teams = release_staff_team_ids(user=user)
-    conflicts = conflicts_for_releases(releases=releases, user=user)
-    return [
-        release_json(release, staff=release.team_id in staff_teams, conflicts=conflicts[release.pk])
-        for release in releases
-    ]
+    return [release_json(view) for view in release_views_for_user(user=user, releases=releases)]
 
 
-def release_json(release: Release, *, staff: bool, conflicts: list[dict]) -> dict:
-    """One release's JSON (through :func:`releases_json`, which says what ``staff`` reads)."""
-    override = release.override or None
-    if override and not staff:
-        override = {k: v for k, v in override.items() if k != "findings"}
+def release_json(view: ReleaseForReader) -> dict:
+    """One release's JSON, as :func:`releases_json` says."""
+    release = view.release
     return {
         "id": release.pk,
         "dataset": release.dataset_id,
@@ -476,17 +470,17 @@ def release_json(release: Release, *, staff: bool, conflicts: list[dict]) -> dic
         "title": release.title,
         "status": API_STATUS.get(release.status, release.status),
         "purpose": release.purpose,
-        "recipient": release.recipient if staff else None,
+        "recipient": view.recipient,
         # [] when every analyst of the team receives it
-        "recipients": list(release.recipients) if staff else None,
+        "recipients": view.recipients,
         "rows": release.rows,
         "columns": release.columns,
         "sha256": release.sha256,
-        "plan": release.plan,
-        "report": (release.report if staff else release.published_report) or {},
-        "findings": release.findings if staff else [],
-        "override": override,
-        "conflicts": [conflict_json(c) for c in conflicts] if staff else [],
+        "plan": view.plan,
+        "report": view.report,
+        "findings": view.findings,
+        "override": view.override,
+        "conflicts": [conflict_json(c) for c in view.conflicts],
         "requested_by": getattr(release.requested_by, "username", None),
         "reviewed_by": getattr(release.reviewed_by, "username", None),
         "review_note": release.review_note,

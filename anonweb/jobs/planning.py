@@ -1,5 +1,6 @@
 """Release plans for a dataset: a suggested plan from its column tags, validation of a plan
-submitted from the web, and the public copy of a plan that is stored with a release."""
+submitted from the web, and its privacy cost. The public copy stored with a release is
+:func:`anonweb.core.release.report.public_plan`."""
 
 from __future__ import annotations
 
@@ -300,45 +301,6 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
         has_missing=frozenset(c["name"] for c in dataset.columns if c.get("missing")),
     )
     return parsed
-
-
-def public_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    """The plan as published with a release: every parameter, but hierarchy tables (which list
-    the source's distinct values) and substitution codebooks summarised, and secrets only by name."""
-    out = dict(plan)
-    hierarchies: dict[str, Any] = {}
-    for column, spec in (plan.get("hierarchies") or {}).items():
-        if isinstance(spec, dict) and "rows" in spec:
-            rows = spec["rows"]
-            hierarchies[column] = {
-                "uploaded": True,
-                "values": len(rows),
-                "levels": len(rows[0]) if rows else 0,
-            }
-        elif isinstance(spec, dict) and "uploaded" in spec:
-            hierarchies[column] = {
-                "uploaded": True,
-                "values": spec.get("values"),
-                "levels": spec.get("levels"),
-            }
-        else:
-            hierarchies[column] = spec
-    out["hierarchies"] = hierarchies
-    # A substitution codebook is a key in all but name: publishing it undoes the substitution.
-    out["steps"] = [
-        {
-            **step,
-            "params": {
-                **step.get("params", {}),
-                "codebook": {"entries": len(step["params"]["codebook"])},
-            },
-        }
-        if step.get("kind") == "substitute"
-        and isinstance(step.get("params", {}).get("codebook"), dict)
-        else step
-        for step in plan.get("steps", [])
-    ]
-    return out
 
 
 def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from anonweb.datasets.purge import scrub_hierarchy_spec, scrub_plan, scrub_resul
 from anonweb.datasets.storage import dataset_dir
 from anonweb.jobs.models import Job
 from anonweb.releases.models import Release
-from anonweb.releases.utility import utility_forget
+from anonweb.releases.source_figures import release_source_figures_forget
 
 
 def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
@@ -57,9 +57,10 @@ def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
 
 
 def _remove_files(dataset: Dataset) -> None:
-    """The raw table, and what was computed from it and kept beside releases (their utility)."""
+    """The raw table, and what was computed from it and kept beside its releases (their
+    utility, attack figures and conflict findings' detail)."""
     shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
-    utility_forget(dataset=dataset)
+    release_source_figures_forget(dataset=dataset)
 
 
 def _purge_stored_values(dataset: Dataset) -> dict:
@@ -105,8 +106,8 @@ def datasets_purge_expired(*, today=None) -> list[int]:
             reason=f"retention period ended on {dataset.retain_until}",
         )
         purged.append(dataset.pk)
-    # Leftovers of purges interrupted between the database and the file system.
+    # Leftovers of purges interrupted between the database and the file system, and figures
+    # written by a job that read the source just before it was purged.
     for dataset in Dataset.objects.filter(purged_at__isnull=False):
-        if dataset_dir(dataset.storage_key).exists():
-            _remove_files(dataset)
+        _remove_files(dataset)
     return purged

@@ -11,12 +11,13 @@ from anonweb.core.attacks.release import attack_release, hold_out
 from anonweb.core.conflicts.lineage import microaggregated
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets, publish
+from anonweb.core.release.report import public_plan
 from anonweb.core.risk.intruder import intruder_check
 from anonweb.datasets.selectors import plan_with_hierarchies
 from anonweb.datasets.services import dataset_hierarchy_from_file, dataset_parse, dataset_profile
 from anonweb.datasets.storage import load_frame
 from anonweb.jobs.models import Job, JobKind
-from anonweb.jobs.planning import check_web_plan, public_plan
+from anonweb.jobs.planning import check_web_plan
 from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_path
 from anonweb.releases.attacks import (

@@ -25,6 +25,7 @@ from anonweb.accounts.selectors import require_role, user_has_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import CoreError, ParameterError, PlanError
 from anonweb.core.raw_values import Failure
+from anonweb.core.release.report import public_plan
 from anonweb.datasets.ingest import dataset_store
 from anonweb.datasets.services import (
     dataset_parse_failed,
@@ -35,12 +36,11 @@ from anonweb.datasets.services import (
 )
 from anonweb.datasets.storage import dataset_dir
 from anonweb.jobs.models import Job, JobKind, JobStatus
-from anonweb.jobs.planning import plan_privacy, public_plan, unconfirmed_problems, validate_web_plan
+from anonweb.jobs.planning import plan_privacy, unconfirmed_problems, validate_web_plan
 from anonweb.jobs.queue import send_run_job
 from anonweb.releases.budget import charge_refund_unspent, charge_reserve, check_budget, ledger_lock
 from anonweb.releases.recipients import recipients_check
-from anonweb.releases.selectors import release_get_for_user
-from anonweb.releases.utility import is_staff
+from anonweb.releases.selectors import release_get_for_user, release_is_staff
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -479,7 +479,7 @@ def release_attacks_start(*, user: User, release_id: int) -> Job:
     """Queue a job that attacks the release again (officers and stewards): the worker reads
     the source, the request never does."""
     release = release_get_for_user(user=user, release_id=release_id)
-    if not is_staff(user=user, release=release):
+    if not release_is_staff(user=user, release=release):
         raise PermissionDenied("The attacks are run on the source: officers and stewards only.")
     return job_create(
         user=user,

@@ -12,3 +12,9 @@ urlpatterns = [
     path("<int:job_id>/status.json", views.job_status, name="status"),
     path("<int:job_id>/cancel/", views.job_cancel_view, name="cancel"),
 ]
+
+# Pages at a release's address that start a job: ``anonweb/urls.py`` serves them under the
+# ``releases`` namespace, with the releases app's own pages.
+release_urlpatterns = [
+    path("<int:release_id>/attack/", views.release_attack, name="attack"),
+]

@@ -1,4 +1,5 @@
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -6,6 +7,7 @@ from django.views.decorators.http import require_POST
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import raw_value_teams, teams_where
 from anonweb.common.paging import page_of
+from anonweb.core.errors import CoreError
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
 from anonweb.jobs.selectors import job_error_for, job_get_for_user, jobs_for_user
@@ -15,6 +17,7 @@ from anonweb.jobs.services import (
     job_public_params,
     jobs_check_queued,
     jobs_reap_stale,
+    release_attacks_start,
 )
 
 
@@ -93,3 +96,18 @@ def job_plan(request, dataset_id: int):
 
 def job_plan_check(request, dataset_id: int):
     return plan_check(request, dataset_id=dataset_id)
+
+
+@require_POST
+def release_attack(request, release_id: int):
+    """Run the attacks on the release again (officers and stewards): a job, whose page shows
+    its progress. Served at the release's address (``releases:attack``) by ``anonweb/urls.py``:
+    the release page's button starts work of this app."""
+    try:
+        job = release_attacks_start(user=request.user, release_id=release_id)
+    except PermissionDenied as exc:
+        return render(request, "403.html", {"exception": str(exc)}, status=403)
+    except CoreError as exc:
+        messages.error(request, str(exc))
+        return redirect("releases:detail", release_id=release_id)
+    return redirect("jobs:detail", job_id=job.pk)

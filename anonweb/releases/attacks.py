@@ -12,21 +12,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from anonweb.accounts.models import Role
-from anonweb.accounts.selectors import user_has_role
 from anonweb.core.attacks.options import attack_options
 from anonweb.core.attacks.reconstruction import reconstruct_aggregates
 from anonweb.core.attacks.release import attack_release
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.lineage import relabel
 from anonweb.core.errors import DataError
+from anonweb.datasets.models import Dataset
 from anonweb.releases.conflicts import live_releases, release_label
 from anonweb.releases.models import Release
-from anonweb.releases.selectors import release_get_for_user
 from anonweb.releases.storage import (
     PRIVATE_DIR,
     load_lineage,
@@ -34,7 +30,6 @@ from anonweb.releases.storage import (
     release_dir,
     write_private_json,
 )
-from anonweb.releases.utility import is_staff
 
 ON_DEMAND_FILE = "attacks.json"  # beside the lineage: the latest on-demand run
 CONTROL_FILE = "control_rows.npy"  # the source rows held out of the release as its control
@@ -59,40 +54,6 @@ def release_attacks_get(*, release: Release) -> dict[str, Any] | None:
     if isinstance(reconstruction, dict):
         out["reconstruction"] = reconstruction
     return out
-
-
-def for_reader(*, user: User, release: Release, attacks: dict[str, Any]) -> dict[str, Any]:
-    """The figures as ``user`` may read them: which records are reconstructed, and their
-    values, for the team's privacy officers only (stewards get the counts and columns)."""
-    if user_has_role(user=user, team=release.team, role=Role.PRIVACY_OFFICER):
-        return attacks
-    out = dict(attacks)
-    rec = out.get("reconstruction")
-    if isinstance(rec, dict):
-        out["reconstruction"] = {
-            **rec,
-            "columns": [
-                {k: v for k, v in c.items() if k not in ("records", "values")}
-                for c in rec.get("columns", [])
-            ],
-        }
-    return out
-
-
-def release_attacks_for_user(
-    *, user: User, release_id: int
-) -> tuple[Release, dict[str, Any] | None]:
-    """The release and its attack figures, for its team's officers and stewards (others: 404
-    for a release they cannot see, 403 for one they can)."""
-    release = release_get_for_user(user=user, release_id=release_id)
-    if not is_staff(user=user, release=release):
-        raise PermissionDenied(
-            "The attack figures are computed from the source: officers and stewards only."
-        )
-    attacks = release_attacks_get(release=release)
-    return release, None if attacks is None else for_reader(
-        user=user, release=release, attacks=attacks
-    )
 
 
 def save_control_rows(*, release: Release, control_rows: np.ndarray | None) -> None:
@@ -157,6 +118,9 @@ def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Pro
         dataset=dataset, source=source, release=release
     )
     attacks["run_at"] = timezone.now().isoformat(timespec="seconds")
+    if Dataset.objects.filter(pk=dataset.pk, purged_at__isnull=False).exists():
+        # Purged while this ran: the figures quote the source, so they are not kept.
+        raise DataError(f"the raw data of {dataset.name} was purged while the attacks ran")
     write_private_json(release.storage_key, ON_DEMAND_FILE, attacks)
     return {
         "release_id": release.pk,

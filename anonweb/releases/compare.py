@@ -1,9 +1,10 @@
 """Two versions of a source side by side (the comparison page and its API).
 
 The figures are read from each release's stored report by
-:func:`anonweb.core.release.compare.compare_releases`; the reader's role picks the report, as on
-the release page: officers and stewards of the team the internal one and the gate's findings,
-analysts the published one only."""
+:func:`anonweb.core.release.compare.compare_releases`; what the reader sees of each release is
+:func:`anonweb.releases.selectors.release_views_for_user`'s answer, as on the release page:
+officers and stewards of the team the internal report and the gate's findings, analysts the
+published one only."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from anonweb.core.release.compare import Comparison, Row, compare_releases
-from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
-from anonweb.releases.selectors import release_pair_for_user
+from anonweb.releases.selectors import (
+    ReleaseForReader,
+    release_pair_for_user,
+    release_views_for_user,
+)
 
 SECTIONS = (
     ("plan", "Plan and parameters"),
@@ -28,21 +32,33 @@ SECTIONS = (
 
 @dataclass(frozen=True)
 class ReleaseComparison:
-    a: Release
-    b: Release
-    staff: bool
+    view_a: ReleaseForReader
+    view_b: ReleaseForReader
     comparison: Comparison
+
+    @property
+    def a(self) -> Release:
+        return self.view_a.release
+
+    @property
+    def b(self) -> Release:
+        return self.view_b.release
+
+    @property
+    def staff(self) -> bool:
+        return self.view_a.staff and self.view_b.staff
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "a": release_header(self.a, staff=self.staff),
-            "b": release_header(self.b, staff=self.staff),
-            "report": "internal" if self.staff else "published",
+            "a": release_header(self.view_a),
+            "b": release_header(self.view_b),
+            "report": self.view_a.report_name,
             **self.comparison.to_dict(),
         }
 
 
-def release_header(release: Release, *, staff: bool) -> dict[str, Any]:
+def release_header(view: ReleaseForReader) -> dict[str, Any]:
+    release = view.release
     return {
         "id": release.pk,
         "dataset": release.dataset_id,
@@ -55,36 +71,27 @@ def release_header(release: Release, *, staff: bool) -> dict[str, Any]:
         "created_at": release.created_at.isoformat(),
         "reviewed_at": release.reviewed_at.isoformat() if release.reviewed_at else None,
         "purpose": release.purpose,
-        "recipient": release.recipient if staff else None,
+        "recipient": view.recipient,
     }
 
 
 def release_comparison(*, user, a_id: int, b_id: int) -> ReleaseComparison:
-    a, b, staff = release_pair_for_user(user=user, a_id=a_id, b_id=b_id)
-
-    def report(r: Release) -> dict:
-        # Analysts read the published report only: what the released data shows.
-        return (r.report if staff else r.published_report) or {}
-
-    utility_a = utility_b = None
-    if staff:
-        # Computed from the source on first use and kept in each release's private folder.
-        from anonweb.releases.utility import release_utility_read
-
-        utility_a = release_utility_read(user=user, release=a)
-        utility_b = release_utility_read(user=user, release=b)
+    a, b, _ = release_pair_for_user(user=user, a_id=a_id, b_id=b_id)
+    # Two versions of one source belong to one team: the reader reads both reports alike.
+    view_a, view_b = release_views_for_user(user=user, releases=[a, b], conflicts=False)
     comparison = compare_releases(
-        plan_a=a.plan or {},
-        plan_b=b.plan or {},
-        report_a=report(a),
-        report_b=report(b),
+        plan_a=view_a.plan,
+        plan_b=view_b.plan,
+        report_a=view_a.report,
+        report_b=view_b.report,
         # The gates as they stand now, as each release's page shows them.
-        findings_a=list(release_gate_now(release=a).findings) if staff else None,
-        findings_b=list(release_gate_now(release=b).findings) if staff else None,
-        utility_a=utility_a,
-        utility_b=utility_b,
+        findings_a=list(view_a.gate.findings) if view_a.gate else None,
+        findings_b=list(view_b.gate.findings) if view_b.gate else None,
+        # Computed from the source on first use and kept in each release's private folder.
+        utility_a=view_a.utility,
+        utility_b=view_b.utility,
     )
-    return ReleaseComparison(a=a, b=b, staff=staff, comparison=comparison)
+    return ReleaseComparison(view_a=view_a, view_b=view_b, comparison=comparison)
 
 
 def value_text(value: Any) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +22,7 @@ from anonweb.core.conflicts.gate import conflict_findings
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.lineage import relabel
 from anonweb.core.models.diversity import l_diversity
+from anonweb.core.release.report import public_finding, undecided_finding
 from anonweb.releases.models import Release, ReleaseStatus
 from anonweb.releases.storage import load_lineage
 
@@ -208,45 +208,25 @@ def release_conflict_check(
     l_alone = _l_alone(views, sensitive)
     for finding in report.findings:
         private = finding.to_dict()
-        labels = {r: ids[r] for r in finding.releases if r in ids}
-        facts = {key: value for key, value in private.items() if key not in _NOT_FACTS}
         columns_l = {
             r: l_alone[(r, c)]
             for r in finding.releases
             for c in finding.columns
             if (r, c) in l_alone
         }
-        if columns_l:
-            facts["l_by_release"] = columns_l
         out.private.append(private)
         out.public.append(
-            {
-                "type": finding.type,
-                "records": len(finding.records),
-                "columns": list(finding.columns),
-                "releases": list(finding.releases),
-                "labels": labels,
-                "explanation": without_figures(finding.explanation),
-                "facts": facts,
-            }
+            public_finding(
+                private,
+                labels={r: ids[r] for r in finding.releases if r in ids},
+                l_by_release=columns_l,
+            )
         )
     for text in report.incomplete:
-        out.private.append({"type": "undecided", "explanation": text, "records": []})
-        out.public.append(
-            {
-                "type": "undecided",
-                "records": 0,
-                "columns": [],
-                "releases": [],
-                "labels": {},
-                "explanation": without_figures(text),
-                "facts": {},
-            }
-        )
+        public, private = undecided_finding(text)
+        out.private.append(private)
+        out.public.append(public)
     return out
-
-
-_NOT_FACTS = {"type", "records", "explanation", "releases", "columns", "values", "intervals"}
 
 
 def _qis(plan: dict, frame: pd.DataFrame | None, tagged: Sequence[str]) -> tuple[str, ...]:
@@ -270,17 +250,3 @@ def _l_alone(views: Sequence[ReleaseView], sensitive: Sequence[str]) -> dict:
                     v.frame, quasi_identifiers=list(v.quasi_identifiers), sensitive=s
                 ).l_distinct
     return out
-
-
-_FIGURE = r"-?[\d,]*\.?\d+(?:e[+-]?\d+)?"
-
-
-def without_figures(text: str) -> str:
-    """The explanation without the figures from which a value could be worked out (the
-    published group figures, the arithmetic, the column's bounds): for everyone but officers."""
-    text = re.sub(rf" \({_FIGURE}\)", "", text)
-    text = re.sub(rf"bounds, {_FIGURE} to {_FIGURE}\)", "bounds)", text)
-    term = rf"{_FIGURE}(?: × {_FIGURE})?"
-    text = re.sub(rf": {term} − {term}$", "", text)
-    text = re.sub(rf"; {term} − {term} is that person's", "; the difference is that person's", text)
-    return text

@@ -29,12 +29,14 @@ from django.utils import timezone
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
+from anonweb.core.attacks.gate import ATTACK_CODES, attack_findings
 from anonweb.core.conflicts.gate import status_text
 from anonweb.core.errors import CoreError
 from anonweb.core.findings import BLOCK, Finding
 from anonweb.core.release.policy import PolicyResult, PolicyThresholds, evaluate_release
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.storage import load_frame
+from anonweb.releases.attacks import release_attacks_get
 from anonweb.releases.conflicts import (
     GATE_NEW_LABEL,
     NEW_LABEL,
@@ -119,8 +121,9 @@ class GateNow:
     """A release's gate as it stands now: ``findings`` (dicts, as ``Release.gate`` holds them)
     are those recorded when it was written, with the conflict findings replaced by a check
     against ``checked``, the other live releases of the source (``{"id", "version", "label",
-    "status"}``) at ``version`` (a digest of their ids and statuses, the dataset's tags and the
-    policy's k and l). ``rechecked`` is False when the check could not run again (the source
+    "status"}``), and the attack findings by the newest attack figures against the policy's
+    caps, at ``version`` (a digest of the releases' ids and statuses, the dataset's tags, the
+    policy's k, l and attack caps, and the attack figures). ``rechecked`` is False when the check could not run again (the source
     was purged, or the release's lineage is gone): its conflicts are then those recorded when
     each release was written, with the releases involved still live."""
 
@@ -160,15 +163,26 @@ def _label(other: Release, release: Release) -> str:
     return f"release {other.version} of {other.dataset.name}"
 
 
-def _version(release: Release, others: Sequence[Release], thresholds: PolicyThresholds) -> str:
-    """What the conflicts of ``release`` depend on, as a digest: the live releases (by storage
-    key, unique for ever, and status), the dataset's tags and the policy's k and l."""
+def _version(
+    release: Release,
+    others: Sequence[Release],
+    thresholds: PolicyThresholds,
+    attacks: dict[str, Any] | None,
+) -> str:
+    """What the gate of ``release`` depends on, as a digest: the live releases (by storage key,
+    unique for ever, and status), the dataset's tags, the policy's k and l and its caps on the
+    attacks, and the newest attack figures (a run from the release page is a new state, so a
+    steward's approval names the figures it was decided on)."""
     state = {
         "release": str(release.storage_key),
         "tags": release.dataset.tags or {},
         "k": thresholds.k,
         "l": thresholds.l,
         "live": sorted((str(o.storage_key), o.status) for o in others),
+        "attack_caps": [thresholds.max_attack_excess, thresholds.max_membership_auc],
+        "attacks": None
+        if attacks is None
+        else hashlib.sha256(json.dumps(attacks, sort_keys=True, default=str).encode()).hexdigest(),
     }
     text = json.dumps(state, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -278,14 +292,25 @@ def _recorded(release: Release, live: dict[int, Release]) -> list[tuple[dict[str
     return out
 
 
+def _attack_findings(attacks: dict[str, Any], thresholds: PolicyThresholds) -> list[Finding]:
+    return attack_findings(
+        attacks,
+        max_excess=thresholds.max_attack_excess,
+        max_auc=thresholds.max_membership_auc,
+    )
+
+
 def release_gate_now(*, release: Release) -> GateNow:
     """The gate of ``release`` at this moment (see :class:`GateNow`). The check is kept in the
     cache under the state it was computed on: an unchanged state is not checked twice, and any
-    change to the live releases (one written, approved or rejected), the tags or the policy's k
-    and l is a new state, checked afresh."""
+    change to the live releases (one written, approved or rejected), the tags, the policy's k
+    and l or its attack caps, or the attack figures (attacks run again from the release page)
+    is a new state, checked afresh. The attack findings are those of the newest figures
+    against the policy's caps now."""
     thresholds = thresholds_for(team=release.team)
     others = list(live_releases(dataset=release.dataset, exclude_id=release.pk))
-    version = _version(release, others, thresholds)
+    attacks = release_attacks_get(release=release)
+    version = _version(release, others, thresholds, attacks)
     key = f"anonweb:gate-now:{version}"
     rechecked = cache.get(key)
     notes: list[str] = []
@@ -316,6 +341,11 @@ def release_gate_now(*, release: Release) -> GateNow:
         if (finding["code"], frozenset(ids)) not in found:
             conflicts.append(finding)
     kept = [f for f in release.findings if not str(f.get("code", "")).startswith(CONFLICT_PREFIX)]
+    if attacks is not None:
+        # The newest attack figures (an on-demand run's, else the publishing job's) against the
+        # policy's caps as they stand, in place of those recorded when the release was written.
+        kept = [f for f in kept if f.get("code") not in ATTACK_CODES]
+        kept += [f.to_dict() for f in _attack_findings(attacks, thresholds)]
     return GateNow(
         findings=tuple(kept + conflicts),
         checked=tuple(

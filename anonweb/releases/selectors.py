@@ -1,18 +1,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
 from anonweb.core.errors import CoreError
+from anonweb.core.release.report import (
+    attacks_without_records,
+    override_for_reader,
+    private_finding_detail,
+)
 from anonweb.datasets.selectors import STAFF_ROLES
+from anonweb.releases.attacks import release_attacks_get
 from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.gate import GateNow, release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 from anonweb.releases.storage import read_private_json
+from anonweb.releases.utility import release_utility_read
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -66,11 +76,10 @@ def release_get_for_user(*, user: User, release_id: int) -> Release:
 def release_get_downloadable(*, user: User, release_id: int) -> Release:
     """A release the user may download (page and API): analysts an approved one, the team's
     officers and stewards any that is not rejected. Hidden ones are 404, rejected ones 403."""
-    from django.core.exceptions import PermissionDenied
-
     release = release_get_for_user(user=user, release_id=release_id)
-    staff = Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
-    if release.status != ReleaseStatus.APPROVED and not staff:
+    if release.status != ReleaseStatus.APPROVED and not release_is_staff(
+        user=user, release=release
+    ):
         raise Http404("No such release.")
     if release.status == ReleaseStatus.REJECTED:
         raise PermissionDenied("A rejected release cannot be downloaded.")
@@ -81,10 +90,8 @@ def release_get_for_signoff(*, user: User, release_id: int) -> Release:
     """A release whose sign-off report the user may read: the team's officers and stewards
     only, since it carries the internal report. Analysts get 403 for a release they can see
     (approved) and 404 for one they cannot; other teams 404."""
-    from django.core.exceptions import PermissionDenied
-
     release = release_get_for_user(user=user, release_id=release_id)
-    if not Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists():
+    if not release_is_staff(user=user, release=release):
         raise PermissionDenied(
             "The sign-off report carries internal figures: privacy officers and data stewards "
             "of the team only."
@@ -95,8 +102,6 @@ def release_get_for_signoff(*, user: User, release_id: int) -> Release:
 def release_gate_for_user(*, user: User, release_id: int) -> tuple[Release, GateNow]:
     """A release and its gate as it stands now, for its team's officers and stewards (analysts:
     403 for a release they can see, 404 otherwise; other teams 404)."""
-    from django.core.exceptions import PermissionDenied
-
     release = release_get_for_user(user=user, release_id=release_id)
     if not release_is_staff(user=user, release=release):
         raise PermissionDenied(
@@ -115,12 +120,26 @@ TYPE_LABELS = {
 }
 
 
-def release_staff_team_ids(*, user: User) -> set[int]:
-    """The teams whose releases' internal report the user reads: those where they are a privacy
-    officer or a data steward."""
-    return set(
-        Membership.objects.filter(user=user, role__in=STAFF_ROLES).values_list("team_id", flat=True)
-    )
+@dataclass(frozen=True)
+class ReaderRoles:
+    """The teams where a person reads releases' internal reports (``staff``: a privacy officer
+    or a data steward) and, of those, where they also read the records and values an attacker
+    would infer (``officer``: a privacy officer)."""
+
+    staff: frozenset[int]
+    officer: frozenset[int]
+
+
+def reader_roles(*, user: User) -> ReaderRoles:
+    """The user's :class:`ReaderRoles`, in one query. Who reads what of a release is decided
+    here and nowhere else."""
+    rows = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values_list("team_id", "role")
+    staff, officer = set(), set()
+    for team_id, role in rows:
+        staff.add(team_id)
+        if role == Role.PRIVACY_OFFICER:
+            officer.add(team_id)
+    return ReaderRoles(staff=frozenset(staff), officer=frozenset(officer))
 
 
 def conflicts_for(*, release: Release, user: User) -> list[dict]:
@@ -128,7 +147,9 @@ def conflicts_for(*, release: Release, user: User) -> list[dict]:
     return conflicts_for_releases(releases=[release], user=user)[release.pk]
 
 
-def conflicts_for_releases(*, releases: Sequence[Release], user: User) -> dict[int, list[dict]]:
+def conflicts_for_releases(
+    *, releases: Sequence[Release], user: User, roles: ReaderRoles | None = None
+) -> dict[int, list[dict]]:
     """Conflict findings involving each release, by release id, in a number of queries that does
     not grow with the releases: those its own check found against earlier releases, and those
     later releases' checks found with it. Every release named carries its live status; officers
@@ -138,15 +159,10 @@ def conflicts_for_releases(*, releases: Sequence[Release], user: User) -> dict[i
     private files)."""
 
     out: dict[int, list[dict]] = {r.pk: [] for r in releases}
-    staff_teams = release_staff_team_ids(user=user)
-    shown = {r.pk: r for r in releases if r.team_id in staff_teams}
+    roles = roles or reader_roles(user=user)
+    shown = {r.pk: r for r in releases if r.team_id in roles.staff}
     if not shown:
         return out
-    officer_teams = set(
-        Membership.objects.filter(
-            user=user, role=Role.PRIVACY_OFFICER, team_id__in={r.team_id for r in shown.values()}
-        ).values_list("team_id", flat=True)
-    )
     links = ConflictFinding.involved.through.objects.filter(release_id__in=list(shown))
     findings = (
         ConflictFinding.objects.filter(pk__in=links.values("conflictfinding_id"))
@@ -179,20 +195,14 @@ def conflicts_for_releases(*, releases: Sequence[Release], user: User) -> dict[i
                 "live": all(r.status != ReleaseStatus.REJECTED for r in involved),
                 "l_by_release": sorted((f.facts.get("l_by_release") or {}).items()),
             }
-            if release.team_id in officer_teams:
+            if release.team_id in roles.officer:
                 if f.release_id not in private_files:
                     private_files[f.release_id] = (
                         read_private_json(f.release.storage_key, FINDINGS_FILE) or []
                     )
                 rows = private_files[f.release_id]
                 if f.position < len(rows):
-                    detail = rows[f.position]
-                    entry["private"] = {
-                        "explanation": detail.get("explanation", ""),
-                        "records": detail.get("records", []),
-                        "values": detail.get("values", {}),
-                        "intervals": detail.get("intervals", {}),
-                    }
+                    entry["private"] = private_finding_detail(rows[f.position])
             out[release.pk].append(entry)
     return out
 
@@ -203,7 +213,7 @@ class ReleasesNotComparable(CoreError):
 
 def release_is_staff(*, user: User, release: Release) -> bool:
     """Whether the user reads the release's internal report (its team's officers and stewards)."""
-    return release.team_id in release_staff_team_ids(user=user)
+    return release.team_id in reader_roles(user=user).staff
 
 
 def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release, Release, bool]:
@@ -235,3 +245,138 @@ def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Relea
         .exclude(pk=release.pk)
         .order_by("-version")
     )
+
+
+@dataclass
+class ReleaseForReader:
+    """What one person may see of one release: the single answer to "internal or published"
+    that the release page, the comparison and the API read. Officers and stewards of the
+    release's team (``staff``) read the internal report, the gate, the conflicts, the attack
+    figures and the utility; everyone else who may see the release reads the published report
+    and the stored (public) plan only. The records and values an attacker would infer are for
+    the team's privacy officers (``officer``) alone. What reads files or the source (the gate,
+    the attacks, the utility) is read on first use."""
+
+    release: Release
+    user: User
+    staff: bool
+    officer: bool
+    conflicts: list[dict] = field(default_factory=list)
+
+    @property
+    def report(self) -> dict[str, Any]:
+        # Analysts read the published report only: what the released data shows, nothing of
+        # the source.
+        return (self.release.report if self.staff else self.release.published_report) or {}
+
+    @property
+    def report_name(self) -> str:
+        return "internal" if self.staff else "published"
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        """The plan stored with the release: its public copy
+        (:func:`anonweb.core.release.report.public_plan`) whoever reads it."""
+        return self.release.plan or {}
+
+    @property
+    def findings(self) -> list[dict]:
+        """The gate's findings recorded when the release was written (staff only)."""
+        return list(self.release.findings) if self.staff else []
+
+    @property
+    def recipient(self) -> str | None:
+        return self.release.recipient if self.staff else None
+
+    @property
+    def recipients(self) -> list[str] | None:
+        """Whom the release names ([] when every analyst of the team receives it; staff only)."""
+        return list(self.release.recipients) if self.staff else None
+
+    @property
+    def override(self) -> dict | None:
+        return override_for_reader(self.release.override, staff=self.staff)
+
+    @property
+    def conflicts_checked(self) -> Any:
+        return self.release.conflicts_checked if self.staff else None
+
+    @cached_property
+    def gate(self) -> GateNow | None:
+        """The gate as it stands now (staff only): what an approval would be decided on."""
+        return release_gate_now(release=self.release) if self.staff else None
+
+    @cached_property
+    def attacks(self) -> dict[str, Any] | None:
+        """The attack figures (staff only); which records the reconstruction determines, and
+        their values, for privacy officers only."""
+        if not self.staff:
+            return None
+        stored = release_attacks_get(release=self.release)
+        if stored is None or self.officer:
+            return stored
+        return attacks_without_records(stored)
+
+    @cached_property
+    def utility(self) -> dict[str, Any] | None:
+        """The utility measured against the source (staff only)."""
+        if not self.staff:
+            return None
+        return release_utility_read(user=self.user, release=self.release)
+
+
+def release_views_for_user(
+    *, user: User, releases: Sequence[Release], conflicts: bool = True
+) -> list[ReleaseForReader]:
+    """What ``user`` may see of each of ``releases`` (fetched through :func:`releases_for_user`),
+    in a number of queries that does not grow with the releases; ``conflicts`` False leaves the
+    conflict findings out (a page that does not show them)."""
+    roles = reader_roles(user=user)
+    found = (
+        conflicts_for_releases(releases=releases, user=user, roles=roles)
+        if conflicts
+        else {r.pk: [] for r in releases}
+    )
+    return [
+        ReleaseForReader(
+            release=r,
+            user=user,
+            staff=r.team_id in roles.staff,
+            officer=r.team_id in roles.officer,
+            conflicts=found[r.pk],
+        )
+        for r in releases
+    ]
+
+
+def release_view_for_user(
+    *, release: Release, user: User, conflicts: bool = True
+) -> ReleaseForReader:
+    """What ``user`` may see of ``release`` (fetched through :func:`release_get_for_user`)."""
+    (view,) = release_views_for_user(user=user, releases=[release], conflicts=conflicts)
+    return view
+
+
+def release_attacks_for_user(
+    *, user: User, release_id: int
+) -> tuple[Release, dict[str, Any] | None]:
+    """The release and its attack figures, for its team's officers and stewards (others: 404
+    for a release they cannot see, 403 for one they can)."""
+    release = release_get_for_user(user=user, release_id=release_id)
+    view = release_view_for_user(release=release, user=user, conflicts=False)
+    if not view.staff:
+        raise PermissionDenied(
+            "The attack figures are computed from the source: officers and stewards only."
+        )
+    return release, view.attacks
+
+
+def release_utility_for_user(*, user: User, release_id: int) -> tuple[Release, dict | None]:
+    """The release and its utility, for its team's officers and stewards (others: 404 for a
+    release they cannot see, 403 for one they can). None when its files are gone."""
+    release = release_get_for_user(user=user, release_id=release_id)
+    if not release_is_staff(user=user, release=release):
+        raise PermissionDenied(
+            "The utility is computed from the source: officers and stewards only."
+        )
+    return release, release_utility_read(user=user, release=release)

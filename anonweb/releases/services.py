@@ -76,7 +76,8 @@ class ReleaseBlocked(ReviewError):
 
 class FindingsChanged(ReleaseBlocked):
     """An override was written for findings that have changed since: the other releases of the
-    source changed state (or the tags, or the policy's k and l) after the steward read them."""
+    source changed state (or the tags, the policy's k, l or attack caps, or the attack figures)
+    after the steward read them."""
 
     def __init__(self, findings: list[dict]):
         super().__init__(findings)

@@ -8,7 +8,8 @@ table and the private row mapping, before the release's row is committed, and ke
 lineage in the release's private folder (never served), since neither file changes. A release
 published without it (before it was measured at publication, or when that failed) gets it from
 its first staff reader, computed the same way from the stored source. It quotes the source, so
-it goes when the source is purged (:func:`utility_forget`)."""
+it goes when the source is purged
+(:func:`anonweb.releases.source_figures.release_source_figures_forget`)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.core.exceptions import PermissionDenied
 
-from anonweb.accounts.models import Membership
 from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.common.charts import cached_by_digest
 from anonweb.core.errors import CoreError
@@ -29,10 +28,8 @@ from anonweb.core.raw_values import public_utility
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.utility.charts import utility_charts
 from anonweb.core.utility.measures import release_utility
-from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.datasets.storage import load_frame
 from anonweb.releases.models import Release
-from anonweb.releases.selectors import release_get_for_user
 from anonweb.releases.storage import (
     PRIVATE_DIR,
     read_private_json,
@@ -45,21 +42,6 @@ UTILITY_FILE = "utility.json"
 UTILITY_VERSION = 2
 
 log = logging.getLogger(__name__)
-
-
-def is_staff(*, user, release: Release) -> bool:
-    return Membership.objects.filter(user=user, team=release.team, role__in=STAFF_ROLES).exists()
-
-
-def release_utility_for_user(*, user, release_id: int) -> tuple[Release, dict[str, Any] | None]:
-    """The release and its utility, for its team's officers and stewards (others: 404 for a
-    release they cannot see, 403 for one they can). None when its files are gone."""
-    release = release_get_for_user(user=user, release_id=release_id)
-    if not is_staff(user=user, release=release):
-        raise PermissionDenied(
-            "The utility is computed from the source: officers and stewards only."
-        )
-    return release, release_utility_read(user=user, release=release)
 
 
 def release_utility_read(*, user, release: Release) -> dict[str, Any] | None:
@@ -176,18 +158,6 @@ def _hierarchies(plan: dict, source: pd.DataFrame) -> dict:
         except CoreError:
             continue
     return out
-
-
-def utility_forget(*, dataset) -> int:
-    """Remove the stored utility of every release of ``dataset`` (it quotes the source's values
-    and figures): called when the source is purged. Returns how many files went."""
-    removed = 0
-    for key in Release.objects.filter(dataset=dataset).values_list("storage_key", flat=True):
-        path = release_dir(key) / PRIVATE_DIR / UTILITY_FILE
-        if path.exists():
-            path.unlink(missing_ok=True)
-            removed += 1
-    return removed
 
 
 def utility_charts_cached(utility: dict[str, Any]) -> list[dict[Any, Any]]:

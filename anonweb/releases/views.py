@@ -16,10 +16,8 @@ from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
-from anonweb.jobs.services import release_attacks_start
-from anonweb.releases.attacks import for_reader, release_attacks_get
 from anonweb.releases.downloads import download_response
-from anonweb.releases.gate import release_gate_now, release_policy_update, thresholds_for
+from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.links import (
     LINK_HOURS_DEFAULT,
     LINK_HOURS_MAX,
@@ -31,17 +29,17 @@ from anonweb.releases.links import (
 from anonweb.releases.links import release_link_issue as issue_link
 from anonweb.releases.models import ReleaseStatus
 from anonweb.releases.selectors import (
-    conflicts_for,
     release_datasets_for_user,
     release_get_downloadable,
     release_get_for_user,
+    release_view_for_user,
     releases_for_user,
 )
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import release_dir, xlsx_offered
-from anonweb.releases.utility import release_utility_read, utility_charts_cached
+from anonweb.releases.utility import utility_charts_cached
 
 
 def release_list(request):
@@ -71,25 +69,23 @@ def release_list(request):
 
 def release_detail(request, release_id: int):
     release = release_get_for_user(user=request.user, release_id=release_id)
+    view = release_view_for_user(release=release, user=request.user)
+    staff = view.staff
     can_review = (
         release.status == ReleaseStatus.PENDING
         and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
         and release.requested_by_id != request.user.pk
     )
-    staff = user_has_role(
-        user=request.user, team=release.team, role=Role.PRIVACY_OFFICER
-    ) or user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
-    # Analysts read the published report only: what the released data shows, nothing of the source.
-    report = (release.report if staff else release.published_report) or {}
+    report = view.report
     charts = None
     risk_after = report.get("risk_after")
     if risk_after:
         charts = risk_charts_cached(risk_after)
 
-    conflicts = conflicts_for(release=release, user=request.user) if staff else []
+    conflicts = view.conflicts
     # The findings as they stand now, conflicts with later releases included: what an approval
     # would be decided on.
-    gate = release_gate_now(release=release) if staff else None
+    gate = view.gate
     intruder = report.get("intruder")
     if intruder:
         chart = intruder_chart(intruder)
@@ -98,12 +94,8 @@ def release_detail(request, release_id: int):
     if dp:
         charts = (charts or []) + dp
     # Computed from the source: officers and stewards only, never analysts.
-    utility = utility_charts = None
-    if staff:
-        utility = release_utility_read(user=request.user, release=release)
-        utility_charts = utility_charts_cached(utility) if utility else None
-    stored = release_attacks_get(release=release) if staff else None
-    attacks = for_reader(user=request.user, release=release, attacks=stored) if stored else None
+    utility = view.utility
+    utility_charts = utility_charts_cached(utility) if utility else None
     formats = [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)]
     alternatives = _search_alternatives(report) if staff else []
     if alternatives:
@@ -116,13 +108,13 @@ def release_detail(request, release_id: int):
             "release": release,
             "report": report,
             "staff": staff,
-            "attacks": attacks,
+            "attacks": view.attacks,
             "can_review": can_review,
             "charts": charts,
             "gate": gate,
             "conflicts": conflicts,
             "conflicts_live": [c for c in conflicts if c["live"]],
-            "checked": release.conflicts_checked if staff else None,
+            "checked": view.conflicts_checked,
             "alternatives": alternatives,
             "disclosing": disclosing(report),
             "utility": utility,
@@ -158,20 +150,6 @@ def _dp_charts(release, report: dict) -> list[dict]:
         if path.exists():
             table = pd.read_parquet(path)
     return dp_charts(steps, table)
-
-
-@require_POST
-def release_attack(request, release_id: int):
-    """Run the attacks on the release again (officers and stewards): a job, whose page shows
-    its progress."""
-    try:
-        job = release_attacks_start(user=request.user, release_id=release_id)
-    except PermissionDenied as exc:
-        return render(request, "403.html", {"exception": str(exc)}, status=403)
-    except CoreError as exc:
-        messages.error(request, str(exc))
-        return redirect("releases:detail", release_id=release_id)
-    return redirect("jobs:detail", job_id=job.pk)
 
 
 @require_POST

@@ -299,7 +299,7 @@ def test_a_local_dp_release_runs_and_reports_its_local_epsilon(officer, steward,
 
 
 def test_the_published_plan_hides_codebooks_and_hierarchy_tables():
-    from anonweb.jobs.planning import public_plan
+    from anonweb.core.release.report import public_plan
 
     plan = {
         "hierarchies": {

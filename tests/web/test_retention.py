@@ -8,12 +8,19 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
+from anonweb.core.errors import DataError
 from anonweb.datasets.services import dataset_set_retention
-from anonweb.datasets.storage import dataset_dir
+from anonweb.datasets.storage import dataset_dir, load_frame
 from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.retention import dataset_purge, datasets_purge_expired
-from anonweb.jobs.services import job_create
+from anonweb.jobs.services import job_create, release_attacks_start
+from anonweb.releases.attacks import ON_DEMAND_FILE, release_attacks_run
+from anonweb.releases.source_figures import SOURCE_FIGURES_FILES
+from anonweb.releases.storage import PRIVATE_DIR, release_dir, write_private_json
+from tests.web.conftest import small_table
+from tests.web.test_conflict_findings import _release, _upload, bmi, bmi_plans  # noqa: F401
+from tests.web.test_published_report import launch
 
 pytestmark = pytest.mark.django_db
 
@@ -204,3 +211,61 @@ def test_a_retention_date_in_the_past_needs_the_officer_and_the_typed_name(
     client.post(url, {"retain_until": "2099-01-01"})
     dataset.refresh_from_db()
     assert dataset.retain_until == dt.date(2099, 1, 1)
+
+
+def test_a_purge_removes_every_figure_computed_from_the_source_kept_beside_its_releases(
+    officer,
+    steward,
+    team,
+    bmi,  # noqa: F811
+    django_capture_on_commit_callbacks,
+):
+    """The utility, the attack figures of an on-demand run and the conflict findings' detail
+    quote the source: they go with it. The published files and the lineage stay."""
+    first_plan, second_plan = bmi_plans()
+    first = _release(officer, bmi, first_plan, "k1")
+    second = _release(officer, bmi, second_plan, "k2")
+    job = release_attacks_start(user=steward, release_id=second.pk)
+    job_execute(job_id=job.pk, worker="t")
+    assert Job.objects.get(pk=job.pk).status == JobStatus.SUCCEEDED
+    private = release_dir(second.storage_key) / PRIVATE_DIR
+    kept_before = {p.name for p in private.iterdir()} - set(SOURCE_FIGURES_FILES)
+    # the check below is void unless each kind of file was there
+    assert {p.name for p in private.iterdir()} >= set(SOURCE_FIGURES_FILES)
+    assert (release_dir(first.storage_key) / PRIVATE_DIR / "utility.json").exists()
+
+    other = _upload(officer, team, small_table(), "unrelated", {"name": "identifier"})
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=bmi, reason="study closed")
+    for release in (first, second):
+        folder = release_dir(release.storage_key)
+        assert not any((folder / PRIVATE_DIR / n).exists() for n in SOURCE_FIGURES_FILES)
+        assert (folder / "data.csv").exists() and (folder / "data.parquet").exists()
+    assert {p.name for p in private.iterdir()} == kept_before  # the lineage stays
+    assert dataset_dir(other.storage_key).exists()
+
+
+def test_figures_written_after_a_purge_go_with_the_next_retention_run(
+    officer, dataset, django_capture_on_commit_callbacks
+):
+    release = launch(officer, dataset, {"version": 1, "steps": []}, "r")
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=dataset, reason="test")
+    # a job that read the source before the purge writes its figures after it
+    write_private_json(release.storage_key, ON_DEMAND_FILE, {"skipped": "late"})
+    path = release_dir(release.storage_key) / PRIVATE_DIR / ON_DEMAND_FILE
+    assert path.exists()
+    datasets_purge_expired()
+    assert not path.exists()
+
+
+def test_attacks_that_read_the_source_before_a_purge_keep_no_figures(
+    officer, dataset, django_capture_on_commit_callbacks
+):
+    release = launch(officer, dataset, {"version": 1, "steps": []}, "r")
+    source = load_frame(dataset.storage_key)  # read by the worker, then the source is purged
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=dataset, reason="test")
+    with pytest.raises(DataError, match="purged while the attacks ran"):
+        release_attacks_run(release=release, source=source, progress=lambda *_: None)
+    assert not (release_dir(release.storage_key) / PRIVATE_DIR / ON_DEMAND_FILE).exists()

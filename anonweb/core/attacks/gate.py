@@ -10,6 +10,9 @@ from typing import Any
 
 from anonweb.core.findings import BLOCK, WARN, Finding
 
+# The codes of the findings below: what a gate replaces when the figures are measured again.
+ATTACK_CODES = ("attack_no_control", "attack_excess", "attack_membership")
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"

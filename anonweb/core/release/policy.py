@@ -45,7 +45,7 @@ from anonweb.core.findings import BLOCK, WARN, Finding
 from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
 from anonweb.core.models.base import require_int, require_number
 from anonweb.core.release.plan import get_step, plan_from_dict
-from anonweb.core.release.report import STEP_PUBLIC
+from anonweb.core.release.report import internal_step_keys
 from anonweb.core.release.steps import Plan
 from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
 
@@ -591,18 +591,7 @@ def _dp_findings(report: Mapping[str, Any] | None, plan: Plan) -> list[Finding]:
     if not report:
         return []
     exposed = [k for k in SOURCE_KEYS if report.get(k) not in (None, {}, [])]
-    for i, step in enumerate(report.get("steps") or [], 1):
-        # a step's report may use "kind" for its own (a DP count); the plan says which step
-        number = step.get("step", i)
-        planned = (
-            plan.steps[number - 1]
-            if isinstance(number, int) and 0 < number <= len(plan.steps)
-            else None
-        )
-        public = set(STEP_PUBLIC)
-        if planned is not None:
-            public |= set(get_step(planned.kind).public_report)
-        exposed += [f"step {number} {key}" for key in step if key not in public]
+    exposed += internal_step_keys(report, plan)
     if not exposed:
         return []
     return [

@@ -1,4 +1,6 @@
-"""The two reports of a release.
+"""What a release shows to whom: the one place where a plan, a report, a conflict finding and
+the attack figures are split into what everyone who receives the release may read and what only
+the team's privacy officers and data stewards (or officers alone) may read.
 
 The internal report (officers and stewards) is what :func:`~anonweb.core.release.run.apply_plan`
 returns, plus the checks run on the source (conflicts, the intruder, the gate). The **published**
@@ -11,6 +13,7 @@ source's row count, its k, classes or risk, a utility figure measured on it, or 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +22,85 @@ from anonweb.core.release.steps import Plan
 
 # What the plan runner adds to every step's entry: its place, kind, cost and timing.
 STEP_PUBLIC = ("step", "kind", "privacy_cost", "input_distance", "seconds")
+# The keys of a published report; anything else in a report describes the source.
+PUBLISHED_KEYS = ("steps", "privacy_cost", "rows_out", "risk_after", "row_order")
+
+
+def public_plan(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan as published with a release: every parameter, but hierarchy tables (which list
+    the source's distinct values) and substitution codebooks summarised, and secrets only by
+    name. The input is left untouched."""
+    out = dict(plan)
+    hierarchies: dict[str, Any] = {}
+    for column, spec in (plan.get("hierarchies") or {}).items():
+        if isinstance(spec, dict) and "rows" in spec:
+            rows = spec["rows"]
+            hierarchies[column] = {
+                "uploaded": True,
+                "values": len(rows),
+                "levels": len(rows[0]) if rows else 0,
+            }
+        elif isinstance(spec, dict) and "uploaded" in spec:
+            hierarchies[column] = {
+                "uploaded": True,
+                "values": spec.get("values"),
+                "levels": spec.get("levels"),
+            }
+        else:
+            hierarchies[column] = spec
+    out["hierarchies"] = hierarchies
+    # A substitution codebook is a key in all but name: publishing it undoes the substitution.
+    out["steps"] = [
+        {
+            **step,
+            "params": {
+                **step.get("params", {}),
+                "codebook": {"entries": len(step["params"]["codebook"])},
+            },
+        }
+        if step.get("kind") == "substitute"
+        and isinstance(step.get("params", {}).get("codebook"), dict)
+        else step
+        for step in plan.get("steps", [])
+    ]
+    return out
+
+
+def public_step_keys(plan: Plan, entry: Mapping[str, Any], position: int) -> frozenset[str]:
+    """The keys of a step's report entry that the published report keeps: those the runner adds
+    to every step, and those its kind declares public. ``position`` (from 1) names the step
+    when the entry does not (a step's report may use ``kind`` for its own, a DP count's say);
+    an entry that names no step of the plan keeps the runner's keys only."""
+    number = entry.get("step", position)
+    planned = (
+        plan.steps[number - 1]
+        if isinstance(number, int) and 0 < number <= len(plan.steps)
+        else None
+    )
+    public = set(STEP_PUBLIC)
+    if planned is not None:
+        public |= set(get_step(planned.kind).public_report)
+    return frozenset(public)
+
+
+def public_steps(report: Mapping[str, Any], plan: Plan) -> list[dict[str, Any]]:
+    """Each step's report entry reduced to its public keys (:func:`public_step_keys`)."""
+    out = []
+    for i, entry in enumerate(report.get("steps") or [], 1):
+        public = public_step_keys(plan, entry, i)
+        out.append({k: v for k, v in entry.items() if k in public})
+    return out
+
+
+def internal_step_keys(report: Mapping[str, Any], plan: Plan) -> list[str]:
+    """``"step <n> <key>"`` for each key of a step's entry that the published report drops:
+    what a report would disclose of the source if it were published whole."""
+    out = []
+    for i, entry in enumerate(report.get("steps") or [], 1):
+        public = public_step_keys(plan, entry, i)
+        number = entry.get("step", i)
+        out += [f"step {number} {key}" for key in entry if key not in public]
+    return out
 
 
 def published_report(
@@ -26,24 +108,113 @@ def published_report(
 ) -> dict[str, Any]:
     """The report analysts may read, from the internal ``report`` of the same release."""
     plan = plan if isinstance(plan, Plan) else plan_from_dict(plan)
-    steps = []
-    for i, entry in enumerate(report.get("steps") or [], 1):
-        number = entry.get("step", i)
-        planned = (
-            plan.steps[number - 1]
-            if isinstance(number, int) and 0 < number <= len(plan.steps)
-            else None
-        )
-        public = set(STEP_PUBLIC)
-        if planned is not None:
-            public |= set(get_step(planned.kind).public_report)
-        steps.append({k: v for k, v in entry.items() if k in public})
     out: dict[str, Any] = {
-        "steps": steps,
+        "steps": public_steps(report, plan),
         "privacy_cost": dict(report.get("privacy_cost") or {}),
         "rows_out": report.get("rows_out"),
         # measured on the released rows, over the plan's quasi-identifiers as released
         "risk_after": report.get("risk_after"),
         "row_order": "source order (kept on request)" if keep_order else "shuffled",
     }
+    return out
+
+
+# ---- conflict findings --------------------------------------------------------------------------
+
+# A finding's keys that are not facts: what it is, and what only officers read (the records and
+# the values an attacker would infer, and their intervals).
+_NOT_FACTS = frozenset(
+    {"type", "records", "explanation", "releases", "columns", "values", "intervals"}
+)
+# What a privacy officer reads of a finding beyond its public entry.
+PRIVATE_FINDING_KEYS = ("explanation", "records", "values", "intervals")
+_FIGURE = r"-?[\d,]*\.?\d+(?:e[+-]?\d+)?"
+
+
+def without_figures(text: str) -> str:
+    """The explanation without the figures from which a value could be worked out (the
+    published group figures, the arithmetic, the column's bounds): for everyone but officers."""
+    text = re.sub(rf" \({_FIGURE}\)", "", text)
+    text = re.sub(rf"bounds, {_FIGURE} to {_FIGURE}\)", "bounds)", text)
+    term = rf"{_FIGURE}(?: × {_FIGURE})?"
+    text = re.sub(rf": {term} − {term}$", "", text)
+    text = re.sub(rf"; {term} − {term} is that person's", "; the difference is that person's", text)
+    return text
+
+
+def public_finding(
+    private: Mapping[str, Any],
+    *,
+    labels: Mapping[str, int | None],
+    l_by_release: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The entry of a conflict finding that the release pages and the gate show (counts,
+    columns, releases and an explanation without figures), from the core's finding as a dict
+    (``private``: what only officers read). ``labels`` maps each release label it involves to
+    its id; ``l_by_release`` the distinct l of each release alone, per column."""
+    facts = {key: value for key, value in private.items() if key not in _NOT_FACTS}
+    if l_by_release:
+        facts["l_by_release"] = dict(l_by_release)
+    return {
+        "type": private["type"],
+        "records": len(private.get("records") or ()),
+        "columns": list(private.get("columns") or ()),
+        "releases": list(private.get("releases") or ()),
+        "labels": dict(labels),
+        "explanation": without_figures(str(private.get("explanation", ""))),
+        "facts": facts,
+    }
+
+
+def undecided_finding(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The public and private entries of a combination the check could not decide within its
+    work budget (``text`` says which)."""
+    private = {"type": "undecided", "explanation": text, "records": []}
+    public = {
+        "type": "undecided",
+        "records": 0,
+        "columns": [],
+        "releases": [],
+        "labels": {},
+        "explanation": without_figures(text),
+        "facts": {},
+    }
+    return public, private
+
+
+def private_finding_detail(private: Mapping[str, Any]) -> dict[str, Any]:
+    """What a privacy officer reads of a finding beyond its public entry: the explanation with
+    its figures, the records and the values an attacker would infer."""
+    defaults: dict[str, Any] = {"explanation": "", "records": [], "values": {}, "intervals": {}}
+    return {key: private.get(key, defaults[key]) for key in PRIVATE_FINDING_KEYS}
+
+
+def override_for_reader(
+    override: Mapping[str, Any] | None, *, staff: bool
+) -> dict[str, Any] | None:
+    """A steward's override of blocking findings as a reader sees it: the justification for
+    everyone who sees the release, the findings it overrode for officers and stewards only."""
+    if not override:
+        return None
+    if staff:
+        return dict(override)
+    return {k: v for k, v in override.items() if k != "findings"}
+
+
+# ---- attack figures -----------------------------------------------------------------------------
+
+
+def attacks_without_records(attacks: Mapping[str, Any]) -> dict[str, Any]:
+    """The attack figures without which records the reconstruction determines, nor their
+    values (for data stewards; privacy officers read them whole)."""
+    out = dict(attacks)
+    rec = out.get("reconstruction")
+    if isinstance(rec, dict):
+        out["reconstruction"] = {
+            **rec,
+            "columns": [
+                {k: v for k, v in c.items() if k not in ("records", "values")}
+                for c in rec.get("columns", [])
+            ],
+        }
     return out

@@ -1,0 +1,232 @@
+"""The pages of a dataset that reach past the datasets app: uploading (a job reads the file),
+the dataset page (its parse and profile jobs, its releases and budget ledger), a risk
+assessment and a large hierarchy (jobs), the privacy budget (the releases' ledger) and the
+purge (which scrubs jobs and releases too). They sit above the apps they read, as the home page
+does; ``anonweb/urls.py`` serves them under the ``datasets`` namespace with the datasets app's
+own pages, at the same addresses."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import raw_value_teams, teams_where, user_has_role
+from anonweb.common.charts import risk_charts_cached
+from anonweb.core.errors import CoreError
+from anonweb.dashboard.dataset_forms import TagForm, UploadForm
+from anonweb.datasets.selectors import (
+    can_see_raw,
+    dataset_error_for,
+    dataset_get_for_user,
+    hierarchies_for,
+    risk_for_user,
+)
+from anonweb.datasets.services import dataset_set_tags
+from anonweb.datasets.storage import load_head
+from anonweb.datasets.uploads import upload_refused
+from anonweb.jobs.models import JobKind
+from anonweb.jobs.retention import dataset_purge
+from anonweb.jobs.selectors import latest_profile, parse_job
+from anonweb.jobs.services import dataset_upload as upload_and_read
+from anonweb.jobs.services import hierarchy_upload, job_create
+from anonweb.releases.budget import budget_set, ledger_for
+
+PREVIEW_ROWS = 20
+
+
+def dataset_upload(request):
+    teams = teams_where(user=request.user, role=Role.PRIVACY_OFFICER)
+    if not teams.exists():
+        messages.error(request, "Uploading needs the privacy officer role in a team.")
+        return redirect("datasets:list")
+    form = UploadForm(request.POST or None, request.FILES or None, teams=teams)
+    refused = upload_refused(request) if request.method == "POST" else None
+    if refused:
+        form.is_valid()
+        form.errors.clear()
+        form.add_error("file", refused)
+    elif request.method == "POST" and form.is_valid():
+        try:
+            dataset, _job = upload_and_read(
+                user=request.user,
+                team=form.cleaned_data["team"],
+                upload=form.cleaned_data["file"],
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                sep=form.cleaned_data["separator"] or None,
+                sheet=form.cleaned_data["sheet"].strip() or None,
+                decimal=form.cleaned_data["decimal"] or None,
+            )
+        except CoreError as exc:
+            form.add_error("file", str(exc))
+        else:
+            messages.success(
+                request, f"Uploaded {dataset.original_name}; it is being read in the background."
+            )
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+    return render(
+        request,
+        "datasets/upload.html",
+        {"form": form, "max_upload_bytes": settings.ANONWEB_MAX_UPLOAD_BYTES},
+        status=400 if form.errors else 200,
+    )
+
+
+def dataset_detail(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    is_officer = user_has_role(user=request.user, team=dataset.team, role=Role.PRIVACY_OFFICER)
+    if not dataset.is_ready:
+        return render(
+            request,
+            "datasets/reading.html",
+            {
+                "dataset": dataset,
+                "is_officer": is_officer,
+                "job": parse_job(dataset=dataset),
+                "error": dataset_error_for(
+                    dataset=dataset, officer_teams=raw_value_teams(user=request.user)
+                ),
+            },
+        )
+    form = TagForm(request.POST or None, dataset=dataset)
+    if request.method == "POST":
+        if not is_officer:
+            messages.error(request, "Tagging columns needs the privacy officer role.")
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+        if form.is_valid():
+            try:
+                dataset_set_tags(user=request.user, dataset=dataset, tags=form.tags())
+            except CoreError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(
+                    request, "Column tags saved. Run a risk assessment to see their effect."
+                )
+            return redirect("datasets:detail", dataset_id=dataset.pk)
+    preview = None
+    if can_see_raw(user=request.user, dataset=dataset) and not dataset.is_purged:
+        frame = load_head(dataset.storage_key, PREVIEW_ROWS)
+        preview = {
+            "columns": list(frame.columns),
+            "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
+        }
+    profile_job = latest_profile(dataset=dataset)
+    charts = risk = None
+    if profile_job and profile_job.result.get("risk"):
+        charts = risk_charts_cached(profile_job.result["risk"])
+        risk = risk_for_user(user=request.user, dataset=dataset, risk=profile_job.result["risk"])
+
+    hierarchies = hierarchies_for(dataset=dataset)
+    return render(
+        request,
+        "datasets/detail.html",
+        {
+            "dataset": dataset,
+            "form": form,
+            "column_rows": [
+                (col, field, hierarchies.get(col["name"])) for col, field in form.rows()
+            ],
+            "is_officer": is_officer,
+            "preview": preview,
+            "ledger": ledger_for(dataset),
+            "releases": dataset.releases.all()[:20],
+            "is_steward": user_has_role(
+                user=request.user, team=dataset.team, role=Role.DATA_STEWARD
+            ),
+            "profile_job": profile_job,
+            "risk": risk,
+            "charts": charts,
+            "jobs": dataset.jobs.all()[:10],
+        },
+    )
+
+
+@require_POST
+def dataset_assess(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    if dataset.is_purged:
+        messages.error(
+            request, "The raw data of this dataset has been purged; nothing can be run on it."
+        )
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    if dataset.is_ready and not dataset.quasi_identifiers:
+        messages.error(
+            request,
+            "No column is tagged quasi-identifier, so there is no risk to measure: tag the "
+            "columns an attacker could know (age, sex, postcode, dates, ...) and save the tags.",
+        )
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    try:
+        job = job_create(
+            user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset
+        )
+    except CoreError as exc:
+        messages.error(request, str(exc))
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    return redirect("jobs:detail", job_id=job.pk)
+
+
+@require_POST
+def dataset_hierarchy(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    column = request.POST.get("column", "")
+    upload = request.FILES.get("file")
+    if upload is None:
+        messages.error(request, "Choose a hierarchy file (ARX format: value;level1;...;*).")
+    else:
+        try:
+            job = hierarchy_upload(user=request.user, dataset=dataset, column=column, upload=upload)
+        except CoreError as exc:
+            messages.error(request, str(exc))
+        else:
+            if job is not None:
+                messages.success(
+                    request,
+                    f"The hierarchy for {column} is large: it is being read in the background.",
+                )
+                return redirect("jobs:detail", job_id=job.pk)
+            messages.success(request, f"Hierarchy for {column} saved.")
+    return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+@require_POST
+def dataset_budget(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    epsilon = request.POST.get("epsilon", "").strip()
+    delta = request.POST.get("delta", "").strip()
+    try:
+        budget_set(user=request.user, dataset=dataset, epsilon=epsilon, delta=delta)
+    except CoreError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Privacy budget set to ε = {epsilon}" + (f", δ = {delta}." if delta else ".")
+            if epsilon
+            else "Privacy budget removed: no differentially private release can run.",
+        )
+    return redirect("datasets:detail", dataset_id=dataset.pk)
+
+
+@require_POST
+def dataset_purge_view(request, dataset_id: int):
+    dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+    if request.POST.get("confirm", "").strip() != dataset.name:
+        messages.error(
+            request, "Type the dataset's name to confirm that its raw data is to be deleted."
+        )
+        return redirect("datasets:detail", dataset_id=dataset.pk)
+    try:
+        dataset_purge(
+            user=request.user,
+            dataset=dataset,
+            reason=request.POST.get("reason", "") or "purged by a privacy officer",
+        )
+    except CoreError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, "The raw data was deleted. Metadata, the audit trail and releases remain."
+        )
+    return redirect("datasets:detail", dataset_id=dataset.pk)
