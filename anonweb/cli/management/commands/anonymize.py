@@ -175,9 +175,11 @@ class Command(BaseCommand):
             published=made.published,
             gate=gate.to_dict(),
         )
-        from anonweb.cli.output import write_all
+        from anonweb.cli.output import Writer, write_all
 
-        outputs = [(opts["out"], _table_bytes(made, opts["out"], opts["out_format"], sep))]
+        outputs: list[tuple[str, Writer | bytes]] = [
+            (opts["out"], _table_bytes(made, opts["out"], opts["out_format"], sep))
+        ]
         if opts["report"]:
             outputs.append(
                 (opts["report"], lambda f: json.dump(summary, f, indent=2, ensure_ascii=False))
