@@ -24,7 +24,6 @@ from anonweb.core.io.export import (  # noqa: F401
     DERIVED_FROM,
     EXPORT_FORMATS,
     FORMULA_PREFIXES,
-    XLSX_MAX_ROWS,
     export_format,
     neutralise_cell,
     neutralise_frame,
@@ -77,17 +76,11 @@ def write_release_files(
 
 # The formats not stored are written on each request from this stored file.
 DERIVED_SOURCE = EXPORT_FORMATS[DERIVED_FROM].file_name
-XLSX_SOURCE = DERIVED_SOURCE  # the name the xlsx download's source had first
 
 
 def formats_offered(rows: int) -> list[str]:
     """The formats a release of ``rows`` rows can be downloaded in."""
     return [f.name for f in EXPORT_FORMATS.values() if f.offered(rows)]
-
-
-def xlsx_offered(rows: int) -> bool:
-    """Whether a release of ``rows`` rows can be downloaded as xlsx (a sheet's size)."""
-    return EXPORT_FORMATS["xlsx"].offered(rows)
 
 
 def release_file(storage_key, fmt: str) -> Path | bytes:
