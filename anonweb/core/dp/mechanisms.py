@@ -1,7 +1,8 @@
 """Differentially private aggregate releases on OpenDP's measurement API.
 
-A :class:`DPQuery` describes one release (count, histogram/contingency table, sum, mean,
-quantiles, range counts). :func:`prepare` turns it into the OpenDP measurement that will run,
+A :class:`DPQuery` describes one release of a registered statistic (count, histogram/contingency
+table, sum, mean, quantiles, range counts: each declared once in :mod:`anonweb.core.dp.kinds`,
+whose declarations name the builders and runners below). :func:`prepare` turns it into the OpenDP measurement that will run,
 with its exact cost and a 95% accuracy preview, without reading any data; :func:`release` runs
 that same measurement. Noise always comes from OpenDP's samplers (exact, CSPRNG-backed, immune
 to floating-point attacks); the injected ``rng`` only chooses which rows a person keeps.
