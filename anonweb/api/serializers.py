@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from anonweb.core.io.export import DOWNLOAD_FORMATS
+from anonweb.core.errors import ParameterError
+from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.io.sources import separator_problem
 from anonweb.datasets.models import UNTAGGED, ColumnRole
 from anonweb.datasets.selectors import dataset_error_for, hierarchies_for
@@ -110,7 +111,17 @@ class ReleaseRequest(serializers.Serializer):
 
 class LinkRequest(serializers.Serializer):
     recipient = serializers.CharField(max_length=200, help_text="whom the link is for (audited)")
-    format = serializers.ChoiceField(choices=list(DOWNLOAD_FORMATS), default="csv")
+    format = serializers.CharField(
+        default="csv", help_text=f"an export format: {', '.join(DOWNLOAD_FORMATS)}"
+    )
+
+    def validate_format(self, value: str) -> str:
+        # the export formats as they stand now (a format may be added after this module loads)
+        try:
+            return download_format(value)
+        except ParameterError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
     hours = serializers.IntegerField(
         min_value=1, max_value=LINK_HOURS_MAX, default=LINK_HOURS_DEFAULT, help_text="validity"
     )

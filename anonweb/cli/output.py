@@ -17,8 +17,9 @@ from django.core.management.base import CommandError
 Writer = Callable[[IO[str]], object]
 
 
-def write_all(outputs: Iterable[tuple[str | Path, Writer]]) -> None:
-    """Write every ``(target, writer)`` pair or none; a problem is one CommandError line."""
+def write_all(outputs: Iterable[tuple[str | Path, Writer | bytes]]) -> None:
+    """Write every ``(target, writer)`` pair or none; a problem is one CommandError line.
+    ``writer`` writes text, or is the file's bytes (a binary format)."""
     pending: list[tuple[str, Path]] = []
     current: Path | None = None
     try:
@@ -32,6 +33,10 @@ def write_all(outputs: Iterable[tuple[str | Path, Writer]]) -> None:
                 prefix=f".{current.name}.", suffix=".tmp", dir=current.resolve().parent
             )
             pending.append((tmp, current))
+            if isinstance(writer, bytes):
+                with os.fdopen(fd, "wb") as raw:
+                    raw.write(writer)
+                continue
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 writer(fh)
         for tmp, final in pending:

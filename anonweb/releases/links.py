@@ -19,10 +19,9 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.errors import ParameterError
-from anonweb.core.io.export import download_format
+from anonweb.core.io.export import export_format
 from anonweb.releases.models import Release, ReleaseLink, ReleaseStatus
 from anonweb.releases.services import ReviewError
-from anonweb.releases.storage import XLSX_MAX_ROWS, xlsx_offered
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -47,12 +46,10 @@ def release_link_issue(
     require_role(user=user, team=release.team, role=Role.DATA_STEWARD)
     if release.status != ReleaseStatus.APPROVED:
         raise ReviewError("Only an approved release can be sent outside the team.")
-    fmt = download_format(fmt)
-    if fmt == "xlsx" and not xlsx_offered(release.rows):
-        raise ParameterError(
-            f"the release has {release.rows:,} rows, more than a spreadsheet holds "
-            f"({XLSX_MAX_ROWS:,}); issue the link for csv or parquet"
-        )
+    export = export_format(fmt)
+    fmt = export.name
+    if not export.offered(release.rows):  # a link to a file that cannot be written
+        raise ParameterError(export.too_many(release.rows, instead="issue the link for"))
     label = (label or "").strip()
     if not label:
         raise ParameterError("say whom the link is for (it goes into the audit trail)")

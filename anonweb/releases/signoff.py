@@ -1,8 +1,8 @@
 """The sign-off report of a release: one self-contained HTML file (inline style, no script, no
 external resource) that a privacy officer or a steward files with the approval. It states the
 release's identity, the SHA-256 of every file of the release computed from the stored files (and
-checked against the hash recorded at publication), with the stored file its xlsx download is
-written from (that download is made on request, so it has no hash of its own), the plan, what the
+checked against the hash recorded at publication), with the stored file each download made on
+request (the xlsx) is written from (such a download has no stored hash of its own), the plan, what the
 search did, the gate's findings, the approval and the release's audit trail. The plan and the
 audit details read as tables (the ``as_table`` filter, as everywhere in the app).
 
@@ -23,30 +23,22 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
+from anonweb.core.io.export import EXPORT_FORMATS, ExportFormat
 from anonweb.core.release.publish import scrub_report
 from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import conflicts_for
 from anonweb.releases.services import release_record_signoff
-from anonweb.releases.storage import (
-    LINEAGE_FILE,
-    PRIVATE_DIR,
-    XLSX_MAX_ROWS,
-    XLSX_SOURCE,
-    release_dir,
-    xlsx_offered,
-)
+from anonweb.releases.storage import DERIVED_SOURCE, LINEAGE_FILE, PRIVATE_DIR, release_dir
 from anonweb.releases.utility import UTILITY_FILE
 
 # The file whose SHA-256 is recorded on the release (and in its creation event) at publication.
 RECORDED_FILE = "data.csv"
 CHUNK = 1 << 20
 
-# What each stored file is, in the report's words.
-FILE_ROLES = {
-    "data.csv": "the published table (the CSV download)",
-    "data.parquet": "the published table (the Parquet download)",
+# What each private file is, in the report's words (the published ones: see file_roles).
+PRIVATE_FILE_ROLES = {
     f"{PRIVATE_DIR}/source_rows.npy": "the source row of each published row (conflict checks)",
     f"{PRIVATE_DIR}/aggregates.npz": "the figures it published over groups of source records "
     "(conflict checks)",
@@ -56,6 +48,16 @@ FILE_ROLES = {
     "Conflicts)",
     f"{PRIVATE_DIR}/{UTILITY_FILE}": "its utility measured against the source",
 }
+
+
+def file_roles() -> dict[str, str]:
+    """What each stored file is: one per stored export format, then the private ones."""
+    published = {
+        f.file_name: f"the published table (the {f.described} download)"
+        for f in EXPORT_FORMATS.values()
+        if f.stored
+    }
+    return published | PRIVATE_FILE_ROLES
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class FileHash:
 
     @property
     def role(self) -> str:
-        return FILE_ROLES.get(self.name, "")
+        return file_roles().get(self.name, "")
 
     @property
     def verified(self) -> bool | None:
@@ -123,12 +125,26 @@ def disclosing(report: dict) -> list[tuple[str, dict]]:
     return [(name, sa) for name, sa in sensitive.items() if sa.get("homogeneous_classes")]
 
 
-def xlsx_derivation(release: Release, files: list[FileHash]) -> FileHash | None:
-    """The stored file the release's xlsx download is written from (it is not stored itself),
-    or None when the release offers no xlsx download (too many rows, or that file is gone)."""
-    if not xlsx_offered(release.rows):
-        return None
-    return next((f for f in files if f.name == XLSX_SOURCE), None)
+@dataclass(frozen=True)
+class Derivation:
+    """A download written on request (not stored): the stored file it is written from, or
+    None when the release does not offer it (``too_many``: its rows do not fit the format)."""
+
+    format: ExportFormat
+    source: FileHash | None
+    too_many: bool
+
+
+def derivations(release: Release, files: list[FileHash]) -> list[Derivation]:
+    """Each export format written on request, with the stored file it is written from."""
+    source = next((f for f in files if f.name == DERIVED_SOURCE), None)
+    out = []
+    for fmt in EXPORT_FORMATS.values():
+        if fmt.stored:
+            continue
+        offered = fmt.offered(release.rows)
+        out.append(Derivation(fmt, source if offered else None, not offered))
+    return out
 
 
 def signoff_filename(release: Release) -> str:
@@ -152,8 +168,7 @@ def signoff_html(*, release: Release, user, files: list[FileHash] | None = None)
         "recorded_file": RECORDED_FILE,
         "recorded_missing": release.sha256 and not any(f.name == RECORDED_FILE for f in files),
         "mismatch": [f for f in files if f.verified is False],
-        "xlsx": xlsx_derivation(release, files),
-        "xlsx_max_rows": XLSX_MAX_ROWS,
+        "derived": derivations(release, files),
         "plan_json": json.dumps(release.plan or {}, indent=2, ensure_ascii=False),
         "events": events,
         # The gate as it stands now: conflicts with every other live release, later ones too.

@@ -17,16 +17,17 @@ import pandas as pd
 from django.conf import settings
 
 from anonweb.core.conflicts.inference import Aggregate
-from anonweb.core.errors import DataError
 
 # The CSV protections live in the core's release path; imported here for the writers.
 from anonweb.core.io.export import (  # noqa: F401
+    DEFAULT_FORMAT,
+    DERIVED_FROM,
+    EXPORT_FORMATS,
     FORMULA_PREFIXES,
-    download_format,
+    export_format,
     neutralise_cell,
     neutralise_frame,
     safe_csv_bytes,
-    safe_xlsx_bytes,
 )
 
 
@@ -46,7 +47,9 @@ def write_release_files(
     aggregates: Sequence[Aggregate] = (),
     dp: bool = False,
 ) -> str:
-    """Write data.parquet and data.csv atomically; return the CSV's SHA-256.
+    """Write the release's file in every stored format of
+    :data:`~anonweb.core.io.export.EXPORT_FORMATS` (data.csv, data.parquet) atomically; return
+    the CSV's SHA-256.
 
     The release's lineage is kept privately so that later releases can be checked for
     conflicts with this one: ``source_rows[j]`` is the source row of published row ``j``;
@@ -58,48 +61,43 @@ def write_release_files(
     try:
         (tmp / PRIVATE_DIR).mkdir()
         _write_lineage(tmp / PRIVATE_DIR, source_rows, aggregates, dp)
-        df.to_parquet(tmp / "data.parquet", index=False)
-        data = safe_csv_bytes(df)
-        (tmp / "data.csv").write_bytes(data)
+        hashed = b""
+        for fmt in EXPORT_FORMATS.values():
+            if fmt.stored:
+                data = fmt.to_bytes(df)
+                (tmp / fmt.file_name).write_bytes(data)
+                hashed = data if fmt.name == DEFAULT_FORMAT else hashed
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(hashed).hexdigest()
 
 
-XLSX_MAX_ROWS = 1_048_575  # one row of the sheet holds the header
-# The xlsx download is not stored: it is written on each request from this stored file (its
-# bytes carry the time they were written, so they have no fixed hash).
-XLSX_SOURCE = "data.parquet"
+# The formats not stored are written on each request from this stored file.
+DERIVED_SOURCE = EXPORT_FORMATS[DERIVED_FROM].file_name
 
 
-def xlsx_offered(rows: int) -> bool:
-    """Whether a release of ``rows`` rows can be downloaded as xlsx (a sheet's size)."""
-    return rows <= XLSX_MAX_ROWS
+def formats_offered(rows: int) -> list[str]:
+    """The formats a release of ``rows`` rows can be downloaded in."""
+    return [f.name for f in EXPORT_FORMATS.values() if f.offered(rows)]
 
 
 def release_file(storage_key, fmt: str) -> Path | bytes:
-    """A release's published table as a file: ``csv`` and ``parquet`` are stored (their path),
-    ``xlsx`` is written from :data:`XLSX_SOURCE` with every text cell neutralised as in the CSV
-    (its bytes). Raises Http404 when the files are missing."""
+    """A release's published table as a file: a stored format's file (its path), or a format
+    written on request from :data:`DERIVED_SOURCE` by its writer (its bytes; the writer
+    neutralises text cells where the format is opened by spreadsheets). Raises Http404 when the
+    files are missing, a DataError when the table does not fit the format."""
     from django.http import Http404
 
-    fmt = download_format(fmt)
+    export = export_format(fmt)
     folder = release_dir(storage_key)
-    stored = {"csv": folder / "data.csv", "parquet": folder / "data.parquet"}
-    source = stored.get(fmt, folder / XLSX_SOURCE)
+    source = folder / (export.file_name if export.stored else DERIVED_SOURCE)
     if not source.exists():
         raise Http404("The release file is missing.")
-    if fmt in stored:
+    if export.stored:
         return source
-    df = pd.read_parquet(source)
-    if not xlsx_offered(len(df)):
-        raise DataError(
-            f"the release has {len(df):,} rows, more than a spreadsheet holds "
-            f"({XLSX_MAX_ROWS:,}); download it as csv or parquet"
-        )
-    return safe_xlsx_bytes(df)
+    return export.to_bytes(pd.read_parquet(source))
 
 
 def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:

@@ -14,7 +14,7 @@ from anonweb.common.paging import page_of
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
-from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
+from anonweb.core.io.export import EXPORT_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
 from anonweb.releases.downloads import download_response
 from anonweb.releases.gate import release_policy_update, thresholds_for
@@ -38,7 +38,7 @@ from anonweb.releases.selectors import (
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import release_dir, xlsx_offered
+from anonweb.releases.storage import formats_offered, release_dir
 from anonweb.releases.utility import utility_charts_cached
 
 
@@ -96,7 +96,7 @@ def release_detail(request, release_id: int):
     # Computed from the source: officers and stewards only, never analysts.
     utility = view.utility
     utility_charts = utility_charts_cached(utility) if utility else None
-    formats = [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)]
+    formats = [EXPORT_FORMATS[f] for f in formats_offered(release.rows)]
     alternatives = _search_alternatives(report) if staff else []
     if alternatives:
         chart = alternatives_chart(alternatives)
@@ -123,7 +123,7 @@ def release_detail(request, release_id: int):
             "links": release_links_for(release=release) if staff else [],
             "can_issue_link": release.status == ReleaseStatus.APPROVED
             and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD),
-            "link_form": LinkForm(formats=formats),
+            "link_form": LinkForm(formats=[f.name for f in formats]),
         },
     )
 
@@ -192,8 +192,8 @@ def release_review(request, release_id: int):
 
 
 def release_download(request, release_id: int):
-    """The release's table in the format asked for (``?format=csv|parquet|xlsx``, CSV by
-    default), as the API serves it."""
+    """The release's table in the format asked for (``?format=`` one of the export formats,
+    CSV by default), as the API serves it."""
     release = release_get_downloadable(user=request.user, release_id=release_id)
     try:
         fmt = download_format(request.GET.get("format"))
@@ -209,7 +209,7 @@ class LinkForm(forms.Form):
     label = forms.CharField(
         max_length=200, label="For", help_text="Whom the link is for (recorded in the audit trail)."
     )
-    format = forms.ChoiceField(choices=[(f, f) for f in DOWNLOAD_FORMATS], initial="csv")
+    format = forms.ChoiceField(choices=[], initial="csv")
     hours = forms.IntegerField(
         min_value=1, max_value=LINK_HOURS_MAX, initial=LINK_HOURS_DEFAULT, label="Valid for (hours)"
     )
@@ -217,8 +217,8 @@ class LinkForm(forms.Form):
     def __init__(self, *args, formats=None, **kwargs):
         super().__init__(*args, **kwargs)
         field = self.fields["format"]
-        if formats is not None and isinstance(field, forms.ChoiceField):
-            field.choices = [(f, f) for f in formats]
+        if isinstance(field, forms.ChoiceField):
+            field.choices = [(f, f) for f in (EXPORT_FORMATS if formats is None else formats)]
 
 
 @require_POST

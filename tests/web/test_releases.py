@@ -146,9 +146,11 @@ def test_the_release_page_offers_csv_parquet_and_xlsx_and_serves_each(
 
 
 def test_the_page_offers_no_xlsx_for_a_release_past_a_sheet(client, release, officer, monkeypatch):
-    from anonweb.releases import storage
+    from dataclasses import replace
 
-    monkeypatch.setattr(storage, "XLSX_MAX_ROWS", 1)
+    from anonweb.core.io.export import EXPORT_FORMATS
+
+    monkeypatch.setitem(EXPORT_FORMATS, "xlsx", replace(EXPORT_FORMATS["xlsx"], max_rows=1))
     client.force_login(officer)
     page = client.get(reverse("releases:detail", args=[release.pk])).content.decode()
     assert 'data-testid="download-csv"' in page and 'data-testid="download-parquet"' in page

@@ -313,18 +313,18 @@ def test_signoff_names_the_stored_file_the_xlsx_download_is_written_from(client,
 
 
 def test_signoff_says_when_a_release_has_no_xlsx_download(client, officer, release, monkeypatch):
-    from anonweb.releases import signoff as signoff_module
-    from anonweb.releases import storage
+    from dataclasses import replace
+
+    from anonweb.core.io.export import EXPORT_FORMATS
 
     # a sheet of 5 rows: the 7 released rows do not fit, as a release of more than 1,048,575
-    monkeypatch.setattr(storage, "XLSX_MAX_ROWS", 5)
-    monkeypatch.setattr(signoff_module, "XLSX_MAX_ROWS", 5)
+    monkeypatch.setitem(EXPORT_FORMATS, "xlsx", replace(EXPORT_FORMATS["xlsx"], max_rows=5))
     response = api_client(officer).get(f"/api/v1/releases/{release.pk}/download/?format=xlsx")
     assert response.status_code == 400 and "more than a spreadsheet holds" in str(response.json())
     client.force_login(officer)
     doc = parse(signoff(client, release).content.decode())
     assert not doc.all(testid="xlsx")
-    assert "its 7 rows are more than a sheet holds (5)" in doc.one(testid="no-xlsx").text
+    assert "its 7 rows are more than a spreadsheet holds (5)" in doc.one(testid="no-xlsx").text
 
 
 def test_signoff_names_a_file_changed_after_publication(client, officer, release):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonweb.core.dp.accounting import CONFIDENCE, opendp
+from anonweb.core.dp.statistic import find_statistic
 from anonweb.core.numbers import for_people
 
 # Trees with more leaves than this get the union bound over their nodes instead (stated as
@@ -123,60 +124,81 @@ def mean_halfwidth(*, sum_scale: float, count_scale: float, mean: float, count: 
     return t / float(count)
 
 
+def _pm(value: Any) -> str:
+    return f"±{for_people(value)}"
+
+
+def value_accuracy(what: str) -> Callable[[Mapping[str, Any], str], tuple[str, str]]:
+    """The accuracy of a statistic released as noisy values with one half-width: ``what`` names
+    them (``"the count is"``)."""
+
+    def statement(entry: Mapping[str, Any], level: str) -> tuple[str, str]:
+        half = entry.get("ci95_halfwidth")
+        return f"With {level} confidence {what} within {_pm(half)} of the truth", ""
+
+    return statement
+
+
+def mean_accuracy(entry: Mapping[str, Any], level: str) -> tuple[str, str]:
+    """A mean: its noisy sum's and noisy count's half-widths, then the mean's (approximate)."""
+    half = entry.get("ci95_halfwidth")
+    if not isinstance(half, Mapping):
+        return value_accuracy("each released value is")(entry, level)
+    text = (
+        f"With {level} confidence the noisy sum is within {_pm(half.get('sum'))} and the noisy "
+        f"count within {_pm(half.get('count'))} of the truth"
+    )
+    if entry.get("mean_ci95_halfwidth_approx") is not None:
+        text += f"; the mean within {_pm(entry['mean_ci95_halfwidth_approx'])}"
+    return text, ""
+
+
+def _cumulative_spread(entry: Mapping[str, Any]) -> str:
+    cumulative = [float(h) for h in entry.get("cumulative_ci95_halfwidth") or []]
+    if cumulative and min(cumulative) != max(cumulative):
+        return f"{_pm(min(cumulative))} to {_pm(max(cumulative))}"
+    return _pm(cumulative[0]) if cumulative else "—"
+
+
+def range_accuracy(entry: Mapping[str, Any], level: str) -> tuple[str, str]:
+    """Range counts: each bin's half-width and the spread of the cumulative counts'."""
+    text = (
+        f"With {level} confidence each bin's count is within {_pm(entry.get('ci95_halfwidth'))} "
+        f"of the truth, and each cumulative count within {_cumulative_spread(entry)}"
+    )
+    return text, ""
+
+
+def quantile_accuracy(entry: Mapping[str, Any], level: str) -> tuple[str, str]:
+    """Quantiles: how the bins read them, then (a release only) each one's interval."""
+    text = (
+        f"Quantiles are read linearly within public bins of width "
+        f"{for_people(entry.get('bin_width'))} (how values spread inside a bin can move "
+        "the raw values' quantile further)"
+    )
+    released = ""
+    if entry.get("quantile_ci95"):
+        intervals = "; ".join(
+            f"{a:g}: [{for_people(lo)}, {for_people(hi)}]"
+            for a, (lo, hi) in zip(entry.get("alphas") or [], entry["quantile_ci95"])
+        )
+        released = (
+            f" With {level} confidence each quantile, as the bins read it, lies in its "
+            f"interval ({intervals})."
+        )
+    return text, released
+
+
 def accuracy_statement(entry: Mapping[str, Any]) -> str:
     """The one sentence stating a DP statistic's accuracy, from its report entry (or preview):
-    the same half-widths the chart and the utility table show, with the confidence level."""
-    kind = str(entry.get("kind"))
+    the same half-widths the chart and the utility table show, with the confidence level. The
+    statistic's declaration says what its figures are; a kind no longer registered reads as
+    values with one half-width."""
     level = f"{CONFIDENCE:.0%}"
-    half = entry.get("ci95_halfwidth")
-    released = ""  # what only the release itself knows, after what the preview states
-
-    def pm(value: Any) -> str:
-        return f"±{for_people(value)}"
-
-    if kind == "mean" and isinstance(half, Mapping):
-        text = (
-            f"With {level} confidence the noisy sum is within {pm(half.get('sum'))} and the noisy "
-            f"count within {pm(half.get('count'))} of the truth"
-        )
-        if entry.get("mean_ci95_halfwidth_approx") is not None:
-            text += f"; the mean within {pm(entry['mean_ci95_halfwidth_approx'])}"
-    elif kind in ("range", "quantile"):
-        cumulative = [float(h) for h in entry.get("cumulative_ci95_halfwidth") or []]
-        spread = (
-            f"{pm(min(cumulative))} to {pm(max(cumulative))}"
-            if cumulative and min(cumulative) != max(cumulative)
-            else pm(cumulative[0])
-            if cumulative
-            else "—"
-        )
-        if kind == "range":
-            text = (
-                f"With {level} confidence each bin's count is within {pm(half)} of the truth, "
-                f"and each cumulative count within {spread}"
-            )
-        else:
-            text = (
-                f"Quantiles are read linearly within public bins of width "
-                f"{for_people(entry.get('bin_width'))} (how values spread inside a bin can move "
-                "the raw values' quantile further)"
-            )
-            if entry.get("quantile_ci95"):
-                intervals = "; ".join(
-                    f"{a:g}: [{for_people(lo)}, {for_people(hi)}]"
-                    for a, (lo, hi) in zip(entry.get("alphas") or [], entry["quantile_ci95"])
-                )
-                released = (
-                    f" With {level} confidence each quantile, as the bins read it, lies in its "
-                    f"interval ({intervals})."
-                )
-    else:
-        what = {
-            "count": "the count is",
-            "histogram": "each cell's count is",
-            "sum": "the sum is",
-        }.get(kind, "each released value is")
-        text = f"With {level} confidence {what} within {pm(half)} of the truth"
+    statistic = find_statistic(entry.get("kind"))
+    statement = statistic.accuracy if statistic else value_accuracy("each released value is")
+    # ``released``: what only the release itself knows, after what the preview states
+    text, released = statement(entry, level)
     unit = entry.get("unit_of_privacy") or {}
     if unit.get("identifier"):
         text += (

@@ -8,14 +8,15 @@ release does not. Pure: plotly's figure objects only. Each chart is a dict with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from anonweb.core.assessment.charts import _LAYOUT, _as_data, chart_text
-from anonweb.core.dp.mechanisms import COUNT_COLUMN, KINDS
+from anonweb.core.dp.mechanisms import COUNT_COLUMN
+from anonweb.core.dp.statistic import find_statistic
 from anonweb.core.dp.synthetic_quality import quality_chart
 from anonweb.core.numbers import for_people, probability
 from anonweb.core.release.steps import STATISTIC_COLUMN
@@ -67,7 +68,7 @@ def _bars(
     )
 
 
-def _histogram(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+def histogram_chart(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     columns = [str(c) for c in entry.get("columns") or []]
     if not columns:
         return None
@@ -88,7 +89,7 @@ def _histogram(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None
     return fig
 
 
-def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+def range_chart(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     if not {"bin_lo", "bin_hi", COUNT_COLUMN} <= set(part.columns):
         return None
     last = len(part) - 1
@@ -108,26 +109,35 @@ def _range(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     return fig
 
 
-def _single(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+def value_chart(
+    column: str, key: str = "ci95_halfwidth", *, note: str = ""
+) -> Callable[[Mapping[str, Any], pd.DataFrame], go.Figure | None]:
+    """The chart of a statistic released as one noisy value: the value in ``column`` of the
+    released table, its 95% half-width under ``key`` of the report entry; ``note`` says how the
+    interval is approximate, when it is."""
+
+    def chart(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+        return _single(entry, part, column=column, key=key, note=note)
+
+    return chart
+
+
+def _single(
+    entry: Mapping[str, Any], part: pd.DataFrame, *, column: str, key: str, note: str
+) -> go.Figure | None:
     kind = str(entry.get("kind"))
-    column, key = {
-        "count": (COUNT_COLUMN, "ci95_halfwidth"),
-        "sum": ("noisy_sum", "ci95_halfwidth"),
-        "mean": ("noisy_mean", "mean_ci95_halfwidth_approx"),
-    }[kind]
     if column not in part.columns or part.empty:
         return None
     value = float(part[column].iloc[0])
     half = _interval(entry.get(key))
     what = f"noisy {kind}" + (f" with its 95% interval ±{for_people(half)}" if half else "")
-    if kind == "mean":
-        what += " (approximate: noisy sum over noisy count)"
+    what += note
     fig = go.Figure(_bars([kind], [value], half, name=f"noisy {kind}", hover="%{y:.4g}"))
     fig.update_layout(title=_title(entry, what), xaxis_type="category")
     return fig
 
 
-def _quantile(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
+def quantile_chart(entry: Mapping[str, Any], part: pd.DataFrame) -> go.Figure | None:
     if not {"alpha", "quantile"} <= set(part.columns):
         return None
     values = part["quantile"].astype(float).tolist()
@@ -194,7 +204,7 @@ def _local(entry: Mapping[str, Any]) -> go.Figure | None:
 
 def needs_table(steps: Sequence[Mapping[str, Any]]) -> bool:
     """Whether :func:`dp_charts` reads the released table (a central DP statistic is there)."""
-    return any(e.get("kind") in KINDS and "noise" in e for e in steps)
+    return any(find_statistic(e.get("kind")) is not None and "noise" in e for e in steps)
 
 
 def dp_charts(
@@ -209,17 +219,10 @@ def dp_charts(
             fig = _local(entry)
         elif entry.get("kind") == "dp_synthetic":
             fig = quality_chart(entry)
-        elif entry.get("kind") in KINDS and "noise" in entry and table is not None:
-            part = statistic_rows(table, int(entry.get("step", 0)))
-            kind = entry["kind"]
-            if kind == "histogram":
-                fig = _histogram(entry, part)
-            elif kind == "range":
-                fig = _range(entry, part)
-            elif kind == "quantile":
-                fig = _quantile(entry, part)
-            else:
-                fig = _single(entry, part)
+        elif "noise" in entry and table is not None:
+            statistic = find_statistic(entry.get("kind"))
+            if statistic is not None and statistic.chart is not None:
+                fig = statistic.chart(entry, statistic_rows(table, int(entry.get("step", 0))))
         if fig is None:
             continue
         fig.update_layout(**_LAYOUT, showlegend=entry.get("kind") == "dp_synthetic")

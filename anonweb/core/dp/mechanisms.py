@@ -1,7 +1,8 @@
 """Differentially private aggregate releases on OpenDP's measurement API.
 
-A :class:`DPQuery` describes one release (count, histogram/contingency table, sum, mean,
-quantiles, range counts). :func:`prepare` turns it into the OpenDP measurement that will run,
+A :class:`DPQuery` describes one release of a registered statistic (count, histogram/contingency
+table, sum, mean, quantiles, range counts: each declared once in :mod:`anonweb.core.dp.kinds`,
+whose declarations name the builders and runners below). :func:`prepare` turns it into the OpenDP measurement that will run,
 with its exact cost and a 95% accuracy preview, without reading any data; :func:`release` runs
 that same measurement. Noise always comes from OpenDP's samplers (exact, CSPRNG-backed, immune
 to floating-point attacks); the injected ``rng`` only chooses which rows a person keeps.
@@ -30,6 +31,14 @@ from anonweb.core.dp.accuracy import (
     quantile_interval,
     tree_accuracy,
 )
+from anonweb.core.dp.statistic import (
+    OPTIONAL_PARAMETERS,
+    get_statistic,
+    kinds_taking,
+    on_register,
+    statistic_kinds,
+    statistics,
+)
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.numbers import released_table, significant
@@ -38,7 +47,6 @@ from anonweb.core.release.steps import StepContext, StepOutcome, register_step
 if TYPE_CHECKING:  # OpenDP loads a native library: imported late at run time
     from opendp.mod import Domain, Measurement, Metric, Transformation
 
-KINDS = ("count", "histogram", "sum", "mean", "quantile", "range")
 MISSING = "(missing)"
 COUNT_COLUMN = "noisy_count"
 KEY_SEP = "\x1f"
@@ -69,28 +77,27 @@ class DPQuery:
         if unknown:
             raise ParameterError(f"unknown DP parameter(s): {', '.join(sorted(unknown))}")
         kind = params.get("kind")
-        if kind not in KINDS:
-            raise ParameterError(f"DP release kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        statistic = get_statistic(kind)
         columns = params.get("columns") or ()
         columns = (columns,) if isinstance(columns, str) else tuple(str(c) for c in columns)
-        need = {"count": 0, "histogram": None, "sum": 1, "mean": 1, "quantile": 1, "range": 1}[kind]
+        need = statistic.columns
         if need is None and not columns:
-            raise ParameterError("a histogram needs at least one column")
+            raise ParameterError(f"a {kind} needs at least one column")
         if need is not None and len(columns) != need:
             raise ParameterError(f"a DP {kind} takes {'no column' if need == 0 else 'one column'}")
         identifier, c = acc.check_contributions(
             params.get("identifier"), params.get("max_contributions", 1)
         )
         query = cls(
-            kind=kind,
+            kind=statistic.kind,
             epsilon=acc.check_epsilon(params.get("epsilon")),
             columns=columns,
             categories=acc.check_categories(params.get("categories"), columns)
-            if kind == "histogram"
+            if "categories" in statistic.parameters
             else None,
             delta=None if params.get("delta") is None else acc.check_delta(params["delta"]),
             bounds=acc.check_bounds(params.get("bounds"), what=f"a DP {kind}")
-            if need == 1
+            if "bounds" in statistic.parameters
             else None,
             alphas=acc.check_alphas(params.get("alphas", (0.5,))),
             bins=acc.check_bins(params.get("bins", 32)),
@@ -98,10 +105,8 @@ class DPQuery:
             max_contributions=c,
             count_missing=bool(params.get("count_missing", True)),
         )
-        if kind == "histogram" and query.categories is None and query.delta is None:
-            raise ParameterError(
-                "a histogram needs declared categories, or a delta for selecting them privately"
-            )
+        if statistic.check is not None:
+            statistic.check(query)
         return query
 
     def to_params(self) -> dict[str, Any]:
@@ -181,12 +186,12 @@ def prepare(query: DPQuery, *, distance: int = 1) -> Prepared:
     ``max_contributions * distance``, where ``distance`` is how many rows per row of theirs one
     person can change in this step's input (1 after row-wise steps). OpenDP's refusals become
     :class:`ParameterError` messages."""
-    builder = {"count": _count, "histogram": _histogram, "sum": _sum, "mean": _mean}
     if not isinstance(distance, int) or distance < 1:
         raise ParameterError(f"the input distance must be a whole number ≥ 1, not {distance!r}")
     d_in = query.max_contributions * distance
     with acc.opendp_errors():
-        return builder.get(query.kind, _tree)(query, d_in)
+        prepared: Prepared = get_statistic(query.kind).build(query, d_in)
+        return prepared
 
 
 def preview(query: DPQuery | Mapping[str, Any], *, distance: int = 1) -> dict[str, Any]:
@@ -212,7 +217,7 @@ def release(
         df, identifier=query.identifier, max_contributions=query.max_contributions, rng=rng
     )
     with acc.opendp_errors(DataError):
-        table, extra = _run(prepared, data)
+        table, extra = get_statistic(query.kind).run(prepared, data)
     table = released_table(table, keep=("bin_lo", "bin_hi", "alpha"))
     report = prepared.preview() | extra | {"rows_out": len(table)}
     report["accuracy"] = accuracy_statement(report)  # with what only the release knows (a mean)
@@ -274,13 +279,13 @@ def numeric_values(df: pd.DataFrame, column: str) -> list[float]:
 # -- measurements (built without data) -------------------------------------------------------
 
 
-def _space(atom: type) -> tuple[Domain, Metric]:
+def space(atom: type) -> tuple[Domain, Metric]:
     dp = acc.opendp()
     domain = dp.atom_domain(T=float, nan=False) if atom is float else dp.atom_domain(T=atom)
     return dp.vector_domain(domain), dp.symmetric_distance()
 
 
-def _noisy(
+def noisy(
     q: DPQuery,
     pre: Transformation,
     d_in: int,
@@ -306,19 +311,19 @@ def _noisy(
     return Prepared(q, meas, scale, eps, delta, ci95, dict(detail or {}), d_in)
 
 
-def _count(q: DPQuery, d_in: int) -> Prepared:
+def build_count(q: DPQuery, d_in: int) -> Prepared:
     dp = acc.opendp()
-    return _noisy(q, _space(str) >> dp.t.then_count(), d_in, integer=True, stats=["count"])
+    return noisy(q, space(str) >> dp.t.then_count(), d_in, integer=True, stats=["count"])
 
 
-def _histogram(q: DPQuery, d_in: int) -> Prepared:
+def build_histogram(q: DPQuery, d_in: int) -> Prepared:
     dp = acc.opendp()
     if q.categories is None:
         return _selected_histogram(q, d_in)
     cells = histogram_cells(q)
-    pre = _space(str) >> dp.t.then_count_by_categories(categories=cells, null_category=False)
+    pre = space(str) >> dp.t.then_count_by_categories(categories=cells, null_category=False)
     detail = {"categories": "declared", "cells": len(cells)}
-    return _noisy(q, pre, d_in, integer=True, stats=["count per cell"], detail=detail)
+    return noisy(q, pre, d_in, integer=True, stats=["count per cell"], detail=detail)
 
 
 def _selected_histogram(q: DPQuery, d_in: int) -> Prepared:
@@ -331,7 +336,7 @@ def _selected_histogram(q: DPQuery, d_in: int) -> Prepared:
     alone are released, whatever the way they spread their rows over keys."""
     dp = acc.opendp()
     target = float(q.delta or 0.0)
-    pre = _space(str) >> dp.t.then_count_by()
+    pre = space(str) >> dp.t.then_count_by()
 
     def build(scale: float, threshold: int = 2**30) -> Measurement:
         meas: Measurement = pre >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
@@ -353,19 +358,19 @@ def _selected_histogram(q: DPQuery, d_in: int) -> Prepared:
     return Prepared(q, meas, scale, eps, delta, {"count per cell": halfwidth}, detail, d_in)
 
 
-def _sum(q: DPQuery, d_in: int) -> Prepared:
+def build_sum(q: DPQuery, d_in: int) -> Prepared:
     dp = acc.opendp()
-    pre = _space(float) >> dp.t.then_clamp(q.bounds) >> dp.t.then_sum()
+    pre = space(float) >> dp.t.then_clamp(q.bounds) >> dp.t.then_sum()
     detail = {"bounds": list(q.bounds or ())}
-    return _noisy(q, pre, d_in, integer=False, stats=["sum"], detail=detail)
+    return noisy(q, pre, d_in, integer=False, stats=["sum"], detail=detail)
 
 
-def _mean(q: DPQuery, d_in: int) -> Prepared:
+def build_mean(q: DPQuery, d_in: int) -> Prepared:
     """Noisy sum over noisy count, ε split evenly: the size stays private (unbounded DP)."""
     dp = acc.opendp()
     half = replace(q, epsilon=q.epsilon / 2)
-    total = _sum(half, d_in)
-    count = _noisy(half, _space(float) >> dp.t.then_count(), d_in, integer=True, stats=["count"])
+    total = build_sum(half, d_in)
+    count = noisy(half, space(float) >> dp.t.then_count(), d_in, integer=True, stats=["count"])
     meas = dp.c.make_composition([total.measurement, count.measurement])
     eps, delta = acc.epsilon_of(meas, d_in)
     ci95 = {"sum": total.ci95["sum"], "count": count.ci95["count"]}
@@ -373,14 +378,14 @@ def _mean(q: DPQuery, d_in: int) -> Prepared:
     return Prepared(q, meas, total.scale, eps, delta, ci95, detail, d_in)
 
 
-def _tree(q: DPQuery, d_in: int) -> Prepared:
+def build_tree(q: DPQuery, d_in: int) -> Prepared:
     """Binned counts of an ordered column in a b-ary tree, each node with Laplace noise."""
     dp = acc.opendp()
     lo, hi = q.bounds or (0.0, 1.0)
     edges = range_edges(q)
     b = TREE_BRANCHING  # the binary tree: any range is a union of at most 2 nodes per level
     pre = (
-        _space(float)
+        space(float)
         >> dp.t.then_clamp((lo, hi))
         >> dp.t.then_find_bin(edges=edges[1:-1])
         >> dp.t.then_count_by_categories(categories=list(range(q.bins)), null_category=False)
@@ -388,9 +393,9 @@ def _tree(q: DPQuery, d_in: int) -> Prepared:
     )
     depth = int(pre.map(1))
     detail = {"bins": q.bins, "bounds": [lo, hi], "branching_factor": b, "tree_depth": depth}
-    if q.kind == "quantile":
+    if "alphas" in get_statistic(q.kind).parameters:
         detail["alphas"] = list(q.alphas)
-    prepared = _noisy(q, pre, d_in, integer=True, stats=["count per bin"], detail=detail)
+    prepared = noisy(q, pre, d_in, integer=True, stats=["count per bin"], detail=detail)
     # Each bin and cumulative count is a linear combination of the nodes' noise after the
     # consistency step: its accuracy is that combination's, not one node's (or a sum of them).
     tree = tree_accuracy(q.bins, b, prepared.scale, depth)
@@ -411,40 +416,53 @@ def range_edges(q: DPQuery) -> list[float]:
 
 def released_columns(query: DPQuery) -> list[str]:
     """The columns of the table :func:`release` returns for ``query`` (known without data)."""
-    if query.kind == "count":
-        return [COUNT_COLUMN]
-    if query.kind == "histogram":
-        return [*query.columns, COUNT_COLUMN]
-    if query.kind == "sum":
-        return ["column", "noisy_sum"]
-    if query.kind == "mean":
-        return ["column", "noisy_mean", "noisy_sum", "noisy_count"]
-    if query.kind == "quantile":
-        return ["alpha", "quantile"]
-    return ["bin_lo", "bin_hi", COUNT_COLUMN, "noisy_cumulative"]
+    return get_statistic(query.kind).output_columns(query)
 
 
-def _run(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+# -- running the measurements (the data are read here only) ----------------------------------
+
+
+def run_count(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    return pd.DataFrame({COUNT_COLUMN: [int(prepared.measurement([""] * len(data)))]}), {}
+
+
+def run_histogram(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     q, meas = prepared.query, prepared.measurement
-    if q.kind == "count":
-        return pd.DataFrame({COUNT_COLUMN: [int(meas([""] * len(data)))]}), {}
-    if q.kind == "histogram":
-        keys = histogram_keys(data, q)
-        if q.categories is not None:
-            cells = histogram_cells(q)
-            table = split_keys(cells, q.columns).assign(**{COUNT_COLUMN: meas(keys)})
-        else:
-            released = dict(sorted(meas(keys).items()))
-            table = split_keys(list(released), q.columns).assign(
-                **{COUNT_COLUMN: list(released.values())}
-            )
-        return table, {}
-    values = numeric_values(data, q.columns[0])
-    if q.kind == "sum":
-        return pd.DataFrame({"column": [q.columns[0]], "noisy_sum": [float(meas(values))]}), {}
-    if q.kind == "mean":
-        return _finish_mean(prepared, meas(values))
-    return _finish_tree(prepared, meas(values))
+    keys = histogram_keys(data, q)
+    if q.categories is not None:
+        cells = histogram_cells(q)
+        return split_keys(cells, q.columns).assign(**{COUNT_COLUMN: meas(keys)}), {}
+    released = dict(sorted(meas(keys).items()))
+    table = split_keys(list(released), q.columns).assign(**{COUNT_COLUMN: list(released.values())})
+    return table, {}
+
+
+def run_sum(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    column = prepared.query.columns[0]
+    total = float(prepared.measurement(numeric_values(data, column)))
+    return pd.DataFrame({"column": [column], "noisy_sum": [total]}), {}
+
+
+def run_mean(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    return _finish_mean(
+        prepared, prepared.measurement(numeric_values(data, prepared.query.columns[0]))
+    )
+
+
+def run_quantile(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    values = prepared.measurement(numeric_values(data, prepared.query.columns[0]))
+    return _finish_quantile(prepared, _consistent_leaves(prepared, values))
+
+
+def run_range(prepared: Prepared, data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    values = prepared.measurement(numeric_values(data, prepared.query.columns[0]))
+    edges = prepared.detail["edges"]
+    leaves = _consistent_leaves(prepared, values)
+    # The consistent estimates as they are (a few may be below 0): the stated intervals are
+    # those of these linear estimates, and the cumulative counts are their running sums.
+    table = pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], COUNT_COLUMN: leaves})
+    table["noisy_cumulative"] = np.cumsum(leaves)
+    return table, {}
 
 
 def _finish_mean(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -468,35 +486,36 @@ def _finish_mean(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, di
     return table, {"mean_ci95_halfwidth_approx": half}
 
 
-def _finish_tree(prepared: Prepared, noisy: list[Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _consistent_leaves(prepared: Prepared, noisy_tree: list[Any]) -> list[float]:
+    dp = acc.opendp()
+    b = prepared.detail["branching_factor"]
+    leaves = [float(v) for v in dp.t.make_consistent_b_ary_tree(branching_factor=b)(noisy_tree)]
+    return leaves[: prepared.query.bins]
+
+
+def _finish_quantile(
+    prepared: Prepared, leaves: list[float]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     dp = acc.opendp()
     q, edges = prepared.query, prepared.detail["edges"]
     b = prepared.detail["branching_factor"]
-    leaves = [float(v) for v in dp.t.make_consistent_b_ary_tree(branching_factor=b)(noisy)]
-    leaves = leaves[: q.bins]
-    if q.kind == "quantile":
-        fn = dp.t.make_quantiles_from_counts(
-            edges, alphas=list(q.alphas), interpolation="linear", TA=float
-        )
-        # The consistent estimates as they are: setting those below 0 to 0 would add the noise
-        # of every empty bin to the total and shift every quantile (a 32-bin median's 95%
-        # interval then held the truth in 60% of runs).
-        counts = leaves
-        values = fn(counts) if sum(counts) > 0 else [float("nan")] * len(q.alphas)
-        table = pd.DataFrame({"alpha": list(q.alphas), "quantile": [float(v) for v in values]})
-        intervals = [
-            [
-                significant(v)
-                for v in quantile_interval(edges, counts, a, branching=b, scale=prepared.scale)
-            ]
-            for a in q.alphas
+    fn = dp.t.make_quantiles_from_counts(
+        edges, alphas=list(q.alphas), interpolation="linear", TA=float
+    )
+    # The consistent estimates as they are: setting those below 0 to 0 would add the noise
+    # of every empty bin to the total and shift every quantile (a 32-bin median's 95%
+    # interval then held the truth in 60% of runs).
+    counts = leaves
+    values = fn(counts) if sum(counts) > 0 else [float("nan")] * len(q.alphas)
+    table = pd.DataFrame({"alpha": list(q.alphas), "quantile": [float(v) for v in values]})
+    intervals = [
+        [
+            significant(v)
+            for v in quantile_interval(edges, counts, a, branching=b, scale=prepared.scale)
         ]
-        return table, {"quantile_ci95": intervals}
-    # The consistent estimates as they are (a few may be below 0): the stated intervals are
-    # those of these linear estimates, and the cumulative counts are their running sums.
-    table = pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], COUNT_COLUMN: leaves})
-    table["noisy_cumulative"] = np.cumsum(leaves)
-    return table, {}
+        for a in q.alphas
+    ]
+    return table, {"quantile_ci95": intervals}
 
 
 # -- plan steps ------------------------------------------------------------------------------
@@ -542,69 +561,74 @@ def _for_kinds(schema: sch.Schema, *kinds: str) -> sch.Schema:
     return {**schema, "x-when": {"kind": list(kinds)}}
 
 
-DP_RELEASE_SCHEMA = sch.obj(
-    {
-        # the unit first, as OpenDP's DP Wizard asks for it: every figure below depends on it
-        "identifier": sch.column(
-            "The privacy unit: the column identifying a person (none: each row is a person)"
-        ),
-        "max_contributions": sch.integer(
-            "Most rows kept per person (the rest are dropped before counting)",
-            minimum=1,
-            maximum=1_000_000,
-            default=1,
-        ),
-        "kind": sch.string("The statistic", enum=KINDS),
-        "epsilon": EPSILON,
-        "columns": _for_kinds(
-            sch.one_of(
-                sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+# Each optional parameter's schema; the statistics that take it come from their declarations.
+_OPTIONAL_SCHEMAS: dict[str, sch.Schema] = {
+    "categories": sch.mapping(
+        sch.array(CATEGORY, min_items=1, max_items=1_000_000),
+        "Public categories per histogram column",
+        keys="reads",
+    ),
+    "delta": DELTA,
+    "bounds": BOUNDS,
+    "alphas": sch.one_of(
+        sch.number(minimum=0, maximum=1),
+        sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
+        description="Quantile levels",
+    ),
+    "bins": sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
+}
+assert set(_OPTIONAL_SCHEMAS) == set(OPTIONAL_PARAMETERS)
+
+
+def dp_release_schema() -> sch.Schema:
+    """The ``dp_release`` step's parameters, for the statistics registered now."""
+    optional = {
+        name: _for_kinds(_OPTIONAL_SCHEMAS[name], *kinds_taking(name))
+        for name in OPTIONAL_PARAMETERS
+    }
+    return sch.obj(
+        {
+            # the unit first, as OpenDP's DP Wizard asks for it: every figure below depends on it
+            "identifier": sch.column(
+                "The privacy unit: the column identifying a person (none: each row is a person)"
             ),
-            *[k for k in KINDS if k != "count"],
-        ),
-        "categories": _for_kinds(
-            sch.mapping(
-                sch.array(CATEGORY, min_items=1, max_items=1_000_000),
-                "Public categories per histogram column",
-                keys="reads",
+            "max_contributions": sch.integer(
+                "Most rows kept per person (the rest are dropped before counting)",
+                minimum=1,
+                maximum=1_000_000,
+                default=1,
             ),
-            "histogram",
-        ),
-        "delta": _for_kinds(DELTA, "histogram"),
-        "bounds": _for_kinds(BOUNDS, "sum", "mean", "quantile", "range"),
-        "alphas": _for_kinds(
-            sch.one_of(
-                sch.number(minimum=0, maximum=1),
-                sch.array(sch.number(minimum=0, maximum=1), min_items=1, max_items=1000),
-                description="Quantile levels",
+            "kind": sch.string("The statistic", enum=statistic_kinds()),
+            "epsilon": EPSILON,
+            "columns": _for_kinds(
+                sch.one_of(
+                    sch.column(), sch.columns(role="reads"), description="The column(s) it is about"
+                ),
+                *kinds_taking("columns"),
             ),
-            "quantile",
-        ),
-        "bins": _for_kinds(
-            sch.integer("Bins over the bounds", minimum=2, maximum=100_000, default=32),
-            "quantile",
-            "range",
-        ),
-        "count_missing": sch.boolean("Count missing values as a category", default=True),
-        READ_FROM_DATA_KEY: READ_FROM_DATA,
-    },
-    required=["kind", "epsilon"],
-    labels={
-        "kind": "Statistic",
-        "epsilon": "Total ε for this statistic",
-        "columns": "Column(s)",
-        "categories": "Public categories",
-        "delta": "δ (failure probability)",
-        "bounds": "Public bounds [low, high]",
-        "alphas": "Quantile levels",
-        "bins": "Bins",
-        "identifier": "Person column (unit of privacy)",
-        "max_contributions": "Most rows per person",
-        "count_missing": "Count missing values as a category",
-        "read_from_data": "Read from the data (not private)",
-    },
-    title="Differentially private statistic",
-)
+            **optional,
+            "count_missing": sch.boolean("Count missing values as a category", default=True),
+            READ_FROM_DATA_KEY: READ_FROM_DATA,
+        },
+        required=["kind", "epsilon"],
+        labels={
+            "kind": "Statistic",
+            "epsilon": "Total ε for this statistic",
+            "columns": "Column(s)",
+            "categories": "Public categories",
+            "delta": "δ (failure probability)",
+            "bounds": "Public bounds [low, high]",
+            "alphas": "Quantile levels",
+            "bins": "Bins",
+            "identifier": "Person column (unit of privacy)",
+            "max_contributions": "Most rows per person",
+            "count_missing": "Count missing values as a category",
+            "read_from_data": "Read from the data (not private)",
+        },
+        title="Differentially private statistic",
+    )
+
+
 # A DP step's report holds the query's public parameters, its cost and accuracy: all computed
 # without data, except rows_out, the number of released cells (the released table shows it).
 DP_PUBLIC_REPORT = (
@@ -652,6 +676,8 @@ def _register() -> None:
     def output_columns(params: Mapping[str, Any]) -> list[str]:
         return released_columns(DPQuery.from_params(params))
 
+    extra = [k for s in statistics() for k in s.report_keys if k not in DP_PUBLIC_REPORT]
+
     @register_step(
         "dp_release",
         validate=validate,
@@ -659,9 +685,9 @@ def _register() -> None:
         columns=columns,
         output_columns=output_columns,
         measurement=True,
-        schema=DP_RELEASE_SCHEMA,
+        schema=dp_release_schema(),
         output="aggregate",
-        public_report=DP_PUBLIC_REPORT,
+        public_report=DP_PUBLIC_REPORT + tuple(dict.fromkeys(extra)),
     )
     def dp_release_step(
         df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
@@ -670,4 +696,5 @@ def _register() -> None:
         return StepOutcome(frame=result.table, report=result.report)
 
 
-_register()
+# The step is registered again whenever a statistic is, so its schema lists every statistic.
+on_register(_register)

@@ -10,7 +10,8 @@ with the release (not with one runner):
 * **report scrubbing**: the internal report loses the raw values of the source's disclosing
   classes, and the published report (:func:`~anonweb.core.release.report.published_report`)
   keeps only what the released data shows and the plan's public parameters;
-* **CSV neutralisation**: :meth:`Published.csv_bytes` (spreadsheet formulas neutralised).
+* **CSV neutralisation**: :meth:`Published.csv_bytes` and :meth:`Published.export_bytes` write
+  through the export formats' writers (spreadsheet formulas neutralised).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonweb.core.io.export import safe_csv_bytes
+from anonweb.core.io.export import DEFAULT_FORMAT, export_format
 from anonweb.core.release.plan import get_step, plan_to_dict
 from anonweb.core.release.report import published_report
 from anonweb.core.release.run import apply_plan
@@ -42,7 +43,12 @@ class Published:
     source_rows: np.ndarray[Any, Any] | None = field(default=None, repr=False)
 
     def csv_bytes(self, *, sep: str = ",") -> bytes:
-        return safe_csv_bytes(self.frame, sep=sep)
+        return self.export_bytes(DEFAULT_FORMAT, sep=sep)
+
+    def export_bytes(self, fmt: str, *, sep: str | None = None) -> bytes:
+        """The published table in export format ``fmt`` (``sep``: a delimited text's
+        separator)."""
+        return export_format(fmt).to_bytes(self.frame, sep=sep)
 
 
 def secret_names(plan: Plan | Mapping[str, Any]) -> set[str]:

@@ -47,7 +47,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path")
         parser.add_argument("--plan", help="release plan (JSON)")
-        parser.add_argument("--out", required=True, help="output table (CSV)")
+        from anonweb.core.io.export import EXPORT_FORMATS
+
+        parser.add_argument(
+            "--out",
+            required=True,
+            help="output table; its format by its suffix (CSV for any other)",
+        )
+        parser.add_argument(
+            "--out-format",
+            choices=list(EXPORT_FORMATS),
+            default=None,
+            help="output format, whatever the suffix of --out",
+        )
         parser.add_argument("--report", help="report (JSON)")
         parser.add_argument("--sep", help="field separator of the input (default: sniffed)")
         add_reading_options(parser)
@@ -163,9 +175,11 @@ class Command(BaseCommand):
             published=made.published,
             gate=gate.to_dict(),
         )
-        from anonweb.cli.output import write_all
+        from anonweb.cli.output import Writer, write_all
 
-        outputs = [(opts["out"], lambda f: f.write(made.csv_bytes(sep=sep).decode("utf-8")))]
+        outputs: list[tuple[str, Writer | bytes]] = [
+            (opts["out"], _table_bytes(made, opts["out"], opts["out_format"], sep))
+        ]
         if opts["report"]:
             outputs.append(
                 (opts["report"], lambda f: json.dump(summary, f, indent=2, ensure_ascii=False))
@@ -296,6 +310,15 @@ class Command(BaseCommand):
                 f"information loss {summary['information_loss']:.6f} ({objective})"
             )
         return f"wrote {rows} rows"
+
+
+def _table_bytes(made, out: str, name: str | None, sep: str) -> bytes:
+    """The bytes of the released table: the format named, or the one ``out``'s suffix names
+    (CSV, in the input's separator, for any other suffix)."""
+    from anonweb.core.io.export import DEFAULT_FORMAT, EXPORT_FORMATS, format_for_path
+
+    fmt = EXPORT_FORMATS[name] if name else format_for_path(out)
+    return made.export_bytes(fmt.name, sep=sep if fmt.name == DEFAULT_FORMAT else None)
 
 
 def _output_separator(path, sep, sniff):

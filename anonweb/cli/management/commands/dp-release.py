@@ -14,23 +14,30 @@ from django.core.management.base import BaseCommand, CommandError
 
 from anonweb.cli.reading import add_reading_options, reading
 
-STATISTICS = ("count", "histogram", "sum", "mean", "quantile", "range")
 # Categories that are not declared public must be selected privately, which costs a δ; 1e-6 is
 # far below 1/n for any table this tool is meant for. The report states the δ spent.
 DEFAULT_KEY_DELTA = 1e-6
 
 
 class Command(BaseCommand):
-    help = "Release a DP count, histogram, sum, mean, quantiles or range counts of a table."
+    help = (
+        "Release a DP statistic of a table (one flag per statistic: a count, a histogram, a sum, "
+        "a mean, quantiles, range counts, and any other registered)."
+    )
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", help="CSV/TSV, Excel or Parquet file")
+        from anonweb.core.dp.statistic import statistics
+
         what = parser.add_mutually_exclusive_group(required=True)
-        what.add_argument("--count", action="store_true", help="number of rows (people)")
-        what.add_argument("--histogram", metavar="COL[,COL]", help="counts per category (cell)")
-        for name in ("sum", "mean", "quantile", "range"):
-            what.add_argument(f"--{name}", metavar="COL", help=f"{name} of a numeric column")
+        # one flag per registered statistic: a switch for one that reads no column
+        for statistic in statistics():
+            flag, text = f"--{statistic.kind}", statistic.cli_help or f"a DP {statistic.kind}"
+            if statistic.columns == 0:
+                what.add_argument(flag, action="store_true", help=text)
+            else:
+                what.add_argument(flag, metavar=statistic.cli_metavar, help=text)
         parser.add_argument("--epsilon", required=True, help="privacy budget ε for this release")
         parser.add_argument(
             "--delta",
@@ -99,16 +106,18 @@ class Command(BaseCommand):
 
 def _params(options) -> dict:
     from anonweb.core.dp.mechanisms import categories_from_frame
+    from anonweb.core.dp.statistic import statistics
     from anonweb.core.io.frame import parse_column_list, read_table
 
-    kind = next(k for k in STATISTICS if options.get(k))
-    columns = parse_column_list(options[kind]) if kind != "count" else []
+    statistic = next(s for s in statistics() if options.get(s.kind))
+    kind = statistic.kind
+    columns = parse_column_list(options[kind]) if statistic.columns != 0 else []
     params = {"kind": kind, "epsilon": options["epsilon"], "columns": columns}
     if options["delta"] is not None:
         params["delta"] = options["delta"]
-    elif kind == "histogram" and not options["categories_from"]:
+    elif "categories" in statistic.parameters and not options["categories_from"]:
         params["delta"] = DEFAULT_KEY_DELTA
-    if kind in ("sum", "mean", "quantile", "range"):
+    if "bounds" in statistic.parameters:
         params["bounds"] = options["bounds"]
         params["bins"] = options["bins"]
         params["alphas"] = parse_column_list(options["alphas"])
