@@ -19,6 +19,7 @@ from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.average_risk import AverageRisk
 from anonweb.core.models.base import CliFlag, Figure, PrivacyModel
+from anonweb.core.models.beta_likeness import BetaLikeness
 from anonweb.core.models.delta_disclosure import DeltaDisclosure
 from anonweb.core.models.distinct_l import DistinctL
 from anonweb.core.models.entropy_l import EntropyL
@@ -34,6 +35,7 @@ MODELS: list[type[PrivacyModel]] = [
     TCloseness,
     DeltaDisclosure,
     AverageRisk,
+    BetaLikeness,
 ]
 # name -> (class, JSON fields), e.g. "t_closeness" -> (TCloseness, ("sensitive", "t", "distance"))
 MODEL_KINDS: dict[str, tuple[type[PrivacyModel], tuple[str, ...]]] = {}
