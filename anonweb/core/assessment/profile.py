@@ -46,9 +46,7 @@ class SensitiveProfile:
         dict[Any, Any], ...
     ] = ()  # the largest classes that share one value, QI values shown
     # the registry's other figures (see :func:`model_figures`): key -> (figure, per class)
-    figures: Mapping[str, tuple[Figure, NDArray[Any]]] = field(
-        default_factory=dict, compare=False
-    )
+    figures: Mapping[str, tuple[Figure, NDArray[Any]]] = field(default_factory=dict, compare=False)
 
     def figure(self, key: str) -> float | None:
         """The table's figure of a registry figure measured here (None: infinite or no class)."""
@@ -70,9 +68,7 @@ class SensitiveProfile:
 
 # the figures the builders above report under their own keys, with their own context (the
 # recursive c, the t distance): the registry's declarations of them are not measured twice
-BUILT_IN = frozenset(
-    {"l_distinct", "l_entropy", "l_recursive", "t_closeness", "delta_disclosure"}
-)
+BUILT_IN = frozenset({"l_distinct", "l_entropy", "l_recursive", "t_closeness", "delta_disclosure"})
 
 
 def model_figures(sc: SensitiveCounts) -> dict[str, tuple[Figure, NDArray[Any]]]:

@@ -168,9 +168,7 @@ class PrivacyModel(ABC):
         return frozenset(cls.fields) - frozenset(cls.schema.get("required", ()))
 
     @classmethod
-    def from_spec(
-        cls, params: Mapping[str, Any], hierarchies: Mapping[str, Any]
-    ) -> PrivacyModel:
+    def from_spec(cls, params: Mapping[str, Any], hierarchies: Mapping[str, Any]) -> PrivacyModel:
         """The model from its checked parameters; ``hierarchies`` by column, for models that
         read a value hierarchy."""
         return cls(**params)

@@ -95,7 +95,9 @@ class BetaLikeness(PrivacyModel):
         labels={"sensitive": "Sensitive column", "beta": "Largest relative gain (β)"},
         title="Enhanced β-likeness",
     )
-    figures = (Figure("beta_likeness", "β (likeness)", LOWER, digits=3, measure=likeness_per_class),)
+    figures = (
+        Figure("beta_likeness", "β (likeness)", LOWER, digits=3, measure=likeness_per_class),
+    )
     cli_flags = (
         CliFlag(
             "--beta-likeness",

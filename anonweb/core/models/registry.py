@@ -52,9 +52,7 @@ def _derive() -> None:
     MODEL_SCHEMAS.clear()
     MODEL_SCHEMAS.update({cls.kind: cls.schema for cls in MODELS if cls.schema is not None})
     MODEL_SCHEMA.clear()
-    MODEL_SCHEMA.update(
-        sch.variants("model", MODEL_SCHEMAS, "A privacy model the search enforces")
-    )
+    MODEL_SCHEMA.update(sch.variants("model", MODEL_SCHEMAS, "A privacy model the search enforces"))
 
 
 _derive()

@@ -282,12 +282,14 @@ class TCloseness(PrivacyModel):
                 minimum=0,
                 maximum=1,
             ),
-            "distance": sch.string(
-                "Earth mover's distance over", enum=DISTANCES, default="equal"
-            ),
+            "distance": sch.string("Earth mover's distance over", enum=DISTANCES, default="equal"),
         },
         required=["sensitive", "t"],
-        labels={"sensitive": "Sensitive column", "t": "Largest distance (t)", "distance": "Distance"},
+        labels={
+            "sensitive": "Sensitive column",
+            "t": "Largest distance (t)",
+            "distance": "Distance",
+        },
         title="t-closeness",
     )
     # measured by the profile with the distance the column's type or hierarchy picks
@@ -299,9 +301,7 @@ class TCloseness(PrivacyModel):
     policy_code = "risk_t"
 
     @classmethod
-    def from_spec(
-        cls, params: Mapping[str, Any], hierarchies: Mapping[str, Any]
-    ) -> PrivacyModel:
+    def from_spec(cls, params: Mapping[str, Any], hierarchies: Mapping[str, Any]) -> PrivacyModel:
         kwargs = dict(params)
         if kwargs.get("distance") == "hierarchical":
             kwargs["hierarchy"] = hierarchies.get(kwargs["sensitive"])
