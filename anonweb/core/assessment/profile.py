@@ -20,8 +20,8 @@ from numpy.typing import NDArray
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import Hierarchy
-from anonweb.core.models.closeness import TClosenessResult, t_closeness_of
 from anonweb.core.models.base import Figure
+from anonweb.core.models.closeness import TClosenessResult, t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, sensitive_counts
 from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymityResult, k_anonymity_of

@@ -3,8 +3,8 @@ sensitive values. Monotonic even with suppression: merging classes never loses a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from anonweb.core.errors import ParameterError
 from anonweb.core import schema as sch
+from anonweb.core.errors import ParameterError
 from anonweb.core.models.base import (
     HIGHER,
     CliFlag,

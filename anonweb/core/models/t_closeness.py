@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import MISSING, UNCOVERED, Hierarchy
-from anonweb.core import schema as sch
 from anonweb.core.models.base import (
     LOWER,
     CliFlag,

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from anonweb.cli.model_flags import add_model_flags, model_specs, pairs as _pairs
+from anonweb.cli.model_flags import add_model_flags, model_specs
+from anonweb.cli.model_flags import pairs as _pairs
 from anonweb.cli.reading import add_reading_options, reading
 from anonweb.core.search.metrics import AGGREGATES, METRICS
 
