@@ -66,6 +66,7 @@ def test_the_minus_ln_cap_binds_a_frequent_value():
     assert figures[1] == np.inf
     assert figures[0] == pytest.approx((5 / 6 - 0.5) / 0.5)
     assert model.passes(_data(df)).tolist() == [True, False]
+    assert model.check(_data(df)).value is None  # infinite: stored reports hold no infinity
     profile = assess_risk(df, quasi_identifiers=["zip"], sensitive=["disease"])
     assert profile.to_dict()["sensitive"]["disease"]["beta_likeness"] is None  # ∞ in JSON
 

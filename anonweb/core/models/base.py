@@ -207,12 +207,14 @@ class PrivacyModel(ABC):
         return np.asarray(failing == 0)
 
     def table_value(self, data: ClassData) -> float | None:
-        """The table's figure (the worst class's, or the table-wide one); None without classes."""
+        """The table's figure (the worst class's, or the table-wide one); None without classes,
+        or when it is infinite (a class no threshold admits; JSON, and so every stored report,
+        has no infinity)."""
         if len(data) == 0:
             return None
         figures = self.measure(data)
-        value = figures.min() if self.worst == "min" else figures.max()
-        return float(value)
+        value = float(figures.min() if self.worst == "min" else figures.max())
+        return value if np.isfinite(value) else None
 
     def check(self, data: ClassData) -> ModelCheck:
         """The model on a whole table: what the release report and the policy show."""
@@ -232,7 +234,7 @@ class PrivacyModel(ABC):
 
     def policy_message(self, check: ModelCheck, *, quasi_identifiers: Sequence[str]) -> str:
         """The release gate's sentence for a release failing this model as a policy threshold."""
-        worst = "none" if check.value is None else f"{check.value:.4g}"
+        worst = f"{check.value:.4g}" if check.value is not None else "∞"
         return (
             f"After the plan, {check.failing_records} record(s) in {check.failing_classes} "
             f"class(es) on {', '.join(quasi_identifiers)} fail {self.describe()} "
