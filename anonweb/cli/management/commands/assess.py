@@ -190,7 +190,7 @@ def render_text(r: dict) -> str:
             lines.append(f"      {qi} ({c['size']} records): {name} = {c['value']}")
     for check in r.get("model_checks", []):
         state = "satisfied" if check["satisfied"] else "NOT satisfied"
-        value = "none" if check["value"] is None else f"{check['value']:.4g}"
+        value = f"{check['value']:.4g}" if check["value"] is not None else "inf"
         lines.append(
             f"  {check['description']}: {state} (table figure {value}; "
             f"{check['failing_records']} records in {check['failing_classes']} classes fail)"
