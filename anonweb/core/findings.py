@@ -55,6 +55,11 @@ CODES: dict[str, str] = {
         "After the plan, some classes' sensitive distribution is further than the team's t "
         "from the whole table's."
     ),
+    "risk_model": (
+        "After the plan, some classes fail another privacy model of the team's policy (its "
+        "figure is beyond the policy's threshold, e.g. a sensitive value's relative gain in a "
+        "class beyond β)."
+    ),
     "risk_prosecutor": (
         "After the plan, some records' prosecutor re-identification risk (1 / class size) is "
         "above the team's maximum."

@@ -60,6 +60,7 @@ def thresholds_for(*, team) -> PolicyThresholds:
         max_prosecutor_risk=row.max_prosecutor_risk,
         max_attack_excess=row.max_attack_excess,
         max_membership_auc=row.max_membership_auc,
+        models=tuple(row.model_specs) if row.model_specs else None,
     )
 
 
@@ -73,6 +74,7 @@ def release_policy_update(*, user, team, thresholds: PolicyThresholds) -> Releas
         row.max_prosecutor_risk = thresholds.max_prosecutor_risk
         row.max_attack_excess = thresholds.max_attack_excess
         row.max_membership_auc = thresholds.max_membership_auc
+        row.model_specs = [dict(s) for s in thresholds.models or ()]
         row.updated_by = user
         row.save()
         audit_record(

@@ -125,6 +125,10 @@ class ReleasePolicy(models.Model):
     # caps on the attack figures; null: not checked
     max_attack_excess = models.FloatField(null=True, blank=True)
     max_membership_auc = models.FloatField(null=True, blank=True)
+    # the policy's privacy models as a plan's "models" entries ([{"model": "k_anonymity",
+    # "k": 5}, ...]; a spec without "sensitive" applies to every sensitive column). Empty in a
+    # row written before it: k, l and t above are the policy then; they are kept in step.
+    model_specs = models.JSONField(default=list, blank=True)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

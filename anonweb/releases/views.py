@@ -277,14 +277,56 @@ def release_signoff(request, release_id: int):
     return signoff_download(release=release, user=request.user)
 
 
+# the form's names of the policy's first thresholds (the page's POST keys since before the
+# policy was a list of models), and those a policy always sets
+POLICY_FIELD_NAMES = {
+    ("k_anonymity", "k"): "k",
+    ("distinct_l", "l"): "l",
+    ("t_closeness", "t"): "t",
+}
+POLICY_LABELS = {
+    "k": "Smallest class (k)",
+    "l": "Distinct sensitive values per class (l; 2: none disclosed)",
+    "t": "t-closeness (blank: not checked)",
+}
+POLICY_REQUIRED = {"k", "l"}
+
+
+def _policy_parameters():
+    """(form name, model kind, parameter, its schema) for each policy threshold the registry's
+    models declare; ``sensitive`` is left out: a policy model applies to every sensitive
+    column."""
+    from anonweb.core.models.registry import MODELS
+
+    for cls in MODELS:
+        for param, schema in (cls.schema or {}).get("properties", {}).items():
+            if param == "sensitive":
+                continue
+            name = POLICY_FIELD_NAMES.get((cls.kind, param), f"{cls.kind}__{param}")
+            yield name, cls, param, schema
+
+
+def _policy_field(name, cls, param, schema):
+    required = name in POLICY_REQUIRED
+    label = POLICY_LABELS.get(name) or (
+        f"{cls.schema.get('title', cls.kind)}: {schema.get('title', param)} (blank: not checked)"
+    )
+    bounds = {
+        "min_value": schema.get("minimum", schema.get("exclusiveMinimum")),
+        "max_value": schema.get("maximum"),
+    }
+    if schema.get("type") == "integer":
+        return forms.IntegerField(required=required, label=label, **bounds)
+    if schema.get("type") == "number":
+        return forms.FloatField(required=required, label=label, **bounds)
+    choices = [("", "—")] + [(v, v) for v in schema.get("enum", ())]
+    return forms.ChoiceField(required=False, choices=choices, label=label)
+
+
 class PolicyForm(forms.Form):
-    k = forms.IntegerField(min_value=1, label="Smallest class (k)")
-    l = forms.IntegerField(  # noqa: E741
-        min_value=1, label="Distinct sensitive values per class (l; 2: none disclosed)"
-    )
-    t = forms.FloatField(
-        required=False, min_value=0.0, max_value=1.0, label="t-closeness (blank: not checked)"
-    )
+    """The team policy: one field per parameter of each model of the registry, then the caps on
+    prosecutor risk and on the attacks."""
+
     max_prosecutor_risk = forms.FloatField(
         min_value=0.0, max_value=1.0, label="Highest prosecutor risk"
     )
@@ -301,6 +343,64 @@ class PolicyForm(forms.Form):
         label="Highest membership-inference AUC, 0.5 is chance (blank: not checked)",
     )
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        caps = dict(self.fields)
+        self.fields.clear()
+        for name, cls, param, schema in _policy_parameters():
+            self.fields[name] = _policy_field(name, cls, param, schema)
+        self.fields.update(caps)
+
+    @staticmethod
+    def initial_for(current: PolicyThresholds) -> dict:
+        """The form's values for a policy (its models that name no column)."""
+        initial = current.to_dict()
+        names = {(cls.kind, param): name for name, cls, param, _s in _policy_parameters()}
+        for spec in current.models or ():
+            if "sensitive" in spec:
+                continue
+            for param, value in spec.items():
+                name = names.get((spec["model"], param))
+                if name is not None:
+                    initial[name] = value
+        return initial
+
+    def thresholds(self, current: PolicyThresholds) -> PolicyThresholds:
+        """The policy the form describes; the current policy's models that name a column (set
+        through the API or a plan, not this form) are kept as they are."""
+        data = self.cleaned_data
+        specs: dict[str, dict] = {}
+        for name, cls, param, _schema in _policy_parameters():
+            value = data.get(name)
+            if value is None or value == "":
+                continue
+            specs.setdefault(cls.kind, {"model": cls.kind})[param] = value
+        kept = [dict(s) for s in current.models or () if "sensitive" in s]
+        return PolicyThresholds(
+            max_prosecutor_risk=data["max_prosecutor_risk"],
+            max_attack_excess=data.get("max_attack_excess"),
+            max_membership_auc=data.get("max_membership_auc"),
+            models=(*specs.values(), *kept),
+        )
+
+
+def _other_policy_models(current: PolicyThresholds) -> list[str]:
+    """The policy's models besides k, l and t, as phrases (``enhanced 1.0-likeness on every
+    sensitive column``)."""
+    from anonweb.core.models.registry import model_class, model_from_dict
+
+    out = []
+    for spec in current.models or ():
+        if spec["model"] in ("k_anonymity", "distinct_l") or (
+            spec["model"] == "t_closeness" and "sensitive" not in spec
+        ):
+            continue
+        column = spec.get("sensitive", "every sensitive column")
+        cls = model_class(spec["model"])
+        filled = {**spec, "sensitive": column} if "sensitive" in cls.fields else dict(spec)
+        out.append(model_from_dict(filled).describe())
+    return out
+
 
 def policy_page(request, team_id: int | None = None):
     """The team's release policy; a data steward edits it."""
@@ -313,14 +413,14 @@ def policy_page(request, team_id: int | None = None):
         raise Http404("No such team.")
     current = thresholds_for(team=team)
     can_edit = user_has_role(user=request.user, team=team, role=Role.DATA_STEWARD)
-    form = PolicyForm(request.POST or None, initial=current.to_dict())
+    form = PolicyForm(request.POST or None, initial=PolicyForm.initial_for(current))
     if request.method == "POST":
         if not can_edit:
             raise PermissionDenied("Only a data steward of the team edits its release policy.")
         if form.is_valid():
             try:
                 release_policy_update(
-                    user=request.user, team=team, thresholds=PolicyThresholds(**form.cleaned_data)
+                    user=request.user, team=team, thresholds=form.thresholds(current)
                 )
             except CoreError as exc:
                 form.add_error(None, str(exc))
@@ -330,6 +430,13 @@ def policy_page(request, team_id: int | None = None):
     return render(
         request,
         "releases/policy.html",
-        {"team": team, "teams": teams, "form": form, "can_edit": can_edit, "current": current},
+        {
+            "team": team,
+            "teams": teams,
+            "form": form,
+            "can_edit": can_edit,
+            "current": current,
+            "other_models": _other_policy_models(current),
+        },
         status=400 if form.errors else 200,
     )

@@ -19,6 +19,16 @@
     return Number.isInteger(x) ? x.toLocaleString("en") : x.toFixed(digits === undefined ? 4 : digits);
   }
 
+  // the figures of the registry's other models (β-likeness, ...), declared once in the core and
+  // given to the page as JSON: key, label, which direction is safer, digits
+  var declared = document.getElementById("whatif-model-figures");
+  var modelFigures = declared ? JSON.parse(declared.textContent) : [];
+
+  function figure(s, f) {
+    if (!(f.key in s)) return "—";
+    return s[f.key] === null ? "∞" : fmt(s[f.key], f.digits);
+  }
+
   function el(tag, attrs, text) {
     var node = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
@@ -90,7 +100,9 @@
       var s = r.sensitive[name];
       var tr = el("tr");
       [name, fmt(s.l_distinct), fmt(s.l_entropy, 2), fmt(s.t_closeness) + " (" + s.t_distance + ")",
-       fmt(s.delta_disclosure, 3), fmt(s.homogeneous_classes) + " (" + fmt(s.homogeneous_records) + " records)"]
+       fmt(s.delta_disclosure, 3)]
+        .concat(modelFigures.map(function (f) { return figure(s, f); }))
+        .concat([fmt(s.homogeneous_classes) + " (" + fmt(s.homogeneous_records) + " records)"])
         .forEach(function (v) { tr.appendChild(el("td", {}, v)); });
       body.appendChild(tr);
     });

@@ -223,3 +223,26 @@ def test_a_workbook_of_several_sheets_needs_sheet_and_decimal_commas_need_decima
     clash = run(str(text), "--qi", "income", "--sep", ",", "--decimal", ",")
     assert clash.returncode == 2
     assert "the comma cannot be both the separator and the decimal mark" in clash.stderr
+
+
+def test_model_flags_check_the_table_as_it_is(tmp_path):
+    # the hand-worked β-likeness table: class a's largest gain is hiv's, (0.4 - 0.2) / 0.2 = 1
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "zip,disease\n"
+        + "".join(f"a,{d}\n" for d in ["flu", "cold", "cold", "hiv", "hiv"])
+        + "".join(f"b,{d}\n" for d in ["flu", "flu", "flu", "flu", "cold"])
+    )
+    args = [str(table), "--qi", "zip", "--sensitive", "disease", "--format", "json"]
+    p = run(*args, "--beta-likeness", "disease=0.99", "--l-distinct", "disease=2")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["sensitive"]["disease"]["beta_likeness"] == pytest.approx(1.0)
+    distinct, beta = report["model_checks"]
+    assert distinct["satisfied"] is True and distinct["value"] == 2
+    assert beta["model"] == {"model": "beta_likeness", "sensitive": "disease", "beta": 0.99}
+    assert beta["satisfied"] is False and beta["value"] == pytest.approx(1.0)
+    assert (beta["failing_classes"], beta["failing_records"]) == (1, 5)
+    assert "model_checks" not in json.loads(run(*args).stdout)
+    bad = run(*args, "--beta-likeness", "disease=many")
+    assert bad.returncode == 2 and "--beta-likeness: 'many' is not a number" in bad.stderr

@@ -38,6 +38,15 @@ def class_ok(model: dict, values: list, table: Counter, hierarchy_rows=None) -> 
         total = sum(table.values())
         worst = max(abs(math.log2((c / n) / (table[v] / total))) for v, c in counts.items())
         return worst < model["delta"]
+    if kind == "beta_likeness":
+        # enhanced β-likeness (Cao & Karras 2012; ARX's EnhancedBLikeness): each value's
+        # relative gain in the class is at most min(β, -ln p) for its share p in the table
+        total = sum(table.values())
+        for v, c in counts.items():
+            p = table[v] / total
+            if (c / n - p) / p > min(model["beta"], -math.log(p)) + 1e-9:
+                return False
+        return True
     if kind == "t_closeness":
         dist = emd(counts, table, model.get("distance", "equal"), hierarchy_rows)
         return dist <= model["t"] + 1e-9

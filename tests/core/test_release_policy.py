@@ -274,6 +274,8 @@ def test_default_thresholds():
         "max_prosecutor_risk": 0.2,
         "max_attack_excess": None,
         "max_membership_auc": None,
+        # the same policy as a list of model specs (an extension: the keys above stay)
+        "models": [{"model": "k_anonymity", "k": 5}, {"model": "distinct_l", "l": 2}],
     }
 
 

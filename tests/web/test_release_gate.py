@@ -262,3 +262,75 @@ def test_assess_without_a_quasi_identifier_is_refused_with_a_reason(client, offi
     assert not Job.objects.filter(kind=JobKind.PROFILE).exists()
     page = client.get(reverse("datasets:detail", args=[dataset.pk])).content.decode()
     assert "js/tags.js" in page
+
+
+def test_the_policy_is_a_list_of_models_on_the_page(client, officer, steward, team):
+    url = reverse("releases:policy")
+    client.force_login(steward)
+    page = client.get(url).content.decode()
+    assert 'name="beta_likeness__beta"' in page  # one field per registered model's parameter
+    form = {"k": 4, "l": 2, "t": "", "max_prosecutor_risk": 0.25, "beta_likeness__beta": 1.5}
+    assert client.post(url, form).status_code == 302
+    row = ReleasePolicy.objects.get(team=team)
+    assert row.model_specs == [
+        {"model": "k_anonymity", "k": 4},
+        {"model": "distinct_l", "l": 2},
+        {"model": "beta_likeness", "beta": 1.5},
+    ]
+    assert (row.k, row.l, row.t) == (4, 2, None)  # the columns kept in step
+    assert 'value="1.5"' in client.get(url).content.decode()
+    client.force_login(officer)
+    assert "enhanced 1.5-likeness on every sensitive column" in client.get(url).content.decode()
+    # half a model (recursive diversity's c without its l) is refused with the core's reason
+    client.force_login(steward)
+    bad = {**form, "recursive_cl__c": 2}
+    response = client.post(url, bad)
+    assert response.status_code == 400 and "needs l" in response.content.decode()
+
+
+def test_a_policy_row_from_before_the_list_reads_from_its_columns(team):
+    import importlib
+
+    from django.apps import apps
+
+    from anonweb.releases.gate import thresholds_for
+
+    ReleasePolicy.objects.create(team=team, k=7, l=3, t=0.4, max_prosecutor_risk=0.5)
+    policy = thresholds_for(team=team)
+    assert (policy.k, policy.l, policy.t) == (7, 3, 0.4)
+    assert policy.models == (
+        {"model": "k_anonymity", "k": 7},
+        {"model": "distinct_l", "l": 3},
+        {"model": "t_closeness", "t": 0.4},
+    )
+    # the data migration writes the same list into the row
+    migration = importlib.import_module("anonweb.releases.migrations.0007_release_policy_models")
+    migration.models_from_columns(apps, None)
+    assert ReleasePolicy.objects.get(team=team).model_specs == list(policy.models)
+    assert thresholds_for(team=team) == policy
+
+
+def test_a_release_breaking_the_policys_beta_is_blocked(officer, steward, dataset):
+    from anonweb.core.release.policy import PolicyThresholds
+    from anonweb.releases.gate import release_policy_update
+
+    release_policy_update(
+        user=steward,
+        team=dataset.team,
+        thresholds=PolicyThresholds(
+            max_prosecutor_risk=1.0,
+            models=[
+                {"model": "k_anonymity", "k": 1},
+                {"model": "distinct_l", "l": 1},
+                {"model": "beta_likeness", "beta": 0.01},
+            ],
+        ),
+    )
+    steps = [
+        {"kind": "drop", "params": {"columns": ["name"]}},
+        {"kind": "generalize", "params": {"levels": {"age": 1}}},
+    ]
+    release = run(officer, dataset, plan(steps))
+    found = [f for f in release.findings if f["code"] == "risk_model"]
+    assert found and found[0]["severity"] == "block" and found[0]["columns"] == ["disease"]
+    assert "likeness on disease" in found[0]["message"]

@@ -3,7 +3,8 @@
 ``assess_risk`` groups the rows once over the quasi-identifiers and derives everything from that
 grouping: k and the class-size distribution, prosecutor/journalist/marketer risk, records at risk
 above thresholds, population uniqueness (when the population size is known), and for each
-sensitive attribute l-diversity (distinct, entropy, recursive), δ-disclosure and t-closeness.
+sensitive attribute l-diversity (distinct, entropy, recursive), δ-disclosure and t-closeness,
+and the figure of every other model in the registry (:func:`model_figures`), under its key.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from numpy.typing import NDArray
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import Hierarchy
+from anonweb.core.models.base import Figure
 from anonweb.core.models.closeness import TClosenessResult, t_closeness_of
-from anonweb.core.models.counts import sensitive_counts
+from anonweb.core.models.counts import ClassData, SensitiveCounts, sensitive_counts
 from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymityResult, k_anonymity_of
+from anonweb.core.models.registry import sensitive_figures
 from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
 from anonweb.core.risk.reidentification import (
@@ -42,16 +45,45 @@ class SensitiveProfile:
     disclosing: tuple[
         dict[Any, Any], ...
     ] = ()  # the largest classes that share one value, QI values shown
+    # the registry's other figures (see :func:`model_figures`): key -> (figure, per class)
+    figures: Mapping[str, tuple[Figure, NDArray[Any]]] = field(default_factory=dict, compare=False)
+
+    def figure(self, key: str) -> float | None:
+        """The table's figure of a registry figure measured here (None: infinite or no class)."""
+        declared, per_class = self.figures[key]
+        return declared.table_value(per_class)
 
     def per_class(self) -> dict[str, list[Any]]:
-        return {**self.diversity.per_class(), **self.closeness.per_class()}
+        extra = {key: _json_floats(v) for key, (_f, v) in self.figures.items()}
+        return {**self.diversity.per_class(), **self.closeness.per_class(), **extra}
 
     def to_dict(self) -> dict[Any, Any]:
         return {
             **self.diversity.to_dict(),
             **self.closeness.to_dict(),
             "disclosing_classes": list(self.disclosing),
+            **{key: self.figure(key) for key in self.figures},
         }
+
+
+# the figures the builders above report under their own keys, with their own context (the
+# recursive c, the t distance): the registry's declarations of them are not measured twice
+BUILT_IN = frozenset({"l_distinct", "l_entropy", "l_recursive", "t_closeness", "delta_disclosure"})
+
+
+def model_figures(sc: SensitiveCounts) -> dict[str, tuple[Figure, NDArray[Any]]]:
+    """Every registry model's figure of one sensitive column, per class, besides the built-in
+    ones: what the risk profile and the what-if add for each model of the registry."""
+    data = ClassData(sc.sizes, {sc.attribute: sc})
+    return {
+        f.key: (f, f.measure(data, sc.attribute))
+        for _cls, f in sensitive_figures()
+        if f.measure is not None and f.key not in BUILT_IN
+    }
+
+
+def _json_floats(values: NDArray[Any]) -> list[float | None]:
+    return [float(v) if np.isfinite(v) else None for v in values]
 
 
 @dataclass(frozen=True)
@@ -163,6 +195,7 @@ def assess_risk(
             div,
             t_closeness_of(sc, full[name], distance=dist, hierarchy=hierarchies.get(name)),
             tuple(div.homogeneous(df, limit=disclosing_limit)),
+            model_figures(sc),
         )
     return RiskProfile(
         quasi_identifiers=tuple(qis),

@@ -1,10 +1,9 @@
 """Privacy models, one module each, with the checks every path calls.
 
-* :mod:`.k_anonymity` — :class:`KAnonymity`
-* :mod:`.distinct_l`, :mod:`.entropy_l`, :mod:`.recursive_l` — the l-diversity variants
-* :mod:`.t_closeness` — :class:`TCloseness` with the equal, ordered and hierarchical distances
-* :mod:`.delta_disclosure` — :class:`DeltaDisclosure`
-* :mod:`.average_risk` — :class:`AverageRisk`
+:data:`.registry.MODELS` is the one list of them (k-anonymity, the l-diversity variants,
+t-closeness, δ-disclosure, average risk, β-likeness, ...); each class declares its parameters,
+figures and command-line flags (:mod:`.base`), and every path iterates the list. The classes
+below are exported for convenience; a model added later is imported from its own module.
 
 Each model is a frozen dataclass of its parameters (:class:`~.base.PrivacyModel`) that checks
 classes given as :class:`~.counts.ClassData`, however they were formed::

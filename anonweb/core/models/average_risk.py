@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
-from anonweb.core.models.base import PrivacyModel, require_number
+from anonweb.core.models.base import CliFlag, PrivacyModel, require_number
 from anonweb.core.models.counts import ClassData
 
 TOLERANCE = 1e-12
@@ -35,7 +36,25 @@ class AverageRisk(PrivacyModel):
     monotonic = False
     per_class = False
     worst = "max"
-    fields = ("threshold",)
+    schema = sch.obj(
+        {
+            "threshold": sch.number(
+                "Ceiling on the average re-identification risk", exclusive_minimum=0, maximum=1
+            )
+        },
+        required=["threshold"],
+        labels={"threshold": "Highest average risk"},
+        title="Average re-identification risk",
+    )
+    cli_flags = (
+        CliFlag(
+            "--average-risk",
+            "ceiling on the average risk",
+            lambda _col, v: {"model": "average_risk", "threshold": v},
+            per_column=False,
+            value_type=float,
+        ),
+    )
 
     def __post_init__(self) -> None:
         value = require_number(self.threshold, "the average-risk ceiling")

@@ -12,19 +12,108 @@ A model whose ``per_class`` is false (average risk) is a property of the kept ta
 ``monotonic`` says whether the model stays satisfied when a node is generalized further *with
 suppression*, which lets the search settle whole sublattices without checking them; a model
 declared monotonic that is not makes the search return a worse node than the optimum.
+
+A model class is also the one declaration of everything the rest of the app shows or asks about
+it, so that adding a model is one module and one line in :mod:`.registry`:
+
+* ``schema``: its parameters as a JSON Schema object (:mod:`anonweb.core.schema`); the plan's
+  schema, the policy form and ``fields`` are derived from it;
+* ``figures``: the :class:`Figure` objects it is judged by, per sensitive column (label, which
+  direction is safer, how to measure it on classes): the risk profile, the what-if, the release
+  comparison and the pages iterate them;
+* ``cli_flags``: the :class:`CliFlag` objects of ``manage.py anonymize`` that ask for it;
+* ``policy_code`` and :meth:`PrivacyModel.policy_message`: how the release gate words a release
+  that fails it as a team-policy threshold.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.counts import ClassData
+
+HIGHER = "higher"
+LOWER = "lower"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of one sensitive column that a model is judged by, as reports and pages show it.
+
+    ``key`` is its key in the column's risk profile (``risk.sensitive[col][key]``, JSON);
+    ``measure`` gives the figure of each class from the classes and the column's name (None:
+    the risk profile measures it with a builder of its own, as for t-closeness, whose distance
+    depends on the column's type); the table's figure is the worst class's, by ``safer``.
+    ``own_cell``: the profile table renders the figure in a cell of its own (with the recursive
+    c or the t distance) rather than in the generic loop.
+    """
+
+    key: str
+    label: str
+    safer: str  # HIGHER or LOWER
+    digits: int = 4  # significant digits shown
+    unit: str = ""
+    measure: Callable[[ClassData, str], NDArray[Any]] | None = None
+    own_cell: bool = False
+
+    def __post_init__(self) -> None:
+        if self.safer not in (HIGHER, LOWER):
+            raise ParameterError(f"a figure is safer {HIGHER!r} or {LOWER!r}, not {self.safer!r}")
+
+    def table_value(self, per_class: NDArray[Any]) -> float | None:
+        """The table's figure (the least safe class's); None without classes or when infinite
+        (JSON has no infinity: pages show it as ∞)."""
+        if len(per_class) == 0:
+            return None
+        value = float(per_class.min() if self.safer == HIGHER else per_class.max())
+        return value if np.isfinite(value) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a page needs to show the figure (passed to scripts as JSON)."""
+        return {
+            "key": self.key,
+            "label": self.label,
+            "safer": self.safer,
+            "digits": self.digits,
+            "unit": self.unit,
+        }
+
+
+@dataclass(frozen=True)
+class CliFlag:
+    """A flag of ``manage.py anonymize`` that asks for a model.
+
+    With ``per_column`` the flag repeats as ``--flag SA=VALUE`` and ``to_spec(column, value)``
+    turns each into the model's JSON form; otherwise it is given once, ``--flag VALUE``,
+    ``to_spec(None, value)``, the value already parsed by ``value_type``. ``to_spec`` raises
+    :class:`ParameterError` for a value it cannot read (the command exits with status 2).
+    """
+
+    name: str  # "--beta-likeness"
+    help: str
+    to_spec: Callable[[str | None, str], dict[str, Any]]
+    per_column: bool = True
+    value_type: Callable[[str], Any] | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+
+def cli_number(text: str, option: str, kind: Callable[[str], Any] = float) -> Any:
+    """A flag's number, or the one-line error the command line prints."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise ParameterError(f"{option}: {text!r} is not a number") from None
 
 
 @dataclass(frozen=True)
@@ -58,6 +147,31 @@ class PrivacyModel(ABC):
     # which end of the per-class figures is the table's figure: "min" (k, l) or "max" (t, δ)
     worst: ClassVar[str] = "min"
     fields: ClassVar[tuple[str, ...]]
+    # its parameters in JSON form (the plan's schema entry); ``fields`` is derived from it
+    schema: ClassVar[sch.Schema | None] = None
+    figures: ClassVar[tuple[Figure, ...]] = ()
+    cli_flags: ClassVar[tuple[CliFlag, ...]] = ()
+    # the release gate's finding code when the model is a team-policy threshold
+    policy_code: ClassVar[str] = "risk_model"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("schema")
+        if declared is not None and "fields" not in cls.__dict__:
+            cls.fields = tuple(declared["properties"])
+
+    @classmethod
+    def optional_fields(cls) -> frozenset[str]:
+        """The parameters a spec may leave out (the schema's non-required ones)."""
+        if cls.schema is None:
+            return frozenset()
+        return frozenset(cls.fields) - frozenset(cls.schema.get("required", ()))
+
+    @classmethod
+    def from_spec(cls, params: Mapping[str, Any], hierarchies: Mapping[str, Any]) -> PrivacyModel:
+        """The model from its checked parameters; ``hierarchies`` by column, for models that
+        read a value hierarchy."""
+        return cls(**params)
 
     # the sensitive column the model protects (None for k-anonymity and average risk)
     sensitive: str | None
@@ -93,12 +207,14 @@ class PrivacyModel(ABC):
         return np.asarray(failing == 0)
 
     def table_value(self, data: ClassData) -> float | None:
-        """The table's figure (the worst class's, or the table-wide one); None without classes."""
+        """The table's figure (the worst class's, or the table-wide one); None without classes,
+        or when it is infinite (a class no threshold admits; JSON, and so every stored report,
+        has no infinity)."""
         if len(data) == 0:
             return None
         figures = self.measure(data)
-        value = figures.min() if self.worst == "min" else figures.max()
-        return float(value)
+        value = float(figures.min() if self.worst == "min" else figures.max())
+        return value if np.isfinite(value) else None
 
     def check(self, data: ClassData) -> ModelCheck:
         """The model on a whole table: what the release report and the policy show."""
@@ -115,6 +231,19 @@ class PrivacyModel(ABC):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form :func:`anonweb.core.models.model_from_dict` reads back."""
         return {"model": self.kind, **{f: getattr(self, f) for f in self.fields}}
+
+    def policy_message(self, check: ModelCheck, *, quasi_identifiers: Sequence[str]) -> str:
+        """The release gate's sentence for a release failing this model as a policy threshold."""
+        worst = f"{check.value:.4g}" if check.value is not None else "∞"
+        return (
+            f"After the plan, {check.failing_records} record(s) in {check.failing_classes} "
+            f"class(es) on {', '.join(quasi_identifiers)} fail {self.describe()} "
+            f"(the table's figure: {worst})."
+        )
+
+    def policy_facts(self, check: ModelCheck) -> dict[str, Any]:
+        """Figures (never cell values) for the gate's finding."""
+        return {"model": self.to_dict(), "value": check.value, "classes": check.failing_classes}
 
 
 def require_int(value: object, what: str, *, minimum: int) -> int:

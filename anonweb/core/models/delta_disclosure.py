@@ -19,8 +19,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
-from anonweb.core.models.base import PrivacyModel, require_column, require_number
+from anonweb.core.models.base import (
+    LOWER,
+    CliFlag,
+    Figure,
+    PrivacyModel,
+    cli_number,
+    require_column,
+    require_number,
+)
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 
 
@@ -55,7 +64,38 @@ class DeltaDisclosure(PrivacyModel):
     kind = "delta_disclosure"
     monotonic = False
     worst = "max"
-    fields = ("sensitive", "delta")
+    schema = sch.obj(
+        {
+            "sensitive": sch.column("The sensitive column the model protects"),
+            "delta": sch.number(
+                "Bound on |log2 p(value | class) / p(value)|", exclusive_minimum=0, maximum=1000
+            ),
+        },
+        required=["sensitive", "delta"],
+        labels={"sensitive": "Sensitive column", "delta": "δ"},
+        title="δ-disclosure privacy",
+    )
+    figures = (
+        Figure(
+            "delta_disclosure",
+            "δ-disclosure",
+            LOWER,
+            digits=3,
+            measure=lambda data, col: delta_per_class(data.sensitive(col)),
+            own_cell=True,
+        ),
+    )
+    cli_flags = (
+        CliFlag(
+            "--delta-disclosure",
+            "SA=DELTA",
+            lambda col, v: {
+                "model": "delta_disclosure",
+                "sensitive": col,
+                "delta": cli_number(v, "--delta-disclosure"),
+            },
+        ),
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitive", require_column(self.sensitive))

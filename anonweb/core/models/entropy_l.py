@@ -15,8 +15,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
-from anonweb.core.models.base import PrivacyModel, require_column, require_number
+from anonweb.core.models.base import (
+    HIGHER,
+    CliFlag,
+    Figure,
+    PrivacyModel,
+    cli_number,
+    require_column,
+    require_number,
+)
 from anonweb.core.models.counts import ClassData, SensitiveCounts
 
 # exactly l equally frequent values are l-diverse, though log sums land a hair below log(l)
@@ -40,7 +49,37 @@ class EntropyL(PrivacyModel):
     l: float  # noqa: E741
     kind = "entropy_l"
     monotonic = False
-    fields = ("sensitive", "l")
+    schema = sch.obj(
+        {
+            "sensitive": sch.column("The sensitive column the model protects"),
+            "l": sch.number(
+                "exp(entropy) of each class's sensitive values", minimum=1, maximum=10_000
+            ),
+        },
+        required=["sensitive", "l"],
+        labels={"sensitive": "Sensitive column", "l": "Entropy l"},
+        title="Entropy l-diversity",
+    )
+    figures = (
+        Figure(
+            "l_entropy",
+            "entropy l",
+            HIGHER,
+            digits=3,
+            measure=lambda data, col: entropy_l(data.sensitive(col)),
+        ),
+    )
+    cli_flags = (
+        CliFlag(
+            "--l-entropy",
+            "SA=L",
+            lambda col, v: {
+                "model": "entropy_l",
+                "sensitive": col,
+                "l": cli_number(v, "--l-entropy"),
+            },
+        ),
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitive", require_column(self.sensitive))

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.models.base import PrivacyModel, require_int
+from anonweb.core import schema as sch
+from anonweb.core.models.base import ModelCheck, PrivacyModel, require_int
 from anonweb.core.models.counts import ClassData
 from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes
 
@@ -26,7 +27,13 @@ class KAnonymity(PrivacyModel):
     sensitive: None = field(default=None, init=False, repr=False, compare=False)
     kind = "k_anonymity"
     monotonic = True
-    fields = ("k",)
+    schema = sch.obj(
+        {"k": sch.integer("Smallest class size", minimum=1, maximum=sch.MAX_K)},
+        required=["k"],
+        labels={"k": "Smallest class size (k)"},
+        title="k-anonymity",
+    )
+    policy_code = "risk_k"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", require_int(self.k, "k", minimum=1))
@@ -39,6 +46,18 @@ class KAnonymity(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return data.sizes >= self.k
+
+    def policy_message(self, check: ModelCheck, *, quasi_identifiers: Sequence[str]) -> str:
+        k = None if check.value is None else int(check.value)
+        return (
+            f"After the plan, k is {k} on {', '.join(quasi_identifiers)}: "
+            f"{check.failing_records} record(s) in {check.failing_classes} class(es) "
+            f"smaller than the policy's k = {self.k}."
+        )
+
+    def policy_facts(self, check: ModelCheck) -> dict[str, Any]:
+        k = None if check.value is None else int(check.value)
+        return {"k": k, "policy_k": self.k, "classes": check.failing_classes}
 
 
 @dataclass(frozen=True)

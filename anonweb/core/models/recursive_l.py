@@ -13,8 +13,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
-from anonweb.core.models.base import PrivacyModel, require_column, require_int, require_number
+from anonweb.core.models.base import (
+    HIGHER,
+    CliFlag,
+    Figure,
+    PrivacyModel,
+    cli_number,
+    require_column,
+    require_int,
+    require_number,
+)
 from anonweb.core.models.counts import ClassData, SensitiveCounts
 
 DEFAULT_C = 2.0
@@ -36,6 +46,17 @@ def recursive_l(sc: SensitiveCounts, c: float) -> NDArray[Any]:
     return np.bincount(sc.cls, weights=ok, minlength=sc.n_classes).astype(np.int64)
 
 
+def _recursive_spec(column: str | None, value: str) -> dict[str, Any]:
+    """``--l-recursive SA=C,L``."""
+    c, _, l_ = value.partition(",")
+    return {
+        "model": "recursive_cl",
+        "sensitive": column,
+        "c": cli_number(c, "--l-recursive"),
+        "l": cli_number(l_, "--l-recursive", int),
+    }
+
+
 @dataclass(frozen=True)
 class RecursiveCL(PrivacyModel):
     sensitive: str
@@ -43,7 +64,23 @@ class RecursiveCL(PrivacyModel):
     l: int  # noqa: E741
     kind = "recursive_cl"
     monotonic = False
-    fields = ("sensitive", "c", "l")
+    schema = sch.obj(
+        {
+            "sensitive": sch.column("The sensitive column the model protects"),
+            "c": sch.number(
+                "The most frequent value is rarer than c times the l-th and later ones",
+                exclusive_minimum=0,
+                maximum=1e6,
+            ),
+            "l": sch.integer("l", minimum=1, maximum=10_000),
+        },
+        required=["sensitive", "c", "l"],
+        labels={"sensitive": "Sensitive column", "c": "c", "l": "l"},
+        title="Recursive (c,l)-diversity",
+    )
+    # measured by the profile at its own c (recursive_c), shown with it
+    figures = (Figure("l_recursive", "recursive l", HIGHER, own_cell=True),)
+    cli_flags = (CliFlag("--l-recursive", "SA=C,L", lambda col, v: _recursive_spec(col, v)),)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitive", require_column(self.sensitive))

@@ -16,6 +16,7 @@ only pays for the values it contains, plus closed forms for the values it lacks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +24,19 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import MISSING, UNCOVERED, Hierarchy
-from anonweb.core.models.base import PrivacyModel, require_column, require_number
+from anonweb.core.models.base import (
+    LOWER,
+    CliFlag,
+    Figure,
+    ModelCheck,
+    PrivacyModel,
+    cli_number,
+    require_column,
+    require_number,
+)
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.risk.classes import dense_codes
 
@@ -244,6 +255,16 @@ def distance_per_class(
     raise ParameterError(f"unknown t-closeness distance {distance!r}: use {', '.join(DISTANCES)}")
 
 
+def _t_spec(column: str | None, value: str, distance: str) -> dict[str, Any]:
+    """``--t-equal SA=T`` and ``--t-ordered SA=T``."""
+    return {
+        "model": "t_closeness",
+        "sensitive": column,
+        "t": cli_number(value, f"t_{distance}"),
+        "distance": distance,
+    }
+
+
 @dataclass(frozen=True)
 class TCloseness(PrivacyModel):
     sensitive: str
@@ -253,7 +274,38 @@ class TCloseness(PrivacyModel):
     kind = "t_closeness"
     monotonic = False
     worst = "max"
-    fields = ("sensitive", "t", "distance")
+    schema = sch.obj(
+        {
+            "sensitive": sch.column("The sensitive column the model protects"),
+            "t": sch.number(
+                "Largest distance between a class's and the table's distribution",
+                minimum=0,
+                maximum=1,
+            ),
+            "distance": sch.string("Earth mover's distance over", enum=DISTANCES, default="equal"),
+        },
+        required=["sensitive", "t"],
+        labels={
+            "sensitive": "Sensitive column",
+            "t": "Largest distance (t)",
+            "distance": "Distance",
+        },
+        title="t-closeness",
+    )
+    # measured by the profile with the distance the column's type or hierarchy picks
+    figures = (Figure("t_closeness", "t (closeness)", LOWER, own_cell=True),)
+    cli_flags = (
+        CliFlag("--t-equal", "SA=T", lambda col, v: _t_spec(col, v, "equal")),
+        CliFlag("--t-ordered", "SA=T", lambda col, v: _t_spec(col, v, "ordered")),
+    )
+    policy_code = "risk_t"
+
+    @classmethod
+    def from_spec(cls, params: Mapping[str, Any], hierarchies: Mapping[str, Any]) -> PrivacyModel:
+        kwargs = dict(params)
+        if kwargs.get("distance") == "hierarchical":
+            kwargs["hierarchy"] = hierarchies.get(kwargs["sensitive"])
+        return cls(**kwargs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitive", require_column(self.sensitive))
@@ -282,6 +334,16 @@ class TCloseness(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) <= self.t + TOLERANCE
+
+    def policy_message(self, check: ModelCheck, *, quasi_identifiers: Sequence[str]) -> str:
+        return (
+            f"After the plan, {check.failing_records} record(s) in "
+            f"{check.failing_classes} class(es) have a {self.sensitive} distribution further "
+            f"than t = {self.t:g} from the table's (largest: {check.value:.3g})."
+        )
+
+    def policy_facts(self, check: ModelCheck) -> dict[str, Any]:
+        return {"t": check.value, "policy_t": self.t}
 
     def implied(self) -> tuple[PrivacyModel, ...]:
         if self.distance == "ordered":

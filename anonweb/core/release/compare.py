@@ -19,6 +19,9 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anonweb.core.assessment.profile import BUILT_IN
+from anonweb.core.models.registry import sensitive_figures
+
 HIGHER = "higher"
 LOWER = "lower"
 NEARER_ZERO = "nearer zero"
@@ -36,15 +39,22 @@ RISK_FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("journalist_risk.mean", "Average journalist risk", LOWER),
     ("marketer_risk", "Marketer risk", LOWER),
 )
-SENSITIVE_FIELDS: tuple[tuple[str, str, str | None], ...] = (
-    ("l_distinct", "distinct l", HIGHER),
-    ("l_entropy", "entropy l", HIGHER),
-    ("l_recursive", "recursive l", HIGHER),
-    ("t_closeness", "t (closeness)", LOWER),
-    ("delta_disclosure", "δ-disclosure", LOWER),
+# each sensitive column's figures besides the privacy models' (which the registry declares)
+HOMOGENEITY_FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("homogeneous_classes", "classes sharing one value", LOWER),
     ("homogeneous_records", "records in classes sharing one value", LOWER),
 )
+HOMOGENEITY_KEYS = frozenset(key for key, _label, _safer in HOMOGENEITY_FIELDS)
+
+
+def sensitive_fields() -> tuple[tuple[str, str, str | None], ...]:
+    """A sensitive column's figures: every registry model's, then the homogeneity counts."""
+    models = tuple((f.key, f.label, f.safer) for _cls, f in sensitive_figures())
+    return models + HOMOGENEITY_FIELDS
+
+
+# as the models registered when this module was loaded declare them
+SENSITIVE_FIELDS = sensitive_fields()
 SEARCH_KINDS = ("optimal_generalization", "generalize", "mondrian")
 LOSS_FIELDS: tuple[tuple[str, str, str | None], ...] = (
     ("information_loss", "Information loss", LOWER),
@@ -270,9 +280,12 @@ def _risk_rows(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list
     ]
     sens_a, sens_b = get(a, "sensitive") or {}, get(b, "sensitive") or {}
     for name in _merged_keys(sens_a, sens_b):
+        a_sens, b_sens = sens_a.get(name) or {}, sens_b.get(name) or {}
         rows += [
-            row(f"{name}: {label}", get(sens_a.get(name), key), get(sens_b.get(name), key), d)
-            for key, label, d in SENSITIVE_FIELDS
+            row(f"{name}: {label}", get(a_sens, key), get(b_sens, key), d)
+            for key, label, d in sensitive_fields()
+            # a figure neither report holds (one measured only since) is left out
+            if key in BUILT_IN or key in HOMOGENEITY_KEYS or key in a_sens or key in b_sens
         ]
     return rows
 

@@ -13,8 +13,9 @@ dataset's column tags and the team's :class:`PolicyThresholds`:
   partly masked identifiers), with the privacy-model objects of :mod:`anonweb.core.models`:
   k-anonymity (``risk_k``), distinct l-diversity of each sensitive column (``risk_l``; l = 2
   means no class discloses its value), t-closeness if the team sets a t (``risk_t``) and the
-  largest prosecutor risk (``risk_prosecutor``); with no quasi-identifier anywhere, a
-  record-level release is blocked (``no_quasi_identifiers``);
+  largest prosecutor risk (``risk_prosecutor``), and every other model of the team's policy
+  (``risk_model``; the policy is a list of model specs, see :class:`PolicyThresholds`); with no
+  quasi-identifier anywhere, a record-level release is blocked (``no_quasi_identifiers``);
 * conflicts with earlier releases, as found by :func:`anonweb.core.conflicts.check.check_conflicts`
   and turned into findings by :func:`anonweb.core.conflicts.gate.conflict_findings`;
 * a differentially private release whose published report would carry exact figures of the
@@ -42,8 +43,9 @@ from anonweb.core.conflicts.check import ConflictReport
 from anonweb.core.conflicts.gate import conflict_findings
 from anonweb.core.errors import ParameterError
 from anonweb.core.findings import BLOCK, WARN, Finding
-from anonweb.core.models import DistinctL, KAnonymity, TCloseness, class_data
-from anonweb.core.models.base import require_int, require_number
+from anonweb.core.models import KAnonymity, class_data
+from anonweb.core.models.base import PrivacyModel, require_int, require_number
+from anonweb.core.models.registry import model_class, model_from_dict
 from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import internal_step_keys
 from anonweb.core.release.steps import Plan
@@ -71,9 +73,43 @@ UNCHANGED_SHARE = 0.5
 SOURCE_KEYS = ("rows_in", "risk_before", "risk_after", "utility", "source")
 
 
+# a placeholder column to check a policy spec that names none (it applies to every sensitive one)
+_ANY_COLUMN = "(every sensitive column)"
+
+
+def policy_spec_check(spec: object) -> dict[str, Any]:
+    """One model of a team policy, checked through the registry: a plan's ``models`` entry
+    whose ``sensitive`` may be left out (the model then applies to every sensitive column)."""
+    if not isinstance(spec, Mapping):
+        raise ParameterError(f"a policy model is an object like a plan's, got {spec!r}")
+    cls = model_class(spec.get("model"))
+    filled = dict(spec)
+    if "sensitive" in cls.fields and "sensitive" not in filled:
+        filled["sensitive"] = _ANY_COLUMN
+    model_from_dict(filled)
+    return dict(spec)
+
+
+def policy_models(spec: Mapping[str, Any], sensitive: Sequence[str]) -> list[PrivacyModel]:
+    """The models a policy spec asks for on a release with these sensitive columns."""
+    cls = model_class(spec.get("model"))
+    if "sensitive" not in cls.fields:
+        return [model_from_dict(spec)]
+    columns = [spec["sensitive"]] if "sensitive" in spec else list(sensitive)
+    return [model_from_dict({**spec, "sensitive": s}) for s in columns if s in sensitive]
+
+
 @dataclass(frozen=True)
 class PolicyThresholds:
-    """The team's release policy: what the risk after must satisfy."""
+    """The team's release policy: what the risk after must satisfy.
+
+    ``models`` is the policy's list of privacy models, as a plan's ``models`` entries
+    (``[{"model": "k_anonymity", "k": 5}, {"model": "distinct_l", "l": 2}, {"model":
+    "beta_likeness", "beta": 1.0}]``); a spec without ``sensitive`` applies to every sensitive
+    column. Without it, the list is made of ``k``, ``l`` and ``t``; with it, ``k``, ``l`` and
+    ``t`` are read from it (1, 1 and None when it has no such model), so the conflict check and
+    the older readers of those three see the same policy.
+    """
 
     k: int = 5
     l: int = 2  # noqa: E741  (the literature's letter; 2: no class discloses its value)
@@ -83,8 +119,26 @@ class PolicyThresholds:
     # inference and singling out over the control, and the AUC of membership inference.
     max_attack_excess: float | None = None
     max_membership_auc: float | None = None
+    models: tuple[Mapping[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.models is None:
+            legacy: list[dict[str, Any]] = [
+                {"model": "k_anonymity", "k": self.k},
+                {"model": "distinct_l", "l": self.l},
+            ]
+            if self.t is not None:
+                legacy.append({"model": "t_closeness", "t": self.t})
+            object.__setattr__(self, "models", tuple(legacy))
+        else:
+            if isinstance(self.models, str | bytes | Mapping):
+                raise ParameterError("the policy's models are a list of model specs")
+            specs = tuple(policy_spec_check(s) for s in self.models)
+            object.__setattr__(self, "models", specs)
+            found = {s["model"]: s for s in specs}
+            object.__setattr__(self, "k", found.get("k_anonymity", {}).get("k", 1))
+            object.__setattr__(self, "l", found.get("distinct_l", {}).get("l", 1))
+            object.__setattr__(self, "t", found.get("t_closeness", {}).get("t"))
         object.__setattr__(self, "k", require_int(self.k, "the policy's k", minimum=1))
         object.__setattr__(self, "l", require_int(self.l, "the policy's l", minimum=1))
         if self.t is not None:
@@ -127,6 +181,7 @@ class PolicyThresholds:
             "max_prosecutor_risk": self.max_prosecutor_risk,
             "max_attack_excess": self.max_attack_excess,
             "max_membership_auc": self.max_membership_auc,
+            "models": [dict(s) for s in self.models or ()],
         }
 
     @classmethod
@@ -139,6 +194,7 @@ class PolicyThresholds:
             "max_prosecutor_risk",
             "max_attack_excess",
             "max_membership_auc",
+            "models",
         }
         if unknown:
             raise ParameterError(f"unknown policy threshold(s): {', '.join(sorted(unknown))}")
@@ -507,6 +563,7 @@ def _risk_findings(
     exclude = suppressed_records(released, [q for q in plan.quasi_identifiers if q in qis])
     data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
     findings = []
+    specs = list(thresholds.models or ())
     k_check = KAnonymity(thresholds.k).check(data)
     risk.update(
         k=None if k_check.value is None else int(k_check.value),
@@ -515,19 +572,9 @@ def _risk_findings(
         suppressed=int(exclude.sum()),
         max_prosecutor_risk=None if k_check.value is None else round(1.0 / k_check.value, 6),
     )
-    if not k_check.satisfied:
-        findings.append(
-            Finding(
-                "risk_k",
-                BLOCK,
-                f"After the plan, k is {risk['k']} on {', '.join(qis)}: "
-                f"{k_check.failing_records} record(s) in {k_check.failing_classes} class(es) "
-                f"smaller than the policy's k = {thresholds.k}.",
-                tuple(qis),
-                k_check.failing_records,
-                {"k": risk["k"], "policy_k": thresholds.k, "classes": k_check.failing_classes},
-            )
-        )
+    size_specs = [s for s in specs if s.get("model") == "k_anonymity"]
+    for spec in size_specs:
+        findings += _model_findings(policy_models(spec, sensitive), data, qis, risk)
     p_check = KAnonymity(thresholds.prosecutor_k).check(data)
     if not p_check.satisfied:
         findings.append(
@@ -546,45 +593,54 @@ def _risk_findings(
             )
         )
     risk["l"], risk["t"] = {}, {}
-    for s in sensitive:
-        l_check = DistinctL(s, thresholds.l).check(data)
-        risk["l"][s] = None if l_check.value is None else int(l_check.value)
-        if not l_check.satisfied:
-            what = (
-                "every member shares the same value, which is disclosed"
-                if thresholds.l == 2
-                else f"fewer than {thresholds.l} distinct values"
-            )
-            findings.append(
-                Finding(
-                    "risk_l",
-                    BLOCK,
-                    f"After the plan, {l_check.failing_records} record(s) in "
-                    f"{l_check.failing_classes} class(es) on {', '.join(qis)} have {s} where "
-                    f"{what} (policy: l = {thresholds.l}).",
-                    (s,),
-                    l_check.failing_records,
-                    {"l": risk["l"][s], "policy_l": thresholds.l},
-                )
-            )
-        if thresholds.t is not None:
-            t_check = TCloseness(s, thresholds.t).check(data)
-            risk["t"][s] = t_check.value
-            if not t_check.satisfied:
-                findings.append(
-                    Finding(
-                        "risk_t",
-                        BLOCK,
-                        f"After the plan, {t_check.failing_records} record(s) in "
-                        f"{t_check.failing_classes} class(es) have a {s} distribution further "
-                        f"than t = {thresholds.t:g} from the table's (largest: "
-                        f"{t_check.value:.3g}).",
-                        (s,),
-                        t_check.failing_records,
-                        {"t": t_check.value, "policy_t": thresholds.t},
-                    )
-                )
+    others = [s for s in specs if s.get("model") != "k_anonymity"]
+    # column by column, each of the policy's models on it, then the table-wide models
+    for column in sensitive:
+        for spec in others:
+            models = [m for m in policy_models(spec, sensitive) if m.sensitive == column]
+            findings += _model_findings(models, data, qis, risk)
+    for spec in others:
+        table_wide = [m for m in policy_models(spec, sensitive) if m.sensitive is None]
+        findings += _model_findings(table_wide, data, qis, risk)
     return findings, risk
+
+
+def _risk_key(model: PrivacyModel) -> str:
+    """Where the risk after keeps a model's figure: ``k``, ``l`` and ``t`` as before, the
+    others under their kind."""
+    code = model.policy_code
+    return model.kind if code == "risk_model" else code.removeprefix("risk_")
+
+
+def _model_findings(
+    models: Sequence[PrivacyModel], data: Any, qis: Sequence[str], risk: dict[str, Any]
+) -> list[Finding]:
+    """Each model of the policy checked by its own check; a failure is a blocking finding."""
+    out = []
+    for model in models:
+        check = model.check(data)
+        key = _risk_key(model)
+        if model.sensitive is not None:
+            value = check.value
+            if key == "l" and value is not None:
+                value = int(value)
+            risk.setdefault(key, {})[model.sensitive] = value
+        elif key != "k":  # k is in the risk after already, with the classes and records
+            risk[key] = check.value
+        if check.satisfied:
+            continue
+        columns = (model.sensitive,) if model.sensitive is not None else tuple(qis)
+        out.append(
+            Finding(
+                model.policy_code,
+                BLOCK,
+                model.policy_message(check, quasi_identifiers=qis),
+                columns,
+                check.failing_records,
+                model.policy_facts(check),
+            )
+        )
+    return out
 
 
 def _dp_findings(report: Mapping[str, Any] | None, plan: Plan) -> list[Finding]:

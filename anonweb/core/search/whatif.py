@@ -36,7 +36,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonweb.core.assessment.charts import homogeneity_histogram
-from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile
+from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile, model_figures
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
@@ -281,6 +281,7 @@ class WhatIfTable:
                     sc, self.sa_types[name], distance=None, hierarchy=self.sa_hierarchies[name]
                 ),
                 self._disclosing(sc, node, kept_rep),
+                model_figures(sc),
             )
         pop = self.population_size
         if pop is not None and pop < int(sizes.sum()):

@@ -20,25 +20,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.model_flags import add_model_flags, model_specs
+from anonweb.cli.model_flags import pairs as _pairs
 from anonweb.cli.reading import add_reading_options, reading
 from anonweb.core.search.metrics import AGGREGATES, METRICS
-
-
-def _pairs(values, option):
-    out = {}
-    for raw in values or []:
-        name, sep, value = raw.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise CommandError(f"{option} expects NAME=VALUE, got {raw!r}", returncode=2)
-        out[name.strip()] = value.strip()
-    return out
-
-
-def _number(text, option, kind=float):
-    try:
-        return kind(text)
-    except ValueError:
-        raise CommandError(f"{option}: {text!r} is not a number", returncode=2) from None
 
 
 class Command(BaseCommand):
@@ -69,15 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--hierarchy", action="append", help="COL=FILE (ARX format)")
         parser.add_argument("--k", type=int, default=None)
         parser.add_argument("--suppression", type=float, default=0.0)
-        parser.add_argument("--l-distinct", action="append", help="SA=L")
-        parser.add_argument("--l-entropy", action="append", help="SA=L")
-        parser.add_argument("--l-recursive", action="append", help="SA=C,L")
-        parser.add_argument("--t-equal", action="append", help="SA=T")
-        parser.add_argument("--t-ordered", action="append", help="SA=T")
-        parser.add_argument("--delta-disclosure", action="append", help="SA=DELTA")
-        parser.add_argument(
-            "--average-risk", type=float, default=None, help="ceiling on the average risk"
-        )
+        add_model_flags(parser)
         parser.add_argument(
             "--metric",
             default="loss",
@@ -228,44 +205,7 @@ class Command(BaseCommand):
         )
 
     def _models(self, opts):
-        models = []
-        for sa, v in _pairs(opts["l_distinct"], "--l-distinct").items():
-            models.append(
-                {"model": "distinct_l", "sensitive": sa, "l": _number(v, "--l-distinct", int)}
-            )
-        for sa, v in _pairs(opts["l_entropy"], "--l-entropy").items():
-            models.append({"model": "entropy_l", "sensitive": sa, "l": _number(v, "--l-entropy")})
-        for sa, v in _pairs(opts["l_recursive"], "--l-recursive").items():
-            c, _, l_ = v.partition(",")
-            models.append(
-                {
-                    "model": "recursive_cl",
-                    "sensitive": sa,
-                    "c": _number(c, "--l-recursive"),
-                    "l": _number(l_, "--l-recursive", int),
-                }
-            )
-        for sa, v in _pairs(opts["delta_disclosure"], "--delta-disclosure").items():
-            models.append(
-                {
-                    "model": "delta_disclosure",
-                    "sensitive": sa,
-                    "delta": _number(v, "--delta-disclosure"),
-                }
-            )
-        if opts["average_risk"] is not None:
-            models.append({"model": "average_risk", "threshold": opts["average_risk"]})
-        for option, distance in (("t_equal", "equal"), ("t_ordered", "ordered")):
-            for sa, v in _pairs(opts[option], "--" + option.replace("_", "-")).items():
-                models.append(
-                    {
-                        "model": "t_closeness",
-                        "sensitive": sa,
-                        "t": _number(v, option),
-                        "distance": distance,
-                    }
-                )
-        return models
+        return model_specs(opts)
 
     @staticmethod
     def _read_secret(path):

@@ -1,5 +1,9 @@
 """``manage.py assess``: the disclosure-risk profile of a table, as text or JSON.
 
+The privacy-model flags of ``anonymize`` (``--l-distinct SA=L``, ``--beta-likeness SA=B``, ...,
+one per flag of the model registry) check those models on the table as it is: the JSON gains
+``model_checks`` (each model's ``satisfied``, table figure and failing classes and records).
+
 pandas and the core are imported inside ``handle`` so that ``--help`` and argument errors stay
 fast and the command never pulls in Celery or plotting.
 """
@@ -10,6 +14,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anonweb.cli.model_flags import add_model_flags, model_specs
 from anonweb.cli.reading import add_reading_options, reading
 
 
@@ -41,6 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
         parser.add_argument("--population", default=None, help="population size N")
         parser.add_argument("--format", choices=("text", "json"), default="text")
+        add_model_flags(parser)
 
     def handle(self, *args, **options) -> None:
         from anonweb.core.errors import CoreError
@@ -93,6 +99,9 @@ class Command(BaseCommand):
         )
         result = profile.to_dict()
         result["file"] = str(options["path"])
+        specs = model_specs(options)
+        if specs:
+            result["model_checks"] = _model_checks(df, qis, specs, hierarchies)
         if options["aux"]:
             aux = read_table(options["aux"], sep=options["sep"], **reading(options, main=False))
             keys = parse_column_list(options["aux_keys"]) or None
@@ -101,6 +110,16 @@ class Command(BaseCommand):
             known = parse_column_list(options["known"])
             result["linkage"] = linkage_histogram(df, known=known).to_dict()
         return result
+
+
+def _model_checks(df, qis, specs, hierarchies) -> list[dict]:
+    """The asked-for models checked on the table's classes, each by its own check."""
+    from anonweb.core.models import class_data, model_from_dict
+
+    models = [model_from_dict(spec, hierarchies) for spec in specs]
+    sensitive = sorted({m.sensitive for m in models if m.sensitive is not None})
+    data = class_data(df, quasi_identifiers=qis, sensitive=sensitive)
+    return [m.check(data).to_dict() for m in models]
 
 
 def _population(raw: str | None, rows: int) -> int | None:
@@ -117,6 +136,14 @@ def _population(raw: str | None, rows: int) -> int | None:
     if value < rows:
         raise ParameterError(f"--population {value} is smaller than the table ({rows} rows)")
     return value
+
+
+def _registry_figures() -> list[tuple[str, str]]:
+    """The registry's figures the lines above do not already show."""
+    from anonweb.core.assessment.profile import BUILT_IN
+    from anonweb.core.models.registry import sensitive_figures
+
+    return [(f.key, f.label) for _cls, f in sensitive_figures() if f.key not in BUILT_IN]
 
 
 def _pct(x: float) -> str:
@@ -154,9 +181,20 @@ def render_text(r: dict) -> str:
             f"{s['homogeneous_classes']} classes ({s['homogeneous_records']} records) "
             "disclose their value outright",
         ]
+        for key, label in _registry_figures():
+            if key in s:
+                value = "inf" if s[key] is None else f"{s[key]:.4g}"
+                lines.append(f"    {label} = {value}")
         for c in s["disclosing_classes"][:5]:
             qi = ", ".join(f"{k}={v}" for k, v in c["quasi_identifiers"].items())
             lines.append(f"      {qi} ({c['size']} records): {name} = {c['value']}")
+    for check in r.get("model_checks", []):
+        state = "satisfied" if check["satisfied"] else "NOT satisfied"
+        value = f"{check['value']:.4g}" if check["value"] is not None else "inf"
+        lines.append(
+            f"  {check['description']}: {state} (table figure {value}; "
+            f"{check['failing_records']} records in {check['failing_classes']} classes fail)"
+        )
     link = r.get("linkage")
     if link:
         lines.append(
