@@ -1,21 +1,24 @@
-"""Release files: written to a hidden temporary folder and renamed into place, so nothing
-half-written is ever visible as a release."""
+"""Release files, in the application's storage (:mod:`anonweb.common.files`) under
+``releases/<storage_key>/``: written in a local temporary folder, then each stored once as a
+whole object (a second write of the same name is refused), so nothing half-written is ever
+visible and a published release cannot be replaced."""
 
 from __future__ import annotations
 
-import hashlib
+import io
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from django.conf import settings
 
+from anonweb.common.files import Stored, files
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.errors import DataError
 
@@ -31,11 +34,35 @@ from anonweb.core.io.export import (  # noqa: F401
 
 
 def release_dir(storage_key) -> Path:
+    """The release's folder on the local disk (the local backend's layout)."""
     return Path(settings.MEDIA_ROOT) / "releases" / str(storage_key)
+
+
+def release_prefix(storage_key) -> str:
+    """The folder of a release's objects in the storage."""
+    return f"releases/{storage_key}"
+
+
+def release_object(storage_key, name: str) -> str:
+    return f"{release_prefix(storage_key)}/{name}"
 
 
 PRIVATE_DIR = "private"  # never served: how published rows map to source rows
 LINEAGE_FILE = "lineage.json"
+# The published files whose hash and object version go in the release's audit event.
+PUBLISHED_FILES = ("data.csv", "data.parquet")
+
+
+@dataclass(frozen=True)
+class ReleaseObjects:
+    """What :func:`write_release_objects` stored: the CSV's SHA-256 (the release's recorded
+    hash) and each published object's name (inside the release), SHA-256 and version."""
+
+    sha256: str
+    objects: tuple[Stored, ...]
+
+    def to_audit(self) -> list[dict[str, Any]]:
+        return [o.to_dict() for o in self.objects]
 
 
 def write_release_files(
@@ -46,26 +73,56 @@ def write_release_files(
     aggregates: Sequence[Aggregate] = (),
     dp: bool = False,
 ) -> str:
-    """Write data.parquet and data.csv atomically; return the CSV's SHA-256.
+    """:func:`write_release_objects`, returning the CSV's SHA-256 alone."""
+    return write_release_objects(
+        storage_key, df, source_rows=source_rows, aggregates=aggregates, dp=dp
+    ).sha256
+
+
+def write_release_objects(
+    storage_key,
+    df: pd.DataFrame,
+    *,
+    source_rows: np.ndarray | None = None,
+    aggregates: Sequence[Aggregate] = (),
+    dp: bool = False,
+) -> ReleaseObjects:
+    """Write data.parquet, data.csv and the lineage, each object once (ObjectExists if one of
+    them is already stored: nothing of the stored release is touched).
 
     The release's lineage is kept privately so that later releases can be checked for
     conflicts with this one: ``source_rows[j]`` is the source row of published row ``j``;
     ``aggregates`` what it published about numeric columns over groups of source records (their
-    members and figures); ``dp`` marks a differentially private output."""
-    final = release_dir(storage_key)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
+    members and figures); ``dp`` marks a differentially private output.
+
+    The published files go last, the CSV at the very end: a release whose CSV is stored has
+    every other file."""
+    scratch = Path(settings.MEDIA_ROOT) / "releases"
+    scratch.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=scratch, prefix=".tmp-"))
+    written: list[str] = []
     try:
         (tmp / PRIVATE_DIR).mkdir()
         _write_lineage(tmp / PRIVATE_DIR, source_rows, aggregates, dp)
         df.to_parquet(tmp / "data.parquet", index=False)
-        data = safe_csv_bytes(df)
-        (tmp / "data.csv").write_bytes(data)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "data.csv").write_bytes(safe_csv_bytes(df))
+        private = sorted(p.name for p in (tmp / PRIVATE_DIR).iterdir())
+        order = [f"{PRIVATE_DIR}/{n}" for n in private] + ["data.parquet", "data.csv"]
+        stored = {}
+        for name in order:
+            stored[name] = files().put(release_object(storage_key, name), tmp / name, once=True)
+            written.append(name)
+    except BaseException as exc:
+        if not isinstance(exc, FileExistsError):
+            for name in written:
+                files().delete(release_object(storage_key, name))
         raise
-    return hashlib.sha256(data).hexdigest()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ReleaseObjects(
+        stored["data.csv"].sha256,
+        tuple(Stored(name, stored[name].sha256, stored[name].version) for name in PUBLISHED_FILES),
+    )
 
 
 XLSX_MAX_ROWS = 1_048_575  # one row of the sheet holds the header
@@ -79,21 +136,20 @@ def xlsx_offered(rows: int) -> bool:
     return rows <= XLSX_MAX_ROWS
 
 
-def release_file(storage_key, fmt: str) -> Path | bytes:
-    """A release's published table as a file: ``csv`` and ``parquet`` are stored (their path),
-    ``xlsx`` is written from :data:`XLSX_SOURCE` with every text cell neutralised as in the CSV
-    (its bytes). Raises Http404 when the files are missing."""
+def release_file(storage_key, fmt: str) -> Any:
+    """A release's published table as a file: ``csv`` and ``parquet`` are stored (the stored
+    object, open for reading), ``xlsx`` is written from :data:`XLSX_SOURCE` with every text cell
+    neutralised as in the CSV (its bytes). Raises Http404 when the files are missing."""
     from django.http import Http404
 
     fmt = download_format(fmt)
-    folder = release_dir(storage_key)
-    stored = {"csv": folder / "data.csv", "parquet": folder / "data.parquet"}
-    source = stored.get(fmt, folder / XLSX_SOURCE)
-    if not source.exists():
+    stored = {"csv": "data.csv", "parquet": "data.parquet"}
+    source = release_object(storage_key, stored.get(fmt, XLSX_SOURCE))
+    if not files().exists(source):
         raise Http404("The release file is missing.")
     if fmt in stored:
-        return source
-    df = pd.read_parquet(source)
+        return files().open(source, "rb")
+    df = _read_parquet(source)
     if not xlsx_offered(len(df)):
         raise DataError(
             f"the release has {len(df):,} rows, more than a spreadsheet holds "
@@ -139,18 +195,13 @@ class Lineage:
 
 
 def load_lineage(storage_key, *, label: str) -> Lineage:
-    folder = release_dir(storage_key)
-    private = folder / PRIVATE_DIR
-    meta_path = private / LINEAGE_FILE
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    rows = None
-    frame = None
-    if (private / "source_rows.npy").exists():
-        rows = np.load(private / "source_rows.npy")
-        frame = pd.read_parquet(folder / "data.parquet")
+    meta = read_private_json(storage_key, LINEAGE_FILE) or {}
+    rows = read_private_array(storage_key, "source_rows.npy")
+    frame = None if rows is None else read_release_table(storage_key)
     aggregates: list[Aggregate] = []
     if meta.get("aggregates"):
-        with np.load(private / "aggregates.npz") as arrays:
+        raw = _read_bytes(release_object(storage_key, f"{PRIVATE_DIR}/aggregates.npz"))
+        with np.load(io.BytesIO(raw)) as arrays:
             for i, spec in enumerate(meta["aggregates"]):
                 aggregates.append(
                     Aggregate(
@@ -166,35 +217,68 @@ def load_lineage(storage_key, *, label: str) -> Lineage:
     return Lineage(frame, rows, tuple(aggregates), bool(meta.get("dp", False)))
 
 
+def _read_bytes(name: str) -> bytes:
+    with files().open(name, "rb") as fh:
+        return bytes(fh.read())
+
+
+def _read_parquet(name: str) -> pd.DataFrame:
+    path, fs = files().arrow_location(name)
+    return pd.read_parquet(path, filesystem=fs)
+
+
+def read_release_table(storage_key) -> pd.DataFrame | None:
+    """The published table (data.parquet), or None when it is not stored."""
+    name = release_object(storage_key, "data.parquet")
+    return _read_parquet(name) if files().exists(name) else None
+
+
+def private_name(storage_key, name: str) -> str:
+    return release_object(storage_key, f"{PRIVATE_DIR}/{name}")
+
+
 def write_private_json(storage_key, name: str, data) -> None:
-    """A private file beside the lineage (written to a temporary name and renamed)."""
-    private = release_dir(storage_key) / PRIVATE_DIR
-    private.mkdir(parents=True, exist_ok=True)
-    tmp = private / f".{name}.tmp"
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, private / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """A private file beside the lineage (replaced as a whole; it may be written again)."""
+    files().put(private_name(storage_key, name), json.dumps(data).encode())
 
 
 def read_private_json(storage_key, name: str):
-    path = release_dir(storage_key) / PRIVATE_DIR / name
-    return json.loads(path.read_text()) if path.exists() else None
+    stored = private_name(storage_key, name)
+    return json.loads(_read_bytes(stored)) if files().exists(stored) else None
+
+
+def write_private_array(storage_key, name: str, values: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, values)
+    files().put(private_name(storage_key, name), buffer.getvalue())
+
+
+def read_private_array(storage_key, name: str) -> np.ndarray | None:
+    stored = private_name(storage_key, name)
+    if not files().exists(stored):
+        return None
+    return np.load(io.BytesIO(_read_bytes(stored)))
+
+
+def remove_private_file(storage_key, name: str) -> bool:
+    """Delete a private file; whether there was one."""
+    stored = private_name(storage_key, name)
+    if not files().exists(stored):
+        return False
+    files().delete(stored)
+    return True
 
 
 def remove_release_files(storage_key) -> None:
-    shutil.rmtree(release_dir(storage_key), ignore_errors=True)
+    files().delete_prefix(release_prefix(storage_key))
 
 
 def load_aligned(storage_key) -> pd.DataFrame | None:
     """The release's rows in source order, or None if it is not a row-per-source-row release."""
-    folder = release_dir(storage_key)
-    index_path = folder / PRIVATE_DIR / "source_rows.npy"
-    if not index_path.exists():
+    source_rows = read_private_array(storage_key, "source_rows.npy")
+    if source_rows is None:
         return None
-    source_rows = np.load(index_path)
-    published = pd.read_parquet(folder / "data.parquet")
+    published = read_release_table(storage_key)
+    assert published is not None
     aligned = published.iloc[np.argsort(source_rows, kind="stable")]
     return aligned.reset_index(drop=True)

@@ -16,7 +16,6 @@ import json
 import logging
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from django.core.exceptions import PermissionDenied
 
@@ -34,9 +33,10 @@ from anonweb.datasets.storage import load_frame
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import release_get_for_user
 from anonweb.releases.storage import (
-    PRIVATE_DIR,
+    read_private_array,
     read_private_json,
-    release_dir,
+    read_release_table,
+    remove_private_file,
     write_private_json,
 )
 
@@ -131,8 +131,8 @@ def _compute(
     """The utility of ``release`` from its stored files and ``source`` (read from the dataset's
     storage when not given); its plan and report unless others are given."""
 
-    folder = release_dir(release.storage_key)
-    if not (folder / "data.parquet").exists():
+    released = read_release_table(release.storage_key)
+    if released is None:
         return None
     if source is None:
         try:
@@ -141,9 +141,7 @@ def _compute(
             return None
     plan = release.plan if plan is None else plan
     report = release.report if report is None else report
-    released = pd.read_parquet(folder / "data.parquet")
-    rows_path = folder / PRIVATE_DIR / "source_rows.npy"
-    source_rows = np.load(rows_path) if rows_path.exists() else None
+    source_rows = read_private_array(release.storage_key, "source_rows.npy")
     if source_rows is not None and (len(source_rows) != len(released) or len(source) == 0):
         source_rows = None
     try:
@@ -183,9 +181,7 @@ def utility_forget(*, dataset) -> int:
     and figures): called when the source is purged. Returns how many files went."""
     removed = 0
     for key in Release.objects.filter(dataset=dataset).values_list("storage_key", flat=True):
-        path = release_dir(key) / PRIVATE_DIR / UTILITY_FILE
-        if path.exists():
-            path.unlink(missing_ok=True)
+        if remove_private_file(key, UTILITY_FILE):
             removed += 1
     return removed
 

@@ -40,7 +40,7 @@ from anonweb.releases.selectors import (
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import release_dir, xlsx_offered
+from anonweb.releases.storage import read_release_table, xlsx_offered
 from anonweb.releases.utility import release_utility_read, utility_charts_cached
 
 
@@ -152,11 +152,7 @@ def _dp_charts(release, report: dict) -> list[dict]:
     steps = report.get("steps") or []
     table = None
     if needs_table(steps):
-        import pandas as pd
-
-        path = release_dir(release.storage_key) / "data.parquet"
-        if path.exists():
-            table = pd.read_parquet(path)
+        table = read_release_table(release.storage_key)
     return dp_charts(steps, table)
 
 
