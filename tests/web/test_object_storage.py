@@ -10,9 +10,14 @@ checks are tested here too."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import socket
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import boto3
 import pandas as pd
@@ -240,3 +245,44 @@ def test_audit_verify_finds_a_local_release_file_changed(officer, dataset, setti
         call_command("audit_verify")
     assert f"release #{release.pk} data.parquet" in str(exc.value)
     call_command("audit_verify", "--skip-objects")
+
+
+def _settings_in_a_fresh_process(tmp_path, **variables) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANONWEB_S"))}
+    env.update({"DEBUG": "1", "ANONWEB_VAR_DIR": str(tmp_path), **variables})
+    script = "import json; from anonweb import settings as s; print(json.dumps(s.STORAGES))"
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_storage_is_chosen_and_configured_from_the_environment(tmp_path):
+    local = _settings_in_a_fresh_process(tmp_path)
+    assert json.loads(local.stdout)["anonweb"]["BACKEND"] == "anonweb.common.files.LocalFiles"
+    done = _settings_in_a_fresh_process(
+        tmp_path,
+        ANONWEB_STORAGE="s3",
+        AWS_STORAGE_BUCKET_NAME="releases-bucket",
+        AWS_S3_ENDPOINT_URL="http://minio:9000",
+        AWS_S3_REGION_NAME="eu-west-1",
+        AWS_ACCESS_KEY_ID="key-id",
+        AWS_SECRET_ACCESS_KEY="secret",
+    )
+    configured = json.loads(done.stdout)["anonweb"]
+    assert configured["BACKEND"] == "anonweb.common.s3files.S3Files"
+    options = configured["OPTIONS"]
+    assert (options["bucket_name"], options["endpoint_url"], options["region_name"]) == (
+        "releases-bucket",
+        "http://minio:9000",
+        "eu-west-1",
+    )
+    assert (options["access_key"], options["secret_key"], options["default_acl"]) == (
+        "key-id",
+        "secret",
+        None,
+    )
+    missing = _settings_in_a_fresh_process(tmp_path, ANONWEB_STORAGE="s3")
+    assert missing.returncode != 0 and "AWS_STORAGE_BUCKET_NAME" in missing.stderr
+    wrong = _settings_in_a_fresh_process(tmp_path, ANONWEB_STORAGE="ftp")
+    assert wrong.returncode != 0 and "ANONWEB_STORAGE='ftp'" in wrong.stderr

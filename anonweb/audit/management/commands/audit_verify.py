@@ -35,8 +35,8 @@ class Command(BaseCommand):
             return
         objects = release_objects_verify()
         if not objects.ok:
-            for problem in objects.problems:
-                self.stderr.write(f"broken: {problem.describe()}")
+            for broken in objects.problems:
+                self.stderr.write(f"broken: {broken.describe()}")
             raise CommandError(
                 f"release objects differ from their audit record in {len(objects.problems)} "
                 f"place(s), first: {objects.problems[0].describe()} "
