@@ -32,6 +32,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Protocol, cast
 
@@ -73,6 +74,8 @@ class AppFiles(Protocol):
     def exists(self, name: str) -> bool: ...
     def delete(self, name: str) -> None: ...
     def size(self, name: str) -> int: ...
+    def listdir(self, path: str) -> tuple[list[str], list[str]]: ...
+    def get_modified_time(self, name: str) -> datetime: ...
 
 
 def files() -> AppFiles:

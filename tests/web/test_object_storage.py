@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from anonweb.datasets.storage import load_distinct, load_frame, load_head
 from anonweb.jobs.retention import dataset_purge
 from anonweb.releases.services import release_review
 from anonweb.releases.storage import release_object, release_prefix, write_release_objects
+from anonweb.releases.storage_sweep import LEFTOVER_AGE, sweep_storage
 from tests.web.conftest import csv_upload
 from tests.web.test_published_report import OVERRIDE, launch
 
@@ -220,6 +222,18 @@ def test_a_purge_removes_every_version_of_the_raw_data(
         dataset_purge(user=officer, dataset=s3_dataset, reason="the retention period ended")
     assert _versions(s3, f"datasets/{key}/") == [], "no old version of the raw data lingers"
     assert _keys(s3, release_prefix(release.storage_key)), "its releases remain"
+
+
+def test_row_less_folders_in_the_bucket_are_swept_once_old(s3, s3_dataset, officer):
+    release = launch(officer, s3_dataset, PLAN, "k live")
+    orphan = release_prefix(uuid.uuid4())
+    files().put(f"{orphan}/data.csv", b"age\n20-29\n", once=True)
+    assert sweep_storage() == [], "a write that may still be under way is left alone"
+    later = time.time() + LEFTOVER_AGE.total_seconds() + 60
+    assert sweep_storage(now=later) == [orphan]
+    assert _versions(s3, f"{orphan}/") == []
+    assert _keys(s3, release_prefix(release.storage_key)), "a release's own objects stay"
+    assert _keys(s3, f"datasets/{s3_dataset.storage_key}/"), "a dataset's own objects stay"
 
 
 # The local backend keeps the same promises.
