@@ -143,8 +143,12 @@ class S3Files(FilesMixin, S3Storage):
         return f"{self.bucket_name}/{self._key(name)}", fs
 
     @contextlib.contextmanager
-    def local_copy(self, name: str) -> Iterator[Path]:
-        fd, tmp = tempfile.mkstemp(prefix="anonweb-", suffix=posixpath.basename(name))
+    def local_copy(self, name: str, *, scratch: Path | None = None) -> Iterator[Path]:
+        """A temporary local copy of the object, in ``scratch`` (default: the system's temporary
+        folder), removed afterwards."""
+        fd, tmp = tempfile.mkstemp(
+            prefix=".tmp-copy-", suffix=posixpath.basename(name), dir=scratch
+        )
         os.close(fd)
         try:
             try:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -220,10 +221,16 @@ def dataset_parse(
     incoming_dir().mkdir(parents=True, exist_ok=True)
     # Read from a local file (the stored one itself on the local disk, a copy from a bucket),
     # converted next to the incoming uploads, then stored: complete, or not at all.
-    with (
-        files().local_copy(original_name(dataset)) as source,
-        tempfile.TemporaryDirectory(dir=incoming_dir(), prefix="parse-") as staging,
-    ):
+    with contextlib.ExitStack() as stack:
+        try:
+            source = stack.enter_context(
+                files().local_copy(original_name(dataset), scratch=incoming_dir())
+            )
+        except FileNotFoundError:
+            raise DataError(f"{dataset.original_name}: no such file") from None
+        staging = stack.enter_context(
+            tempfile.TemporaryDirectory(dir=incoming_dir(), prefix="parse-")
+        )
         converted = Path(staging) / "data.parquet"
         info = convert_to_parquet(
             source,
