@@ -25,13 +25,17 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import TestCase
 from django.urls import reverse
 from moto.server import ThreadedMotoServer
 
 from anonweb.audit.models import AuditEvent
 from anonweb.common.files import ObjectExists, files
+from anonweb.datasets.models import Dataset
 from anonweb.datasets.services import dataset_create, dataset_set_tags
 from anonweb.datasets.storage import load_distinct, load_frame, load_head
+from anonweb.jobs.execution import job_execute
+from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.retention import dataset_purge
 from anonweb.releases.services import release_review
 from anonweb.releases.storage import release_object, release_prefix, write_release_objects
@@ -152,6 +156,28 @@ def test_an_upload_and_its_parquet_copy_live_in_the_bucket(s3, s3_dataset, setti
     assert list(frame.columns) == ["age", "disease"] and frame["age"].tolist()[:2] == [29, 22]
     assert sorted(load_distinct(key, "sex")) == ["F", "M"]
     assert len(load_head(key, 2)) == 2
+
+
+def test_the_upload_page_stores_into_the_bucket_and_the_parse_job_reads_from_it(
+    s3, client, officer, team, settings
+):
+    client.force_login(officer)
+    response = client.post(
+        reverse("datasets:upload"), {"team": team.pk, "name": "visits", "file": csv_upload()}
+    )
+    assert response.status_code == 302
+    dataset = Dataset.objects.get(name="visits")
+    assert _keys(s3, "datasets/") == [f"datasets/{dataset.storage_key}/original.csv"]
+    (job,) = Job.objects.filter(kind=JobKind.PARSE)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        job_execute(job_id=job.pk, worker="elsewhere")
+    job.refresh_from_db()
+    dataset.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert dataset.status == "ready" and dataset.rows == 6
+    assert f"datasets/{dataset.storage_key}/data.parquet" in _keys(s3, "datasets/")
+    incoming = settings.MEDIA_ROOT / "incoming"
+    assert not [p for p in incoming.rglob("*") if p.is_file()], "no local copy is left"
 
 
 def test_a_release_job_runs_on_the_bucket_and_is_downloaded_from_it(
