@@ -206,11 +206,45 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 # collectstatic (run.sh, the Dockerfile) names each file after its content, so WhiteNoise serves
 # it compressed with a cache of years ("immutable"): a new version is a new name.
+MEDIA_ROOT = VAR_DIR / "media"
+# Uploads, their Parquet copies and release files: the "anonweb" storage (anonweb.common.files).
+# Local disk under MEDIA_ROOT by default; ANONWEB_STORAGE=s3 puts them in an S3-compatible bucket
+# (AWS S3, MinIO) so that workers on many hosts share them, configured by django-storages' usual
+# variables. MEDIA_ROOT/incoming stays local either way: a request's upload lands there first.
+ANONWEB_STORAGE = env_str("ANONWEB_STORAGE", "local").strip().lower() or "local"
+if ANONWEB_STORAGE not in ("local", "s3"):
+    raise ImproperlyConfigured(f"ANONWEB_STORAGE={ANONWEB_STORAGE!r}: use local or s3")
+try:
+    # Days of object-lock retention for each release object on S3 (0: none; the bucket must have
+    # object lock enabled otherwise).
+    ANONWEB_S3_RELEASE_RETENTION_DAYS = env_int("ANONWEB_S3_RELEASE_RETENTION_DAYS", 0)
+except ImproperlyConfiguredVariable as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+ANONWEB_S3_RELEASE_LOCK_MODE = env_str("ANONWEB_S3_RELEASE_LOCK_MODE", "GOVERNANCE").upper()
+ANONWEB_FILES_STORAGE: dict = {"BACKEND": "anonweb.common.files.LocalFiles"}
+if ANONWEB_STORAGE == "s3":
+    ANONWEB_FILES_STORAGE = {
+        "BACKEND": "anonweb.common.s3files.S3Files",
+        "OPTIONS": {
+            "bucket_name": env_str("AWS_STORAGE_BUCKET_NAME"),
+            "endpoint_url": env_str("AWS_S3_ENDPOINT_URL") or None,
+            "region_name": env_str("AWS_S3_REGION_NAME") or None,
+            "access_key": env_str("AWS_ACCESS_KEY_ID") or None,
+            "secret_key": env_str("AWS_SECRET_ACCESS_KEY") or None,
+            "location": env_str("ANONWEB_S3_PREFIX").strip("/"),
+            # private data: never a public ACL, never a URL without a signature
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": True,
+        },
+    }
+    if not ANONWEB_FILES_STORAGE["OPTIONS"]["bucket_name"]:
+        raise ImproperlyConfigured("ANONWEB_STORAGE=s3 needs AWS_STORAGE_BUCKET_NAME")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "anonweb": ANONWEB_FILES_STORAGE,
 }
-MEDIA_ROOT = VAR_DIR / "media"
 # Every uploaded file goes straight to MEDIA_ROOT/incoming as it arrives, hashed on the way, and
 # is moved (not copied) into its dataset's folder: no upload is held in memory or read twice.
 FILE_UPLOAD_HANDLERS = ["anonweb.datasets.uploads.StreamedUploadHandler"]

@@ -31,6 +31,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "anonweb": ANONWEB_FILES_STORAGE,  # noqa: F405
 }
 # Serve static files straight from the finders: no collectstatic before a test run.
 WHITENOISE_USE_FINDERS = True

@@ -1,12 +1,13 @@
 """Uploading a dataset: the file is stored as it arrives, then read by a background job.
 
 * :func:`anonweb.jobs.services.dataset_upload` is what the upload page and the API call: it
-  stores the file with :func:`dataset_store` (moved into the dataset's folder, hashed while it
-  was written; the dataset in the ``parsing`` state) and queues the job that reads it, in one
-  transaction. The request returns at once.
+  stores the file with :func:`dataset_store` (moved into the dataset's folder of the storage,
+  hashed while it was written; the dataset in the ``parsing`` state) and queues the job that
+  reads it, in one transaction. The request returns at once.
 * :func:`dataset_parse` (the job) converts the file to Parquet in bounded memory with
-  :func:`anonweb.core.io.ingest.convert_to_parquet`, checking the limits as it reads, and
-  marks the dataset ``ready``.
+  :func:`anonweb.core.io.ingest.convert_to_parquet` (a streamed read in batches), checking the
+  limits as it reads, stores the Parquet file beside the upload and marks the dataset
+  ``ready``. Every later job reads that Parquet file.
 * :func:`dataset_parse_failed` marks it ``failed`` with the one-line reason and deletes every
   file of it; the jobs app calls it whenever a read job ends without success (an error, a
   cancellation, a lost worker).
@@ -15,9 +16,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import shutil
+import tempfile
+import uuid
 from pathlib import Path
 
 from django.conf import settings
@@ -26,6 +29,7 @@ from django.db import IntegrityError, transaction
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
+from anonweb.common.files import files
 from anonweb.core.errors import DataError
 from anonweb.core.io.ingest import (
     EXCEL_SUFFIXES,
@@ -37,9 +41,9 @@ from anonweb.core.io.ingest import (
 )
 from anonweb.core.io.sources import Limits
 from anonweb.datasets.models import Dataset, DatasetStatus
-from anonweb.datasets.storage import dataset_dir, parquet_path
+from anonweb.datasets.storage import dataset_files_remove, dataset_prefix, parquet_name
 from anonweb.datasets.tagging import guess_tags
-from anonweb.datasets.uploads import over_limit_message
+from anonweb.datasets.uploads import incoming_dir, over_limit_message
 
 ALLOWED_SUFFIXES = (TEXT_SUFFIXES - {""}) | EXCEL_SUFFIXES | PARQUET_SUFFIXES
 
@@ -64,8 +68,9 @@ def upload_limits() -> Limits:
     )
 
 
-def original_path(dataset: Dataset) -> Path:
-    return dataset_dir(dataset.storage_key) / f"original.{dataset.file_format}"
+def original_name(dataset: Dataset) -> str:
+    """The stored upload's name in the storage."""
+    return _original_name(dataset.storage_key, dataset.file_format)
 
 
 def _place_file(upload, dest: Path) -> tuple[int, str]:
@@ -116,7 +121,8 @@ def dataset_store(
     Checks the role, the file type, the size and the name, and for a workbook the sheet to read
     (from its directory: one of several must be chosen, by name); a failed upload of the same
     name is replaced. The file is in place before the row is written; a caller whose transaction
-    rolls back afterwards removes ``dataset_dir(dataset.storage_key)`` (as the two below do)."""
+    rolls back afterwards removes its files with ``dataset_files_remove(dataset.storage_key)``
+    (as the two below do)."""
     require_role(user=user, team=team, role=Role.PRIVACY_OFFICER)
     original_name = Path(upload.name or "upload").name
     suffix = Path(original_name).suffix.lower()
@@ -153,17 +159,21 @@ def dataset_store(
         source_sha256="",
         status=DatasetStatus.PARSING,
     )
-    folder = dataset_dir(dataset.storage_key)
+    key = dataset.storage_key
+    # The bytes are gathered in this host's incoming folder and checked there, then moved into
+    # the storage (a rename on the local disk, an upload to a bucket).
+    incoming_dir().mkdir(parents=True, exist_ok=True)
+    staged = incoming_dir() / f"{uuid.uuid4().hex}{suffix}"
     try:
-        folder.mkdir(parents=True, exist_ok=False)
-        dataset.size_bytes, dataset.source_sha256 = _place_file(upload, original_path(dataset))
+        dataset.size_bytes, dataset.source_sha256 = _place_file(upload, staged)
         check_sheet(
-            original_path(dataset),
+            staged,
             fmt=format_of(original_name),
             sheet=sheet or None,
             label=original_name,
             limits=upload_limits(),
         )
+        files().put(_original_name(key, dataset.file_format), staged)
         with transaction.atomic():
             dataset.save()
             audit_record(
@@ -179,12 +189,18 @@ def dataset_store(
                 },
             )
     except IntegrityError:
-        shutil.rmtree(folder, ignore_errors=True)
+        dataset_files_remove(key)
         raise DataError(f"team {team.name} already has a dataset named {name!r}") from None
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        dataset_files_remove(key)
         raise
+    finally:
+        staged.unlink(missing_ok=True)
     return dataset
+
+
+def _original_name(storage_key, file_format: str) -> str:
+    return f"{dataset_prefix(storage_key)}/original.{file_format}"
 
 
 def dataset_parse(
@@ -202,17 +218,32 @@ def dataset_parse(
     if dataset.status != DatasetStatus.PARSING:
         raise DataError(f"{dataset.name} is not waiting to be read ({dataset.status})")
     progress(1, "checking the file")
-    info = convert_to_parquet(
-        original_path(dataset),
-        parquet_path(dataset.storage_key),
-        fmt=format_of(dataset.original_name),
-        sep=sep,
-        decimal=decimal or ".",
-        sheet=dataset.sheet or None,
-        name=dataset.original_name,
-        limits=upload_limits(),
-        progress=lambda fraction, message: progress(int(2 + 96 * fraction), message),
-    )
+    incoming_dir().mkdir(parents=True, exist_ok=True)
+    # Read from a local file (the stored one itself on the local disk, a copy from a bucket),
+    # converted next to the incoming uploads, then stored: complete, or not at all.
+    with contextlib.ExitStack() as stack:
+        try:
+            source = stack.enter_context(
+                files().local_copy(original_name(dataset), scratch=incoming_dir())
+            )
+        except FileNotFoundError:
+            raise DataError(f"{dataset.original_name}: no such file") from None
+        staging = stack.enter_context(
+            tempfile.TemporaryDirectory(dir=incoming_dir(), prefix="parse-")
+        )
+        converted = Path(staging) / "data.parquet"
+        info = convert_to_parquet(
+            source,
+            converted,
+            fmt=format_of(dataset.original_name),
+            sep=sep,
+            decimal=decimal or ".",
+            sheet=dataset.sheet or None,
+            name=dataset.original_name,
+            limits=upload_limits(),
+            progress=lambda fraction, message: progress(int(2 + 96 * fraction), message),
+        )
+        files().put(parquet_name(dataset.storage_key), converted)
     names = [c.name for c in info.columns]
     with transaction.atomic():
         changed = Dataset.objects.filter(pk=dataset.pk, status=DatasetStatus.PARSING).update(
@@ -226,9 +257,7 @@ def dataset_parse(
         )
         if not changed:
             # Failed meanwhile (the job was given up as lost): what was written goes too.
-            transaction.on_commit(
-                lambda: shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
-            )
+            transaction.on_commit(lambda: dataset_files_remove(dataset.storage_key))
             raise DataError("the upload was given up before it was read; upload it again")
         audit_record(
             actor=None,
@@ -267,7 +296,7 @@ def dataset_parse_failed(*, dataset_id: int, error: str) -> bool:
             details={"error": reason},
         )
         key = dataset.storage_key
-        transaction.on_commit(lambda: shutil.rmtree(dataset_dir(key), ignore_errors=True))
+        transaction.on_commit(lambda: dataset_files_remove(key))
     return True
 
 
@@ -287,7 +316,7 @@ def dataset_discard(*, user, dataset: Dataset) -> None:
             target=dataset,
             details={"name": dataset.name},
         )
-    shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
+    dataset_files_remove(dataset.storage_key)
 
 
 def dataset_create(
@@ -304,13 +333,13 @@ def dataset_create(
     """Store and read an upload in this process; returns the ready dataset, or raises with
     the reason and keeps nothing (no row, no file). For the demo, scripts and tests; the page
     and the API use :func:`anonweb.jobs.services.dataset_upload`."""
-    folder = None
+    key = None
     try:
         with transaction.atomic():
             dataset = dataset_store(
                 user=user, team=team, upload=upload, name=name, description=description, sheet=sheet
             )
-            folder = dataset_dir(dataset.storage_key)
+            key = dataset.storage_key
             dataset_parse(
                 dataset=dataset,
                 progress=lambda percent, message="": None,
@@ -318,8 +347,8 @@ def dataset_create(
                 decimal=decimal,
             )
     except BaseException:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        if key is not None:
+            dataset_files_remove(key)
         raise
     dataset.refresh_from_db()
     return dataset

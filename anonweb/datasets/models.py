@@ -1,5 +1,6 @@
-"""Uploaded source tables and their column tags. Raw data lives on disk under MEDIA_ROOT,
-never under a public URL; only privacy officers can read it through the app."""
+"""Uploaded source tables and their column tags. Raw data lives in the application's storage
+(MEDIA_ROOT on disk, or a private bucket), never under a public URL; only privacy officers can
+read it through the app."""
 
 import uuid
 

@@ -1,18 +1,31 @@
-"""Where dataset files live: ``MEDIA_ROOT/datasets/<storage_key>/``, written atomically."""
+"""Where dataset files live: ``datasets/<storage_key>/`` in the application's storage
+(:mod:`anonweb.common.files`: ``MEDIA_ROOT`` on the local disk by default, or an S3 bucket).
+
+The Parquet table is read where it is stored: pyarrow opens it through the storage's location
+(a local path, or pyarrow's S3 file system), so a read of some columns fetches only those."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 from django.conf import settings
 
+from anonweb.common.files import files
 from anonweb.core.errors import DataError
 
 
+def dataset_prefix(storage_key) -> str:
+    """The folder of a dataset's objects in the storage."""
+    return f"datasets/{storage_key}"
+
+
+def parquet_name(storage_key) -> str:
+    return f"{dataset_prefix(storage_key)}/data.parquet"
+
+
 def dataset_dir(storage_key) -> Path:
+    """The dataset's folder on the local disk (the local backend's layout)."""
     return Path(settings.MEDIA_ROOT) / "datasets" / str(storage_key)
 
 
@@ -20,30 +33,27 @@ def parquet_path(storage_key) -> Path:
     return dataset_dir(storage_key) / "data.parquet"
 
 
-def write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
-    """Write to a temporary file in the same directory, then rename: a reader never sees half
-    a file, and a crash leaves only a temporary file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
-    os.close(fd)
-    try:
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def dataset_files_remove(storage_key) -> None:
+    """Delete every object of the dataset (on a versioned bucket, every version)."""
+    files().delete_prefix(dataset_prefix(storage_key))
 
 
-def _existing_parquet(storage_key) -> Path:
-    path = parquet_path(storage_key)
-    if not path.exists():
+def dataset_files_exist(storage_key) -> bool:
+    return files().prefix_exists(dataset_prefix(storage_key))
+
+
+def _existing_parquet(storage_key) -> tuple[str, object]:
+    """The stored table's location for pyarrow: (path, file system or None for local)."""
+    name = parquet_name(storage_key)
+    if not files().exists(name):
         raise DataError("the raw data of this dataset has been purged; its releases remain")
-    return path
+    return files().arrow_location(name)
 
 
 def load_frame(storage_key, columns: list[str] | None = None) -> pd.DataFrame:
     """The table, or only ``columns`` of it (Parquet reads just those)."""
-    return pd.read_parquet(_existing_parquet(storage_key), columns=columns)
+    path, fs = _existing_parquet(storage_key)
+    return pd.read_parquet(path, columns=columns, filesystem=fs)
 
 
 def load_distinct(storage_key, column: str) -> pd.Series:
@@ -52,7 +62,8 @@ def load_distinct(storage_key, column: str) -> pd.Series:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.read_table(_existing_parquet(storage_key), columns=[column])
+    path, fs = _existing_parquet(storage_key)
+    table = pq.read_table(path, columns=[column], filesystem=fs)
     distinct = pc.drop_null(pc.unique(table.column(0)))
     frame = table.schema.empty_table().to_pandas()  # the column's pandas type, from the metadata
     values = pd.Series(distinct.to_pandas(), name=column)
@@ -66,7 +77,8 @@ def load_head(storage_key, rows: int) -> pd.DataFrame:
     view; a large upload must not be loaded for that)."""
     import pyarrow.parquet as pq
 
-    parquet = pq.ParquetFile(_existing_parquet(storage_key))
+    path, fs = _existing_parquet(storage_key)
+    parquet = pq.ParquetFile(path, filesystem=fs)
     batch = next(parquet.iter_batches(batch_size=rows), None)
     if batch is None:
         return parquet.schema_arrow.empty_table().to_pandas()
@@ -79,7 +91,8 @@ def load_value_counts(storage_key, column: str) -> tuple[pd.Series, list[int], i
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.read_table(_existing_parquet(storage_key), columns=[column])
+    path, fs = _existing_parquet(storage_key)
+    table = pq.read_table(path, columns=[column], filesystem=fs)
     col = table.column(0)
     missing = int(col.null_count)
     counted = pc.value_counts(pc.drop_null(col))

@@ -16,7 +16,7 @@ from anonweb.releases.services import finding_summary, save_conflict_findings
 from anonweb.releases.storage import (
     remove_release_files,
     write_private_json,
-    write_release_files,
+    write_release_objects,
 )
 from anonweb.releases.utility import utility_measure_at_publication
 
@@ -72,9 +72,10 @@ def release_create(
         purpose=purpose,
         recipient=recipient,
     )
-    release.sha256 = write_release_files(
+    stored = write_release_objects(
         release.storage_key, frame, source_rows=source_rows, aggregates=aggregates, dp=dp
     )
+    release.sha256 = stored.sha256
     found = None
     try:
         if source is not None:
@@ -110,6 +111,9 @@ def release_create(
                             "job_id": job.pk,
                             "rows": release.rows,
                             "sha256": release.sha256,
+                            # each published object as stored (written once): what
+                            # audit_verify checks the storage against
+                            "objects": stored.to_audit(),
                             "plan": plan,
                             **({"conflicts": found.summary()} if found is not None else {}),
                             "purpose": purpose,

@@ -6,8 +6,6 @@ use case of this app, which sits above datasets and releases."""
 
 from __future__ import annotations
 
-import shutil
-
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,7 +15,7 @@ from anonweb.audit.services import audit_record
 from anonweb.core.errors import DataError
 from anonweb.datasets.models import Dataset, Hierarchy
 from anonweb.datasets.purge import scrub_hierarchy_spec, scrub_plan, scrub_result
-from anonweb.datasets.storage import dataset_dir
+from anonweb.datasets.storage import dataset_files_remove
 from anonweb.jobs.models import Job
 from anonweb.releases.models import Release
 from anonweb.releases.source_figures import release_source_figures_forget
@@ -59,7 +57,7 @@ def dataset_purge(*, user, dataset: Dataset, reason: str) -> Dataset:
 def _remove_files(dataset: Dataset) -> None:
     """The raw table, and what was computed from it and kept beside its releases (their
     utility, attack figures and conflict findings' detail)."""
-    shutil.rmtree(dataset_dir(dataset.storage_key), ignore_errors=True)
+    dataset_files_remove(dataset.storage_key)
     release_source_figures_forget(dataset=dataset)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from anonweb.common.files import files
 from anonweb.core.attacks.options import attack_options
 from anonweb.core.attacks.release import attack_release, hold_out
 from anonweb.core.conflicts.lineage import microaggregated
@@ -19,7 +20,7 @@ from anonweb.datasets.storage import load_frame
 from anonweb.jobs.models import Job, JobKind
 from anonweb.jobs.planning import check_web_plan
 from anonweb.jobs.publication import release_create
-from anonweb.jobs.services import JobCancelled, pending_hierarchy_path
+from anonweb.jobs.services import JobCancelled, pending_hierarchy_name
 from anonweb.releases.attacks import (
     release_attacks_run,
     release_reconstruction,
@@ -66,17 +67,19 @@ def run_parse(job: Job, progress: Progress) -> dict:
 @runner(JobKind.HIERARCHY)
 def run_hierarchy(job: Job, progress: Progress) -> dict:
     assert job.dataset is not None and job.created_by is not None
-    path = pending_hierarchy_path(job.dataset, str(job.params["file"]))
+    pending = pending_hierarchy_name(job.dataset, str(job.params["file"]))
     try:
+        with files().open(pending, "rb") as fh:
+            raw = fh.read()
         return dataset_hierarchy_from_file(
             user=job.created_by,
             dataset=job.dataset,
             column=str(job.params["column"]),
-            raw=path.read_bytes(),
+            raw=raw,
             progress=progress,
         )
     finally:
-        path.unlink(missing_ok=True)
+        files().delete(pending)
 
 
 @runner(JobKind.PROFILE)

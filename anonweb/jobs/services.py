@@ -8,10 +8,8 @@ running one.
 from __future__ import annotations
 
 import logging
-import shutil
 import uuid
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -23,6 +21,7 @@ from django.utils import timezone
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role, user_has_role
 from anonweb.audit.services import audit_record
+from anonweb.common.files import files
 from anonweb.core.errors import CoreError, ParameterError, PlanError
 from anonweb.core.raw_values import Failure
 from anonweb.core.release.report import public_plan
@@ -34,7 +33,7 @@ from anonweb.datasets.services import (
     hierarchy_from_bytes,
     require_ready,
 )
-from anonweb.datasets.storage import dataset_dir
+from anonweb.datasets.storage import dataset_files_remove, dataset_prefix
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.planning import plan_privacy, unconfirmed_problems, validate_web_plan
 from anonweb.jobs.queue import send_run_job
@@ -154,13 +153,13 @@ def dataset_upload(
 
     The one entry point of the upload page and of ``POST /api/v1/datasets/``: the request
     does no reading of the file beyond moving it into place."""
-    folder = None
+    key = None
     try:
         with transaction.atomic():
             dataset = dataset_store(
                 user=user, team=team, upload=upload, name=name, description=description, sheet=sheet
             )
-            folder = dataset_dir(dataset.storage_key)
+            key = dataset.storage_key
             options = {"sep": sep, "decimal": decimal if decimal != "." else None}
             job = job_create(
                 user=user,
@@ -170,8 +169,8 @@ def dataset_upload(
                 params={key: value for key, value in options.items() if value},
             )
     except BaseException:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        if key is not None:
+            dataset_files_remove(key)
         raise
     return dataset, job
 
@@ -181,9 +180,10 @@ def dataset_upload(
 HIERARCHY_IMMEDIATE_LINES = 50_000
 
 
-def pending_hierarchy_path(dataset: Dataset, name: str) -> Path:
-    """Where an uploaded hierarchy file waits for its job (removed when the job ends)."""
-    return dataset_dir(dataset.storage_key) / "pending-hierarchies" / name
+def pending_hierarchy_name(dataset: Dataset, name: str) -> str:
+    """Where an uploaded hierarchy file waits for its job in the storage (removed when the job
+    ends), so that a worker on another host reads it."""
+    return f"{dataset_prefix(dataset.storage_key)}/pending-hierarchies/{name}"
 
 
 def hierarchy_upload(
@@ -201,9 +201,8 @@ def hierarchy_upload(
     if column not in dataset.column_names:
         raise CoreError(f"unknown column: {column}")
     name = f"{uuid.uuid4().hex}.txt"
-    path = pending_hierarchy_path(dataset, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(raw)
+    pending = pending_hierarchy_name(dataset, name)
+    files().put(pending, raw)
     try:
         return job_create(
             user=user,
@@ -213,7 +212,7 @@ def hierarchy_upload(
             params={"column": column, "file": name},
         )
     except BaseException:
-        path.unlink(missing_ok=True)
+        files().delete(pending)
         raise
 
 
@@ -382,7 +381,7 @@ def _after_unsuccessful(job: Job, reason: str) -> None:
             reason = "the upload was cancelled before it was read"
         dataset_parse_failed(dataset_id=job.dataset_id, error=reason)
     if job.kind == JobKind.HIERARCHY and job.dataset is not None:
-        pending_hierarchy_path(job.dataset, str(job.params.get("file", ""))).unlink(missing_ok=True)
+        files().delete(pending_hierarchy_name(job.dataset, str(job.params.get("file", ""))))
 
 
 def job_cancel(*, user: User, job: Job) -> Job:

@@ -24,10 +24,11 @@ from anonweb.datasets.models import Dataset
 from anonweb.releases.conflicts import live_releases, release_label
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
-    PRIVATE_DIR,
     load_lineage,
+    read_private_array,
     read_private_json,
-    release_dir,
+    read_release_table,
+    write_private_array,
     write_private_json,
 )
 
@@ -60,14 +61,11 @@ def save_control_rows(*, release: Release, control_rows: np.ndarray | None) -> N
     """Keep which source rows were held out as the control, so later runs use the same."""
     if control_rows is None:
         return
-    private = release_dir(release.storage_key) / PRIVATE_DIR
-    private.mkdir(parents=True, exist_ok=True)
-    np.save(private / CONTROL_FILE, np.asarray(control_rows, dtype=np.int64))
+    write_private_array(release.storage_key, CONTROL_FILE, np.asarray(control_rows, dtype=np.int64))
 
 
 def _control_rows(release: Release) -> np.ndarray | None:
-    path = release_dir(release.storage_key) / PRIVATE_DIR / CONTROL_FILE
-    return np.load(path) if path.exists() else None
+    return read_private_array(release.storage_key, CONTROL_FILE)
 
 
 def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Progress) -> dict:
@@ -82,7 +80,7 @@ def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Pro
     published = lineage.frame
     synthetic = any(s.get("kind") == "dp_synthetic" for s in plan.get("steps", []))
     if published is None and synthetic:
-        published = pd.read_parquet(release_dir(release.storage_key) / "data.parquet")
+        published = read_release_table(release.storage_key)
     if published is None:
         attacks = {"skipped": AGGREGATES_ONLY}
     else:

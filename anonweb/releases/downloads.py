@@ -33,7 +33,7 @@ def download_response(
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
     return FileResponse(
-        open(body, "rb"),  # noqa: SIM115 (closed by the response)
+        body,  # the stored object, open for reading; closed by the response
         as_attachment=True,
         filename=name,
         content_type=export.content_type,

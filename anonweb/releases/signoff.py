@@ -13,16 +13,15 @@ the team's officers and stewards only; never a key or a seed (plans name keys, n
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
+from anonweb.common.files import files
 from anonweb.core.io.export import EXPORT_FORMATS, ExportFormat
 from anonweb.core.release.publish import scrub_report
 from anonweb.releases.conflicts import FINDINGS_FILE
@@ -30,12 +29,11 @@ from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import conflicts_for
 from anonweb.releases.services import release_record_signoff
-from anonweb.releases.storage import DERIVED_SOURCE, LINEAGE_FILE, PRIVATE_DIR, release_dir
+from anonweb.releases.storage import DERIVED_SOURCE, LINEAGE_FILE, PRIVATE_DIR, release_prefix
 from anonweb.releases.utility import UTILITY_FILE
 
 # The file whose SHA-256 is recorded on the release (and in its creation event) at publication.
 RECORDED_FILE = "data.csv"
-CHUNK = 1 << 20
 
 # What each private file is, in the report's words (the published ones: see file_roles).
 PRIVATE_FILE_ROLES = {
@@ -80,33 +78,23 @@ class FileHash:
         return None if self.recorded is None else self.recorded == self.sha256
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def release_file_hashes(release: Release) -> list[FileHash]:
     """Every file stored for ``release`` (published and private), hashed now. Temporary files of
     a write in progress (hidden names) are not part of the release."""
-    folder = release_dir(release.storage_key)
-    if not folder.is_dir():
-        return []
+    prefix = release_prefix(release.storage_key)
     out = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts):
+    for name in files().walk(prefix):
+        parts = name.split("/")
+        if any(part.startswith(".") for part in parts):
             continue
-        name = rel.as_posix()
+        stored = f"{prefix}/{name}"
         out.append(
             FileHash(
                 name=name,
-                size=path.stat().st_size,
-                sha256=file_sha256(path),
+                size=files().size(stored),
+                sha256=files().sha256(stored),
                 recorded=release.sha256 if name == RECORDED_FILE else None,
-                served=rel.parts[0] != PRIVATE_DIR,
+                served=parts[0] != PRIVATE_DIR,
             )
         )
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 from anonweb.releases.attacks import ON_DEMAND_FILE
 from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.models import Release
-from anonweb.releases.storage import PRIVATE_DIR, release_dir
+from anonweb.releases.storage import remove_private_file
 from anonweb.releases.utility import UTILITY_FILE
 
 SOURCE_FIGURES_FILES = (UTILITY_FILE, ON_DEMAND_FILE, FINDINGS_FILE)
@@ -27,10 +27,6 @@ def release_source_figures_forget(*, dataset) -> int:
     write its figures after it). Returns how many files went."""
     removed = 0
     for key in Release.objects.filter(dataset=dataset).values_list("storage_key", flat=True):
-        private = release_dir(key) / PRIVATE_DIR
         for name in SOURCE_FIGURES_FILES:
-            path = private / name
-            if path.exists():
-                path.unlink(missing_ok=True)
-                removed += 1
+            removed += remove_private_file(key, name)
     return removed

@@ -1,21 +1,24 @@
-"""Release files: written to a hidden temporary folder and renamed into place, so nothing
-half-written is ever visible as a release."""
+"""Release files, in the application's storage (:mod:`anonweb.common.files`) under
+``releases/<storage_key>/``: written in a local temporary folder, then each stored once as a
+whole object (a second write of the same name is refused), so nothing half-written is ever
+visible and a published release cannot be replaced."""
 
 from __future__ import annotations
 
-import hashlib
+import io
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from django.conf import settings
 
+from anonweb.common.files import Stored, files
 from anonweb.core.conflicts.inference import Aggregate
 
 # The CSV protections live in the core's release path; imported here for the writers.
@@ -32,11 +35,33 @@ from anonweb.core.io.export import (  # noqa: F401
 
 
 def release_dir(storage_key) -> Path:
+    """The release's folder on the local disk (the local backend's layout)."""
     return Path(settings.MEDIA_ROOT) / "releases" / str(storage_key)
+
+
+def release_prefix(storage_key) -> str:
+    """The folder of a release's objects in the storage."""
+    return f"releases/{storage_key}"
+
+
+def release_object(storage_key, name: str) -> str:
+    return f"{release_prefix(storage_key)}/{name}"
 
 
 PRIVATE_DIR = "private"  # never served: how published rows map to source rows
 LINEAGE_FILE = "lineage.json"
+
+
+@dataclass(frozen=True)
+class ReleaseObjects:
+    """What :func:`write_release_objects` stored: the CSV's SHA-256 (the release's recorded
+    hash) and each published object's name (inside the release), SHA-256 and version."""
+
+    sha256: str
+    objects: tuple[Stored, ...]
+
+    def to_audit(self) -> list[dict[str, Any]]:
+        return [o.to_dict() for o in self.objects]
 
 
 def write_release_files(
@@ -47,31 +72,69 @@ def write_release_files(
     aggregates: Sequence[Aggregate] = (),
     dp: bool = False,
 ) -> str:
-    """Write the release's file in every stored format of
-    :data:`~anonweb.core.io.export.EXPORT_FORMATS` (data.csv, data.parquet) atomically; return
-    the CSV's SHA-256.
+    """:func:`write_release_objects`, returning the CSV's SHA-256 alone."""
+    return write_release_objects(
+        storage_key, df, source_rows=source_rows, aggregates=aggregates, dp=dp
+    ).sha256
+
+
+def write_release_objects(
+    storage_key,
+    df: pd.DataFrame,
+    *,
+    source_rows: np.ndarray | None = None,
+    aggregates: Sequence[Aggregate] = (),
+    dp: bool = False,
+) -> ReleaseObjects:
+    """Write the release in every stored format of
+    :data:`~anonweb.core.io.export.EXPORT_FORMATS` (data.parquet, data.csv) and the lineage,
+    each object once (ObjectExists if one of
+    them is already stored: nothing of the stored release is touched).
 
     The release's lineage is kept privately so that later releases can be checked for
     conflicts with this one: ``source_rows[j]`` is the source row of published row ``j``;
     ``aggregates`` what it published about numeric columns over groups of source records (their
-    members and figures); ``dp`` marks a differentially private output."""
-    final = release_dir(storage_key)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".tmp-"))
+    members and figures); ``dp`` marks a differentially private output.
+
+    The published files go last, the CSV at the very end: a release whose CSV is stored has
+    every other file."""
+    scratch = Path(settings.MEDIA_ROOT) / "releases"
+    scratch.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=scratch, prefix=".tmp-"))
+    written: list[str] = []
     try:
         (tmp / PRIVATE_DIR).mkdir()
         _write_lineage(tmp / PRIVATE_DIR, source_rows, aggregates, dp)
-        hashed = b""
         for fmt in EXPORT_FORMATS.values():
             if fmt.stored:
-                data = fmt.to_bytes(df)
-                (tmp / fmt.file_name).write_bytes(data)
-                hashed = data if fmt.name == DEFAULT_FORMAT else hashed
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+                (tmp / fmt.file_name).write_bytes(fmt.to_bytes(df))
+        private = sorted(p.name for p in (tmp / PRIVATE_DIR).iterdir())
+        order = [f"{PRIVATE_DIR}/{n}" for n in private] + _published_order()
+        stored = {}
+        for name in order:
+            stored[name] = files().put(release_object(storage_key, name), tmp / name, once=True)
+            written.append(name)
+    except BaseException as exc:
+        if not isinstance(exc, FileExistsError):
+            for name in written:
+                files().delete(release_object(storage_key, name))
         raise
-    return hashlib.sha256(hashed).hexdigest()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ReleaseObjects(
+        stored[EXPORT_FORMATS[DEFAULT_FORMAT].file_name].sha256,
+        tuple(
+            Stored(name, stored[name].sha256, stored[name].version) for name in _published_order()
+        ),
+    )
+
+
+def _published_order() -> list[str]:
+    """The stored formats' files, the default format's (the CSV, whose hash is the release's)
+    last: a release whose CSV is stored has every other file."""
+    names = [f.file_name for f in EXPORT_FORMATS.values() if f.stored]
+    default = EXPORT_FORMATS[DEFAULT_FORMAT].file_name
+    return [n for n in names if n != default] + [default]
 
 
 # The formats not stored are written on each request from this stored file.
@@ -83,21 +146,20 @@ def formats_offered(rows: int) -> list[str]:
     return [f.name for f in EXPORT_FORMATS.values() if f.offered(rows)]
 
 
-def release_file(storage_key, fmt: str) -> Path | bytes:
-    """A release's published table as a file: a stored format's file (its path), or a format
-    written on request from :data:`DERIVED_SOURCE` by its writer (its bytes; the writer
+def release_file(storage_key, fmt: str) -> Any:
+    """A release's published table as a file: a stored format's object (open for reading), or a
+    format written on request from :data:`DERIVED_SOURCE` by its writer (its bytes; the writer
     neutralises text cells where the format is opened by spreadsheets). Raises Http404 when the
     files are missing, a DataError when the table does not fit the format."""
     from django.http import Http404
 
     export = export_format(fmt)
-    folder = release_dir(storage_key)
-    source = folder / (export.file_name if export.stored else DERIVED_SOURCE)
-    if not source.exists():
+    source = release_object(storage_key, export.file_name if export.stored else DERIVED_SOURCE)
+    if not files().exists(source):
         raise Http404("The release file is missing.")
     if export.stored:
-        return source
-    return export.to_bytes(pd.read_parquet(source))
+        return files().open(source, "rb")
+    return export.to_bytes(_read_parquet(source))
 
 
 def _write_lineage(folder: Path, source_rows, aggregates, dp: bool) -> None:
@@ -137,18 +199,13 @@ class Lineage:
 
 
 def load_lineage(storage_key, *, label: str) -> Lineage:
-    folder = release_dir(storage_key)
-    private = folder / PRIVATE_DIR
-    meta_path = private / LINEAGE_FILE
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    rows = None
-    frame = None
-    if (private / "source_rows.npy").exists():
-        rows = np.load(private / "source_rows.npy")
-        frame = pd.read_parquet(folder / "data.parquet")
+    meta = read_private_json(storage_key, LINEAGE_FILE) or {}
+    rows = read_private_array(storage_key, "source_rows.npy")
+    frame = None if rows is None else read_release_table(storage_key)
     aggregates: list[Aggregate] = []
     if meta.get("aggregates"):
-        with np.load(private / "aggregates.npz") as arrays:
+        raw = _read_bytes(release_object(storage_key, f"{PRIVATE_DIR}/aggregates.npz"))
+        with np.load(io.BytesIO(raw)) as arrays:
             for i, spec in enumerate(meta["aggregates"]):
                 aggregates.append(
                     Aggregate(
@@ -164,35 +221,68 @@ def load_lineage(storage_key, *, label: str) -> Lineage:
     return Lineage(frame, rows, tuple(aggregates), bool(meta.get("dp", False)))
 
 
+def _read_bytes(name: str) -> bytes:
+    with files().open(name, "rb") as fh:
+        return bytes(fh.read())
+
+
+def _read_parquet(name: str) -> pd.DataFrame:
+    path, fs = files().arrow_location(name)
+    return pd.read_parquet(path, filesystem=fs)
+
+
+def read_release_table(storage_key) -> pd.DataFrame | None:
+    """The published table (data.parquet), or None when it is not stored."""
+    name = release_object(storage_key, "data.parquet")
+    return _read_parquet(name) if files().exists(name) else None
+
+
+def private_name(storage_key, name: str) -> str:
+    return release_object(storage_key, f"{PRIVATE_DIR}/{name}")
+
+
 def write_private_json(storage_key, name: str, data) -> None:
-    """A private file beside the lineage (written to a temporary name and renamed)."""
-    private = release_dir(storage_key) / PRIVATE_DIR
-    private.mkdir(parents=True, exist_ok=True)
-    tmp = private / f".{name}.tmp"
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, private / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """A private file beside the lineage (replaced as a whole; it may be written again)."""
+    files().put(private_name(storage_key, name), json.dumps(data).encode())
 
 
 def read_private_json(storage_key, name: str):
-    path = release_dir(storage_key) / PRIVATE_DIR / name
-    return json.loads(path.read_text()) if path.exists() else None
+    stored = private_name(storage_key, name)
+    return json.loads(_read_bytes(stored)) if files().exists(stored) else None
+
+
+def write_private_array(storage_key, name: str, values: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, values)
+    files().put(private_name(storage_key, name), buffer.getvalue())
+
+
+def read_private_array(storage_key, name: str) -> np.ndarray | None:
+    stored = private_name(storage_key, name)
+    if not files().exists(stored):
+        return None
+    return np.load(io.BytesIO(_read_bytes(stored)))
+
+
+def remove_private_file(storage_key, name: str) -> bool:
+    """Delete a private file; whether there was one."""
+    stored = private_name(storage_key, name)
+    if not files().exists(stored):
+        return False
+    files().delete(stored)
+    return True
 
 
 def remove_release_files(storage_key) -> None:
-    shutil.rmtree(release_dir(storage_key), ignore_errors=True)
+    files().delete_prefix(release_prefix(storage_key))
 
 
 def load_aligned(storage_key) -> pd.DataFrame | None:
     """The release's rows in source order, or None if it is not a row-per-source-row release."""
-    folder = release_dir(storage_key)
-    index_path = folder / PRIVATE_DIR / "source_rows.npy"
-    if not index_path.exists():
+    source_rows = read_private_array(storage_key, "source_rows.npy")
+    if source_rows is None:
         return None
-    source_rows = np.load(index_path)
-    published = pd.read_parquet(folder / "data.parquet")
+    published = read_release_table(storage_key)
+    assert published is not None
     aligned = published.iloc[np.argsort(source_rows, kind="stable")]
     return aligned.reset_index(drop=True)

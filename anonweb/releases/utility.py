@@ -17,7 +17,6 @@ import json
 import logging
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from anonweb.accounts.selectors import may_see_raw_values
@@ -31,9 +30,9 @@ from anonweb.core.utility.measures import release_utility
 from anonweb.datasets.storage import load_frame
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
-    PRIVATE_DIR,
+    read_private_array,
     read_private_json,
-    release_dir,
+    read_release_table,
     write_private_json,
 )
 
@@ -113,8 +112,8 @@ def _compute(
     """The utility of ``release`` from its stored files and ``source`` (read from the dataset's
     storage when not given); its plan and report unless others are given."""
 
-    folder = release_dir(release.storage_key)
-    if not (folder / "data.parquet").exists():
+    released = read_release_table(release.storage_key)
+    if released is None:
         return None
     if source is None:
         try:
@@ -123,9 +122,7 @@ def _compute(
             return None
     plan = release.plan if plan is None else plan
     report = release.report if report is None else report
-    released = pd.read_parquet(folder / "data.parquet")
-    rows_path = folder / PRIVATE_DIR / "source_rows.npy"
-    source_rows = np.load(rows_path) if rows_path.exists() else None
+    source_rows = read_private_array(release.storage_key, "source_rows.npy")
     if source_rows is not None and (len(source_rows) != len(released) or len(source) == 0):
         source_rows = None
     try:

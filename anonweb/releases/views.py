@@ -38,7 +38,7 @@ from anonweb.releases.selectors import (
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
 from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import formats_offered, release_dir
+from anonweb.releases.storage import formats_offered, read_release_table
 from anonweb.releases.utility import utility_charts_cached
 
 
@@ -144,11 +144,7 @@ def _dp_charts(release, report: dict) -> list[dict]:
     steps = report.get("steps") or []
     table = None
     if needs_table(steps):
-        import pandas as pd
-
-        path = release_dir(release.storage_key) / "data.parquet"
-        if path.exists():
-            table = pd.read_parquet(path)
+        table = read_release_table(release.storage_key)
     return dp_charts(steps, table)
 
 

@@ -54,15 +54,15 @@ def test_a_job_reaped_while_writing_its_release_publishes_nothing(
     officer, dataset, settings, monkeypatch
 ):
     job = _job(officer, dataset)
-    real_write = publication.write_release_files
+    real_write = publication.write_release_objects
 
     def stalled_write(storage_key, frame, **kwargs):
-        digest = real_write(storage_key, frame, **kwargs)
+        stored = real_write(storage_key, frame, **kwargs)
         # The worker pauses here (SIGSTOP, swap, a long GC) past the stale limit.
         assert _reap_as_if_silent(job.pk) == 1
-        return digest
+        return stored
 
-    monkeypatch.setattr(publication, "write_release_files", stalled_write)
+    monkeypatch.setattr(publication, "write_release_objects", stalled_write)
     job_execute(job_id=job.pk, worker="w1")
 
     job.refresh_from_db()

@@ -205,19 +205,44 @@ def test_a_utility_that_cannot_be_measured_does_not_stop_the_release(
 def test_a_utility_file_that_cannot_be_written_leaves_nothing_half_written(
     officer, dataset, monkeypatch
 ):
-    from anonweb.releases import storage
+    """The disk fills up halfway through the utility file: the release is published all the
+    same, and neither the half-written temporary nor a utility file is left."""
+    import os
 
-    real_write = Path.write_text
+    real_open, real_fdopen = os.open, os.fdopen
+    opened: dict[int, Path] = {}
     attempts = []
 
-    def full_disk(self, data, *args, **kwargs):
-        if self.name != f".{UTILITY_FILE}.tmp":
-            return real_write(self, data, *args, **kwargs)
-        attempts.append(self)
-        real_write(self, data[: len(data) // 2])
-        raise OSError(28, "No space left on device")
+    def tracking_open(path, flags, mode=0o777, **kwargs):
+        fd = real_open(path, flags, mode, **kwargs)
+        opened[fd] = Path(path)
+        return fd
 
-    monkeypatch.setattr(storage.Path, "write_text", full_disk)
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(data[: len(data) // 2])
+            self.fh.flush()
+            raise OSError(28, "No space left on device")
+
+    def full_disk(fd, *args, **kwargs):
+        fh = real_fdopen(fd, *args, **kwargs)
+        path = opened.pop(fd, None)
+        if path is None or UTILITY_FILE not in path.name:
+            return fh
+        attempts.append(path)
+        return FullDisk(fh)
+
+    monkeypatch.setattr(os, "open", tracking_open)
+    monkeypatch.setattr(os, "fdopen", full_disk)
     release = launch(officer, dataset, FIXED, "fixed")
     monkeypatch.undo()
     private = release_dir(release.storage_key) / "private"
