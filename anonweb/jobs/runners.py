@@ -154,7 +154,8 @@ def run_anonymize(
         purpose=job.params.get("purpose", ""),
         recipient=job.params.get("recipient", ""),
         recipients=job.params.get("recipients") or [],
-        source=made.ran_on,
+        # the whole table: the lineage names its rows (a control held out is not in the release)
+        source=table,
     )
     save_control_rows(release=release, control_rows=made.control_rows)
     return {"release_id": release.pk, "version": release.version, "rows": release.rows}

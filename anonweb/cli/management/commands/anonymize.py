@@ -122,9 +122,9 @@ class Command(BaseCommand):
         import numpy as np
 
         from anonweb.core.io.frame import read_table, sniff_separator
+        from anonweb.core.release.make import make_release
         from anonweb.core.release.plan import read_plan
-        from anonweb.core.release.policy import evaluate_release
-        from anonweb.core.release.publish import fresh_secrets, publish
+        from anonweb.core.release.publish import fresh_secrets
         from anonweb.core.release.recipients import parse_recipients, split_recipients
 
         if opts["plan"] and opts["qi"]:
@@ -149,11 +149,12 @@ class Command(BaseCommand):
         rng = np.random.default_rng(opts["seed"])
         # keys not supplied in files are drawn fresh for this release and never written
         secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
-        made = publish(df, plan, rng=rng, secrets=secrets, keep_order=opts["keep_order"])
-        released = made.aligned if made.aligned is not None else made.frame
-        gate = evaluate_release(
-            df, released, plan=plan, tags=tags, report=made.published, internal_report=made.report
+        # the same path as the web's release job: intruder check, lineage, attacks,
+        # reconstruction, conflicts and the gate come with the release
+        made = make_release(
+            df, plan, rng=rng, secrets=secrets, tags=tags, keep_order=opts["keep_order"]
         )
+        gate = made.gate
         summary = self._summary(made.report, plan)
         summary.update(
             purpose=purpose,
@@ -162,6 +163,8 @@ class Command(BaseCommand):
             row_order=made.published["row_order"],
             published=made.published,
             gate=gate.to_dict(),
+            lineage=made.lineage(),
+            conflicts=None if made.conflicts is None else made.conflicts.public,
         )
         from anonweb.cli.output import write_all
 
