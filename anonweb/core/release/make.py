@@ -77,8 +77,7 @@ class MadeRelease:
     the source's), ``aggregates`` what it published about groups of source rows, ``dp`` whether
     it is differentially private: its lineage, kept privately. ``conflicts`` is the check against
     the earlier releases (None when it does not apply), ``gate`` the policy's result.
-    ``ran_on`` is the table the plan ran on (the whole table less the control) and
-    ``control_rows`` the rows of the whole table held out as the attacks' control."""
+    ``control_rows`` are the rows of the whole table held out as the attacks' control."""
 
     frame: pd.DataFrame
     report: dict[str, Any]
@@ -89,7 +88,6 @@ class MadeRelease:
     dp: bool
     conflicts: ConflictCheck | None
     gate: PolicyResult
-    ran_on: pd.DataFrame = field(repr=False)
     control_rows: NDArray[np.int64] | None = field(default=None, repr=False)
 
     def csv_bytes(self, *, sep: str = ",") -> bytes:
@@ -291,7 +289,6 @@ def make_release(
         dp=dp,
         conflicts=conflicts,
         gate=gate,
-        ran_on=ran_on,
         control_rows=None if kept is None else np.setdiff1d(np.arange(len(whole)), kept),
     )
 
