@@ -166,12 +166,11 @@ def make_release(
     the attack evaluation (default: the plan's own ``attacks``). ``before_spending`` runs before
     any mechanism reads the data. ``progress(fraction, what)`` reports how far it is."""
     thresholds = thresholds or PolicyThresholds()
-    # Tags in table order, so the columns each check lists come in the same order whatever
-    # order the caller's mapping has (a dataset's tags, or the command line's options).
-    tags = {
-        **{str(c): tags[str(c)] for c in table.columns if str(c) in tags},
-        **{c: role for c, role in tags.items() if c not in table.columns},
-    }
+    # Tags in one order, the plan's columns first and then the table's, so the columns each
+    # check lists come in the same order whatever order the caller's mapping has (a dataset's
+    # tags, or the command line's options).
+    order = [*plan.quasi_identifiers, *plan.sensitive, *map(str, table.columns), *tags]
+    tags = {c: tags[c] for c in dict.fromkeys(order) if c in tags}
     report_progress = progress or (lambda fraction, what: None)
     if attacks is None and plan.attacks:
         attacks = attack_options(plan.attacks)
