@@ -21,8 +21,11 @@ from anonweb.accounts.selectors import user_has_role
 from anonweb.core.attacks.options import attack_options
 from anonweb.core.attacks.reconstruction import reconstruction_report
 from anonweb.core.attacks.release import attack_release
+from anonweb.core.attacks.run import DEFAULT_TARGETS
 from anonweb.core.conflicts.release import EarlierRelease, release_label
 from anonweb.core.errors import DataError
+from anonweb.core.release.make import attacked_columns
+from anonweb.core.release.plan import plan_from_dict
 from anonweb.releases.conflicts import earlier_releases
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import release_get_for_user
@@ -137,16 +140,17 @@ def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Pro
         def step(fraction: float, what: str) -> None:
             progress(15 + int(60 * fraction), what)
 
+        known, sensitive = attacked_columns(
+            plan_from_dict(plan), dict(dataset.tags or {}), dataset.column_names, options
+        )
         attacks = attack_release(
             attacked,
             published,
-            known=(options.known if options and options.known else None)
-            or [*plan.get("quasi_identifiers", []), *dataset.quasi_identifiers],
-            sensitive=(options.sensitive if options and options.sensitive else None)
-            or [*plan.get("sensitive", []), *dataset.sensitive],
+            known=known,
+            sensitive=sensitive,
             control=control,
             lineage=rows,
-            targets=options.targets if options else 2000,
+            targets=options.targets if options else DEFAULT_TARGETS,
             rng=rng,
             progress=step,
         )

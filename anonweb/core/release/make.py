@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from anonweb.core.attacks.options import AttackOptions, attack_options
 from anonweb.core.attacks.reconstruction import reconstruction_report
 from anonweb.core.attacks.release import attack_release, hold_out
+from anonweb.core.attacks.run import DEFAULT_TARGETS
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.lineage import microaggregated
 from anonweb.core.conflicts.release import (
@@ -139,6 +140,35 @@ def perturbed_columns(plan: Plan) -> list[str]:
     return list(dict.fromkeys(columns))
 
 
+def microaggregated_columns(plan: Plan) -> list[str]:
+    """The columns whose group means microaggregation publishes (lineage aggregates)."""
+    return [
+        c
+        for step in plan.steps
+        if step.kind == MICROAGGREGATION
+        for c in step.params.get("columns") or []
+    ]
+
+
+def attacked_columns(
+    plan: Plan,
+    tags: Mapping[str, str | None],
+    columns: Sequence[str],
+    attacks: AttackOptions | None,
+) -> tuple[list[str], list[str]]:
+    """What the attacker knows and what they try to learn: the plan's ``attacks`` columns, by
+    default the plan's quasi-identifiers and sensitive columns with the tagged ones."""
+    known = (attacks.known if attacks and attacks.known else None) or [
+        *plan.quasi_identifiers,
+        *tagged(tags, columns, QUASI_IDENTIFIER),
+    ]
+    sensitive = (attacks.sensitive if attacks and attacks.sensitive else None) or [
+        *plan.sensitive,
+        *tagged(tags, columns, SENSITIVE),
+    ]
+    return list(known), list(sensitive)
+
+
 def tagged(tags: Mapping[str, str | None], columns: Sequence[str], role: str) -> list[str]:
     """The ``columns`` tagged with ``role``, in table order."""
     return [str(c) for c in columns if tags.get(str(c)) == role]
@@ -215,12 +245,7 @@ def make_release(
             whole,
             aligned,
             np.arange(len(aligned)) if kept is None else kept,
-            columns=[
-                c
-                for step in plan.steps
-                if step.kind == MICROAGGREGATION
-                for c in step.params.get("columns") or []
-            ],
+            columns=microaggregated_columns(plan),
             label=GATE_NEW_LABEL,
         )
     if rows is not None or synthetic(plan):
@@ -228,16 +253,15 @@ def make_release(
             STAGES["attacks"],
             "attacking the release: linkage, inference, singling out, membership",
         )
+        known, sensitive = attacked_columns(plan, tags, whole.columns, attacks)
         report["attacks"] = attack_release(
             ran_on,
             output,
-            known=(attacks.known if attacks and attacks.known else None)
-            or [*plan.quasi_identifiers, *tagged(tags, whole.columns, QUASI_IDENTIFIER)],
-            sensitive=(attacks.sensitive if attacks and attacks.sensitive else None)
-            or [*plan.sensitive, *tagged(tags, whole.columns, SENSITIVE)],
+            known=known,
+            sensitive=sensitive,
             control=control,
             lineage=rows,
-            targets=attacks.targets if attacks else 2000,
+            targets=attacks.targets if attacks else DEFAULT_TARGETS,
             rng=rng,
         )
     others = list(earlier() if callable(earlier) else earlier)
