@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -23,3 +24,16 @@ def reading(options: dict[str, Any], *, main: bool = True) -> dict[str, Any]:
     """``read_table`` keywords for the command's main input (``main``) or another table: the
     sheet names a sheet of the main input only."""
     return {"sheet": options.get("sheet") if main else None, "decimal": options["decimal"]}
+
+
+def file_labels(paths: list[str]) -> list[str]:
+    """Release files' labels: file names, full paths where two files share a name, numbered if
+    given twice."""
+    names = [Path(p).name for p in paths]
+    labels = [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths, strict=True)]
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out

@@ -18,6 +18,7 @@ from anonweb.core.io.jsontext import json_loads
 from anonweb.core.release.plan import plan_from_json, plan_to_dict, step_kinds, step_schemas
 from anonweb.core.release.policy import evaluate_plan
 from anonweb.core.release.recipients import RecipientError, split_recipients
+from anonweb.core.release.steps import Plan
 from anonweb.datasets.selectors import dataset_get_for_user
 from anonweb.datasets.storage import load_distinct
 from anonweb.jobs.planning import (
@@ -132,6 +133,7 @@ class PlanForm(forms.Form):
     def __init__(self, *args, dataset, **kwargs):
         super().__init__(*args, **kwargs)
         self.dataset = dataset
+        self.parsed: Plan | None = None
 
     def clean_plan(self):
         text = self.cleaned_data["plan"]
@@ -141,6 +143,7 @@ class PlanForm(forms.Form):
             raise forms.ValidationError(exc.errors) from None
         except CoreError as exc:
             raise forms.ValidationError(str(exc)) from None
+        self.parsed = plan  # checked and parsed once; the page costs it from this
         return plan_to_dict(plan)
 
 
@@ -167,7 +170,7 @@ def plan_page(request, *, dataset_id: int):
         form = PlanForm(request.POST, dataset=dataset)
         if form.is_valid():
             plan = current = form.cleaned_data["plan"]
-            privacy = plan_privacy(plan)
+            privacy = plan_privacy(form.parsed or plan)
             if "preview" not in request.POST:
                 try:
                     job = anonymize_launch(
@@ -258,8 +261,7 @@ def plan_check(request, *, dataset_id: int):
     if not isinstance(plan, dict):
         return JsonResponse({"errors": ["a plan is a JSON object"], "privacy": None})
     try:
-        validate_web_plan(dataset, plan)
-        privacy = plan_privacy(plan)
+        privacy = plan_privacy(validate_web_plan(dataset, plan))
     except PlanError as exc:
         return JsonResponse({"errors": list(exc.errors), "privacy": None})
     except CoreError as exc:

@@ -21,6 +21,7 @@ from anonweb.core.dp.mechanisms import (
 from anonweb.core.errors import ParameterError, PlanError
 from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
 from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
+from anonweb.core.release.steps import Plan
 from anonweb.core.search.metrics import DEFAULT_AGGREGATE
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.models import Dataset
@@ -286,7 +287,11 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
         check_web_plan(plan)
         # An uploaded hierarchy is named by digest; it must be one the dataset holds, and its
         # rows tell how many levels a fixed generalization may ask for.
-        resolved = plan_from_dict(plan_with_hierarchies(dataset=dataset, plan=plan))
+        resolved = (
+            plan_from_dict(plan_with_hierarchies(dataset=dataset, plan=plan))
+            if _names_uploaded(plan)
+            else parsed
+        )
     except PlanError:
         raise
     except ParameterError as exc:
@@ -303,14 +308,23 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
     return parsed
 
 
-def plan_privacy(plan: dict[str, Any]) -> dict[str, Any]:
+def _names_uploaded(plan: Mapping[str, Any]) -> bool:
+    """The plan names a hierarchy uploaded to the dataset (resolved from the database)."""
+    specs = plan.get("hierarchies") or {}
+    return isinstance(specs, Mapping) and any(
+        isinstance(spec, Mapping) and "uploaded" in spec for spec in specs.values()
+    )
+
+
+def plan_privacy(plan: Plan | Mapping[str, Any]) -> dict[str, Any]:
     """The plan's privacy cost and accuracy preview, computed from the steps' own measurements
     without reading any data: ``{"total": {"epsilon", "delta", "local_epsilon"}, "steps": [...]}``.
+    A plan already parsed (by :func:`validate_web_plan`) is not parsed again.
 
     Each DP step is costed at the input distance the steps before it allow
     (:func:`anonweb.core.release.plan.plan_costs`), so one refused there is refused here."""
 
-    parsed = plan_from_dict(plan)
+    parsed = plan if isinstance(plan, Plan) else plan_from_dict(plan)
     specs = validate_plan(parsed)
     costs = plan_costs(parsed, specs)
     total = {"epsilon": 0.0, "delta": 0.0, "local_epsilon": 0.0}

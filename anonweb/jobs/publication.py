@@ -49,7 +49,7 @@ def release_create(
     computes it).
 
     ``source_rows``, ``aggregates`` and ``dp`` are the release's lineage (kept privately);
-    ``conflicts`` the :class:`~anonweb.releases.conflicts.ConflictCheck` of the new release
+    ``conflicts`` the :class:`~anonweb.core.conflicts.release.ConflictCheck` of the new release
     against the earlier ones. ``recipients`` the names the launch checked (none: every analyst
     of the team receives it).
 

@@ -243,11 +243,11 @@ def anonymize_launch(
             f"state the release's {' and '.join(missing)}: why the data goes out and to whom"
         )
     names = recipients_check(team=dataset.team, names=recipients)
-    validate_web_plan(dataset, plan)
+    parsed = validate_web_plan(dataset, plan)
     unconfirmed = unconfirmed_problems(plan)
     if unconfirmed:
         raise PlanError(unconfirmed)
-    cost = plan_privacy(plan)["total"]
+    cost = plan_privacy(parsed)["total"]
     params = {
         "plan": plan,
         "title": title,

@@ -7,7 +7,7 @@ reconstructed, only officers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,13 +15,15 @@ import pandas as pd
 from django.utils import timezone
 
 from anonweb.core.attacks.options import attack_options
-from anonweb.core.attacks.reconstruction import reconstruct_aggregates
+from anonweb.core.attacks.reconstruction import reconstruction_report
 from anonweb.core.attacks.release import attack_release
-from anonweb.core.conflicts.inference import Aggregate
-from anonweb.core.conflicts.lineage import relabel
+from anonweb.core.attacks.run import DEFAULT_TARGETS
+from anonweb.core.conflicts.release import EarlierRelease, release_label
 from anonweb.core.errors import DataError
+from anonweb.core.release.make import attacked_columns
+from anonweb.core.release.plan import plan_from_dict
 from anonweb.datasets.models import Dataset
-from anonweb.releases.conflicts import live_releases, release_label
+from anonweb.releases.conflicts import earlier_releases
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
     load_lineage,
@@ -34,7 +36,6 @@ from anonweb.releases.storage import (
 
 ON_DEMAND_FILE = "attacks.json"  # beside the lineage: the latest on-demand run
 CONTROL_FILE = "control_rows.npy"  # the source rows held out of the release as its control
-THIS_RELEASE = "this release"
 AGGREGATES_ONLY = "the release publishes aggregates, not records"
 
 Progress = Callable[[int, str], None]
@@ -98,16 +99,17 @@ def release_attacks_run(*, release: Release, source: pd.DataFrame, progress: Pro
         def step(fraction: float, what: str) -> None:
             progress(15 + int(60 * fraction), what)
 
+        known, sensitive = attacked_columns(
+            plan_from_dict(plan), dict(dataset.tags or {}), dataset.column_names, options
+        )
         attacks = attack_release(
             attacked,
             published,
-            known=(options.known if options and options.known else None)
-            or [*plan.get("quasi_identifiers", []), *dataset.quasi_identifiers],
-            sensitive=(options.sensitive if options and options.sensitive else None)
-            or [*plan.get("sensitive", []), *dataset.sensitive],
+            known=known,
+            sensitive=sensitive,
             control=control,
             lineage=rows,
-            targets=options.targets if options else 2000,
+            targets=options.targets if options else DEFAULT_TARGETS,
             rng=rng,
             progress=step,
         )
@@ -131,67 +133,31 @@ def release_reconstruction(
     dataset,
     source: pd.DataFrame,
     release: Release | None = None,
-    new: Sequence[Aggregate] = (),
-    new_dp: bool = False,
 ) -> dict[str, Any]:
     """The records whose values the published aggregates of all the live releases of the
-    source (approved or awaiting review; ``new`` the aggregates of a release being written)
-    determine together, column by column. DP releases constrain nothing and are left out."""
-    aggregates: list[Aggregate] = []
-    dp: list[bool] = []
-    labels: list[str] = []
-    if release is None and new:
-        aggregates += [relabel(a, THIS_RELEASE) for a in new]
-        dp += [new_dp] * len(new)
-        labels.append(THIS_RELEASE)
-    live = list(live_releases(dataset=dataset))
-    if release is not None and release.pk not in {r.pk for r in live}:
-        live.append(release)  # a rejected release is attacked with the live ones
-    for other in live:
-        label = release_label(other.version)
-        if other.dataset_id != dataset.pk:
-            label = f"{label} of {other.dataset.name}"
+    source (approved or awaiting review, and ``release`` even if rejected) determine together,
+    column by column (:func:`anonweb.core.attacks.reconstruction.reconstruction_report`). A
+    release being written is measured with the others by the core's release path."""
+    earlier = earlier_releases(dataset=dataset)
+    if release is not None and release.pk not in {e.id for e in earlier}:
+        # a rejected release is attacked with the live ones
+        label = release_label(release.version)
+        if release.dataset_id != dataset.pk:
+            label = f"{label} of {release.dataset.name}"
         try:
-            lineage = load_lineage(other.storage_key, label=label)
+            lineage = load_lineage(release.storage_key, label=label)
         except (OSError, ValueError, DataError):
-            continue
-        usable = [a for a in lineage.aggregates if np.asarray(a.groups).size == len(source)]
-        if not usable:
-            continue
-        aggregates += usable
-        dp += [lineage.dp] * len(usable)
-        labels.append(label)
-    columns = []
-    records: set[int] = set()
-    for column in dict.fromkeys(a.column for a in aggregates):
-        if column not in source.columns or not pd.api.types.is_numeric_dtype(source[column]):
-            continue
-        found = reconstruct_aggregates(
-            aggregates,
-            values=source[column].to_numpy(dtype=float),
-            column=column,
-            dp=dp,
-        )
-        entry = found.to_dict()
-        columns.append(entry)
-        records |= set(found.values)
-    total = len(records)
-    if not aggregates:
-        sentence = "No release of this source publishes aggregates: nothing to reconstruct."
-    elif total == 0:
-        sentence = (
-            "The aggregates published by the live releases of this source, taken together, "
-            "determine no one's value."
-        )
-    else:
-        names = ", ".join(c["column"] for c in columns if c["determined"])
-        sentence = (
-            f"Taken together, the aggregates published by the live releases of this source "
-            f"determine the exact {names} of {total} record(s)."
-        )
-    return {
-        "determined": total,
-        "releases": labels,
-        "columns": columns,
-        "sentence": sentence,
-    }
+            pass
+        else:
+            earlier.append(
+                EarlierRelease(
+                    label,
+                    release.status,
+                    release.pk,
+                    aggregates=lineage.aggregates,
+                    dp=lineage.dp,
+                )
+            )
+    return reconstruction_report(
+        source, [(e.label, e.aggregates, e.dp) for e in earlier if e.error is None]
+    )

@@ -1,9 +1,10 @@
 """The release gate in the app: the team's thresholds, the core policy run on a new release, and
 the gate as it stands when a steward looks at a release or decides on it.
 
-The decision itself is :func:`anonweb.core.release.policy.evaluate_release`; this module only
-gathers what it reads (the dataset's tags, the team's thresholds, the live releases of the
-source) and records the steward's changes to the policy.
+The decision itself is :func:`anonweb.core.release.policy.evaluate_release`, which a new release
+meets in :func:`anonweb.core.release.make.make_release`; this module only gathers what it reads
+(the team's thresholds, the live releases of the source) and records the steward's changes to
+the policy.
 
 A release's conflicts depend on the other releases, which keep changing after it is written: a
 later release that conflicts with it, an earlier one rejected. :func:`release_gate_now` is the
@@ -31,18 +32,14 @@ from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.attacks.gate import ATTACK_CODES, attack_findings
 from anonweb.core.conflicts.gate import status_text
+from anonweb.core.conflicts.release import GATE_NEW_LABEL, NEW_LABEL
 from anonweb.core.errors import CoreError
 from anonweb.core.findings import BLOCK, Finding
-from anonweb.core.release.policy import PolicyResult, PolicyThresholds, evaluate_release
+from anonweb.core.release.policy import PolicyThresholds
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.storage import load_frame
 from anonweb.releases.attacks import release_attacks_get
-from anonweb.releases.conflicts import (
-    GATE_NEW_LABEL,
-    NEW_LABEL,
-    live_releases,
-    release_conflict_check,
-)
+from anonweb.releases.conflicts import live_releases, release_conflict_check
 from anonweb.releases.models import ConflictFinding, Release, ReleasePolicy, ReleaseStatus
 from anonweb.releases.storage import load_lineage
 
@@ -85,33 +82,6 @@ def release_policy_update(*, user, team, thresholds: PolicyThresholds) -> Releas
             details={"before": before, "after": thresholds.to_dict()},
         )
     return row
-
-
-def gate_evaluate(
-    *,
-    dataset,
-    source: pd.DataFrame,
-    released: pd.DataFrame,
-    plan: dict,
-    published_report: dict,
-    thresholds: PolicyThresholds | None = None,
-    conflicts: Sequence[Finding] = (),
-    internal_report: dict | None = None,
-    attacks: dict | None = None,
-) -> PolicyResult:
-    """The core policy on a new release of ``dataset``; ``conflicts`` are the gate findings of
-    its conflict check (:meth:`anonweb.releases.conflicts.ConflictCheck.gate_findings`)."""
-    return evaluate_release(
-        source,
-        released,
-        plan=plan,
-        tags=dict(dataset.tags or {}),
-        thresholds=thresholds or thresholds_for(team=dataset.team),
-        report=published_report,
-        conflicts=list(conflicts),
-        internal_report=internal_report,
-        attacks=attacks,
-    )
 
 
 CONFLICT_PREFIX = "conflict_"

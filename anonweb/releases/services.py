@@ -18,7 +18,7 @@ from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-    from anonweb.releases.conflicts import ConflictCheck
+    from anonweb.core.conflicts.release import ConflictCheck
 
 
 def finding_summary(findings: list[dict]) -> list[dict]:

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from anonweb.core.conflicts.inference import Aggregate
+from anonweb.core.conflicts.lineage import relabel
 from anonweb.core.conflicts.solver import Equations, solve
 from anonweb.core.errors import ParameterError
 
@@ -191,6 +193,53 @@ def reconstruct_aggregates(
         found.undecided,
         found.consistent,
     )
+
+
+def reconstruction_report(
+    source: pd.DataFrame, releases: Sequence[tuple[str, Sequence[Aggregate], bool]]
+) -> dict[str, Any]:
+    """The records whose values the aggregates of all ``releases`` of ``source`` (each
+    ``(label, aggregates, dp)``: the live releases of the source, with a release being written)
+    determine together, column by column. Aggregates over another upload of the data (groups of
+    another length) are left out, and DP releases constrain nothing."""
+    aggregates: list[Aggregate] = []
+    dp: list[bool] = []
+    labels: list[str] = []
+    for label, published, is_dp in releases:
+        usable = [relabel(a, label) for a in published if np.asarray(a.groups).size == len(source)]
+        if not usable:
+            continue
+        aggregates += usable
+        dp += [is_dp] * len(usable)
+        labels.append(label)
+    columns = []
+    records: set[int] = set()
+    for column in dict.fromkeys(a.column for a in aggregates):
+        if column not in source.columns or not pd.api.types.is_numeric_dtype(source[column]):
+            continue
+        found = reconstruct_aggregates(
+            aggregates,
+            values=source[column].to_numpy(dtype=float),
+            column=column,
+            dp=dp,
+        )
+        columns.append(found.to_dict())
+        records |= set(found.values)
+    total = len(records)
+    if not aggregates:
+        sentence = "No release of this source publishes aggregates: nothing to reconstruct."
+    elif total == 0:
+        sentence = (
+            "The aggregates published by the live releases of this source, taken together, "
+            "determine no one's value."
+        )
+    else:
+        names = ", ".join(c["column"] for c in columns if c["determined"])
+        sentence = (
+            f"Taken together, the aggregates published by the live releases of this source "
+            f"determine the exact {names} of {total} record(s)."
+        )
+    return {"determined": total, "releases": labels, "columns": columns, "sentence": sentence}
 
 
 def reconstruct_categories(

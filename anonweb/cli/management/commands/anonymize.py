@@ -11,6 +11,10 @@ quasi-identifiers; ``--metric`` and ``--aggregate`` choose another (the report's
 Bad input exits with status 2 and one line on stderr; no output file is left behind (files are
 written to a temporary name beside the target and renamed only on success). Keys come from files
 (``--secret NAME=PATH``), never from the command line; the seed is never written anywhere.
+
+The release is made by :func:`anonweb.core.release.make.make_release`, as the web job makes it;
+``--earlier FILE`` (with ``--id COL``) hands it earlier releases of the source to check
+conflicts against.
 """
 
 from __future__ import annotations
@@ -94,6 +98,15 @@ class Command(BaseCommand):
             help="exit with status 1 when the release gate has blocking findings (the files are "
             "still written, for review); by default the findings are reported and the status is 0",
         )
+        parser.add_argument(
+            "--earlier",
+            action="append",
+            metavar="FILE",
+            help="an earlier release of the same source, in lineage form (its published columns "
+            "plus the source's id column, --id): the release is checked for conflicts with it, "
+            "as the web checks a release against the live ones; repeatable",
+        )
+        parser.add_argument("--id", help="the source's record id column (with --earlier)")
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
 
@@ -111,9 +124,9 @@ class Command(BaseCommand):
         import numpy as np
 
         from anonweb.core.io.frame import read_table, sniff_separator
+        from anonweb.core.release.make import make_release
         from anonweb.core.release.plan import read_plan
-        from anonweb.core.release.policy import evaluate_release
-        from anonweb.core.release.publish import fresh_secrets, publish
+        from anonweb.core.release.publish import fresh_secrets
         from anonweb.core.release.recipients import parse_recipients, split_recipients
 
         if opts["plan"] and opts["qi"]:
@@ -138,11 +151,19 @@ class Command(BaseCommand):
         rng = np.random.default_rng(opts["seed"])
         # keys not supplied in files are drawn fresh for this release and never written
         secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
-        made = publish(df, plan, rng=rng, secrets=secrets, keep_order=opts["keep_order"])
-        released = made.aligned if made.aligned is not None else made.frame
-        gate = evaluate_release(
-            df, released, plan=plan, tags=tags, report=made.published, internal_report=made.report
+        # the same path as the web's release job: intruder check, lineage, attacks,
+        # reconstruction, conflicts and the gate come with the release
+        earlier = self._earlier(opts, df, tags)
+        made = make_release(
+            df,
+            plan,
+            rng=rng,
+            secrets=secrets,
+            tags=tags,
+            earlier=earlier,
+            keep_order=opts["keep_order"],
         )
+        gate = made.gate
         summary = self._summary(made.report, plan)
         summary.update(
             purpose=purpose,
@@ -151,6 +172,8 @@ class Command(BaseCommand):
             row_order=made.published["row_order"],
             published=made.published,
             gate=gate.to_dict(),
+            lineage=made.lineage(),
+            conflicts=None if made.conflicts is None else made.conflicts.public,
         )
         from anonweb.cli.output import Writer, write_all
 
@@ -171,6 +194,41 @@ class Command(BaseCommand):
             if opts["fail_on_block"]:
                 raise CommandError(line, returncode=1)
             self.stderr.write(line)
+
+    @staticmethod
+    def _earlier(opts, df, tags):
+        """The ``--earlier`` release files, as the core's earlier releases (status: approved)."""
+        from anonweb.cli.reading import file_labels
+        from anonweb.core.conflicts.lineage import source_ids, view_from_lineage_form
+        from anonweb.core.conflicts.release import EarlierRelease
+        from anonweb.core.io.frame import read_table
+
+        paths = opts["earlier"] or []
+        if not paths:
+            if opts["id"]:
+                raise CommandError("--id names the id column of --earlier files", returncode=2)
+            return ()
+        if not opts["id"]:
+            raise CommandError(
+                "--earlier needs --id, the source's record id column the files carry",
+                returncode=2,
+            )
+        ids = source_ids(df, opts["id"])
+        out = []
+        for path, label in zip(paths, file_labels(paths), strict=True):
+            view = view_from_lineage_form(
+                df,
+                read_table(path, sep=opts["sep"], **reading(opts, main=False)),
+                label=label,
+                id_column=opts["id"],
+                ids=ids,
+            )
+            out.append(
+                EarlierRelease(
+                    label, "approved", None, view.frame, view.rows, view.aggregates, view.dp
+                )
+            )
+        return tuple(out)
 
     def _search_plan(self, opts):
         from anonweb.core.io.frame import parse_column_list

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from anonweb.cli.reading import add_reading_options, reading
+from anonweb.cli.reading import add_reading_options, file_labels, reading
 
 
 class Command(BaseCommand):
@@ -99,7 +98,7 @@ class Command(BaseCommand):
         source = read_table(options["source"], sep=options["sep"], **reading(options))
         require_columns(source, [*sensitive, *bounds], role="column")
         ids = source_ids(source, options["id"])
-        labels = _labels(options["releases"])
+        labels = file_labels(options["releases"])
         views = []
         for path, label in zip(options["releases"], labels, strict=True):
             release = read_table(path, sep=options["sep"], **reading(options, main=False))
@@ -168,18 +167,6 @@ def _bounds(specs: list[str]) -> dict[str, tuple[float, float]]:
         if not lo <= hi:
             raise ParameterError(f"--bounds {spec!r}: LOW must not exceed HIGH")
         out[col.strip()] = (lo, hi)
-    return out
-
-
-def _labels(paths: list[str]) -> list[str]:
-    """File names, full paths where two files share a name, numbered if given twice."""
-    names = [Path(p).name for p in paths]
-    labels = [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths, strict=True)]
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
 
 
