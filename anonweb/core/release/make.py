@@ -37,7 +37,7 @@ from anonweb.core.conflicts.release import (
     EarlierRelease,
     release_conflicts,
 )
-from anonweb.core.io.export import safe_csv_bytes
+from anonweb.core.io.export import DEFAULT_FORMAT, export_format
 from anonweb.core.release.plan import get_step
 from anonweb.core.release.policy import (
     QUASI_IDENTIFIER,
@@ -92,7 +92,12 @@ class MadeRelease:
     control_rows: NDArray[np.int64] | None = field(default=None, repr=False)
 
     def csv_bytes(self, *, sep: str = ",") -> bytes:
-        return safe_csv_bytes(self.frame, sep=sep)
+        return self.export_bytes(DEFAULT_FORMAT, sep=sep)
+
+    def export_bytes(self, fmt: str, *, sep: str | None = None) -> bytes:
+        """The released table in export format ``fmt`` (``sep``: a delimited text's
+        separator), written by the format's one writer."""
+        return export_format(fmt).to_bytes(self.frame, sep=sep)
 
     def lineage(self) -> dict[str, Any]:
         """The lineage in counts (see :func:`lineage_summary`)."""
