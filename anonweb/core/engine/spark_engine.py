@@ -1,0 +1,151 @@
+"""The cluster engine: the same queries as DuckDB's through PySpark.
+
+The master comes from ``ANONWEB_SPARK_MASTER`` (default ``local[2]``), or ``SPARK_REMOTE`` for
+Spark Connect. One SparkSession serves the process (a JVM takes seconds to start); only the
+histogram (one row per distinct combination) is collected to the driver, and the release is
+written by the executors as a folder of Parquet files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.duckdb_engine import _from_arrow
+from anonweb.core.engine.histogram import Histogram, check_roles
+from anonweb.core.errors import ParameterError
+from anonweb.core.risk.classes import SUPPRESSED
+
+DEFAULT_MASTER = "local[2]"
+
+
+def spark_session(master: str | None = None) -> Any:
+    """The process's SparkSession (created on first use with ``master``)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName("anonweb")
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote and master is None:
+        builder = builder.remote(remote)
+    else:
+        builder = builder.master(master or os.environ.get("ANONWEB_SPARK_MASTER", DEFAULT_MASTER))
+        builder = (
+            builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class SparkEngine:
+    name = "spark"
+
+    def __init__(self, *, master: str | None = None, session: Any = None) -> None:
+        self.spark = session if session is not None else spark_session(master)
+
+    def _frame(self, source: Source) -> Any:
+        kind = source_format(source)
+        if isinstance(source, pd.DataFrame):
+            return self.spark.createDataFrame(source)
+        if kind == "parquet":
+            return self.spark.read.parquet(str(Path(source).resolve()))
+        return self.spark.read.csv(str(Path(source).resolve()), header=True, inferSchema=True)
+
+    def row_count(self, source: Source) -> int:
+        return int(self._frame(source).count())
+
+    def histogram(
+        self,
+        source: Source,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        weights: str | None = None,
+    ) -> Histogram:
+        from pyspark.sql import functions as F
+
+        check_roles(qi, sensitive)
+        df = self._frame(source)
+        cols = list(qi) + list(sensitive)
+        missing = [c for c in cols + ([weights] if weights else []) if c not in df.columns]
+        if missing:
+            raise ParameterError(f"no such column(s) in the table: {', '.join(map(str, missing))}")
+        aggs = [F.count(F.lit(1)).alias("__n")]
+        if weights:
+            aggs.append(F.sum(F.col(weights).cast("double")).alias("__w"))
+        cells = df.groupBy(*[F.col(c) for c in cols]).agg(*aggs)
+        table = _to_arrow(cells)
+        return _from_arrow(table, list(qi), list(sensitive), bool(weights))
+
+    def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        df = self._frame(source)
+        names = list(df.columns)
+        qis = list(node.quasi_identifiers)
+        mapped = {m.column for m in node.mappings}
+        for i, m in enumerate(node.mappings):
+            mapping = self.spark.createDataFrame(
+                m.frame(key=f"__v{i}", label=f"__g{i}").astype({f"__g{i}": object}),
+                schema=f"__v{i} {dict(df.dtypes)[m.column]}, __g{i} string",
+            )
+            on = df[m.column].eqNullSafe(mapping[f"__v{i}"])
+            df = df.join(F.broadcast(mapping), on, "left").drop(m.column, f"__v{i}")
+            df = df.withColumnRenamed(f"__g{i}", m.column)
+        drop = F.lit(False)
+        if node.suppress_below > 0:
+            size = F.count(F.lit(1)).over(Window.partitionBy(*[F.col(q) for q in qis]))
+            drop = drop | (size < int(node.suppress_below))
+        if node.suppressed is not None and len(node.suppressed):
+            sup = self.spark.createDataFrame(
+                node.suppressed[qis].astype(object).assign(__sup=True),
+                schema=", ".join(f"`{q}` string" for q in qis) + ", __sup boolean",
+            )
+            on = None
+            for q in qis:
+                cond = df[q].eqNullSafe(sup[q])
+                on = cond if on is None else on & cond
+            df = df.join(F.broadcast(sup), on, "left")
+            for q in qis:
+                df = df.drop(sup[q])
+            drop = drop | F.col("__sup").isNotNull()
+        df = df.withColumn("__drop", drop)
+        out_cols = [
+            F.when(F.col("__drop"), F.lit(SUPPRESSED)).otherwise(F.col(c).cast("string")).alias(c)
+            if c in mapped
+            else F.col(c)
+            for c in names
+        ]
+        df = df.cache()
+        try:
+            df.select(*out_cols).write.mode("errorifexists").parquet(str(Path(out).resolve()))
+            row = df.agg(
+                F.count(F.lit(1)), F.sum(F.when(F.col("__drop"), 1).otherwise(0))
+            ).collect()[0]
+        finally:
+            df.unpersist()
+        return WriteResult(str(out), int(row[0]), int(row[1] or 0))
+
+    def close(self) -> None:
+        return None  # the session serves the whole process
+
+
+def _to_arrow(df: Any) -> Any:
+    """The (small) aggregated frame on the driver as an Arrow table."""
+    import pyarrow as pa
+
+    to_arrow = getattr(df, "toArrow", None)
+    if to_arrow is not None:
+        return to_arrow()
+    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
