@@ -23,3 +23,20 @@ def reading(options: dict[str, Any], *, main: bool = True) -> dict[str, Any]:
     """``read_table`` keywords for the command's main input (``main``) or another table: the
     sheet names a sheet of the main input only."""
     return {"sheet": options.get("sheet") if main else None, "decimal": options["decimal"]}
+
+
+def add_engine_options(parser: Any) -> None:
+    """Which engine reads the rows (see ``anonweb.core.engine.select``), and DuckDB's memory."""
+    parser.add_argument(
+        "--engine",
+        default=None,
+        choices=["auto", "pandas", "duckdb", "spark"],
+        help="where the rows are read: in memory (pandas), out of core (duckdb) or on a Spark "
+        "cluster (spark); default ANONWEB_ENGINE or auto (by the table's rows)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="DuckDB's memory ceiling, e.g. 2GB (it spills to disk beyond it)",
+    )

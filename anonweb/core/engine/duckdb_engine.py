@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
-from anonweb.core.engine.histogram import Histogram, build_histogram, check_roles
-from anonweb.core.errors import ParameterError
+from anonweb.core.engine.histogram import Histogram, build_histogram, require_source_columns
 from anonweb.core.risk.classes import SUPPRESSED
 
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -84,13 +83,9 @@ class DuckDBEngine:
         sensitive: Sequence[str] = (),
         weights: str | None = None,
     ) -> Histogram:
-        check_roles(qi, sensitive)
         rel = self._relation(source)
         cols = list(qi) + list(sensitive)
-        have = set(self._columns(rel))
-        missing = [c for c in cols + ([weights] if weights else []) if c not in have]
-        if missing:
-            raise ParameterError(f"no such column(s) in the table: {', '.join(map(str, missing))}")
+        require_source_columns(self._columns(rel), qi, sensitive, weights)
         keys = ", ".join(quote(c) for c in cols)
         agg = "count(*) AS __n"
         if weights:

@@ -25,6 +25,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.io.frame import require_columns
 from anonweb.core.risk.classes import combine_codes
 
 
@@ -191,6 +192,21 @@ def build_histogram(
     )
 
 
+def require_source_columns(
+    have: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str] = (),
+    weights: str | None = None,
+) -> None:
+    """Every requested column is in the source (``have``), or one error naming what is not,
+    worded as for a table in memory."""
+    names = pd.DataFrame(columns=list(have))
+    require_columns(names, list(quasi_identifiers), role="quasi-identifier")
+    require_columns(names, list(sensitive), role="sensitive attribute")
+    require_columns(names, [weights] if weights else [], role="weight column")
+    check_roles(quasi_identifiers, sensitive)
+
+
 def check_roles(quasi_identifiers: Sequence[str], sensitive: Sequence[str]) -> None:
     if not quasi_identifiers:
         raise ParameterError("no quasi-identifier given: name at least one column")
@@ -213,10 +229,7 @@ def histogram_of_frame(
 ) -> Histogram:
     """The histogram of an in-memory table (rows grouped with missing values kept)."""
     cols = list(quasi_identifiers) + list(sensitive)
-    missing = [c for c in cols + ([weights] if weights else []) if c not in df.columns]
-    if missing:
-        raise ParameterError(f"no such column(s) in the table: {', '.join(map(str, missing))}")
-    check_roles(quasi_identifiers, sensitive)
+    require_source_columns(list(df.columns), quasi_identifiers, sensitive, weights)
     if len(df) == 0:
         raise DataError("the table has no rows")
     codes, labels = {}, {}

@@ -48,9 +48,15 @@ def choose_engine(name: str | None, source: Source) -> str:
     """The engine's name for ``name`` (None: the environment's choice) and this source."""
     chosen = (name or env_engine()).strip().lower()
     if chosen == "auto":
-        if isinstance(source, pd.DataFrame):
-            return "pandas"
-        return "duckdb" if estimated_rows(source) >= auto_rows() else "pandas"
+        if isinstance(source, pd.DataFrame) or not Path(source).exists():
+            return "pandas"  # reading it in memory says best what is wrong with the path
+        if Path(source).suffix.lower() not in (".parquet", ".pq", ".csv", ".tsv", ".txt"):
+            return "pandas"  # Excel and the other formats only pandas reads
+        try:
+            rows = estimated_rows(source)
+        except (OSError, ValueError):  # not a readable Parquet file (pyarrow's ArrowInvalid)
+            return "pandas"  # reading it in memory gives the error a person can act on
+        return "duckdb" if rows >= auto_rows() else "pandas"
     if chosen not in ENGINES:
         raise ParameterError(f"unknown engine {chosen!r}: use auto, {', '.join(ENGINES)}")
     return chosen

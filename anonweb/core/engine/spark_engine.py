@@ -17,8 +17,7 @@ import pandas as pd
 
 from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
 from anonweb.core.engine.duckdb_engine import _from_arrow
-from anonweb.core.engine.histogram import Histogram, check_roles
-from anonweb.core.errors import ParameterError
+from anonweb.core.engine.histogram import Histogram, require_source_columns
 from anonweb.core.risk.classes import SUPPRESSED
 
 DEFAULT_MASTER = "local[2]"
@@ -74,12 +73,9 @@ class SparkEngine:
     ) -> Histogram:
         from pyspark.sql import functions as F
 
-        check_roles(qi, sensitive)
         df = self._frame(source)
         cols = list(qi) + list(sensitive)
-        missing = [c for c in cols + ([weights] if weights else []) if c not in df.columns]
-        if missing:
-            raise ParameterError(f"no such column(s) in the table: {', '.join(map(str, missing))}")
+        require_source_columns(list(df.columns), qi, sensitive, weights)
         aggs = [F.count(F.lit(1)).alias("__n")]
         if weights:
             aggs.append(F.sum(F.col(weights).cast("double")).alias("__w"))

@@ -10,7 +10,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from anonweb.cli.reading import add_reading_options, reading
+from anonweb.cli.reading import add_engine_options, add_reading_options, reading
 
 
 class Command(BaseCommand):
@@ -41,6 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
         parser.add_argument("--population", default=None, help="population size N")
         parser.add_argument("--format", choices=("text", "json"), default="text")
+        add_engine_options(parser)
 
     def handle(self, *args, **options) -> None:
         from anonweb.core.errors import CoreError
@@ -56,7 +57,9 @@ class Command(BaseCommand):
             self.stdout.write(render_text(result))
 
     def _assess(self, options) -> dict:
-        from anonweb.core.assessment.profile import assess_risk
+        from anonweb.core.assessment.profile import assess_histogram
+        from anonweb.core.engine.base import peak_memory_bytes
+        from anonweb.core.engine.select import choose_engine, make_engine
         from anonweb.core.errors import ParameterError
         from anonweb.core.io.frame import parse_column_list, read_table
         from anonweb.core.io.hierarchy import read_hierarchy
@@ -79,20 +82,27 @@ class Command(BaseCommand):
             if col not in sensitive:
                 raise ParameterError(f"--hierarchy for {col!r}, which is not a --sensitive column")
             hierarchies[col] = read_hierarchy(path.strip(), attribute=col)
-        df = read_table(options["path"], sep=options["sep"], **reading(options))
+        engine_name = choose_engine(options["engine"], options["path"])
+        if engine_name != "pandas" and (options["aux"] or options["known"]):
+            raise ParameterError(
+                f"the linkage attack (--known, --aux) reads the table in memory: "
+                f"use --engine pandas, not {engine_name}"
+            )
+        df = None
+        if engine_name == "pandas":
+            df = read_table(options["path"], sep=options["sep"], **reading(options))
+        engine = make_engine(engine_name, options["path"], memory_limit=options["memory_limit"])
+        try:
+            hist = engine.histogram(options["path"] if df is None else df, qis, sensitive)
+        finally:
+            engine.close()
         for col, h in hierarchies.items():
-            if col in df.columns:
-                h.validate_covers(df[col])
-        population = _population(options["population"], len(df))
-        profile = assess_risk(
-            df,
-            quasi_identifiers=qis,
-            sensitive=sensitive,
-            hierarchies=hierarchies,
-            population_size=population,
-        )
+            h.validate_covers(hist.column(col))
+        population = _population(options["population"], hist.rows)
+        profile = assess_histogram(hist, hierarchies=hierarchies, population_size=population)
         result = profile.to_dict()
         result["file"] = str(options["path"])
+        result["engine"] = engine.name
         if options["aux"]:
             aux = read_table(options["aux"], sep=options["sep"], **reading(options, main=False))
             keys = parse_column_list(options["aux_keys"]) or None
@@ -100,6 +110,7 @@ class Command(BaseCommand):
         elif options["known"]:
             known = parse_column_list(options["known"])
             result["linkage"] = linkage_histogram(df, known=known).to_dict()
+        result["peak_memory_bytes"] = peak_memory_bytes(children=engine_name == "spark")
         return result
 
 
