@@ -53,6 +53,7 @@ class DuckDBEngine:
         self.con.execute(f"SET temp_directory = {literal(self.temp_directory)}")
         # the release's row order is not part of its content; keeping it costs memory
         self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
 
