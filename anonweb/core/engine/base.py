@@ -106,8 +106,45 @@ def peak_memory_bytes(children: bool = False) -> int:
     scale = 1 if sys.platform == "darwin" else 1024  # Linux reports kilobytes
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
     if children:
-        peak += resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+        # children still running (Spark's JVM) are not in RUSAGE_CHILDREN until waited for:
+        # their own peaks (VmHWM) are read from /proc where there is one
+        waited = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+        peak += max(waited, _live_descendants_peak())
     return int(peak)
+
+
+def _live_descendants_peak() -> int:
+    """Sum of the peak resident memory of this process's live descendants (Linux /proc)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0
+    parents: dict[int, int] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # the command name may hold spaces and parentheses: fields follow the last ')'
+        fields = stat.rsplit(")", 1)[-1].split()
+        parents[int(entry.name)] = int(fields[1])
+    mine, total = {os.getpid()}, 0
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid in parents.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                changed = True
+    for pid in mine - {os.getpid()}:
+        try:
+            for line in (proc / str(pid) / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
 
 
 def env_engine() -> str:
