@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
 from anonweb.core.engine.histogram import Histogram, build_histogram, require_source_columns
@@ -159,9 +160,27 @@ def _from_arrow(table: Any, qi: list[str], sensitive: list[str], weighted: bool)
     """A histogram from an Arrow table of cells (columns, ``__n``, maybe ``__w``)."""
     codes, labels = {}, {}
     for c in qi + sensitive:
-        col = table.column(c).to_pandas()
-        k, u = pd.factorize(col, use_na_sentinel=False)
-        codes[c], labels[c] = k.astype(np.int64, copy=False), pd.Index(u)
+        codes[c], labels[c] = _arrow_codes(table.column(c))
     counts = table.column("__n").to_numpy().astype(np.int64)
     w = table.column("__w").to_numpy(zero_copy_only=False) if weighted else None
-    return build_histogram(qi, sensitive, codes, labels, counts, w)
+    return build_histogram(qi, sensitive, codes, labels, counts, w, distinct=True)
+
+
+def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:
+    """Codes and distinct values of an Arrow column, numbered by Arrow (no Python strings per
+    cell); a missing value gets the code after the last value."""
+    import pyarrow as pa
+
+    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(encoded.type):
+        encoded = encoded.dictionary_encode()
+    values = pd.Index(encoded.dictionary.to_pandas())
+    indices = encoded.indices
+    if indices.null_count:
+        codes = indices.fill_null(len(values)).to_numpy().astype(np.int64)
+        values = values.append(
+            pd.Index([None], dtype=values.dtype if values.dtype == object else float)
+        )
+    else:
+        codes = indices.to_numpy().astype(np.int64)
+    return codes, values

@@ -163,9 +163,12 @@ def build_histogram(
     labels: Mapping[str, pd.Index],
     counts: NDArray[Any],
     weights: NDArray[Any] | None = None,
+    *,
+    distinct: bool = False,
 ) -> Histogram:
     """The canonical histogram of cells given in any order and numbering, possibly repeated
-    (cells of the same values are added up: an engine may aggregate by parts)."""
+    (cells of the same values are added up: an engine may aggregate by parts). ``distinct``
+    says no two cells hold the same values (a GROUP BY's output)."""
     qis, sens = tuple(quasi_identifiers), tuple(sensitive)
     check_roles(qis, sens)
     cols = qis + sens
@@ -173,15 +176,22 @@ def build_histogram(
     if counts.size == 0 or int(counts.sum()) == 0:
         raise DataError("the table has no rows")
     canon = {c: _canonical_column(codes[c], labels[c]) for c in cols}
-    cards = [(canon[c][0], max(len(canon[c][1]), 1)) for c in cols]
-    cell = combine_codes(iter(cards), counts.size)
-    n_cells = int(cell.max()) + 1
-    first = np.empty(n_cells, dtype=np.int64)
-    first[cell[::-1]] = np.arange(cell.size - 1, -1, -1)
-    total = np.bincount(cell, weights=counts, minlength=n_cells)
-    wsum = None if weights is None else np.bincount(cell, weights=weights, minlength=n_cells)
-    cell_codes = [canon[c][0][first] for c in cols]
-    order = np.lexsort(cell_codes[::-1])  # first column most significant
+    merged = any(len(canon[c][1]) < len(labels[c]) for c in cols)
+    if distinct and not merged:
+        # an engine's GROUP BY: already one cell per combination, nothing to add up
+        cell_codes = [canon[c][0] for c in cols]
+        total = counts.astype(float)
+        wsum = None if weights is None else np.asarray(weights, dtype=float)
+    else:
+        cards = [(canon[c][0], max(len(canon[c][1]), 1)) for c in cols]
+        cell = combine_codes(iter(cards), counts.size)
+        n_cells = int(cell.max()) + 1
+        first = np.empty(n_cells, dtype=np.int64)
+        first[cell[::-1]] = np.arange(cell.size - 1, -1, -1)
+        total = np.bincount(cell, weights=counts, minlength=n_cells)
+        wsum = None if weights is None else np.bincount(cell, weights=weights, minlength=n_cells)
+        cell_codes = [canon[c][0][first] for c in cols]
+    order = _lexicographic_order(cell_codes, [max(len(canon[c][1]), 1) for c in cols])
     return Histogram(
         quasi_identifiers=qis,
         sensitive=sens,
@@ -205,6 +215,21 @@ def require_source_columns(
     require_columns(names, list(sensitive), role="sensitive attribute")
     require_columns(names, [weights] if weights else [], role="weight column")
     check_roles(quasi_identifiers, sensitive)
+
+
+def _lexicographic_order(columns: list[NDArray[Any]], cards: list[int]) -> NDArray[Any]:
+    """The order sorting the rows by the first column, then the next...: one mixed-radix key
+    and one sort while the key fits in int64 (several times faster than ``lexsort``)."""
+    space = 1
+    for card in cards:
+        space *= card
+    if space >= 2**62:
+        return np.lexsort(columns[::-1])
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    for col, card in zip(columns, cards, strict=True):
+        key *= card
+        key += col
+    return np.argsort(key, kind="stable")
 
 
 def check_roles(quasi_identifiers: Sequence[str], sensitive: Sequence[str]) -> None:
@@ -252,4 +277,5 @@ def histogram_of_frame(
         labels,
         counts,
         wsum,
+        distinct=True,
     )
