@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import pandas as pd
 
@@ -25,7 +25,7 @@ from anonweb.core.engine.histogram import Histogram
 
 # What an engine reads: a table in memory, or the path of a Parquet or CSV file (or a folder of
 # Parquet files).
-Source = pd.DataFrame | str | Path
+Source: TypeAlias = pd.DataFrame | str | Path
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,7 @@ def _lexicographic_order(columns: list[NDArray[Any]], cards: list[int]) -> NDArr
     for card in cards:
         space *= card
     if space >= 2**62:
-        return np.lexsort(columns[::-1])
+        return np.asarray(np.lexsort(columns[::-1]))
     key = np.zeros(columns[0].size, dtype=np.int64)
     for col, card in zip(columns, cards, strict=True):
         key *= card
