@@ -294,20 +294,15 @@ def _adult_parquet(datasets_dir, tmp_path_factory):
 
 # --- Spark: one session for the whole test run ----------------------------------------------
 
-# PySpark's result sockets (py4j, Arrow batches) are closed by the garbage collector, not by
-# PySpark: their ResourceWarning is PySpark's, not a leak of ours.
-SPARK_SOCKETS = [
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
-
 
 @pytest.fixture(scope="session")
 def spark_engine():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from anonweb.core.engine.spark_engine import SparkEngine
 
-    return SparkEngine(master="local[2]")
+    engine = SparkEngine(master="local[2]")
+    yield engine
+    engine.spark.stop()
 
 
 @pytest.mark.slow
@@ -334,8 +329,6 @@ def test_spark_counts_measures_and_searches_as_pandas_does(tmp_path, spark_engin
 
 
 @pytest.mark.slow
-@SPARK_SOCKETS[0]
-@SPARK_SOCKETS[1]
 def test_spark_writes_the_release_the_search_decided(tmp_path, spark_engine):
     df, hierarchies = _table(11, 300, True)
     path = tmp_path / "t.parquet"

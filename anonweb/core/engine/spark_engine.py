@@ -8,8 +8,11 @@ written by the executors as a folder of Parquet files.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +128,11 @@ class SparkEngine:
         ]
         df = df.cache()
         try:
-            df.select(*out_cols).write.mode("errorifexists").parquet(str(Path(out).resolve()))
-            row = df.agg(
-                F.count(F.lit(1)), F.sum(F.when(F.col("__drop"), 1).otherwise(0))
-            ).collect()[0]
+            with _collected_sockets():
+                df.select(*out_cols).write.mode("errorifexists").parquet(str(Path(out).resolve()))
+                row = df.agg(
+                    F.count(F.lit(1)), F.sum(F.when(F.col("__drop"), 1).otherwise(0))
+                ).collect()[0]
         finally:
             df.unpersist()
         return WriteResult(str(out), int(row[0]), int(row[1] or 0))
@@ -141,7 +145,18 @@ def _to_arrow(df: Any) -> Any:
     """The (small) aggregated frame on the driver as an Arrow table."""
     import pyarrow as pa
 
-    to_arrow = getattr(df, "toArrow", None)
-    if to_arrow is not None:
-        return to_arrow()
-    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
+    with _collected_sockets():
+        to_arrow = getattr(df, "toArrow", None)
+        return to_arrow() if to_arrow is not None else pa.Table.from_pandas(df.toPandas())
+
+
+@contextlib.contextmanager
+def _collected_sockets() -> Iterator[None]:
+    """PySpark leaves the sockets it streams results over to the garbage collector: collected
+    here, their ResourceWarning is PySpark's own, not a leak of the caller's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            yield
+        finally:
+            gc.collect()
