@@ -202,10 +202,12 @@ def main() -> None:
         figures = {
             json.dumps(r["figures"], sort_keys=True) for (t, _), r in results.items() if t == task
         }
-        print(
-            f"{task:7} figures {'identical on every engine' if len(figures) == 1 else 'DIFFER'}: "
-            f"{next(iter(figures)) if figures else '-'}"
-        )
+        if not figures:
+            print(f"{task:7} no engine finished")
+        elif len(figures) == 1:
+            print(f"{task:7} figures identical on every engine: {next(iter(figures))}")
+        else:
+            print(f"{task:7} figures DIFFER between engines: {sorted(figures)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The cluster engine: the same queries as DuckDB's through PySpark.
 
 The master comes from ``ANONWEB_SPARK_MASTER`` (default ``local[2]``), or ``SPARK_REMOTE`` for
-Spark Connect. One SparkSession serves the process (a JVM takes seconds to start); only the
+Spark Connect; the driver's memory from ``ANONWEB_SPARK_DRIVER_MEMORY`` (default ``3g``: the
+histogram of 10⁷ rows has millions of cells, and 1g, Spark's default, is not enough for them). One SparkSession serves the process (a JVM takes seconds to start); only the
 histogram (one row per distinct combination) is collected to the driver, and the release is
 written by the executors as a folder of Parquet files.
 """
@@ -44,6 +45,9 @@ def spark_session(master: str | None = None) -> Any:
             .config("spark.sql.shuffle.partitions", "8")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
+            # the histogram (one row per cell: millions for a large table) is collected here
+            .config("spark.driver.memory", os.environ.get("ANONWEB_SPARK_DRIVER_MEMORY", "3g"))
+            .config("spark.driver.maxResultSize", "0")
         )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
