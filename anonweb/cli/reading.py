@@ -37,3 +37,20 @@ def file_labels(paths: list[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
+
+
+def add_engine_options(parser: Any) -> None:
+    """Which engine reads the rows (see ``anonweb.core.engine.select``), and DuckDB's memory."""
+    parser.add_argument(
+        "--engine",
+        default=None,
+        choices=["auto", "pandas", "duckdb", "spark"],
+        help="where the rows are read: in memory (pandas), out of core (duckdb) or on a Spark "
+        "cluster (spark); default ANONWEB_ENGINE or auto (by the table's rows)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="DuckDB's memory ceiling, e.g. 2GB (it spills to disk beyond it)",
+    )

@@ -53,6 +53,7 @@ WINGS = [
     "io",
     "risk",
     "models",
+    "engine",
     "assessment",
     "search",
     "conflicts",

@@ -17,16 +17,26 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import Figure
 from anonweb.core.models.closeness import TClosenessResult, t_closeness_of
-from anonweb.core.models.counts import ClassData, SensitiveCounts, sensitive_counts
+from anonweb.core.models.counts import (
+    ClassData,
+    SensitiveCounts,
+    SensitiveDomain,
+    sensitive_counts,
+)
 from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymityResult, k_anonymity_of
 from anonweb.core.models.registry import sensitive_figures
-from anonweb.core.risk.classes import EquivalenceClasses, equivalence_classes
+from anonweb.core.risk.classes import (
+    EquivalenceClasses,
+    equivalence_classes,
+    suppressed_records,
+)
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
 from anonweb.core.risk.reidentification import (
     DEFAULT_THRESHOLDS,
@@ -195,6 +205,88 @@ def assess_risk(
             div,
             t_closeness_of(sc, full[name], distance=dist, hierarchy=hierarchies.get(name)),
             tuple(div.homogeneous(df, limit=disclosing_limit)),
+            model_figures(sc),
+        )
+    return RiskProfile(
+        quasi_identifiers=tuple(qis),
+        anonymity=k_anonymity_of(ec),
+        risk=risk_of(
+            ec, thresholds=thresholds, population_sizes=pop_sizes, population_size=population_size
+        ),
+        population=uniq,
+        sensitive=profiles,
+        classes=ec,
+        suppressed=suppressed,
+    )
+
+
+def assess_histogram(
+    hist: Histogram,
+    *,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    population_size: int | None = None,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    t_distance: str | Mapping[str, str] | None = None,
+    population: pd.DataFrame | None = None,
+    recursive_c: float = DEFAULT_C,
+    disclosing_limit: int = 20,
+) -> RiskProfile:
+    """:func:`assess_risk` of the table a :class:`Histogram` counts, from its cells alone.
+
+    Whatever engine read the rows, the classes are the histogram's level-0 QI combinations and
+    each sensitive column's counts are its cells', so the profile is the same to the last bit.
+    Classes reading ``*`` in every quasi-identifier are suppressed records, as
+    :func:`~anonweb.core.risk.classes.suppressed_records` says for a table: they form no class
+    and still count in each sensitive column's overall distribution.
+    """
+    qis = list(hist.quasi_identifiers)
+    sens = list(hist.sensitive)
+    hierarchies = dict(hierarchies or {})
+    if isinstance(t_distance, Mapping):
+        unknown = sorted(set(t_distance) - set(sens))
+        if unknown:
+            raise ParameterError(
+                f"t_distance names columns that are not sensitive: {', '.join(unknown)}"
+            )
+    frame = hist.class_frame()
+    star = suppressed_records(frame, qis)
+    kept = np.flatnonzero(~star)
+    sizes = hist.class_sizes
+    suppressed = int(sizes[star].sum())
+    # one code per kept class: describing a class reads its row of ``frame``
+    frame = frame.iloc[kept].reset_index(drop=True)
+    ec = EquivalenceClasses(tuple(qis), np.arange(kept.size, dtype=np.int64), sizes[kept])
+    pop_sizes = None if population is None else population_class_sizes(frame, ec, population)
+    if population_size is None and population is not None:
+        population_size = len(population)
+    uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
+    renumber = np.full(sizes.size, -1, dtype=np.int64)
+    renumber[kept] = np.arange(kept.size)
+    cell_class = renumber[hist.class_of_cell]
+    in_class = cell_class >= 0
+    profiles = {}
+    for name in sens:
+        values, codes = hist.labels[name], hist.sensitive_codes(name)
+        domain = SensitiveDomain(
+            str(name),
+            values,
+            np.bincount(codes, weights=hist.counts, minlength=len(values)).astype(np.int64),
+        )
+        sc = SensitiveCounts.from_codes(
+            domain,
+            cell_class[in_class],
+            codes[in_class],
+            ec.count,
+            classes=ec,
+            weights=hist.counts[in_class].astype(float),
+        )
+        dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
+        div = l_diversity_of(sc, recursive_c=recursive_c)
+        column = pd.Series(values, name=name, dtype=values.dtype)
+        profiles[name] = SensitiveProfile(
+            div,
+            t_closeness_of(sc, column, distance=dist, hierarchy=hierarchies.get(name)),
+            tuple(div.homogeneous(frame, limit=disclosing_limit)),
             model_figures(sc),
         )
     return RiskProfile(

@@ -182,7 +182,9 @@ class EquivalenceClasses:
 
     @property
     def rows(self) -> int:
-        return int(self.codes.size)
+        # the records (sizes add up to them): classes read from a histogram carry one code per
+        # class, not per record
+        return int(self.sizes.sum())
 
     @property
     def count(self) -> int:

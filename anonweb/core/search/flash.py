@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
@@ -256,7 +257,7 @@ def _lex_less(
 
 
 def validate_search(
-    df: pd.DataFrame,
+    rows: int,
     quasi_identifiers: Sequence[str],
     hierarchies: Mapping[str, Hierarchy],
     models: Sequence[PrivacyModel],
@@ -267,8 +268,8 @@ def validate_search(
             f"the suppression limit is a fraction of rows in [0, 1), got {suppression}"
         )
     for m in models:
-        if isinstance(m, KAnonymity) and m.k > len(df):
-            raise ParameterError(f"k={m.k} is larger than the table ({len(df)} rows)")
+        if isinstance(m, KAnonymity) and m.k > rows:
+            raise ParameterError(f"k={m.k} is larger than the table ({rows} rows)")
         sa = getattr(m, "sensitive", None)
         if sa is not None and sa in quasi_identifiers:
             raise ParameterError(f"{sa!r} cannot be both a quasi-identifier and sensitive")
@@ -311,11 +312,84 @@ def optimal_generalization(
     """
     started = time.perf_counter()
     models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
-    validate_search(df, list(quasi_identifiers), hierarchies, models, suppression)
+    validate_search(len(df), list(quasi_identifiers), hierarchies, models, suppression)
     sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
     if table is None:
         table = EncodedTable(df, quasi_identifiers, hierarchies, sensitive)
-    elif [q.name for q in table.qis] != list(quasi_identifiers) or not set(sensitive) <= set(
+    return _search_table(
+        table,
+        quasi_identifiers=quasi_identifiers,
+        models=models,
+        sensitive=sensitive,
+        suppression=suppression,
+        metric=metric,
+        aggregate=aggregate,
+        max_nodes=max_nodes,
+        time_limit=time_limit,
+        levels=levels,
+        alternatives=alternatives,
+        started=started,
+    )
+
+
+def search_histogram(
+    hist: Histogram,
+    *,
+    hierarchies: Mapping[str, Hierarchy],
+    models: Sequence[Any] = (),
+    k: int | None = None,
+    suppression: float = 0.0,
+    metric: str = "loss",
+    aggregate: str | None = None,
+    max_nodes: int | None = None,
+    time_limit: float | None = None,
+    levels: Mapping[str, int] | None = None,
+    alternatives: int = 0,
+) -> SearchResult:
+    """:func:`optimal_generalization` of the table a :class:`Histogram` counts, from its cells
+    (any engine's). ``row_suppressed`` in the result is then per cell of the histogram."""
+    started = time.perf_counter()
+    models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
+    qis = list(hist.quasi_identifiers)
+    validate_search(hist.rows, qis, hierarchies, models, suppression)
+    sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
+    unknown = sorted(set(sensitive) - set(hist.sensitive))
+    if unknown:
+        raise ParameterError(
+            f"the histogram does not count the sensitive column(s) {', '.join(unknown)}"
+        )
+    return _search_table(
+        EncodedTable.from_histogram(hist, hierarchies),
+        quasi_identifiers=qis,
+        models=models,
+        sensitive=sensitive,
+        suppression=suppression,
+        metric=metric,
+        aggregate=aggregate,
+        max_nodes=max_nodes,
+        time_limit=time_limit,
+        levels=levels,
+        alternatives=alternatives,
+        started=started,
+    )
+
+
+def _search_table(
+    table: EncodedTable,
+    *,
+    quasi_identifiers: Sequence[str],
+    models: list[PrivacyModel],
+    sensitive: Sequence[str],
+    suppression: float,
+    metric: str,
+    aggregate: str | None,
+    max_nodes: int | None,
+    time_limit: float | None,
+    levels: Mapping[str, int] | None,
+    alternatives: int,
+    started: float,
+) -> SearchResult:
+    if [q.name for q in table.qis] != list(quasi_identifiers) or not set(sensitive) <= set(
         table.sensitive
     ):
         raise ParameterError(
@@ -330,7 +404,7 @@ def optimal_generalization(
         raise ParameterError(
             f"no generalization satisfies {described} with at most {checker.max_out} suppressed rows"
         )
-    result = _result(df, table, checker, scorer, models, node, ev, values, run, started)
+    result = _result(table, checker, scorer, models, node, ev, values, run, started)
     if alternatives and levels is None and hasattr(run, "status"):
         front = pareto_alternatives(run, node, alternatives)
         result = dataclasses.replace(result, alternatives=front)
@@ -394,7 +468,6 @@ _Found = tuple[tuple[int, ...] | None, "_Eval | None", NDArray[Any] | None]
 
 
 def _result(
-    df: pd.DataFrame,
     table: EncodedTable,
     checker: _Checker,
     scorer: Metric,
@@ -423,7 +496,9 @@ def _result(
     return SearchResult(
         quasi_identifiers=qis,
         levels={q: int(lv) for q, lv in zip(qis, node)},
-        suppressed=int(out_rows.sum()),
+        suppressed=int(
+            out_rows.sum() if table.row_weights is None else table.row_weights[out_rows].sum()
+        ),
         k=int(kept.min()) if len(kept) else 0,
         classes=int(len(kept)),
         information_loss=scorer.summary(values),

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import Hierarchy
@@ -129,14 +130,53 @@ class EncodedTable:
             )
         if len(df) == 0:
             raise DataError("the table has no rows")
-        self.n = len(df)
-        self.qis = [encode_qi(df[q], hierarchies[q]) for q in quasi_identifiers]
+        qis = [encode_qi(df[q], hierarchies[q]) for q in quasi_identifiers]
         sens = [encode_sensitive(df[s]) for s in sensitive]
-        self.sensitive = list(sensitive)
+        self._build(len(df), qis, list(sensitive), sens, None)
+
+    @classmethod
+    def from_histogram(cls, hist: Histogram, hierarchies: Mapping[str, Hierarchy]) -> EncodedTable:
+        """The table a histogram counts, encoded from its cells: each cell stands for its
+        records (its count is the weight), so nothing here grows with the rows. ``row_to_base``
+        and the QIs' ``row_index`` are then per cell, not per record."""
+        missing = [q for q in hist.quasi_identifiers if q not in hierarchies]
+        if missing:
+            raise ParameterError(
+                f"no hierarchy given for quasi-identifier(s): {', '.join(missing)}"
+            )
+        qis = []
+        for q in hist.quasi_identifiers:
+            # the column's distinct values are encoded once; each cell then reads its value's
+            enc = encode_qi(pd.Series(hist.labels[q], name=q), hierarchies[q])
+            enc.row_index = enc.row_index[hist.codes[q]]
+            qis.append(enc)
+        sens = [(np.asarray(hist.codes[s]), hist.labels[s]) for s in hist.sensitive]
+        table = cls.__new__(cls)
+        table._build(hist.rows, qis, list(hist.sensitive), sens, hist.counts)
+        return table
+
+    def _build(
+        self,
+        n: int,
+        qis: list[EncodedQI],
+        sensitive: list[str],
+        sens: list[tuple[NDArray[Any], pd.Index]],
+        row_weights: NDArray[Any] | None,
+    ) -> None:
+        self.n = n
+        # records per input row: None for a table's rows, the counts for a histogram's cells
+        self.row_weights = row_weights
+        self.qis = qis
+        self.sensitive = sensitive
         self.sa_values = [u for _, u in sens]
         cols = [q.row_index for q in self.qis] + [c for c, _ in sens]
         radices = [len(q.hierarchy.rows) + 1 for q in self.qis] + [len(u) for u in self.sa_values]
         base, self.row_to_base, weights = _distinct_rows(cols, radices)
+        if row_weights is not None:
+            weights = np.bincount(
+                self.row_to_base, weights=row_weights.astype(float), minlength=len(weights)
+            )
+            weights = np.rint(weights)
         self.weights = weights.astype(np.int64)
         self.m = len(self.weights)
         d = len(self.qis)

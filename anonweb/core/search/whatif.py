@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.assessment.charts import homogeneity_histogram
 from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile, model_figures
+from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
@@ -111,7 +112,7 @@ class WhatIfTable:
 
     def __init__(
         self,
-        df: pd.DataFrame,
+        df: pd.DataFrame | Histogram,
         *,
         quasi_identifiers: Sequence[str],
         hierarchies: Mapping[str, Hierarchy],
@@ -124,7 +125,19 @@ class WhatIfTable:
         disclosing_limit: int = 20,
     ) -> None:
         sensitive = [s for s in sensitive if s not in quasi_identifiers]
-        self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
+        if isinstance(df, Histogram):
+            # any engine's histogram: its memory is the cells', never the rows'
+            if list(df.quasi_identifiers) != list(quasi_identifiers) or list(df.sensitive) != list(
+                sensitive
+            ):
+                raise ParameterError(
+                    "the histogram was counted over other quasi-identifiers or sensitive columns"
+                )
+            self.table = EncodedTable.from_histogram(df, hierarchies)
+            columns = {s: pd.Series(df.labels[s], name=s) for s in sensitive}
+        else:
+            self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
+            columns = {s: df[s] for s in sensitive}
         del self.table.row_to_base  # only the distinct rows are needed from here on
         self.quasi_identifiers = tuple(quasi_identifiers)
         self.sensitive = tuple(sensitive)
@@ -135,7 +148,7 @@ class WhatIfTable:
         self.disclosing_limit = disclosing_limit
         self.sa_hierarchies = {s: hierarchies.get(s) for s in sensitive}
         # an empty column of the same type: what picks the t-closeness distance
-        self.sa_types = {s: df[s].iloc[:0] for s in sensitive}
+        self.sa_types = {s: columns[s].iloc[:0] for s in sensitive}
         self.domains = [
             SensitiveDomain(s, self.table.sa_values[j], self.table.sa_global(j).astype(np.int64))
             for j, s in enumerate(sensitive)

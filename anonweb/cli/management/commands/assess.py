@@ -15,7 +15,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from anonweb.cli.model_flags import add_model_flags, model_specs
-from anonweb.cli.reading import add_reading_options, reading
+from anonweb.cli.reading import add_engine_options, add_reading_options, reading
 
 
 class Command(BaseCommand):
@@ -47,6 +47,7 @@ class Command(BaseCommand):
         parser.add_argument("--population", default=None, help="population size N")
         parser.add_argument("--format", choices=("text", "json"), default="text")
         add_model_flags(parser)
+        add_engine_options(parser)
 
     def handle(self, *args, **options) -> None:
         from anonweb.core.errors import CoreError
@@ -62,7 +63,9 @@ class Command(BaseCommand):
             self.stdout.write(render_text(result))
 
     def _assess(self, options) -> dict:
-        from anonweb.core.assessment.profile import assess_risk
+        from anonweb.core.assessment.profile import assess_histogram
+        from anonweb.core.engine.base import peak_memory_bytes
+        from anonweb.core.engine.select import choose_engine, make_engine
         from anonweb.core.errors import ParameterError
         from anonweb.core.io.frame import parse_column_list, read_table
         from anonweb.core.io.hierarchy import read_hierarchy
@@ -85,23 +88,35 @@ class Command(BaseCommand):
             if col not in sensitive:
                 raise ParameterError(f"--hierarchy for {col!r}, which is not a --sensitive column")
             hierarchies[col] = read_hierarchy(path.strip(), attribute=col)
-        df = read_table(options["path"], sep=options["sep"], **reading(options))
+        engine_name = choose_engine(options["engine"], options["path"])
+        if engine_name != "pandas" and (options["aux"] or options["known"]):
+            raise ParameterError(
+                f"the linkage attack (--known, --aux) reads the table in memory: "
+                f"use --engine pandas, not {engine_name}"
+            )
+        df = None
+        if engine_name == "pandas":
+            df = read_table(options["path"], sep=options["sep"], **reading(options))
+        engine = make_engine(engine_name, options["path"], memory_limit=options["memory_limit"])
+        try:
+            hist = engine.histogram(options["path"] if df is None else df, qis, sensitive)
+        finally:
+            engine.close()
         for col, h in hierarchies.items():
-            if col in df.columns:
-                h.validate_covers(df[col])
-        population = _population(options["population"], len(df))
-        profile = assess_risk(
-            df,
-            quasi_identifiers=qis,
-            sensitive=sensitive,
-            hierarchies=hierarchies,
-            population_size=population,
-        )
+            h.validate_covers(hist.column(col))
+        population = _population(options["population"], hist.rows)
+        profile = assess_histogram(hist, hierarchies=hierarchies, population_size=population)
         result = profile.to_dict()
         result["file"] = str(options["path"])
         specs = model_specs(options)
         if specs:
+            if df is None:
+                raise ParameterError(
+                    f"the model checks read the table in memory: use --engine pandas, "
+                    f"not {engine.name}"
+                )
             result["model_checks"] = _model_checks(df, qis, specs, hierarchies)
+        result["engine"] = engine.name
         if options["aux"]:
             aux = read_table(options["aux"], sep=options["sep"], **reading(options, main=False))
             keys = parse_column_list(options["aux_keys"]) or None
@@ -109,6 +124,7 @@ class Command(BaseCommand):
         elif options["known"]:
             known = parse_column_list(options["known"])
             result["linkage"] = linkage_histogram(df, known=known).to_dict()
+        result["peak_memory_bytes"] = peak_memory_bytes(children=engine_name == "spark")
         return result
 
 

@@ -1,0 +1,1 @@
+"""Where rows are read: engines that turn a table into a histogram, and write releases."""

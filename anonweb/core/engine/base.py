@@ -1,0 +1,151 @@
+"""What an engine does: read a table's rows once into a :class:`Histogram`, and the row-wise
+parts of a release (generalize to a lattice node, suppress the classes the models reject, write
+the result as Parquet).
+
+Three engines share this interface (see :mod:`anonweb.core.engine.select`): ``pandas`` holds the
+table in memory (today's path), ``duckdb`` streams it from disk with a fixed memory limit and a
+spill folder, ``spark`` runs the same queries on a Spark cluster. Everything above the engine
+(risk profile, models, search) works on the histogram, so its figures do not depend on which
+engine read the rows.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeAlias
+
+import pandas as pd
+
+from anonweb.core.engine.histogram import Histogram
+
+# What an engine reads: a table in memory, or the path of a Parquet or CSV file (or a folder of
+# Parquet files).
+Source: TypeAlias = pd.DataFrame | str | Path
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """How one quasi-identifier is written at a node: each level-0 value and its label there.
+
+    ``values`` are the column's distinct values as the histogram holds them; ``labels[i]`` is
+    the text written for ``values[i]`` (None keeps a missing value missing).
+    """
+
+    column: str
+    values: pd.Index
+    labels: tuple[str | None, ...]
+
+    def frame(self, key: str = "v", label: str = "g") -> pd.DataFrame:
+        return pd.DataFrame(
+            {key: pd.Series(self.values), label: pd.Series(self.labels, dtype=object)}
+        )
+
+
+@dataclass(frozen=True)
+class NodeRelease:
+    """A generalization node to write: a mapping per generalized QI, and which generalized
+    classes are suppressed (``*`` in every QI): those listed in ``suppressed`` (one row per class,
+    a column per QI, the generalized labels) and, with ``suppress_below``, every class smaller
+    than that."""
+
+    mappings: Sequence[ColumnMapping]
+    quasi_identifiers: Sequence[str]
+    suppressed: pd.DataFrame | None = None
+    suppress_below: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    path: str
+    rows: int
+    suppressed: int
+
+
+class Engine(Protocol):
+    """One way of reading rows. ``name`` appears in every report made with it."""
+
+    name: str
+
+    def row_count(self, source: Source) -> int: ...
+
+    def histogram(
+        self,
+        source: Source,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        weights: str | None = None,
+    ) -> Histogram: ...
+
+    def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult: ...
+
+    def close(self) -> None: ...
+
+
+def source_format(source: Source) -> str:
+    """``frame``, ``parquet`` or ``csv`` (by the file's suffix; a folder is Parquet)."""
+    if isinstance(source, pd.DataFrame):
+        return "frame"
+    path = Path(source)
+    if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
+        return "parquet"
+    if path.suffix.lower() in (".csv", ".tsv", ".txt", ".gz"):
+        return "csv"
+    raise ValueError(f"an engine reads Parquet or CSV files, not {path.suffix or path.name!r}")
+
+
+def peak_memory_bytes(children: bool = False) -> int:
+    """The process's peak resident memory as the OS measures it (``getrusage``), in bytes;
+    with ``children``, plus the largest peak among waited-for child processes (a local Spark
+    JVM)."""
+    scale = 1 if sys.platform == "darwin" else 1024  # Linux reports kilobytes
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    if children:
+        # children still running (Spark's JVM) are not in RUSAGE_CHILDREN until waited for:
+        # their own peaks (VmHWM) are read from /proc where there is one
+        waited = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+        peak += max(waited, _live_descendants_peak())
+    return int(peak)
+
+
+def _live_descendants_peak() -> int:
+    """Sum of the peak resident memory of this process's live descendants (Linux /proc)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0
+    parents: dict[int, int] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # the command name may hold spaces and parentheses: fields follow the last ')'
+        fields = stat.rsplit(")", 1)[-1].split()
+        parents[int(entry.name)] = int(fields[1])
+    mine, total = {os.getpid()}, 0
+    changed = True
+    while changed:
+        changed = False
+        for pid, ppid in parents.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                changed = True
+    for pid in mine - {os.getpid()}:
+        try:
+            for line in (proc / str(pid) / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+def env_engine() -> str:
+    return os.environ.get("ANONWEB_ENGINE", "auto").strip().lower() or "auto"

@@ -1,0 +1,186 @@
+"""The out-of-core engine: DuckDB reads the Parquet or CSV file itself, aggregates with a fixed
+``memory_limit`` and spills to ``temp_directory`` beyond it, so the table never has to fit in
+memory; only the histogram (one row per distinct combination) comes back to Python, and the
+release is written by DuckDB straight to Parquet."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.histogram import Histogram, build_histogram, require_source_columns
+from anonweb.core.risk.classes import SUPPRESSED
+
+DEFAULT_MEMORY_LIMIT = "1GB"
+
+
+def quote(name: str) -> str:
+    """A column name as a SQL identifier (double quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+class DuckDBEngine:
+    name = "duckdb"
+
+    def __init__(
+        self,
+        *,
+        memory_limit: str | None = None,
+        temp_directory: str | Path | None = None,
+        threads: int | None = None,
+    ) -> None:
+        import duckdb
+
+        self.memory_limit = memory_limit or DEFAULT_MEMORY_LIMIT
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if temp_directory is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="anonweb-duckdb-")
+            temp_directory = self._tmp.name
+        self.temp_directory = str(temp_directory)
+        Path(self.temp_directory).mkdir(parents=True, exist_ok=True)
+        self.con = duckdb.connect(":memory:")
+        self.con.execute(f"SET memory_limit = {literal(self.memory_limit)}")
+        self.con.execute(f"SET temp_directory = {literal(self.temp_directory)}")
+        # the release's row order is not part of its content; keeping it costs memory
+        self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+
+    def _relation(self, source: Source) -> str:
+        kind = source_format(source)
+        if isinstance(source, pd.DataFrame):
+            self.con.register("anonweb_source", source)
+            return "anonweb_source"
+        path = str(source)
+        if kind == "parquet":
+            if Path(path).is_dir():
+                path = str(Path(path) / "*.parquet")
+            return f"read_parquet({literal(path)})"
+        return f"read_csv({literal(path)}, header = true)"
+
+    def _columns(self, rel: str) -> list[str]:
+        return [str(r[0]) for r in self.con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+
+    def row_count(self, source: Source) -> int:
+        rel = self._relation(source)
+        row = self.con.execute(f"SELECT count(*) FROM {rel}").fetchone()
+        return int(row[0]) if row else 0
+
+    def histogram(
+        self,
+        source: Source,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        weights: str | None = None,
+    ) -> Histogram:
+        rel = self._relation(source)
+        cols = list(qi) + list(sensitive)
+        require_source_columns(self._columns(rel), qi, sensitive, weights)
+        keys = ", ".join(quote(c) for c in cols)
+        agg = "count(*) AS __n"
+        if weights:
+            agg += f", sum(CAST({quote(weights)} AS DOUBLE)) AS __w"
+        # each column numbered by its distinct values inside DuckDB, so what comes back is
+        # integers per cell plus each column's few distinct values, not the labels per cell
+        table = self.con.sql(f"SELECT {keys}, {agg} FROM {rel} GROUP BY ALL").to_arrow_table()
+        return _from_arrow(table, list(qi), list(sensitive), bool(weights))
+
+    def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
+        rel = self._relation(source)
+        names = self._columns(rel)
+        qis = list(node.quasi_identifiers)
+        mapped = {m.column for m in node.mappings}
+        for i, m in enumerate(node.mappings):
+            self.con.register(f"anonweb_map_{i}", m.frame())
+        select = []
+        joins = []
+        for c in names:
+            if c in mapped:
+                i = [m.column for m in node.mappings].index(c)
+                select.append(f"m{i}.g AS {quote(c)}")
+                joins.append(
+                    f"LEFT JOIN anonweb_map_{i} AS m{i} ON s.{quote(c)} IS NOT DISTINCT FROM m{i}.v"
+                )
+            else:
+                select.append(f"s.{quote(c)}")
+        generalized = f"SELECT {', '.join(select)} FROM {rel} AS s {' '.join(joins)}"
+        part = ", ".join(quote(q) for q in qis)
+        conds = []
+        if node.suppress_below > 0:
+            conds.append(f"count(*) OVER (PARTITION BY {part}) < {int(node.suppress_below)}")
+        listed = ""
+        if node.suppressed is not None and len(node.suppressed):
+            sup = node.suppressed[qis].astype(object).assign(__sup=True)
+            self.con.register("anonweb_suppressed", sup)
+            on = " AND ".join(f"g.{quote(q)} IS NOT DISTINCT FROM x.{quote(q)}" for q in qis)
+            listed = f"LEFT JOIN anonweb_suppressed AS x ON {on}"
+            conds.append("x.__sup IS NOT NULL")
+        drop = " OR ".join(conds) or "false"
+        flagged = f"SELECT g.*, ({drop}) AS __drop FROM ({generalized}) AS g {listed}"
+        final = ", ".join(
+            f"CASE WHEN __drop THEN {literal(SUPPRESSED)} ELSE CAST({quote(c)} AS VARCHAR) END "
+            f"AS {quote(c)}"
+            if c in mapped
+            else quote(c)
+            for c in names
+        )
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP VIEW anonweb_release AS SELECT * FROM ({flagged})"
+        )
+        self.con.execute(
+            f"COPY (SELECT {final} FROM anonweb_release) TO {literal(str(out))} (FORMAT parquet)"
+        )
+        row = self.con.execute(
+            "SELECT count(*), coalesce(sum(CASE WHEN __drop THEN 1 ELSE 0 END), 0) "
+            "FROM anonweb_release"
+        ).fetchone()
+        rows, suppressed = (int(row[0]), int(row[1])) if row else (0, 0)
+        return WriteResult(str(out), rows, suppressed)
+
+    def close(self) -> None:
+        self.con.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def _from_arrow(table: Any, qi: list[str], sensitive: list[str], weighted: bool) -> Histogram:
+    """A histogram from an Arrow table of cells (columns, ``__n``, maybe ``__w``)."""
+    codes, labels = {}, {}
+    for c in qi + sensitive:
+        codes[c], labels[c] = _arrow_codes(table.column(c))
+    counts = table.column("__n").to_numpy().astype(np.int64)
+    w = table.column("__w").to_numpy(zero_copy_only=False) if weighted else None
+    return build_histogram(qi, sensitive, codes, labels, counts, w, distinct=True)
+
+
+def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:
+    """Codes and distinct values of an Arrow column, numbered by Arrow (no Python strings per
+    cell); a missing value gets the code after the last value."""
+    import pyarrow as pa
+
+    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(encoded.type):
+        encoded = encoded.dictionary_encode()
+    values = pd.Index(encoded.dictionary.to_pandas())
+    indices = encoded.indices
+    if indices.null_count:
+        codes = indices.fill_null(len(values)).to_numpy().astype(np.int64)
+        values = values.append(
+            pd.Index([None], dtype=values.dtype if values.dtype == object else float)
+        )
+    else:
+        codes = indices.to_numpy().astype(np.int64)
+    return codes, values

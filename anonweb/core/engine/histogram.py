@@ -1,0 +1,281 @@
+"""The histogram every measurement starts from: records per combination of column values.
+
+A :class:`Histogram` holds one *cell* per distinct combination of the quasi-identifiers' values
+(level 0) and the sensitive columns' values, with the number of records in it (and, when asked,
+the sum of a weight column). The classes of the table are the cells grouped over the
+quasi-identifiers alone; the sensitive value counts of each class are the cells inside it. So
+k, every risk, l, t, δ and the lattice search are functions of the histogram, and its size is the
+number of cells, not of rows: an engine reads the rows once to build it.
+
+Columns are stored as integer codes per cell plus the distinct values (``labels``; code =
+position). A missing value is a value of its own (rows are never dropped). Every engine's result
+is put in one canonical form (values sorted, missing last; cells sorted by their codes), so the
+same table gives the same histogram, and the same figures to the last bit, on every engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonweb.core.errors import DataError, ParameterError
+from anonweb.core.io.frame import require_columns
+from anonweb.core.risk.classes import combine_codes
+
+
+@dataclass(frozen=True, eq=False)
+class Histogram:
+    """Records per cell (a distinct combination of QI and sensitive values), columnar.
+
+    ``codes[c][i]`` is the code of column ``c`` in cell ``i``, ``labels[c][code]`` its value;
+    ``counts[i]`` the records in cell ``i``; ``weights[i]`` the sum of the weight column there.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    codes: Mapping[str, NDArray[Any]] = field(repr=False)
+    labels: Mapping[str, pd.Index] = field(repr=False)
+    counts: NDArray[Any] = field(repr=False)
+    weights: NDArray[Any] | None = field(default=None, repr=False)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.quasi_identifiers + self.sensitive
+
+    @property
+    def cells(self) -> int:
+        return int(self.counts.size)
+
+    @property
+    def rows(self) -> int:
+        return int(self.counts.sum())
+
+    @cached_property
+    def _classes(self) -> tuple[NDArray[Any], NDArray[Any]]:
+        # cells are sorted by their codes, QIs first: a class is a run of consecutive cells
+        qi = [self.codes[q] for q in self.quasi_identifiers]
+        new = np.zeros(self.cells, dtype=bool)
+        new[:1] = True
+        for col in qi:
+            new[1:] |= col[1:] != col[:-1]
+        ids = np.cumsum(new, dtype=np.int64) - 1
+        sizes = np.bincount(ids, weights=self.counts).astype(np.int64)
+        return ids, sizes
+
+    @property
+    def class_of_cell(self) -> NDArray[Any]:
+        """The class (level-0 QI combination) of each cell, numbered in QI value order."""
+        return self._classes[0]
+
+    @property
+    def class_sizes(self) -> NDArray[Any]:
+        """Records per class."""
+        return self._classes[1]
+
+    @cached_property
+    def first_cell(self) -> NDArray[Any]:
+        """One cell of each class (its QI codes describe the class)."""
+        ids = self.class_of_cell
+        first = np.empty(self.class_sizes.size, dtype=np.int64)
+        first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
+        return first
+
+    def column(self, name: str, cells: NDArray[Any] | None = None) -> pd.Series:
+        """The values of column ``name`` per cell (or per cell of ``cells``)."""
+        codes = self.codes[name] if cells is None else self.codes[name][cells]
+        values = self.labels[name].take(codes)
+        return pd.Series(values, name=name, dtype=self.labels[name].dtype)
+
+    def class_frame(self) -> pd.DataFrame:
+        """One row per class: its quasi-identifier values (the classes' order)."""
+        first = self.first_cell
+        return pd.DataFrame(
+            {q: self.column(q, first) for q in self.quasi_identifiers},
+            columns=list(self.quasi_identifiers),
+        )
+
+    def sensitive_codes(self, name: str) -> NDArray[Any]:
+        if name not in self.sensitive:
+            raise ParameterError(f"{name!r} is not among the sensitive columns of the histogram")
+        return np.asarray(self.codes[name])
+
+    def to_frame(self) -> pd.DataFrame:
+        """The cells as a table (one row per cell, with ``count``): for tests and inspection."""
+        out = pd.DataFrame({c: self.column(c) for c in self.columns}, columns=list(self.columns))
+        out["count"] = self.counts
+        return out
+
+    def same_as(self, other: Histogram) -> bool:
+        """Whether two histograms hold the same cells and counts (engines compared)."""
+        if (self.quasi_identifiers, self.sensitive) != (
+            other.quasi_identifiers,
+            other.sensitive,
+        ) or not np.array_equal(self.counts, other.counts):
+            return False
+        for c in self.columns:
+            if not np.array_equal(self.codes[c], other.codes[c]):
+                return False
+            a, b = self.labels[c], other.labels[c]
+            if len(a) != len(b) or not bool((a.isna() == b.isna()).all()):
+                return False
+            if not (a[~a.isna()].astype(str) == b[~b.isna()].astype(str)).all():
+                return False
+        return True
+
+
+def _sorted_values(values: pd.Index) -> NDArray[Any]:
+    """Rank of each distinct value: ascending, missing values last (all missing share one)."""
+    missing = np.asarray(values.isna(), dtype=bool)
+    present = values[~missing]
+    try:
+        order = np.argsort(np.asarray(present.to_numpy()), kind="stable")
+    except TypeError:  # mixed types (numbers and text in one object column): order by text
+        order = np.argsort(np.asarray(present.astype(str).to_numpy()), kind="stable")
+    rank = np.empty(len(values), dtype=np.int64)
+    positions = np.flatnonzero(~missing)
+    rank[positions[order]] = np.arange(positions.size)
+    rank[missing] = positions.size
+    return rank
+
+
+def _canonical_column(codes: NDArray[Any], labels: pd.Index) -> tuple[NDArray[Any], pd.Index]:
+    """Codes renumbered in value order and the values sorted, duplicates merged."""
+    labels = pd.Index(labels)
+    rank = _sorted_values(labels)
+    # equal values (e.g. two spellings of missing) share a rank after dedup below
+    uniq_rank, first = np.unique(rank, return_index=True)
+    remap = np.searchsorted(uniq_rank, rank)
+    values = labels.take(first)
+    new_codes = remap[np.asarray(codes, dtype=np.int64)]
+    return new_codes.astype(np.int64, copy=False), values
+
+
+def build_histogram(
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str],
+    codes: Mapping[str, NDArray[Any]],
+    labels: Mapping[str, pd.Index],
+    counts: NDArray[Any],
+    weights: NDArray[Any] | None = None,
+    *,
+    distinct: bool = False,
+) -> Histogram:
+    """The canonical histogram of cells given in any order and numbering, possibly repeated
+    (cells of the same values are added up: an engine may aggregate by parts). ``distinct``
+    says no two cells hold the same values (a GROUP BY's output)."""
+    qis, sens = tuple(quasi_identifiers), tuple(sensitive)
+    check_roles(qis, sens)
+    cols = qis + sens
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.size == 0 or int(counts.sum()) == 0:
+        raise DataError("the table has no rows")
+    canon = {c: _canonical_column(codes[c], labels[c]) for c in cols}
+    merged = any(len(canon[c][1]) < len(labels[c]) for c in cols)
+    if distinct and not merged:
+        # an engine's GROUP BY: already one cell per combination, nothing to add up
+        cell_codes = [canon[c][0] for c in cols]
+        total = counts.astype(float)
+        wsum = None if weights is None else np.asarray(weights, dtype=float)
+    else:
+        cards = [(canon[c][0], max(len(canon[c][1]), 1)) for c in cols]
+        cell = combine_codes(iter(cards), counts.size)
+        n_cells = int(cell.max()) + 1
+        first = np.empty(n_cells, dtype=np.int64)
+        first[cell[::-1]] = np.arange(cell.size - 1, -1, -1)
+        total = np.bincount(cell, weights=counts, minlength=n_cells)
+        wsum = None if weights is None else np.bincount(cell, weights=weights, minlength=n_cells)
+        cell_codes = [canon[c][0][first] for c in cols]
+    order = _lexicographic_order(cell_codes, [max(len(canon[c][1]), 1) for c in cols])
+    return Histogram(
+        quasi_identifiers=qis,
+        sensitive=sens,
+        codes={c: np.ascontiguousarray(k[order]) for c, k in zip(cols, cell_codes, strict=True)},
+        labels={c: canon[c][1] for c in cols},
+        counts=np.rint(total[order]).astype(np.int64),
+        weights=None if wsum is None else wsum[order],
+    )
+
+
+def require_source_columns(
+    have: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str] = (),
+    weights: str | None = None,
+) -> None:
+    """Every requested column is in the source (``have``), or one error naming what is not,
+    worded as for a table in memory."""
+    names = pd.DataFrame(columns=list(have))
+    require_columns(names, list(quasi_identifiers), role="quasi-identifier")
+    require_columns(names, list(sensitive), role="sensitive attribute")
+    require_columns(names, [weights] if weights else [], role="weight column")
+    check_roles(quasi_identifiers, sensitive)
+
+
+def _lexicographic_order(columns: list[NDArray[Any]], cards: list[int]) -> NDArray[Any]:
+    """The order sorting the rows by the first column, then the next...: one mixed-radix key
+    and one sort while the key fits in int64 (several times faster than ``lexsort``)."""
+    space = 1
+    for card in cards:
+        space *= card
+    if space >= 2**62:
+        return np.asarray(np.lexsort(columns[::-1]))
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    for col, card in zip(columns, cards, strict=True):
+        key *= card
+        key += col
+    return np.argsort(key, kind="stable")
+
+
+def check_roles(quasi_identifiers: Sequence[str], sensitive: Sequence[str]) -> None:
+    if not quasi_identifiers:
+        raise ParameterError("no quasi-identifier given: name at least one column")
+    cols = list(quasi_identifiers) + list(sensitive)
+    dupes = sorted({c for c in cols if cols.count(c) > 1})
+    both = sorted(set(quasi_identifiers) & set(sensitive))
+    if both:
+        raise ParameterError(
+            f"columns cannot be both quasi-identifier and sensitive: {', '.join(map(str, both))}"
+        )
+    if dupes:
+        raise ParameterError(f"column listed twice: {', '.join(map(str, dupes))}")
+
+
+def histogram_of_frame(
+    df: pd.DataFrame,
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str] = (),
+    weights: str | None = None,
+) -> Histogram:
+    """The histogram of an in-memory table (rows grouped with missing values kept)."""
+    cols = list(quasi_identifiers) + list(sensitive)
+    require_source_columns(list(df.columns), quasi_identifiers, sensitive, weights)
+    if len(df) == 0:
+        raise DataError("the table has no rows")
+    codes, labels = {}, {}
+    for c in cols:
+        k, u = pd.factorize(df[c], use_na_sentinel=False)
+        codes[c], labels[c] = k.astype(np.int64, copy=False), pd.Index(u)
+    cell = combine_codes(((codes[c], max(len(labels[c]), 1)) for c in cols), len(df))
+    n_cells = int(cell.max()) + 1
+    first = np.empty(n_cells, dtype=np.int64)
+    first[cell[::-1]] = np.arange(cell.size - 1, -1, -1)
+    counts = np.bincount(cell, minlength=n_cells)
+    wsum = None
+    if weights:
+        w = pd.to_numeric(df[weights], errors="raise").to_numpy(dtype=float)
+        wsum = np.bincount(cell, weights=w, minlength=n_cells)
+    return build_histogram(
+        quasi_identifiers,
+        sensitive,
+        {c: codes[c][first] for c in cols},
+        labels,
+        counts,
+        wsum,
+        distinct=True,
+    )

@@ -1,0 +1,84 @@
+"""The in-memory engine: the whole table as a pandas DataFrame (small tables, today's path)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.histogram import Histogram, histogram_of_frame
+from anonweb.core.risk.classes import SUPPRESSED, group_codes
+
+
+class PandasEngine:
+    name = "pandas"
+
+    def _frame(self, source: Source, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        kind = source_format(source)
+        if isinstance(source, pd.DataFrame):
+            return source
+        if kind == "parquet":
+            return pd.read_parquet(source, columns=None if columns is None else list(columns))
+        return pd.read_csv(source, usecols=None if columns is None else list(columns))
+
+    def row_count(self, source: Source) -> int:
+        if isinstance(source, pd.DataFrame):
+            return len(source)
+        if source_format(source) == "parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetDataset(str(source)).read(columns=[]).num_rows)
+        return len(self._frame(source))
+
+    def histogram(
+        self,
+        source: Source,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        weights: str | None = None,
+    ) -> Histogram:
+        cols = list(qi) + list(sensitive) + ([weights] if weights else [])
+        df = self._frame(source, cols if not isinstance(source, pd.DataFrame) else None)
+        return histogram_of_frame(df, qi, sensitive, weights)
+
+    def release_frame(self, source: Source, node: NodeRelease) -> tuple[pd.DataFrame, int]:
+        """The generalized table in memory and the number of suppressed rows."""
+        df = self._frame(source)
+        out = df.copy()
+        for m in node.mappings:
+            codes = m.values.get_indexer(df[m.column])
+            if (codes < 0).any():
+                missing = pd.isna(df[m.column]).to_numpy() & (codes < 0)
+                na = np.flatnonzero(np.asarray(m.values.isna()))
+                if len(na):
+                    codes[missing] = na[0]
+            labels = np.asarray(m.labels + (None,), dtype=object)
+            out[m.column] = pd.Series(labels[codes], index=df.index, dtype=object)
+        qis = list(node.quasi_identifiers)
+        drop = np.zeros(len(out), dtype=bool)
+        if node.suppress_below > 0:
+            ids = group_codes(out, qis)
+            drop |= np.bincount(ids)[ids] < node.suppress_below
+        if node.suppressed is not None and len(node.suppressed):
+            both = pd.concat([out[qis], node.suppressed[qis]], ignore_index=True)
+            ids = group_codes(both.astype(object), qis)
+            listed = np.zeros(int(ids.max()) + 1, dtype=bool)
+            listed[ids[len(out) :]] = True
+            drop |= listed[ids[: len(out)]]
+        if drop.any():
+            for q in qis:
+                col = out[q].astype(object)
+                col[drop] = SUPPRESSED
+                out[q] = col
+        return out, int(drop.sum())
+
+    def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
+        frame, suppressed = self.release_frame(source, node)
+        frame.to_parquet(out, index=False)
+        return WriteResult(str(out), len(frame), suppressed)
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,166 @@
+"""The cluster engine: the same queries as DuckDB's through PySpark.
+
+The master comes from ``ANONWEB_SPARK_MASTER`` (default ``local[2]``), or ``SPARK_REMOTE`` for
+Spark Connect; the driver's memory from ``ANONWEB_SPARK_DRIVER_MEMORY`` (default ``3g``: the
+histogram of 10⁷ rows has millions of cells, and 1g, Spark's default, is not enough for them). One SparkSession serves the process (a JVM takes seconds to start); only the
+histogram (one row per distinct combination) is collected to the driver, and the release is
+written by the executors as a folder of Parquet files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.duckdb_engine import _from_arrow
+from anonweb.core.engine.histogram import Histogram, require_source_columns
+from anonweb.core.risk.classes import SUPPRESSED
+
+DEFAULT_MASTER = "local[2]"
+
+
+def spark_session(master: str | None = None) -> Any:
+    """The process's SparkSession (created on first use with ``master``)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName("anonweb")
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote and master is None:
+        builder = builder.remote(remote)
+    else:
+        builder = builder.master(master or os.environ.get("ANONWEB_SPARK_MASTER", DEFAULT_MASTER))
+        builder = (
+            builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            # the histogram (one row per cell: millions for a large table) is collected here
+            .config("spark.driver.memory", os.environ.get("ANONWEB_SPARK_DRIVER_MEMORY", "3g"))
+            .config("spark.driver.maxResultSize", "0")
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class SparkEngine:
+    name = "spark"
+
+    def __init__(self, *, master: str | None = None, session: Any = None) -> None:
+        self.spark = session if session is not None else spark_session(master)
+
+    def _frame(self, source: Source) -> Any:
+        kind = source_format(source)
+        if isinstance(source, pd.DataFrame):
+            return self.spark.createDataFrame(source)
+        if kind == "parquet":
+            return self.spark.read.parquet(str(Path(source).resolve()))
+        return self.spark.read.csv(str(Path(source).resolve()), header=True, inferSchema=True)
+
+    def row_count(self, source: Source) -> int:
+        return int(self._frame(source).count())
+
+    def histogram(
+        self,
+        source: Source,
+        qi: Sequence[str],
+        sensitive: Sequence[str] = (),
+        weights: str | None = None,
+    ) -> Histogram:
+        from pyspark.sql import functions as F
+
+        df = self._frame(source)
+        cols = list(qi) + list(sensitive)
+        require_source_columns(list(df.columns), qi, sensitive, weights)
+        aggs = [F.count(F.lit(1)).alias("__n")]
+        if weights:
+            aggs.append(F.sum(F.col(weights).cast("double")).alias("__w"))
+        cells = df.groupBy(*[F.col(c) for c in cols]).agg(*aggs)
+        table = _to_arrow(cells)
+        return _from_arrow(table, list(qi), list(sensitive), bool(weights))
+
+    def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        df = self._frame(source)
+        names = list(df.columns)
+        qis = list(node.quasi_identifiers)
+        mapped = {m.column for m in node.mappings}
+        for i, m in enumerate(node.mappings):
+            mapping = self.spark.createDataFrame(
+                m.frame(key=f"__v{i}", label=f"__g{i}").astype({f"__g{i}": object}),
+                schema=f"__v{i} {dict(df.dtypes)[m.column]}, __g{i} string",
+            )
+            on = df[m.column].eqNullSafe(mapping[f"__v{i}"])
+            df = df.join(F.broadcast(mapping), on, "left").drop(m.column, f"__v{i}")
+            df = df.withColumnRenamed(f"__g{i}", m.column)
+        drop = F.lit(False)
+        if node.suppress_below > 0:
+            size = F.count(F.lit(1)).over(Window.partitionBy(*[F.col(q) for q in qis]))
+            drop = drop | (size < int(node.suppress_below))
+        if node.suppressed is not None and len(node.suppressed):
+            sup = self.spark.createDataFrame(
+                node.suppressed[qis].astype(object).assign(__sup=True),
+                schema=", ".join(f"`{q}` string" for q in qis) + ", __sup boolean",
+            )
+            on = None
+            for q in qis:
+                cond = df[q].eqNullSafe(sup[q])
+                on = cond if on is None else on & cond
+            df = df.join(F.broadcast(sup), on, "left")
+            for q in qis:
+                df = df.drop(sup[q])
+            drop = drop | F.col("__sup").isNotNull()
+        df = df.withColumn("__drop", drop)
+        out_cols = [
+            F.when(F.col("__drop"), F.lit(SUPPRESSED)).otherwise(F.col(c).cast("string")).alias(c)
+            if c in mapped
+            else F.col(c)
+            for c in names
+        ]
+        df = df.cache()
+        try:
+            with _collected_sockets():
+                df.select(*out_cols).write.mode("errorifexists").parquet(str(Path(out).resolve()))
+                row = df.agg(
+                    F.count(F.lit(1)), F.sum(F.when(F.col("__drop"), 1).otherwise(0))
+                ).collect()[0]
+        finally:
+            df.unpersist()
+        return WriteResult(str(out), int(row[0]), int(row[1] or 0))
+
+    def close(self) -> None:
+        return None  # the session serves the whole process
+
+
+def _to_arrow(df: Any) -> Any:
+    """The (small) aggregated frame on the driver as an Arrow table."""
+    import pyarrow as pa
+
+    with _collected_sockets():
+        to_arrow = getattr(df, "toArrow", None)
+        return to_arrow() if to_arrow is not None else pa.Table.from_pandas(df.toPandas())
+
+
+@contextlib.contextmanager
+def _collected_sockets() -> Iterator[None]:
+    """PySpark leaves the sockets it streams results over to the garbage collector: collected
+    here, their ResourceWarning is PySpark's own, not a leak of the caller's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            yield
+        finally:
+            gc.collect()
