@@ -27,6 +27,34 @@ from anonweb.core.risk.individual import (
 from anonweb.core.risk.suda2 import Suda2Result, suda2
 
 RECORD_COLUMNS = ("row", "individual_risk", "household_risk", "suda_score", "dis_suda_score")
+# risk bands of the risk page's distribution chart: (label, low, high], the first from 0
+RISK_BANDS = (
+    ("up to 1%", 0.01),
+    ("1-5%", 0.05),
+    ("5-10%", 0.1),
+    ("10-20%", 0.2),
+    ("20-50%", 0.5),
+    ("over 50%", 1.0),
+)
+
+
+def risk_bands(values: Any) -> list[dict[str, Any]]:
+    """How many of ``values`` (risks in [0, 1]) fall in each band of :data:`RISK_BANDS`."""
+    v = np.asarray(values, dtype=float)
+    edges = np.array([b for _label, b in RISK_BANDS])
+    idx = np.minimum(np.searchsorted(edges, v, side="left"), len(edges) - 1)
+    counts = np.bincount(idx, minlength=len(edges))
+    return [
+        {"band": label, "count": int(c)} for (label, _b), c in zip(RISK_BANDS, counts, strict=True)
+    ]
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value if isinstance(value, (str, int, float, bool)) else str(value)
 
 
 @dataclass(frozen=True)
@@ -62,6 +90,39 @@ class SurveyRisk:
             },
             columns=list(RECORD_COLUMNS),
         )
+
+    def summary(
+        self, df: pd.DataFrame, *, quasi_identifiers: Sequence[str], limit: int = 20
+    ) -> dict[str, Any]:
+        """What the risk page shows: :meth:`to_dict`, the chart data (records by SUDA score;
+        households, or records without a household column, by risk band) and the ``limit``
+        records at highest risk with their quasi-identifier values, under
+        ``highest_risk_records``, a list of source values (privacy officers only; see
+        :mod:`anonweb.core.raw_values`)."""
+        out = self.to_dict()
+        if self.suda is not None:
+            out["suda_scores"] = self.suda.score_histogram()
+        if self.household is not None:
+            out["risk_bands"] = {
+                "unit": "households",
+                "bands": risk_bands(self.household.household_risk),
+            }
+        else:
+            out["risk_bands"] = {"unit": "records", "bands": risk_bands(self.individual.risk)}
+        rows = []
+        for i in self.highest(limit):
+            row: dict[str, Any] = {
+                "row": i + 1,
+                "individual_risk": float(self.individual.risk[i]),
+                "values": {str(q): _json_value(df[q].iloc[i]) for q in quasi_identifiers},
+            }
+            if self.household is not None:
+                row["household_risk"] = float(self.household.risk[i])
+            if self.suda is not None:
+                row["suda_score"] = float(self.suda.score[i])
+            rows.append(row)
+        out["highest_risk_records"] = rows
+        return out
 
     def highest(self, limit: int = 20) -> list[int]:
         """Positions of the records at highest risk: household risk, then individual risk, then
