@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -268,3 +269,33 @@ def test_msus_equal_a_brute_force_over_column_subsets(rows, max_size):
     )
     assert ((r.score > 0) <= (sizes.to_numpy() == 1)).all()
     pd.testing.assert_frame_equal(df, before)
+
+
+# sdcMicro's data(testdata2) (93 records), its seven key variables, weight and household id,
+# read from data/testdata2.RData with pyreadr and kept as a CSV so the test needs no network
+TESTDATA2 = Path(__file__).resolve().parents[1] / "fixtures" / "sdcmicro_testdata2.csv"
+KEYS7 = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+
+
+def test_suda2_on_sdcmicro_testdata2_matches_its_expected_scores():
+    df = pd.read_csv(TESTDATA2)
+    # test_suda2.R "suda2 sdcObject original scores": round(score[1], 2) == 180
+    seven = suda2(df, quasi_identifiers=KEYS7, max_size=7)
+    assert seven.score[0] == 180
+    # test_suda2.R "suda2 data frame" (five variables): score[1] == 2
+    five = suda2(df, quasi_identifiers=["urbrur", "roof", "walls", "water", "sex"], max_size=5)
+    assert five.score[0] == 2
+    np.testing.assert_array_equal(seven.msu_by_size, _brute_force_msus(df, KEYS7, 7))
+
+
+def test_survey_risk_on_testdata2_is_consistent():
+    df = pd.read_csv(TESTDATA2)
+    ind = individual_risk(df, quasi_identifiers=KEYS7, weights="sampling_weight")
+    # every weight is 100 here, so F_k = 100 f_k and p_k = 1/100 for every key
+    p = 0.01
+    unique = ind.sample_frequency == 1
+    np.testing.assert_allclose(ind.risk[unique], p / (1 - p) * np.log(1 / p))
+    h = household_risk(df, household="ori_hid", individual=ind)
+    for hid, members in df.groupby("ori_hid").groups.items():
+        r = ind.risk[np.asarray(df.index.get_indexer(members))]
+        np.testing.assert_allclose(h.risk[df["ori_hid"] == hid], 1 - np.prod(1 - r))
