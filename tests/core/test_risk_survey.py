@@ -268,6 +268,8 @@ def test_msus_equal_a_brute_force_over_column_subsets(rows, max_size):
         .map({k: v for k, v in full.items()})
     )
     assert ((r.score > 0) <= (sizes.to_numpy() == 1)).all()
+    if size == len(qis):  # searched up to every column: each sample unique has an MSU
+        np.testing.assert_array_equal(r.score > 0, sizes.to_numpy() == 1)
     pd.testing.assert_frame_equal(df, before)
 
 
@@ -299,3 +301,36 @@ def test_survey_risk_on_testdata2_is_consistent():
     for hid, members in df.groupby("ori_hid").groups.items():
         r = ind.risk[np.asarray(df.index.get_indexer(members))]
         np.testing.assert_allclose(h.risk[df["ori_hid"] == hid], 1 - np.prod(1 - r))
+
+
+def test_risk_bands_are_closed_on_the_right():
+    from anonweb.core.assessment.survey import risk_bands
+
+    bands = risk_bands([0.0, 0.01, 0.0100001, 0.05, 0.2, 0.5, 0.51, 1.0])
+    assert [b["count"] for b in bands] == [2, 2, 0, 1, 1, 2]
+
+
+def test_survey_summary_lists_highest_risk_first_and_hides_it_from_the_public():
+    from anonweb.core.assessment.survey import survey_risk
+    from anonweb.core.raw_values import public_result
+
+    df = WEIGHTED.assign(hh=[1, 1, 2, 2, 3, 3, 4, 4])
+    s = survey_risk(df, quasi_identifiers=QIS, weights="weight", household="hh", with_suda2=True)
+    summary = s.summary(df, quasi_identifiers=QIS, limit=3)
+    top = summary["highest_risk_records"]
+    # household 2 (rows 3 and 4) has the highest household risk; row 4 the higher own risk
+    assert [r["row"] for r in top] == [4, 3, 2]
+    assert top[0]["values"] == {"A": 2, "B": 3, "C": 2}
+    assert summary["risk_bands"]["unit"] == "households"
+    assert sum(b["count"] for b in summary["risk_bands"]["bands"]) == 4
+    public = public_result(summary)
+    assert "highest_risk_records" not in public and public["highest_risk_records_count"] == 3
+    records = s.records()
+    assert list(records.columns) == [
+        "row",
+        "individual_risk",
+        "household_risk",
+        "suda_score",
+        "dis_suda_score",
+    ]
+    assert records["row"].tolist() == list(range(1, 9))
