@@ -127,3 +127,22 @@ def test_bad_survey_fields_are_refused_with_a_message(client, survey, officer, f
     response = client.post(reverse("datasets:assess", args=[survey.pk]), fields, follow=True)
     assert message in response.content.decode()
     assert not Job.objects.filter(dataset=survey, kind=JobKind.PROFILE).exists()
+
+
+def test_api_assessment_takes_the_same_survey_fields(survey, officer):
+    from tests.web.test_api import api
+
+    client = api(officer)
+    url = f"/api/v1/datasets/{survey.pk}/assessments/"
+    response = client.post(url, {"weights": "weight", "suda2": True}, format="json")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["job"])
+    assert job.params == {"weights": "weight", "suda2": True, "suda2_max_size": 3}
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        job_execute(job_id=job.pk, worker="test")
+    risk = client.get(f"/api/v1/datasets/{survey.pk}/risk/").json()
+    assert risk["survey"]["individual_risk"]["weights"] == "survey weights"
+    assert risk["survey"]["suda2"]["max_score"] == 4.0
+    bad = client.post(url, {"household": "nope"}, format="json")
+    assert bad.status_code == 400
+    assert "is not a column of survey" in json.dumps(bad.json())
