@@ -94,6 +94,21 @@ class WhatIfRequest(serializers.Serializer):
     )
 
 
+class AssessmentRequest(serializers.Serializer):
+    weights = serializers.CharField(
+        required=False, allow_null=True, help_text="survey-weight column (individual risk)"
+    )
+    household = serializers.CharField(
+        required=False, allow_null=True, help_text="household-id column (household risk)"
+    )
+    suda2 = serializers.BooleanField(
+        required=False, default=False, help_text="minimal sample uniques and SUDA scores"
+    )
+    suda2_max_size = serializers.IntegerField(
+        required=False, allow_null=True, help_text="largest MSU searched (1 to 10, default 3)"
+    )
+
+
 class ReleaseRequest(serializers.Serializer):
     title = serializers.CharField(max_length=200)
     purpose = serializers.CharField(required=False, allow_blank=True, default="")

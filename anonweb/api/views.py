@@ -36,7 +36,7 @@ from anonweb.datasets.selectors import (
     datasets_for_user,
     risk_for_user,
 )
-from anonweb.datasets.services import dataset_set_hierarchy_spec, dataset_set_tags
+from anonweb.datasets.services import dataset_set_hierarchy_spec, dataset_set_tags, survey_params
 from anonweb.datasets.uploads import upload_refused
 from anonweb.datasets.whatif import whatif_evaluate
 from anonweb.jobs.models import JobKind, JobStatus
@@ -272,14 +272,26 @@ class DatasetHierarchy(ApiView):
 class DatasetAssessments(ApiView):
     @doc(
         roles=[OFFICER],
-        request=None,
+        request=s.AssessmentRequest,
+        example={"suda2": True, "suda2_max_size": 3},
         responses={202: s.AcceptedJob},
         summary="Assess the dataset's risk in a background job",
+        description=(
+            "With no body, the risk profile. `weights`, `household` and `suda2` add sdcMicro's "
+            "survey risk (individual risk with the weights, household risk, SUDA2) under the "
+            "profile's `survey` key."
+        ),
     )
     def post(self, request, dataset_id: int):
         dataset = dataset_get_for_user(user=request.user, dataset_id=dataset_id)
+        body = s.AssessmentRequest(data=request.data or {})
+        body.is_valid(raise_exception=True)
         job = job_create(
-            user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset
+            user=request.user,
+            team=dataset.team,
+            kind=JobKind.PROFILE,
+            dataset=dataset,
+            params=survey_params(dataset=dataset, params=dict(body.validated_data)),
         )
         return Response({"job": job.pk}, status=status.HTTP_202_ACCEPTED)
 

@@ -26,7 +26,9 @@ from typing import Any
 from anonweb.core.errors import CoreError, DataError, HierarchyError, ParameterError, PlanError
 
 # Lists under these names hold records or values of the source.
-VALUE_LISTS = frozenset({"disclosing_classes", "examples", "top_values", "sample", "values"})
+VALUE_LISTS = frozenset(
+    {"disclosing_classes", "examples", "top_values", "sample", "values", "highest_risk_records"}
+)
 # Mappings under these names are keyed by levels or columns and hold source values.
 VALUE_MAPS = frozenset({"level_labels", "level_names"})
 # A released category read "(other)" stands for the categories past the top ones.

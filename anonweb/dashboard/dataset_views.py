@@ -22,7 +22,7 @@ from anonweb.datasets.selectors import (
     hierarchies_for,
     risk_for_user,
 )
-from anonweb.datasets.services import dataset_set_tags
+from anonweb.datasets.services import dataset_set_tags, survey_params
 from anonweb.datasets.storage import load_head
 from anonweb.datasets.uploads import upload_refused
 from anonweb.jobs.models import JobKind
@@ -158,8 +158,21 @@ def dataset_assess(request, dataset_id: int):
         )
         return redirect("datasets:detail", dataset_id=dataset.pk)
     try:
+        params = survey_params(
+            dataset=dataset,
+            params={
+                "weights": request.POST.get("weights") or None,
+                "household": request.POST.get("household") or None,
+                "suda2": bool(request.POST.get("suda2")),
+                "suda2_max_size": request.POST.get("suda2_max_size") or None,
+            },
+        )
         job = job_create(
-            user=request.user, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset
+            user=request.user,
+            team=dataset.team,
+            kind=JobKind.PROFILE,
+            dataset=dataset,
+            params=params,
         )
     except CoreError as exc:
         messages.error(request, str(exc))

@@ -16,6 +16,7 @@ from anonweb.accounts.selectors import require_role, user_has_role
 from anonweb.audit.services import audit_record
 from anonweb.core.assessment.charts import homogeneity_histogram
 from anonweb.core.assessment.profile import assess_risk
+from anonweb.core.assessment.survey import survey_risk
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.hierarchy import Hierarchy as CoreHierarchy
 from anonweb.core.io.hierarchy import parse_hierarchy
@@ -99,8 +100,42 @@ def dataset_set_tags(*, user: User, dataset: Dataset, tags: dict[str, str]) -> D
     return dataset
 
 
-def dataset_profile(*, dataset: Dataset, progress: Callable[[int, str], None]) -> dict:
-    """Column profile plus, when quasi-identifiers are tagged, the full risk profile."""
+def survey_params(*, dataset: Dataset, params: dict) -> dict:
+    """The survey-risk parameters of a profile job, checked against the dataset's columns:
+    ``weights`` and ``household`` (column names or absent), ``suda2`` (bool) and
+    ``suda2_max_size`` (1 to 10). Raises ParameterError with a sentence for the officer."""
+    out: dict = {}
+    for key, what in (("weights", "survey-weight"), ("household", "household-id")):
+        col = params.get(key) or None
+        if col is None:
+            continue
+        if col not in dataset.column_names:
+            raise ParameterError(f"{col!r} is not a column of {dataset.name} ({what} column)")
+        if col in dataset.quasi_identifiers:
+            raise ParameterError(f"the {what} column {col!r} is tagged quasi-identifier")
+        out[key] = col
+    if params.get("suda2"):
+        out["suda2"] = True
+        size = params.get("suda2_max_size") or 3
+        try:
+            size = int(size)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"the largest MSU size must be a whole number, got {size!r}"
+            ) from None
+        if not 1 <= size <= 10:
+            raise ParameterError(f"the largest MSU size must lie between 1 and 10, got {size}")
+        out["suda2_max_size"] = size
+    return out
+
+
+def dataset_profile(
+    *, dataset: Dataset, progress: Callable[[int, str], None], params: dict | None = None
+) -> dict:
+    """Column profile plus, when quasi-identifiers are tagged, the full risk profile; with
+    ``params`` naming a weight or household column or asking for SUDA2 (see
+    :func:`survey_params`), sdcMicro's survey risk measures under ``risk["survey"]``."""
+    survey = survey_params(dataset=dataset, params=params or {})
     progress(5, "loading the table")
     df = load_frame(dataset.storage_key)
     progress(25, "profiling columns")
@@ -126,6 +161,21 @@ def dataset_profile(*, dataset: Dataset, progress: Callable[[int, str], None]) -
                 (str(n), sp.diversity.per_class()) for n, sp in profile.sensitive.items()
             )
         }
+        if survey:
+            progress(75, "measuring individual and household risk and SUDA2")
+            measured = survey_risk(
+                df,
+                quasi_identifiers=dataset.quasi_identifiers,
+                weights=survey.get("weights"),
+                household=survey.get("household"),
+                with_suda2=bool(survey.get("suda2")),
+                suda2_max_size=survey.get("suda2_max_size"),
+            )
+            result["risk"]["survey"] = {
+                "weights_column": survey.get("weights"),
+                "household_column": survey.get("household"),
+                **measured.summary(df, quasi_identifiers=dataset.quasi_identifiers),
+            }
     progress(95, "saving the profile")
     return result
 

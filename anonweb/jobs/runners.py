@@ -81,7 +81,7 @@ def run_hierarchy(job: Job, progress: Progress) -> dict:
 @runner(JobKind.PROFILE)
 def run_profile(job: Job, progress: Progress) -> dict:
     assert job.dataset is not None
-    return dataset_profile(dataset=job.dataset, progress=progress)
+    return dataset_profile(dataset=job.dataset, progress=progress, params=job.params)
 
 
 @runner(JobKind.ATTACK)

@@ -176,11 +176,51 @@ def intruder_chart(result: Mapping[str, Any]) -> dict[Any, Any] | None:
     return {"id": "chart-intruder", "data_id": "chart-intruder-data", "figure": _as_data(fig)}
 
 
+def _suda_score_chart(risk: Mapping[str, Any]) -> go.Figure | None:
+    scores = (risk.get("survey") or {}).get("suda_scores")
+    if not scores:
+        return None
+    x = [f"{float(d['score']):g}" for d in scores]
+    y = [int(d["records"]) for d in scores]
+    fig = go.Figure(go.Bar(x=x, y=y, hovertemplate="SUDA score %{x}: %{y} records<extra></extra>"))
+    fig.update_layout(
+        title="Records by SUDA score (0: no minimal sample unique)",
+        xaxis_title="SUDA score",
+        yaxis_title="records",
+        xaxis_type="category",
+        **_LAYOUT,
+    )
+    return fig
+
+
+def _survey_risk_chart(risk: Mapping[str, Any]) -> go.Figure | None:
+    bands = (risk.get("survey") or {}).get("risk_bands")
+    if not bands:
+        return None
+    unit = str(bands["unit"])
+    x = [str(b["band"]) for b in bands["bands"]]
+    y = [int(b["count"]) for b in bands["bands"]]
+    fig = go.Figure(
+        go.Bar(x=x, y=y, marker_color="#b3261e", hovertemplate=f"%{{y}} {unit}<extra></extra>")
+    )
+    what = "household risk" if unit == "households" else "individual risk"
+    fig.update_layout(
+        title=f"{unit.capitalize()} by {what} (sdcMicro's measure, with survey weights)",
+        xaxis_title=what,
+        yaxis_title=unit,
+        xaxis_type="category",
+        **_LAYOUT,
+    )
+    return fig
+
+
 def risk_charts(risk: Mapping[str, Any]) -> list[dict[Any, Any]]:
     builders = [
         ("class-sizes", _class_size_chart),
         ("records-at-risk", _records_at_risk_chart),
         ("homogeneity", _homogeneity_chart),
+        ("suda-scores", _suda_score_chart),
+        ("survey-risk", _survey_risk_chart),
     ]
     charts = []
     for name, build in builders:

@@ -4,6 +4,11 @@ The privacy-model flags of ``anonymize`` (``--l-distinct SA=L``, ``--beta-likene
 one per flag of the model registry) check those models on the table as it is: the JSON gains
 ``model_checks`` (each model's ``satisfied``, table figure and failing classes and records).
 
+``--weights COL``, ``--household COL``, ``--suda2 [--suda2-max-size N]`` add sdcMicro's risk
+measures for survey microdata: ``individual_risk`` (Benedetti-Franconi with the survey weights;
+without ``--weights`` every weight is 1), ``household_risk`` and ``suda2``; ``--records FILE``
+writes them per record (row number from 1, individual risk, household risk, SUDA scores).
+
 pandas and the core are imported inside ``handle`` so that ``--help`` and argument errors stay
 fast and the command never pulls in Celery or plotting.
 """
@@ -46,6 +51,27 @@ class Command(BaseCommand):
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
         parser.add_argument("--population", default=None, help="population size N")
         parser.add_argument("--format", choices=("text", "json"), default="text")
+        parser.add_argument(
+            "--weights", default=None, metavar="COL", help="survey-weight column (individual risk)"
+        )
+        parser.add_argument(
+            "--household", default=None, metavar="COL", help="household-id column (household risk)"
+        )
+        parser.add_argument(
+            "--suda2", action="store_true", help="minimal sample uniques and SUDA scores"
+        )
+        parser.add_argument(
+            "--suda2-max-size",
+            default=None,
+            metavar="N",
+            help="largest MSU searched by --suda2 (default 3)",
+        )
+        parser.add_argument(
+            "--records",
+            default=None,
+            metavar="FILE",
+            help="write a CSV of row number, individual risk, household risk and SUDA score",
+        )
         add_model_flags(parser)
         add_engine_options(parser)
 
@@ -117,6 +143,16 @@ class Command(BaseCommand):
                 )
             result["model_checks"] = _model_checks(df, qis, specs, hierarchies)
         result["engine"] = engine.name
+        if _wants_survey(options):
+            if df is None:
+                raise ParameterError(
+                    f"individual risk and SUDA2 read the table in memory: use --engine pandas, "
+                    f"not {engine.name}"
+                )
+            survey = _survey(df, qis, options)
+            result.update(survey.to_dict())
+            if options["records"]:
+                _write_records(survey, options["records"])
         if options["aux"]:
             aux = read_table(options["aux"], sep=options["sep"], **reading(options, main=False))
             keys = parse_column_list(options["aux_keys"]) or None
@@ -126,6 +162,50 @@ class Command(BaseCommand):
             result["linkage"] = linkage_histogram(df, known=known).to_dict()
         result["peak_memory_bytes"] = peak_memory_bytes(children=engine_name == "spark")
         return result
+
+
+def _wants_survey(options) -> bool:
+    from anonweb.core.errors import ParameterError
+
+    if options["suda2_max_size"] is not None and not options["suda2"]:
+        raise ParameterError("--suda2-max-size needs --suda2")
+    return bool(
+        options["weights"] or options["household"] or options["suda2"] or options["records"]
+    )
+
+
+def _write_records(survey, path: str) -> None:
+    from anonweb.core.errors import DataError
+
+    try:
+        survey.records().to_csv(path, index=False)
+    except OSError as exc:
+        raise DataError(f"cannot write --records file {path}: {exc.strerror or exc}") from None
+
+
+def _survey(df, qis, options):
+    """sdcMicro's survey risk measures (individual, household, SUDA2), each as the core
+    defines it."""
+    from anonweb.core.assessment.survey import survey_risk
+    from anonweb.core.errors import ParameterError
+
+    size = None
+    raw = options["suda2_max_size"]
+    if raw is not None:
+        try:
+            size = int(raw)
+        except ValueError:
+            raise ParameterError(
+                f"--suda2-max-size expects a whole number of columns, got {raw!r}"
+            ) from None
+    return survey_risk(
+        df,
+        quasi_identifiers=qis,
+        weights=options["weights"],
+        household=options["household"],
+        with_suda2=options["suda2"],
+        suda2_max_size=size,
+    )
 
 
 def _model_checks(df, qis, specs, hierarchies) -> list[dict]:
@@ -210,6 +290,28 @@ def render_text(r: dict) -> str:
         lines.append(
             f"  {check['description']}: {state} (table figure {value}; "
             f"{check['failing_records']} records in {check['failing_classes']} classes fail)"
+        )
+    ind = r.get("individual_risk")
+    if ind:
+        above = ", ".join(f"> {_pct(float(t))}: {n}" for t, n in ind["records_above"].items())
+        lines.append(
+            f"  individual risk ({ind['weights']}): global {_pct(ind['global'])}, expected "
+            f"re-identifications {ind['expected_reidentifications']:.2f}; records {above}"
+        )
+    hh = r.get("household_risk")
+    if hh:
+        above = ", ".join(f"> {_pct(float(t))}: {n}" for t, n in hh["households_above"].items())
+        lines.append(
+            f"  household risk: max {_pct(hh['max'])} over {hh['households']} households; "
+            f"households {above}"
+        )
+    su = r.get("suda2")
+    if su:
+        sizes = ", ".join(f"size {s}: {n}" for s, n in su["msu_counts"].items())
+        lines.append(
+            f"  SUDA2 (MSUs up to {su['max_size']} columns): {sizes}; "
+            f"{su['records_with_msu']} records with an MSU, max score {su['max_score']:g}, "
+            f"max DIS-SUDA {su['dis_suda_max']:.4f}"
         )
     link = r.get("linkage")
     if link:
