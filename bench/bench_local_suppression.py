@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anonweb.core.io.hierarchy import read_hierarchy  # noqa: E402
 from anonweb.core.io.frame import read_table  # noqa: E402
+from anonweb.core.io.hierarchy import read_hierarchy  # noqa: E402
 from anonweb.core.search.flash import optimal_generalization  # noqa: E402
 from anonweb.core.transforms.local_suppression import local_suppression  # noqa: E402
 
