@@ -314,3 +314,26 @@ def test_the_report_names_the_recipients_given(tmp_path):
     p = run(*toy_args(), "--k", "2", *files, "--recipients", "ana,group:")
     assert p.returncode == 2 and "'group:' does not name a group" in p.stderr
     assert not out.exists()
+
+
+def test_local_suppression_blanks_cells_instead_of_suppressing_records(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    args = [*toy_args(), "--k", "4", "--suppression", "0.5", "--out", str(out)]
+    p = run(*args, "--local-suppression", "--importance", "Age=5", "--report", str(rep))
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    blanks = report["local_suppression"]
+    assert report["suppressed"] == 0 and blanks["k"] == 4
+    df = pd.read_csv(out, sep=";", dtype=str, keep_default_na=False, na_values=[""])
+    assert len(df) == len(pd.read_csv(FIX / "test2.csv", sep=";"))
+    assert int(df[["ZIPCode", "Age"]].isna().to_numpy().sum()) == blanks["cells_blanked"]
+    from anonweb.core.transforms.local_suppression import brute_force_counts
+
+    assert brute_force_counts(df, quasi_identifiers=["ZIPCode", "Age"]).min() >= 4
+    # the search alone, at the same limit, suppresses whole records
+    plain = tmp_path / "plain.json"
+    p = run(*args, "--report", str(plain))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(plain.read_text())["levels"] == report["levels"]
+    bad = run(*args, "--importance", "Age=5")
+    assert bad.returncode == 2 and "--local-suppression" in bad.stderr
