@@ -337,3 +337,19 @@ def test_local_suppression_blanks_cells_instead_of_suppressing_records(tmp_path)
     assert json.loads(plain.read_text())["levels"] == report["levels"]
     bad = run(*args, "--importance", "Age=5")
     assert bad.returncode == 2 and "--local-suppression" in bad.stderr
+
+
+def test_population_uniqueness_flags_reach_the_search(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    args = [*toy_args(), "--k", "1", "--out", str(out), "--report", str(rep)]
+    p = run(*args, "--population-uniqueness", "0.01", "--population-size", "100")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    spec = {"model": "population_uniqueness", "max": 0.01, "population_size": 100}
+    assert report["plan"]["steps"][0]["params"]["models"] == [spec]
+    checks = [c for c in report["model_checks"] if c["model"]["model"] == spec["model"]]
+    assert len(checks) == 1 and checks[0]["satisfied"]
+    assert checks[0]["value"] is not None and checks[0]["value"] <= 0.01
+    # without the population's size the plan is refused before anything is read
+    bad = run(*args, "--population-uniqueness", "0.01")
+    assert bad.returncode == 2 and "population_size" in bad.stderr
