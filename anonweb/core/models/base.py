@@ -205,6 +205,12 @@ class PrivacyModel(ABC):
     def passes(self, data: ClassData) -> NDArray[Any]:
         """For each class, whether it satisfies the model (all True for a table-wide model)."""
 
+    def for_table(self, rows: int) -> PrivacyModel:
+        """The model for a table of ``rows`` records (a model whose check depends on the
+        table's size, such as k-map's sampling fraction, binds it here; the search calls this
+        with the input's rows). Itself by default."""
+        return self
+
     def implied(self) -> tuple[PrivacyModel, ...]:
         """Monotonic models that every class satisfying this one satisfies too (necessary
         conditions): a search can settle whole sublattices with them before it checks this

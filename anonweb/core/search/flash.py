@@ -311,6 +311,8 @@ def optimal_generalization(
     """
     started = time.perf_counter()
     models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
+    # a model whose check depends on the table's size (k-map) is bound to the input's
+    models = [m.for_table(len(df)) for m in models]
     validate_search(df, list(quasi_identifiers), hierarchies, models, suppression)
     sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
     if table is None:

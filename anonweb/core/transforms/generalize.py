@@ -304,7 +304,9 @@ def optimal_generalization_step(
 
     if not ctx.quasi_identifiers:
         raise ParameterError("the plan declares no quasi-identifiers to generalize")
-    models = [model_from_dict(m, ctx.hierarchies) for m in params.get("models", [])]
+    models = [
+        model_from_dict(m, ctx.hierarchies).for_table(len(df)) for m in params.get("models", [])
+    ]
     result = optimal_generalization(
         df,
         quasi_identifiers=list(ctx.quasi_identifiers),
