@@ -353,3 +353,17 @@ def test_population_uniqueness_flags_reach_the_search(tmp_path):
     # without the population's size the plan is refused before anything is read
     bad = run(*args, "--population-uniqueness", "0.01")
     assert bad.returncode == 2 and "population_size" in bad.stderr
+
+
+def test_k_map_flag_reaches_the_search(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    args = [*toy_args(), "--out", str(out), "--report", str(rep)]
+    p = run(*args, "--k-map", "3", "--population-size", "9", "--suppression", "0.5")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    spec = {"model": "k_map", "k": 3, "population_size": 9}
+    assert report["plan"]["steps"][0]["params"]["models"] == [spec]
+    checks = [c for c in report["model_checks"] if c["model"]["model"] == "k_map"]
+    assert len(checks) == 1 and checks[0]["satisfied"]
+    bad = run(*args, "--k-map", "three", "--population-size", "9")
+    assert bad.returncode == 2 and "--k-map" in bad.stderr
