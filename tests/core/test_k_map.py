@@ -204,3 +204,38 @@ def test_the_gate_holds_a_release_to_the_policys_k_map():
     policy = PolicyThresholds(max_prosecutor_risk=1.0, models=[loose])
     result = evaluate_release(df, out, plan=plan, tags=tags, thresholds=policy)
     assert not [f for f in result.findings if f.code == "risk_model"]
+
+
+def test_the_risk_after_measures_the_population_models_on_the_release():
+    df, hierarchies = _toy(45)
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["age", "zip", "sex"],
+            "hierarchies": {
+                q: {"rows": [list(r) for r in hierarchies[q].rows]} for q in hierarchies
+            },
+            "steps": [
+                {
+                    "kind": "optimal_generalization",
+                    "params": {
+                        "suppression": 0.05,
+                        "models": [
+                            {"model": "k_map", "k": 10, "population_size": 3000},
+                            {
+                                "model": "population_uniqueness",
+                                "max": 0.01,
+                                "population_size": 3000,
+                            },
+                        ],
+                    },
+                }
+            ],
+        }
+    )
+    out, report = apply_plan(df, plan, rng=np.random.default_rng(0), secrets={})
+    after = report.risk_after
+    assert after is not None
+    checks = {c["model"]["model"]: c for c in after["population_models"]}
+    assert set(checks) == {"k_map", "population_uniqueness"}
+    assert all(c["satisfied"] for c in checks.values())
+    assert after["population"]["population_size"] == 3000

@@ -107,3 +107,19 @@ def test_as_a_plan_step_the_release_blanks_cells_not_records():
     assert step["kind"] == "local_suppression"
     assert step["cells_blanked"] == blanked > 0
     assert step["cells_blanked_per_column"]["age"] == 0  # the important column kept
+
+
+def test_the_risk_after_gives_k_with_blanks_matching():
+    df = _table(5, n=80, blanks=0)
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["age", "zip", "sex"],
+            "steps": [{"kind": "local_suppression", "params": {"k": 4}}],
+        }
+    )
+    out, report = apply_plan(df, plan, rng=np.random.default_rng(0), secrets={})
+    after = report.risk_after
+    assert after is not None
+    assert after["k_blanks_matching"] == report.steps[0]["smallest_count"] >= 4
+    assert after["cells_blanked"] == report.steps[0]["cells_blanked"] > 0
+    assert "k_blanks_matching" not in (report.risk_before or {})

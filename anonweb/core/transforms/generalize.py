@@ -322,6 +322,7 @@ def optimal_generalization_step(
         alternatives=0 if params.get("levels") else ALTERNATIVES,
     )
     ctx.state["search"] = result
+    ctx.state["models"] = models
     if "local_suppression" in params:
         out, report = _with_local_suppression(df, result, params, ctx)
         return StepOutcome(out, report)
@@ -352,6 +353,7 @@ def _with_local_suppression(
     importance = (params.get("local_suppression") or {}).get("importance") or {}
     blanks = local_suppression(generalized, quasi_identifiers=qis, k=k, importance=importance)
     out = apply_blanks(generalized, blanks)
+    ctx.state["cells_blanked"] = ctx.state.get("cells_blanked", 0) + blanks.cells
     report = result.to_dict()
     report["local_suppression"] = {
         **blanks.to_dict(),

@@ -279,5 +279,5 @@ def local_suppression_step(
         k=params["k"],
         importance=_importance(params),
     )
-    ctx.state["cells_blanked"] = result.cells
+    ctx.state["cells_blanked"] = ctx.state.get("cells_blanked", 0) + result.cells
     return StepOutcome(apply_blanks(df, result), result.to_dict())
