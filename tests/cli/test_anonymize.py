@@ -367,3 +367,20 @@ def test_k_map_flag_reaches_the_search(tmp_path):
     assert len(checks) == 1 and checks[0]["satisfied"]
     bad = run(*args, "--k-map", "three", "--population-size", "9")
     assert bad.returncode == 2 and "--k-map" in bad.stderr
+
+
+def test_average_risk_flag_reaches_the_search_and_the_gate(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    args = [*toy_args(), "--k", "1", "--out", str(out), "--report", str(rep)]
+    p = run(*args, "--average-risk", "0.3")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    assert report["plan"]["steps"][0]["params"]["models"] == [
+        {"model": "average_risk", "threshold": 0.3}
+    ]
+    checks = [c for c in report["model_checks"] if c["model"]["model"] == "average_risk"]
+    assert len(checks) == 1 and checks[0]["satisfied"] and checks[0]["value"] <= 0.3
+    df = pd.read_csv(out, sep=";", dtype=str)
+    kept = df[~(df[["ZIPCode", "Age"]] == "*").all(axis=1)]
+    sizes = kept.groupby(["ZIPCode", "Age"]).size()
+    assert len(sizes) / sizes.sum() <= 0.3
