@@ -367,6 +367,9 @@ def test_k_map_flag_reaches_the_search(tmp_path):
     assert len(checks) == 1 and checks[0]["satisfied"]
     bad = run(*args, "--k-map", "three", "--population-size", "9")
     assert bad.returncode == 2 and "--k-map" in bad.stderr
+    # a population table is refused with the reason, not taken for something else
+    bad = run(*args, "--k-map", "3", "--population-table", str(FIX / "test2.csv"))
+    assert bad.returncode == 2 and "not supported yet" in bad.stderr
 
 
 def test_average_risk_flag_reaches_the_search_and_the_gate(tmp_path):

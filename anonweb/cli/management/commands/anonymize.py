@@ -105,6 +105,10 @@ class Command(BaseCommand):
             help="COL=W,...: with --local-suppression, the columns' importance (higher: blanked "
             "last; unnamed columns 0)",
         )
+        parser.add_argument(
+            "--population-table",
+            help="not supported yet: k-map and δ-presence against a population table",
+        )
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
 
@@ -127,6 +131,13 @@ class Command(BaseCommand):
         from anonweb.core.release.publish import fresh_secrets, publish
         from anonweb.core.release.recipients import parse_recipients, split_recipients
 
+        if opts["population_table"]:
+            raise CommandError(
+                "--population-table: k-map and δ-presence against a population table are not "
+                "supported yet; --k-map with --population-size estimates the population's "
+                "class sizes instead",
+                returncode=2,
+            )
         if opts["plan"] and opts["qi"]:
             raise CommandError("use either --plan or --qi/--k, not both", returncode=2)
         plan = read_plan(opts["plan"]) if opts["plan"] else self._search_plan(opts)
