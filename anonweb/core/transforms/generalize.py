@@ -355,10 +355,8 @@ def _with_local_suppression(
     out = apply_blanks(generalized, blanks)
     ctx.state["cells_blanked"] = ctx.state.get("cells_blanked", 0) + blanks.cells
     report = result.to_dict()
-    report["local_suppression"] = {
-        **blanks.to_dict(),
-        "records_record_suppression_would_remove": result.suppressed,
-    }
+    # what was blanked, never how many records the source held in small classes
+    report["local_suppression"] = blanks.to_dict()
     report["suppressed"] = 0
     counts = na_matching_counts(out, quasi_identifiers=qis)
     report["k"] = int(counts.min()) if len(counts) else 0
