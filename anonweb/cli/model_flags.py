@@ -21,6 +21,7 @@ def pairs(values, option):
 
 def add_model_flags(parser):
     """One flag per privacy-model flag the registry declares (``--l-distinct SA=L``, ...)."""
+    options = {}
     for flag in cli_flags():
         if flag.per_column:
             parser.add_argument(flag.name, dest=flag.dest, action="append", help=flag.help)
@@ -28,6 +29,11 @@ def add_model_flags(parser):
             parser.add_argument(
                 flag.name, dest=flag.dest, type=flag.value_type, default=None, help=flag.help
             )
+        options.update({o.name: o for o in flag.options})
+    for option in options.values():
+        parser.add_argument(
+            option.name, dest=option.dest, type=option.value_type, default=None, help=option.help
+        )
 
 
 def model_specs(opts):
@@ -38,7 +44,11 @@ def model_specs(opts):
         if given is None:
             continue
         if flag.per_column:
-            models += [flag.to_spec(sa, v) for sa, v in pairs(given, flag.name).items()]
+            specs = [flag.to_spec(sa, v) for sa, v in pairs(given, flag.name).items()]
         else:
-            models.append(flag.to_spec(None, given))
+            specs = [flag.to_spec(None, given)]
+        for option in flag.options:
+            if opts.get(option.dest) is not None:
+                specs = [{**spec, option.key: opts[option.dest]} for spec in specs]
+        models += specs
     return models

@@ -195,6 +195,46 @@ def _text(v) -> str:
     return str(v)
 
 
+def zayatz_share(sizes: list[int], population: int) -> float:
+    """Zayatz's (1991) estimate of the population's share of uniques from the sample's class
+    sizes, written from the paper's formula: a sample unique is a population unique with
+    probability P(unique | sampled once) from the hypergeometric law of drawing ``n`` of
+    ``population`` records."""
+    n = sum(sizes)
+    freq = Counter(sizes)
+    classes = sum(freq.values())
+
+    def one(j: int) -> float:  # P(exactly 1 of a population class of size j is sampled)
+        log = (
+            math.log(j)
+            + math.lgamma(population - j + 1)
+            - math.lgamma(n)
+            - math.lgamma(population - j - n + 2)
+            - (math.lgamma(population + 1) - math.lgamma(n + 1) - math.lgamma(population - n + 1))
+        )
+        return math.exp(log) if population - j - n + 1 >= 0 else 0.0
+
+    denom = sum(f / classes * one(j) for j, f in freq.items())
+    share_unique = (freq[1] / classes) * one(1) / denom
+    return freq[1] * share_unique / (n / population) / population
+
+
+def population_uniqueness_ok(sizes: list[int], model: dict) -> bool:
+    """ARX's PopulationUniqueness on the kept classes: nothing kept or no sample uniques
+    passes; otherwise the estimate must be at most the ceiling (Zayatz's model, or the sample's
+    own uniques when the sample is the population)."""
+    if not sizes or 1 not in sizes:
+        return True
+    population = model["population_size"]
+    if population == sum(sizes):
+        share = sizes.count(1) / population
+    elif model.get("estimator") == "zayatz":
+        share = zayatz_share(sizes, population)
+    else:
+        raise ValueError(model)
+    return share <= model["max"] + 1e-12
+
+
 def brute_force(
     df: pd.DataFrame,
     hierarchies: dict[str, list[list[str]]],
@@ -216,7 +256,7 @@ def brute_force(
         bad = np.zeros(len(df), dtype=bool)
         keys = [tuple(None if _missing(v) else v for v in r) for r in gen[qis].itertuples(False)]
         for m in models:
-            if m["model"] == "average_risk":
+            if m["model"] in ("average_risk", "population_uniqueness"):
                 continue
             spec = {k: v for k, v in m.items() if k != "hierarchy_rows"}
             ok = per_class_ok(gen, qis, spec, t_hier.get(m.get("sensitive")))
@@ -226,6 +266,9 @@ def brute_force(
         kept = Counter(k for k, b in zip(keys, bad) if not b)
         risk = [m for m in models if m["model"] == "average_risk"]
         if risk and kept and len(kept) / sum(kept.values()) > risk[0]["threshold"] + 1e-12:
+            continue
+        unique = [m for m in models if m["model"] == "population_uniqueness"]
+        if unique and not population_uniqueness_ok(list(kept.values()), unique[0]):
             continue
         losses = [
             loss_per_qi(hierarchies[q], lv, list(gen[q]), list(bad)) for q, lv in zip(qis, levels)

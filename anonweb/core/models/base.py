@@ -88,6 +88,21 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class CliOption:
+    """A further option a model's flag reads (``--population-size N``): its value, when given,
+    becomes the spec's ``key``. Options of the same name are shared between models."""
+
+    name: str
+    help: str
+    key: str
+    value_type: Callable[[str], Any] = str
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
 class CliFlag:
     """A flag of ``manage.py anonymize`` that asks for a model.
 
@@ -95,6 +110,7 @@ class CliFlag:
     turns each into the model's JSON form; otherwise it is given once, ``--flag VALUE``,
     ``to_spec(None, value)``, the value already parsed by ``value_type``. ``to_spec`` raises
     :class:`ParameterError` for a value it cannot read (the command exits with status 2).
+    ``options`` are further options whose values complete the spec (a population size).
     """
 
     name: str  # "--beta-likeness"
@@ -102,6 +118,7 @@ class CliFlag:
     to_spec: Callable[[str | None, str], dict[str, Any]]
     per_column: bool = True
     value_type: Callable[[str], Any] | None = None
+    options: tuple[CliOption, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -187,6 +204,12 @@ class PrivacyModel(ABC):
     @abstractmethod
     def passes(self, data: ClassData) -> NDArray[Any]:
         """For each class, whether it satisfies the model (all True for a table-wide model)."""
+
+    def for_table(self, rows: int) -> PrivacyModel:
+        """The model for a table of ``rows`` records (a model whose check depends on the
+        table's size, such as k-map's sampling fraction, binds it here; the search calls this
+        with the input's rows). Itself by default."""
+        return self
 
     def implied(self) -> tuple[PrivacyModel, ...]:
         """Monotonic models that every class satisfying this one satisfies too (necessary

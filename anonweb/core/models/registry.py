@@ -24,6 +24,8 @@ from anonweb.core.models.delta_disclosure import DeltaDisclosure
 from anonweb.core.models.distinct_l import DistinctL
 from anonweb.core.models.entropy_l import EntropyL
 from anonweb.core.models.k_anonymity import KAnonymity
+from anonweb.core.models.k_map import KMap
+from anonweb.core.models.population_uniqueness import PopulationUniqueness
 from anonweb.core.models.recursive_l import RecursiveCL
 from anonweb.core.models.t_closeness import TCloseness
 
@@ -36,6 +38,8 @@ MODELS: list[type[PrivacyModel]] = [
     DeltaDisclosure,
     AverageRisk,
     BetaLikeness,
+    PopulationUniqueness,
+    KMap,
 ]
 # name -> (class, JSON fields), e.g. "t_closeness" -> (TCloseness, ("sensitive", "t", "distance"))
 MODEL_KINDS: dict[str, tuple[type[PrivacyModel], tuple[str, ...]]] = {}

@@ -9,12 +9,13 @@ from __future__ import annotations
 from types import ModuleType
 
 from anonweb.core.dp import local, mechanisms, synthetic
-from anonweb.core.transforms import generalize, mask, perturb
+from anonweb.core.transforms import generalize, local_suppression, mask, perturb
 
 # record-level steps first, then the DP measurements and local-DP steps
 BUILTIN_STEP_MODULES: tuple[ModuleType, ...] = (
     mask,
     generalize,
+    local_suppression,
     perturb,
     mechanisms,
     synthetic,

@@ -13,9 +13,11 @@ import pandas as pd
 from anonweb.core.assessment.profile import assess_risk
 from anonweb.core.errors import CoreError, ParameterError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
+from anonweb.core.models.counts import class_data
 from anonweb.core.release.plan import plan_costs, plan_total_cost, validate_plan
 from anonweb.core.release.steps import STATISTIC_COLUMN, Plan, Step, StepContext
 from anonweb.core.risk.classes import suppressed_records
+from anonweb.core.transforms.local_suppression import na_matching_counts
 
 
 @dataclass(frozen=True)
@@ -172,4 +174,22 @@ def _risk(df: pd.DataFrame, ctx: StepContext, *, after: bool = False) -> dict[st
         return None
     sensitive = tuple(s for s in ctx.sensitive if s in df.columns)
     exclude = suppressed_records(df, qis) if after else None
-    return assess_risk(df, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude).to_dict()
+    if not after:
+        return assess_risk(df, quasi_identifiers=qis, sensitive=sensitive).to_dict()
+    # the search's population-based models, measured again on the released table
+    population = [m for m in ctx.state.get("models", ()) if hasattr(m, "population_size")]
+    size = population[0].population_size if population else None
+    if size is not None and size < len(df) - int(np.asarray(exclude).sum()):
+        size = None  # a population smaller than the release: no estimate to give
+    risk = assess_risk(
+        df, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude, population_size=size
+    ).to_dict()
+    if population:
+        data = class_data(df, quasi_identifiers=qis, exclude=exclude)
+        risk["population_models"] = [m.check(data).to_dict() for m in population]
+    if "cells_blanked" in ctx.state:
+        # local suppression's own k: a blank matches every value (sdcMicro's rule)
+        counts = na_matching_counts(df[~np.asarray(exclude)], quasi_identifiers=qis)
+        risk["k_blanks_matching"] = int(counts.min()) if len(counts) else None
+        risk["cells_blanked"] = int(ctx.state["cells_blanked"])
+    return risk

@@ -312,6 +312,8 @@ def optimal_generalization(
     """
     started = time.perf_counter()
     models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
+    # a model whose check depends on the table's size (k-map) is bound to the input's
+    models = [m.for_table(len(df)) for m in models]
     validate_search(len(df), list(quasi_identifiers), hierarchies, models, suppression)
     sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
     if table is None:
@@ -351,6 +353,7 @@ def search_histogram(
     started = time.perf_counter()
     models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
     qis = list(hist.quasi_identifiers)
+    models = [m.for_table(hist.rows) for m in models]
     validate_search(hist.rows, qis, hierarchies, models, suppression)
     sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
     unknown = sorted(set(sensitive) - set(hist.sensitive))

@@ -17,9 +17,11 @@ Step kinds:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from anonweb.core import schema as sch
@@ -42,6 +44,11 @@ from anonweb.core.release.steps import (
     size_problems,
 )
 from anonweb.core.search.metrics import AGGREGATES, METRICS, check_objective
+from anonweb.core.transforms.local_suppression import (
+    apply_blanks,
+    local_suppression,
+    na_matching_counts,
+)
 
 
 def _check_levels(params: Mapping[str, Any]) -> None:
@@ -126,6 +133,16 @@ def _check_search(params: Mapping[str, Any]) -> None:
     models = params.get("models", [])
     if not isinstance(models, list):
         raise ParameterError("'models' must be a list of privacy models")
+    if "local_suppression" in params:
+        others = [
+            m for m in models if not (isinstance(m, dict) and m.get("model") == "k_anonymity")
+        ]
+        if others:
+            # blanking cells reaches k only; the classes another model rejects are not mended
+            raise ParameterError(
+                "local suppression replaces record suppression for k-anonymity only; "
+                "remove the other privacy models or suppress records"
+            )
     for spec in models:
         if isinstance(spec, dict) and spec.get("distance") == "hierarchical":
             continue  # needs the plan's hierarchies; checked when the step runs
@@ -208,6 +225,7 @@ SEARCH_REPORT = (
     "model_checks",
     "search",
     "quasi_identifiers",
+    "local_suppression",
 )
 
 
@@ -248,6 +266,17 @@ SEARCH_REPORT = (
                 "Stop after this many seconds", exclusive_minimum=0, maximum=86_400
             )
             | ADVANCED,
+            "local_suppression": sch.obj(
+                {
+                    "importance": sch.mapping(
+                        sch.number(minimum=0, maximum=1e6),
+                        "Column -> importance (higher: more important, blanked last)",
+                        keys="reads",
+                    )
+                },
+                labels={"importance": "Importance per quasi-identifier"},
+                title="Blank cells instead of suppressing records",
+            ),
         },
         labels={
             "k": "Smallest class size (k)",
@@ -258,6 +287,7 @@ SEARCH_REPORT = (
             "max_nodes": "Most lattice nodes to check",
             "levels": "Fixed hierarchy levels (no search)",
             "time_limit": "Time limit (seconds)",
+            "local_suppression": "Blank cells instead of suppressing records",
         },
         title="Optimal generalization (k-anonymity search)",
         **{"x-writes": "quasi_identifiers"},
@@ -274,7 +304,9 @@ def optimal_generalization_step(
 
     if not ctx.quasi_identifiers:
         raise ParameterError("the plan declares no quasi-identifiers to generalize")
-    models = [model_from_dict(m, ctx.hierarchies) for m in params.get("models", [])]
+    models = [
+        model_from_dict(m, ctx.hierarchies).for_table(len(df)) for m in params.get("models", [])
+    ]
     result = optimal_generalization(
         df,
         quasi_identifiers=list(ctx.quasi_identifiers),
@@ -290,6 +322,10 @@ def optimal_generalization_step(
         alternatives=0 if params.get("levels") else ALTERNATIVES,
     )
     ctx.state["search"] = result
+    ctx.state["models"] = models
+    if "local_suppression" in params:
+        out, report = _with_local_suppression(df, result, params, ctx)
+        return StepOutcome(out, report)
     out = result.apply(df)
     report = result.to_dict()
     # the output checked again by each model's own check: what the release shows
@@ -302,6 +338,30 @@ def optimal_generalization_step(
     )
     report["model_checks"] = [m.check(data).to_dict() for m in checked]
     return StepOutcome(out, report)
+
+
+def _with_local_suppression(
+    df: pd.DataFrame, result: Any, params: Mapping[str, Any], ctx: StepContext
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The search's node without record suppression, k reached by blanking cells instead
+    (sdcMicro's local suppression, :mod:`anonweb.core.transforms.local_suppression`): the
+    records the search would suppress keep their other values."""
+    qis = list(ctx.quasi_identifiers)
+    whole = dataclasses.replace(result, row_suppressed=np.zeros(len(df), dtype=bool))
+    generalized = whole.apply(df)
+    k = int(params.get("k", 1))
+    importance = (params.get("local_suppression") or {}).get("importance") or {}
+    blanks = local_suppression(generalized, quasi_identifiers=qis, k=k, importance=importance)
+    out = apply_blanks(generalized, blanks)
+    ctx.state["cells_blanked"] = ctx.state.get("cells_blanked", 0) + blanks.cells
+    report = result.to_dict()
+    # what was blanked, never how many records the source held in small classes
+    report["local_suppression"] = blanks.to_dict()
+    report["suppressed"] = 0
+    counts = na_matching_counts(out, quasi_identifiers=qis)
+    report["k"] = int(counts.min()) if len(counts) else 0
+    report["model_checks"] = []
+    return out, report
 
 
 def _check_mondrian(params: Mapping[str, Any]) -> None:

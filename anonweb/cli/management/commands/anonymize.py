@@ -107,6 +107,17 @@ class Command(BaseCommand):
             "as the web checks a release against the live ones; repeatable",
         )
         parser.add_argument("--id", help="the source's record id column (with --earlier)")
+        parser.add_argument(
+            "--local-suppression",
+            action="store_true",
+            help="reach k by blanking cells of the quasi-identifiers instead of suppressing the "
+            "records the search would suppress (k-anonymity only)",
+        )
+        parser.add_argument(
+            "--importance",
+            help="COL=W,...: with --local-suppression, the columns' importance (higher: blanked "
+            "last; unnamed columns 0)",
+        )
         parser.add_argument("--max-nodes", type=int, default=None)
         parser.add_argument("--time-limit", type=float, default=None)
         add_engine_options(parser)
@@ -268,6 +279,10 @@ class Command(BaseCommand):
         for key in ("max_nodes", "time_limit"):
             if opts[key] is not None:
                 params[key] = opts[key]
+        if opts["importance"] and not opts["local_suppression"]:
+            raise CommandError("--importance goes with --local-suppression", returncode=2)
+        if opts["local_suppression"]:
+            params["local_suppression"] = {"importance": _importance(opts["importance"], qis)}
         return Plan(
             steps=(Step("optimal_generalization", params),),
             quasi_identifiers=tuple(qis),
@@ -307,6 +322,8 @@ class Command(BaseCommand):
                 "search",
             ):
                 summary[key] = search[key]
+            if "local_suppression" in search:
+                summary["local_suppression"] = search["local_suppression"]
         return summary
 
     @staticmethod
@@ -321,6 +338,19 @@ class Command(BaseCommand):
                 f"information loss {summary['information_loss']:.6f} ({objective})"
             )
         return f"wrote {rows} rows"
+
+
+def _importance(text, qis):
+    """``--importance age=1,zip=3`` as a mapping of quasi-identifiers to numbers."""
+    out = {}
+    for name, value in _pairs([p for p in (text or "").split(",") if p], "--importance").items():
+        if name not in qis:
+            raise CommandError(f"--importance: {name!r} is not a quasi-identifier", returncode=2)
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise CommandError(f"--importance: {value!r} is not a number", returncode=2) from None
+    return out
 
 
 def _table_bytes(made, out: str, name: str | None, sep: str) -> bytes:
