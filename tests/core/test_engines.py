@@ -41,9 +41,9 @@ def _table(seed: int, n: int, missing: bool) -> tuple[pd.DataFrame, dict[str, Hi
     rng = np.random.default_rng(seed)
     age = rng.integers(18, 60, n).astype(float)
     zips = rng.choice(["47677", "47602", "47678", "47905", "47909"], n).astype(object)
-    if missing:
-        age[rng.random(n) < 0.05] = np.nan
-        zips[rng.random(n) < 0.05] = None
+    if missing:  # the first row keeps its values: a hierarchy is built over what is there
+        age[1:][rng.random(n - 1) < 0.05] = np.nan
+        zips[1:][rng.random(n - 1) < 0.05] = None
     df = pd.DataFrame(
         {
             "age": age,
