@@ -83,9 +83,13 @@ def _seed(users: int) -> dict:
     from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import Job, JobKind, JobStatus
     from anonweb.jobs.services import job_create
-    from anonweb.releases.services import release_approve, release_create
+    from anonweb.jobs.publication import release_create
+    from anonweb.releases.services import release_approve
 
     call_command("migrate", verbosity=0)
+    # Production settings name static files after their content (the manifest): without it
+    # every page that links a script or a style sheet fails.
+    call_command("collectstatic", interactive=False, verbosity=0)
     User = get_user_model()
     team = Team.objects.create(name="Load team", slug="load")
     roles = {

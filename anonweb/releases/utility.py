@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 
 from anonweb.accounts.models import Membership
 from anonweb.accounts.selectors import may_see_raw_values
-from anonweb.common.charts import cached_by_digest
+from anonweb.common.charts import INTERNAL, cached_view, view_key
 from anonweb.core.errors import CoreError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 from anonweb.core.raw_values import public_utility
@@ -182,14 +183,34 @@ def utility_forget(*, dataset) -> int:
     """Remove the stored utility of every release of ``dataset`` (it quotes the source's values
     and figures): called when the source is purged. Returns how many files went."""
     removed = 0
-    for key in Release.objects.filter(dataset=dataset).values_list("storage_key", flat=True):
-        path = release_dir(key) / PRIVATE_DIR / UTILITY_FILE
+    for release in Release.objects.filter(dataset=dataset).only("pk", "storage_key"):
+        cache.delete_many([_utility_key(release, raw=True), _utility_key(release, raw=False)])
+        path = release_dir(release.storage_key) / PRIVATE_DIR / UTILITY_FILE
         if path.exists():
             path.unlink(missing_ok=True)
             removed += 1
     return removed
 
 
-def utility_charts_cached(utility: dict[str, Any]) -> list[dict[Any, Any]]:
+def release_utility_page(
+    *, user, release: Release
+) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
+    """The utility of ``release`` as ``user`` reads it (:func:`release_utility_read`; one of
+    its team's officers or stewards, checked by the caller) and its charts, built on the first
+    view and kept in the cache: internal view only, one entry for the readers who see the
+    source's labels and one for those who do not. :func:`utility_forget` removes both."""
+    raw = may_see_raw_values(user=user, team=release.team)
 
-    return cached_by_digest("utility-charts", utility, lambda: utility_charts(utility))
+    def build() -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
+        utility = release_utility_read(user=user, release=release)
+        return utility, utility_charts(utility) if utility else None
+
+    return cached_view(_utility_key(release, raw=raw), build, counter="utility")
+
+
+def _utility_key(release: Release, *, raw: bool) -> str:
+    # The ident of anonweb.releases.fragments.fragment_key (which imports this module's
+    # neighbours, so it cannot be imported here).
+    part = "utility-raw" if raw else "utility-public"
+    ident = f"{release.pk}.{release.storage_key}"
+    return view_key(kind="release", ident=ident, view=INTERNAL, part=part)

@@ -9,16 +9,14 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_for_user, user_has_role
-from anonweb.common.charts import risk_charts_cached
 from anonweb.common.paging import page_of
-from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
-from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import DOWNLOAD_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
 from anonweb.jobs.services import release_attacks_start
 from anonweb.releases.attacks import for_reader, release_attacks_get
 from anonweb.releases.downloads import download_response
+from anonweb.releases.fragments import release_fragments, view_kind
 from anonweb.releases.gate import release_gate_now, release_policy_update, thresholds_for
 from anonweb.releases.links import (
     LINK_HOURS_DEFAULT,
@@ -39,9 +37,7 @@ from anonweb.releases.selectors import (
 )
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
-from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import release_dir, xlsx_offered
-from anonweb.releases.utility import release_utility_read, utility_charts_cached
+from anonweb.releases.utility import release_utility_page
 
 
 def release_list(request):
@@ -81,34 +77,19 @@ def release_detail(request, release_id: int):
     ) or user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD)
     # Analysts read the published report only: what the released data shows, nothing of the source.
     report = (release.report if staff else release.published_report) or {}
-    charts = None
-    risk_after = report.get("risk_after")
-    if risk_after:
-        charts = risk_charts_cached(risk_after)
-
+    # Charts, alternatives, formats: built once per release and view, never per request.
+    built = release_fragments(release=release, view=view_kind(staff=staff))
     conflicts = conflicts_for(release=release, user=request.user) if staff else []
     # The findings as they stand now, conflicts with later releases included: what an approval
     # would be decided on.
     gate = release_gate_now(release=release) if staff else None
-    intruder = report.get("intruder")
-    if intruder:
-        chart = intruder_chart(intruder)
-        charts = (charts or []) + ([chart] if chart else [])
-    dp = _dp_charts(release, report)
-    if dp:
-        charts = (charts or []) + dp
     # Computed from the source: officers and stewards only, never analysts.
     utility = utility_charts = None
     if staff:
-        utility = release_utility_read(user=request.user, release=release)
-        utility_charts = utility_charts_cached(utility) if utility else None
+        utility, utility_charts = release_utility_page(user=request.user, release=release)
     stored = release_attacks_get(release=release) if staff else None
     attacks = for_reader(user=request.user, release=release, attacks=stored) if stored else None
-    formats = [f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)]
-    alternatives = _search_alternatives(report) if staff else []
-    if alternatives:
-        chart = alternatives_chart(alternatives)
-        charts = (charts or []) + ([chart] if chart else [])
+    charts, formats, alternatives = built.charts, built.formats, built.alternatives
     return render(
         request,
         "releases/detail.html",
@@ -124,7 +105,7 @@ def release_detail(request, release_id: int):
             "conflicts_live": [c for c in conflicts if c["live"]],
             "checked": release.conflicts_checked if staff else None,
             "alternatives": alternatives,
-            "disclosing": disclosing(report),
+            "disclosing": built.disclosing,
             "utility": utility,
             "utility_charts": utility_charts,
             "formats": formats,
@@ -134,30 +115,6 @@ def release_detail(request, release_id: int):
             "link_form": LinkForm(formats=formats),
         },
     )
-
-
-def _search_alternatives(report: dict) -> list[dict]:
-    """The nodes the search found acceptable besides its optimum (internal report only)."""
-    for step in report.get("steps") or []:
-        if step.get("kind") == "optimal_generalization" and step.get("alternatives"):
-            return list(step["alternatives"])
-    return []
-
-
-def _dp_charts(release, report: dict) -> list[dict]:
-    """Each DP statistic of the release with its 95% interval, from the released table and the
-    report the viewer may read (the published one for analysts: it keeps every DP step's public
-    figures)."""
-
-    steps = report.get("steps") or []
-    table = None
-    if needs_table(steps):
-        import pandas as pd
-
-        path = release_dir(release.storage_key) / "data.parquet"
-        if path.exists():
-            table = pd.read_parquet(path)
-    return dp_charts(steps, table)
 
 
 @require_POST

@@ -1,0 +1,114 @@
+"""What a release page shows that the release alone decides, built once per release and view.
+
+A release never changes once written: its reports, plan and files are fixed. So its charts
+(plotly figure JSON: risk after, intruder test, DP intervals, the search's alternatives), the
+search's alternatives and the disclosing sensitive columns are built on its first view and kept
+in Django's cache, and every later view assembles them. Building them costs figure construction
+and, for DP statistics, reading the released Parquet; a cached view costs one cache read.
+
+A page is either the *internal* view (the team's officers and stewards: the internal report,
+which may describe the source) or the *published* one (everyone else: the published report,
+which describes only the released data). Each view has its own key, so a fragment built for an
+officer is never what an analyst receives; who gets which is decided by the caller, from the
+reader's role. Nothing here depends on the live state of other releases (the gate is kept by
+its own state digest in :mod:`anonweb.releases.gate`) or on the reader beyond the view kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from anonweb.common.charts import INTERNAL, PUBLISHED, VIEWS, cached_view, view_key
+from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, risk_charts
+from anonweb.core.dp.charts import dp_charts, needs_table
+from anonweb.core.io.export import DOWNLOAD_FORMATS
+from anonweb.releases.models import Release
+from anonweb.releases.signoff import disclosing
+from anonweb.releases.storage import release_dir, xlsx_offered
+
+__all__ = ["INTERNAL", "PUBLISHED", "ReleaseFragments", "release_fragments", "view_kind"]
+
+
+def view_kind(*, staff: bool) -> str:
+    """The view a reader gets: internal for the team's officers and stewards, else published."""
+    return INTERNAL if staff else PUBLISHED
+
+
+def fragment_key(*, release: Release, view: str, part: str) -> str:
+    """Keyed by the release's storage key as well as its id: the one is unique for ever."""
+    return view_key(
+        kind="release", ident=f"{release.pk}.{release.storage_key}", view=view, part=part
+    )
+
+
+def report_for_view(release: Release, view: str) -> dict[str, Any]:
+    """The report a view shows: the internal one for the internal view, else the published."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}: {', '.join(VIEWS)}")
+    return (release.report if view == INTERNAL else release.published_report) or {}
+
+
+@dataclass(frozen=True)
+class ReleaseFragments:
+    """The built parts of one release's page for one view."""
+
+    view: str
+    charts: list[dict[Any, Any]] | None = None
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
+    disclosing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)
+
+
+def release_fragments(*, release: Release, view: str) -> ReleaseFragments:
+    """The page parts of ``release`` for ``view``, from the cache or built now and kept."""
+    key = fragment_key(release=release, view=view, part="page")
+    return cached_view(key, lambda: _build(release, view), counter="release")
+
+
+def _build(release: Release, view: str) -> ReleaseFragments:
+    report = report_for_view(release, view)
+    charts: list[dict[Any, Any]] = []
+    risk_after = report.get("risk_after")
+    if risk_after:
+        charts += risk_charts(risk_after)
+    intruder = report.get("intruder")
+    if intruder:
+        chart = intruder_chart(intruder)
+        charts += [chart] if chart else []
+    charts += _dp_charts(release, report)
+    # The search's other acceptable nodes describe the source: internal view only.
+    alternatives = _search_alternatives(report) if view == INTERNAL else []
+    if alternatives:
+        chart = alternatives_chart(alternatives)
+        charts += [chart] if chart else []
+    return ReleaseFragments(
+        view=view,
+        charts=charts or None,
+        alternatives=alternatives,
+        disclosing=disclosing(report),
+        formats=[f for f in DOWNLOAD_FORMATS if f != "xlsx" or xlsx_offered(release.rows)],
+    )
+
+
+def _search_alternatives(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The nodes the search found acceptable besides its optimum (internal report only)."""
+    for step in report.get("steps") or []:
+        if step.get("kind") == "optimal_generalization" and step.get("alternatives"):
+            return list(step["alternatives"])
+    return []
+
+
+def _dp_charts(release: Release, report: Mapping[str, Any]) -> list[dict[Any, Any]]:
+    """Each DP statistic of the release with its 95% interval, from the released table and the
+    report of the view (the published one keeps every DP step's public figures)."""
+    steps = report.get("steps") or []
+    table = None
+    if needs_table(steps):
+        path = release_dir(release.storage_key) / "data.parquet"
+        if path.exists():
+            table = pd.read_parquet(path)
+    return dp_charts(steps, table)
