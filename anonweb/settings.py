@@ -100,6 +100,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # An ETag on every complete GET response (lists of the API, pages), and 304 for a client
+    # that already holds that version: nothing is sent twice. Streamed downloads carry none.
+    "django.middleware.http.ConditionalGetMiddleware",
     "anonweb.common.security.ContentSecurityPolicyMiddleware",
     "anonweb.common.security.NulInQueryMiddleware",
     "anonweb.datasets.uploads.UploadLimitMiddleware",
