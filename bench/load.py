@@ -16,7 +16,10 @@ What it does (everything on 127.0.0.1, in a temporary folder):
    download releases; stewards open the home page, the dataset's risk page, the release and the
    audit trail; officers open the risk page, the plan page, the job list and a job's status;
 4. prints per page and overall: requests, errors (any status but 200, any exception),
-   p50/p95/p99 latency in ms, and requests per second. Goal: p95 < 500 ms, 0 errors.
+   p50/p95/p99 latency in ms, requests per second, and the machine's load average before and
+   after. Goal: p95 < 500 ms, 0 errors.
+
+The web workers share one cache, ANONWEB_CACHE_URL, by default the broker's Redis database.
 """
 
 from __future__ import annotations
@@ -82,8 +85,8 @@ def _seed(users: int) -> dict:
     from anonweb.datasets.services import dataset_create, dataset_set_tags
     from anonweb.jobs.execution import job_execute
     from anonweb.jobs.models import Job, JobKind, JobStatus
-    from anonweb.jobs.services import job_create
     from anonweb.jobs.publication import release_create
+    from anonweb.jobs.services import job_create
     from anonweb.releases.services import release_approve
 
     call_command("migrate", verbosity=0)
@@ -132,7 +135,29 @@ def _seed(users: int) -> dict:
         job=job, frame=frame.head(2000), plan={"steps": []}, report={}, title="load release"
     )
     release_approve(user=steward, release=release, note="for the load test")
-    return {"people": people, "dataset": dataset.pk, "release": release.pk, "job": profile.pk}
+    # A release as a plan makes it (report, risk after, utility, gate): what people open.
+    plan = {
+        "version": 1,
+        "quasi_identifiers": ["age", "sex", "race", "marital-status", "education"],
+        "sensitive": ["salary-class"],
+        "hierarchies": {"age": {"builder": "interval", "width": 10}},
+        "steps": [{"kind": "generalize", "params": {"levels": {"age": 2}}}],
+    }
+    with transaction.atomic():
+        made = job_create(
+            user=officer,
+            team=team,
+            kind=JobKind.ANONYMIZE,
+            dataset=dataset,
+            params={"plan": plan, "title": "generalized", "purpose": "load test"},
+        )
+    job_execute(job_id=made.pk, worker="load-seed")
+    made.refresh_from_db()
+    if made.status != JobStatus.SUCCEEDED:
+        raise RuntimeError(f"the seed release's job failed: {made.error}")
+    planned = made.release
+    release_approve(user=steward, release=planned, override="accepted for the load test " * 2)
+    return {"people": people, "dataset": dataset.pk, "release": planned.pk, "job": profile.pk}
 
 
 class Client:
@@ -215,10 +240,14 @@ def main() -> int:
             "ALLOWED_HOSTS": "127.0.0.1",
             "ANONWEB_JOB_STALE_SECONDS": "120",
             "LOG_LEVEL": "WARNING",
+            # Every worker shares one cache (what is built once is built once for all of them):
+            # the broker's Redis unless another is named.
+            "ANONWEB_CACHE_URL": os.environ.get("ANONWEB_CACHE_URL", broker),
         }
     )
     os.environ.update(env)
     print(f"==> database {database.rsplit('/', 1)[1]}, broker {broker}, files in {var}")
+    print(f"==> load average before: {_load()}")
     _recreate_database(database)
     import redis
 
@@ -311,8 +340,10 @@ def main() -> int:
         for t in threads:
             t.join()
         wall = time.monotonic() - started
+        load_after = _load()
         still_running = _count_running(jobs)
         _report(results, errors, wall, still_running, len(jobs))
+        print(f"load average (1, 5, 15 min) at the end: {load_after} on {os.cpu_count()} cores")
         total_errors = sum(errors.values())
     finally:
         for p in procs:
@@ -363,6 +394,11 @@ def _wait_running(ids: list[int], timeout: float) -> int:
             return running
         time.sleep(0.5)
     return _count_running(ids)
+
+
+def _load() -> str:
+    """The machine's load average: the figures mean little without it on a shared machine."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _pct(values: list[float], p: float) -> float:
