@@ -100,6 +100,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # An ETag on every complete GET response (lists of the API, pages), and 304 for a client
+    # that already holds that version: nothing is sent twice. Streamed downloads carry none.
+    "django.middleware.http.ConditionalGetMiddleware",
     "anonweb.common.security.ContentSecurityPolicyMiddleware",
     "anonweb.common.security.NulInQueryMiddleware",
     "anonweb.datasets.uploads.UploadLimitMiddleware",
@@ -245,6 +248,34 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     "anonweb": ANONWEB_FILES_STORAGE,
 }
+# The cache holds what is built once and shown many times (a release's charts and findings, a
+# risk profile's charts, a gate's conflict check), keyed by what it is a function of. Every
+# gunicorn worker must share it, or each builds everything once more: ANONWEB_CACHE_URL names
+# a Redis database for it (say the broker's server, another database number). Unset: each
+# process keeps its own in memory, which is right for one development server and for tests.
+_cache_url = env_str("ANONWEB_CACHE_URL", "")
+if _cache_url.startswith(("redis://", "rediss://")):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _cache_url,
+            "KEY_PREFIX": "anonweb",
+            # A cache that is down fails the request at once instead of holding a worker.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+elif _cache_url:
+    raise ImproperlyConfigured(
+        f"ANONWEB_CACHE_URL={_cache_url!r} is not supported: use redis://host:6379/1 "
+        "or leave it unset for a cache in each process's memory"
+    )
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "OPTIONS": {"MAX_ENTRIES": 2000},
+        }
+    }
 # Every uploaded file goes straight to MEDIA_ROOT/incoming as it arrives, hashed on the way, and
 # is moved (not copied) into its dataset's folder: no upload is held in memory or read twice.
 FILE_UPLOAD_HANDLERS = ["anonweb.datasets.uploads.StreamedUploadHandler"]

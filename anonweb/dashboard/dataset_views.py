@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import raw_value_teams, teams_where, user_has_role
-from anonweb.common.charts import risk_charts_cached
+from anonweb.common.charts import profile_risk_charts, view_kind
 from anonweb.core.errors import CoreError
 from anonweb.dashboard.dataset_forms import TagForm, UploadForm
 from anonweb.datasets.selectors import (
@@ -105,7 +105,8 @@ def dataset_detail(request, dataset_id: int):
                 )
             return redirect("datasets:detail", dataset_id=dataset.pk)
     preview = None
-    if can_see_raw(user=request.user, dataset=dataset) and not dataset.is_purged:
+    raw = can_see_raw(user=request.user, dataset=dataset)
+    if raw and not dataset.is_purged:
         frame = load_head(dataset.storage_key, PREVIEW_ROWS)
         preview = {
             "columns": list(frame.columns),
@@ -114,8 +115,9 @@ def dataset_detail(request, dataset_id: int):
     profile_job = latest_profile(dataset=dataset)
     charts = risk = None
     if profile_job and profile_job.result.get("risk"):
-        charts = risk_charts_cached(profile_job.result["risk"])
         risk = risk_for_user(user=request.user, dataset=dataset, risk=profile_job.result["risk"])
+        # Drawn from the profile as this reader may read it, once per job and view kind.
+        charts = profile_risk_charts(job=profile_job, view=view_kind(internal=raw), risk=risk)
 
     hierarchies = hierarchies_for(dataset=dataset)
     return render(

@@ -183,6 +183,9 @@ def _source(release: Release) -> pd.DataFrame | None:
     return None
 
 
+NOT_RECHECKED = "not_rechecked"
+
+
 class NotRechecked(Exception):
     """Why a release's conflict check cannot run again (a sentence for the steward)."""
 
@@ -290,12 +293,16 @@ def release_gate_now(*, release: Release) -> GateNow:
         try:
             rechecked = _recheck(release, thresholds)
         except NotRechecked as why:
-            notes.append(
-                f"The conflict check could not run again ({why}): the conflicts are those "
-                "found when each release was written."
-            )
-        else:
-            cache.set(key, rechecked, RECHECK_SECONDS)
+            # Why it cannot run is as much a function of the state as the check: kept too, or
+            # every view of such a release would read the source again to find out once more.
+            rechecked = {NOT_RECHECKED: str(why)}
+        cache.set(key, rechecked, RECHECK_SECONDS)
+    if NOT_RECHECKED in rechecked:
+        notes.append(
+            f"The conflict check could not run again ({rechecked[NOT_RECHECKED]}): the "
+            "conflicts are those found when each release was written."
+        )
+        rechecked = None
     live = {o.pk: o for o in others}
     conflicts: list[dict[str, Any]] = []
     found: set[tuple[str, frozenset[int]]] = set()

@@ -22,7 +22,7 @@ from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.gate import GateNow, release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 from anonweb.releases.storage import read_private_json
-from anonweb.releases.utility import release_utility_read
+from anonweb.releases.utility import release_utility_page, release_utility_read
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -323,6 +323,14 @@ class ReleaseForReader:
         if not self.staff:
             return None
         return release_utility_read(user=self.user, release=self.release)
+
+    @cached_property
+    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
+        """The utility and its charts as the page shows them (staff only), built on the first
+        view and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
+        if not self.staff:
+            return None, None
+        return release_utility_page(user=self.user, release=self.release)
 
 
 def release_views_for_user(

@@ -15,7 +15,7 @@ from anonweb.releases.attacks import ON_DEMAND_FILE
 from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.models import Release
 from anonweb.releases.storage import remove_private_file
-from anonweb.releases.utility import UTILITY_FILE
+from anonweb.releases.utility import UTILITY_FILE, utility_cache_forget
 
 SOURCE_FIGURES_FILES = (UTILITY_FILE, ON_DEMAND_FILE, FINDINGS_FILE)
 
@@ -25,6 +25,7 @@ def release_source_figures_forget(*, dataset) -> int:
     source (:data:`SOURCE_FIGURES_FILES`): called when the source is purged, and again by
     each retention run for a purged source (a job that read the source before the purge may
     write its figures after it). Returns how many files went."""
+    utility_cache_forget(dataset=dataset)
     removed = 0
     for key in Release.objects.filter(dataset=dataset).values_list("storage_key", flat=True):
         for name in SOURCE_FIGURES_FILES:

@@ -18,9 +18,10 @@ import logging
 from typing import Any
 
 import pandas as pd
+from django.core.cache import cache
 
 from anonweb.accounts.selectors import may_see_raw_values
-from anonweb.common.charts import cached_by_digest
+from anonweb.common.charts import INTERNAL, cached_view, view_key
 from anonweb.core.errors import CoreError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 from anonweb.core.raw_values import public_utility
@@ -157,6 +158,33 @@ def _hierarchies(plan: dict, source: pd.DataFrame) -> dict:
     return out
 
 
-def utility_charts_cached(utility: dict[str, Any]) -> list[dict[Any, Any]]:
+def utility_cache_forget(*, dataset) -> None:
+    """Drop the kept utility pages of every release of ``dataset`` (they quote the source's
+    values and figures): called with the removal of its stored utility when the source is
+    purged."""
+    for release in Release.objects.filter(dataset=dataset).only("pk", "storage_key"):
+        cache.delete_many([_utility_key(release, raw=True), _utility_key(release, raw=False)])
 
-    return cached_by_digest("utility-charts", utility, lambda: utility_charts(utility))
+
+def release_utility_page(
+    *, user, release: Release
+) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
+    """The utility of ``release`` as ``user`` reads it (:func:`release_utility_read`; one of
+    its team's officers or stewards, checked by the caller) and its charts, built on the first
+    view and kept in the cache: internal view only, one entry for the readers who see the
+    source's labels and one for those who do not. :func:`utility_cache_forget` removes both."""
+    raw = may_see_raw_values(user=user, team=release.team)
+
+    def build() -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
+        utility = release_utility_read(user=user, release=release)
+        return utility, utility_charts(utility) if utility else None
+
+    return cached_view(_utility_key(release, raw=raw), build, counter="utility")
+
+
+def _utility_key(release: Release, *, raw: bool) -> str:
+    # The ident of anonweb.releases.fragments.fragment_key (which imports this module's
+    # neighbours, so it cannot be imported here).
+    part = "utility-raw" if raw else "utility-public"
+    ident = f"{release.pk}.{release.storage_key}"
+    return view_key(kind="release", ident=ident, view=INTERNAL, part=part)

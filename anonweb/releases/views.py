@@ -9,14 +9,12 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_for_user, user_has_role
-from anonweb.common.charts import risk_charts_cached
 from anonweb.common.paging import page_of
-from anonweb.core.assessment.charts import alternatives_chart, intruder_chart
-from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import EXPORT_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
 from anonweb.releases.downloads import download_response
+from anonweb.releases.fragments import release_fragments
 from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.links import (
     LINK_HOURS_DEFAULT,
@@ -37,9 +35,6 @@ from anonweb.releases.selectors import (
 )
 from anonweb.releases.services import ReleaseBlocked, ReviewError, release_record_download
 from anonweb.releases.services import release_review as review
-from anonweb.releases.signoff import disclosing
-from anonweb.releases.storage import formats_offered, read_release_table
-from anonweb.releases.utility import utility_charts_cached
 
 
 def release_list(request):
@@ -77,30 +72,16 @@ def release_detail(request, release_id: int):
         and release.requested_by_id != request.user.pk
     )
     report = view.report
-    charts = None
-    risk_after = report.get("risk_after")
-    if risk_after:
-        charts = risk_charts_cached(risk_after)
-
+    # Charts, alternatives, formats: built once per release and view kind, never per request.
+    built = release_fragments(release=release, view=view.report_name, report=report)
     conflicts = view.conflicts
     # The findings as they stand now, conflicts with later releases included: what an approval
     # would be decided on.
     gate = view.gate
-    intruder = report.get("intruder")
-    if intruder:
-        chart = intruder_chart(intruder)
-        charts = (charts or []) + ([chart] if chart else [])
-    dp = _dp_charts(release, report)
-    if dp:
-        charts = (charts or []) + dp
     # Computed from the source: officers and stewards only, never analysts.
-    utility = view.utility
-    utility_charts = utility_charts_cached(utility) if utility else None
-    formats = [EXPORT_FORMATS[f] for f in formats_offered(release.rows)]
-    alternatives = _search_alternatives(report) if staff else []
-    if alternatives:
-        chart = alternatives_chart(alternatives)
-        charts = (charts or []) + ([chart] if chart else [])
+    utility, utility_charts = view.utility_page
+    charts, alternatives = built.charts, built.alternatives
+    formats = [EXPORT_FORMATS[f] for f in built.formats]
     return render(
         request,
         "releases/detail.html",
@@ -116,7 +97,7 @@ def release_detail(request, release_id: int):
             "conflicts_live": [c for c in conflicts if c["live"]],
             "checked": view.conflicts_checked,
             "alternatives": alternatives,
-            "disclosing": disclosing(report),
+            "disclosing": built.disclosing,
             "utility": utility,
             "utility_charts": utility_charts,
             "formats": formats,
@@ -126,26 +107,6 @@ def release_detail(request, release_id: int):
             "link_form": LinkForm(formats=[f.name for f in formats]),
         },
     )
-
-
-def _search_alternatives(report: dict) -> list[dict]:
-    """The nodes the search found acceptable besides its optimum (internal report only)."""
-    for step in report.get("steps") or []:
-        if step.get("kind") == "optimal_generalization" and step.get("alternatives"):
-            return list(step["alternatives"])
-    return []
-
-
-def _dp_charts(release, report: dict) -> list[dict]:
-    """Each DP statistic of the release with its 95% interval, from the released table and the
-    report the viewer may read (the published one for analysts: it keeps every DP step's public
-    figures)."""
-
-    steps = report.get("steps") or []
-    table = None
-    if needs_table(steps):
-        table = read_release_table(release.storage_key)
-    return dp_charts(steps, table)
 
 
 @require_POST

@@ -2,6 +2,7 @@ import io
 
 import pandas as pd
 import pytest
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from anonweb.accounts.models import Role
@@ -13,6 +14,8 @@ def _media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     # each test's chain is anchored apart: its database starts empty
     settings.ANONWEB_AUDIT_ANCHOR = tmp_path / "audit-anchor.log"
+    # what one test built (charts, gate checks) is not another's: its database starts empty
+    cache.clear()
 
 
 @pytest.fixture

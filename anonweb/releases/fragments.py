@@ -1,0 +1,100 @@
+"""What a release page shows that the release alone decides, built once per release and view.
+
+A release never changes once written: its reports, plan and files are fixed. So its charts
+(plotly figure JSON: risk after, intruder test, DP intervals, the search's alternatives), the
+search's alternatives and the disclosing sensitive columns are built on its first view and kept
+in Django's cache, and every later view assembles them. Building them costs figure construction
+and, for DP statistics, reading the released Parquet; a cached view costs one cache read.
+
+A page is either the *internal* view (the team's officers and stewards: the internal report,
+which may describe the source) or the *published* one (everyone else: the published report,
+which describes only the released data). Each view has its own key, so a fragment built for an
+officer is never what an analyst receives; who gets which is decided by the caller, from the
+reader's role. Nothing here depends on the live state of other releases (the gate is kept by
+its own state digest in :mod:`anonweb.releases.gate`) or on the reader beyond the view kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from anonweb.common.charts import INTERNAL, PUBLISHED, VIEWS, cached_view, view_key
+from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, risk_charts
+from anonweb.core.dp.charts import dp_charts, needs_table
+from anonweb.releases.models import Release
+from anonweb.releases.signoff import disclosing
+from anonweb.releases.storage import formats_offered, read_release_table
+
+__all__ = ["INTERNAL", "PUBLISHED", "ReleaseFragments", "release_fragments"]
+
+
+def fragment_key(*, release: Release, view: str, part: str) -> str:
+    """Keyed by the release's storage key as well as its id: the one is unique for ever."""
+    return view_key(
+        kind="release", ident=f"{release.pk}.{release.storage_key}", view=view, part=part
+    )
+
+
+@dataclass(frozen=True)
+class ReleaseFragments:
+    """The built parts of one release's page for one view."""
+
+    view: str
+    charts: list[dict[Any, Any]] | None = None
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
+    disclosing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)
+
+
+def release_fragments(
+    *, release: Release, view: str, report: Mapping[str, Any]
+) -> ReleaseFragments:
+    """The page parts of ``release`` for ``view`` (``internal`` or ``published``, with the
+    report of that view, as :func:`anonweb.releases.selectors.release_view_for_user` gives
+    both), from the cache or built now and kept."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}: {', '.join(VIEWS)}")
+    key = fragment_key(release=release, view=view, part="page")
+    return cached_view(key, lambda: _build(release, view, report), counter="release")
+
+
+def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFragments:
+    charts: list[dict[Any, Any]] = []
+    risk_after = report.get("risk_after")
+    if risk_after:
+        charts += risk_charts(risk_after)
+    intruder = report.get("intruder")
+    if intruder:
+        chart = intruder_chart(intruder)
+        charts += [chart] if chart else []
+    charts += _dp_charts(release, report)
+    # The search's other acceptable nodes describe the source: internal view only.
+    alternatives = _search_alternatives(report) if view == INTERNAL else []
+    if alternatives:
+        chart = alternatives_chart(alternatives)
+        charts += [chart] if chart else []
+    return ReleaseFragments(
+        view=view,
+        charts=charts or None,
+        alternatives=alternatives,
+        disclosing=disclosing(dict(report)),
+        formats=formats_offered(release.rows),
+    )
+
+
+def _search_alternatives(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The nodes the search found acceptable besides its optimum (internal report only)."""
+    for step in report.get("steps") or []:
+        if step.get("kind") == "optimal_generalization" and step.get("alternatives"):
+            return list(step["alternatives"])
+    return []
+
+
+def _dp_charts(release: Release, report: Mapping[str, Any]) -> list[dict[Any, Any]]:
+    """Each DP statistic of the release with its 95% interval, from the released table and the
+    report of the view (the published one keeps every DP step's public figures)."""
+    steps = report.get("steps") or []
+    table = read_release_table(release.storage_key) if needs_table(steps) else None
+    return dp_charts(steps, table)
