@@ -55,7 +55,7 @@ QI8 = [
 OCCUPATION = read_hierarchy(DATA / "adult_hierarchy_occupation.csv", attribute="occupation")
 # k, suppression, models, ARX levels, suppressed, min class, classes, ARX ms; None where there is
 # no published ARX figure (hierarchical t-closeness and δ-disclosure: ARX's optima for k=2, 5%
-# and k=5, 2% are the ones tests/core/test_search.py checks, their times are not in
+# and k=5, 2% are the ones tests/core/search/test_search.py checks, their times are not in
 # ../shared/datasets/README.md)
 RUNS = {
     "k2_s0": (2, 0.0, [], (4, 3, 1, 2, 1, 0, 0, 0), 0, 2, 52, 85),

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from anonweb.accounts.models import Role
 from tests.browser.conftest import login
 from tests.web.factories import TeamFactory, member
-from tests.web.test_conflict_findings import (
+from tests.web.releases.test_conflict_findings import (
     BMI,
     HEIGHT,
     NAMES,

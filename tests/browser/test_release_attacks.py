@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from anonweb.accounts.models import Role
 from tests.browser.conftest import login
 from tests.web.factories import TeamFactory, member
-from tests.web.test_conflict_findings import BMI, HEIGHT, NAMES, _release, bmi_plans
+from tests.web.releases.test_conflict_findings import BMI, HEIGHT, NAMES, _release, bmi_plans
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

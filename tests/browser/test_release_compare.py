@@ -10,7 +10,7 @@ from anonweb.accounts.models import Role
 from tests.browser.conftest import login
 from tests.web.conftest import csv_upload
 from tests.web.factories import TeamFactory, member
-from tests.web.test_published_report import launch
+from tests.web.releases.test_published_report import launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SHOTS = Path(os.environ.get("ANONWEB_SCREENSHOTS", "var/test/screenshots"))

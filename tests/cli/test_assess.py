@@ -204,7 +204,7 @@ def test_known_columns_simulate_a_linkage_attack_on_the_table_itself(fixtures_di
 
 
 def test_a_workbook_of_several_sheets_needs_sheet_and_decimal_commas_need_decimal(tmp_path):
-    from tests.core.test_ingest import DECIMAL_COMMAS, _two_sheets
+    from tests.core.io.test_ingest import DECIMAL_COMMAS, _two_sheets
 
     book = tmp_path / "t.xlsx"
     book.write_bytes(_two_sheets())

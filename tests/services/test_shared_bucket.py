@@ -1,7 +1,7 @@
 """Workers on another host share the files through the bucket: a real Celery worker whose
 local disk is not the web process's (its own ANONWEB_VAR_DIR) reads the upload from the S3 API,
 writes the Parquet copy and the release there, and the web process serves the download from
-it. The S3 API is moto's server on 127.0.0.1 (tests/web/test_object_storage.py)."""
+it. The S3 API is moto's server on 127.0.0.1 (tests/web/common/test_object_storage.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from anonweb.accounts.models import Role
 from anonweb.audit.models import AuditEvent
 from anonweb.releases.models import Release
 from tests.services.test_api_flow import finished_job, table, token_client
-from tests.web.factories import TeamFactory, member
-from tests.web.test_object_storage import (  # the bucket's fixtures and credentials
+from tests.web.common.test_object_storage import (  # the bucket's fixtures and credentials
     KEY_ID,
     REGION,
     SECRET,
@@ -23,6 +22,7 @@ from tests.web.test_object_storage import (  # the bucket's fixtures and credent
     s3,  # noqa: F401
     s3_endpoint,  # noqa: F401
 )
+from tests.web.factories import TeamFactory, member
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.services]
 
