@@ -23,7 +23,7 @@ from anonweb.core.errors import DataError
 from anonweb.core.release.make import attacked_columns
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.datasets.models import Dataset
-from anonweb.releases.conflicts import earlier_releases
+from anonweb.releases.conflicts import earlier_releases, label_for
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
     load_lineage,
@@ -140,14 +140,13 @@ def release_reconstruction(
     release being written is measured with the others by the core's release path."""
     earlier = earlier_releases(dataset=dataset)
     if release is not None and release.pk not in {e.id for e in earlier}:
-        # a rejected release is attacked with the live ones
-        label = release_label(release.version)
-        if release.dataset_id != dataset.pk:
-            label = f"{label} of {release.dataset.name}"
+        # a rejected release is attacked with the live ones; one whose lineage cannot be read is
+        # left out, as an unreadable live one is
+        label = label_for(release, dataset)
         try:
             lineage = load_lineage(release.storage_key, label=label)
-        except (OSError, ValueError, DataError):
-            pass
+        except (OSError, ValueError, DataError) as exc:
+            earlier.append(EarlierRelease(label, release.status, release.pk, error=str(exc)))
         else:
             earlier.append(
                 EarlierRelease(

@@ -52,7 +52,9 @@ def live_releases(*, dataset, exclude_id: int | None = None):
     return qs.exclude(pk=exclude_id) if exclude_id is not None else qs
 
 
-def _label(other: Release, dataset) -> str:
+def label_for(other: Release, dataset) -> str:
+    """How a release of the source is named in findings: its version, and its dataset's name
+    when it was made from another upload of the same file."""
     if other.dataset_id == dataset.pk:
         return release_label(other.version)
     return f"{release_label(other.version)} of {other.dataset.name}"
@@ -64,7 +66,7 @@ def earlier_releases(*, dataset, exclude_id: int | None = None) -> list[EarlierR
     the reason: the conflict check refuses it, the reconstruction leaves it out."""
     out = []
     for other in live_releases(dataset=dataset, exclude_id=exclude_id):
-        label = _label(other, dataset)
+        label = label_for(other, dataset)
         qis = tuple((other.plan or {}).get("quasi_identifiers") or ())
         try:
             lineage = load_lineage(other.storage_key, label=label)
