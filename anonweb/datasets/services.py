@@ -155,6 +155,7 @@ def dataset_profile(
             population_size=dataset.population_size,
         )
         result["risk"] = profile.to_dict()
+        result["risk"]["engine"] = "pandas"  # the profile job reads the table in memory
         result["risk"]["homogeneity"] = {
             name: homogeneity_histogram(pc["top_share"], pc["size"])
             for name, pc in (
