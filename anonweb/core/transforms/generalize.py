@@ -133,7 +133,7 @@ def _check_search(params: Mapping[str, Any]) -> None:
     models = params.get("models", [])
     if not isinstance(models, list):
         raise ParameterError("'models' must be a list of privacy models")
-    if "local_suppression" in params:
+    if params.get("local_suppression"):
         others = [
             m for m in models if not (isinstance(m, dict) and m.get("model") == "k_anonymity")
         ]
@@ -276,6 +276,9 @@ SEARCH_REPORT = (
                 },
                 labels={"importance": "Importance per quasi-identifier"},
                 title="Blank cells instead of suppressing records",
+                description="Given (with an importance per column, or an empty one from the "
+                "command line), the search blanks cells instead of suppressing records; an "
+                "empty group asks for nothing",
             ),
         },
         labels={
@@ -323,7 +326,7 @@ def optimal_generalization_step(
     )
     ctx.state["search"] = result
     ctx.state["models"] = models
-    if "local_suppression" in params:
+    if params.get("local_suppression"):
         out, report = _with_local_suppression(df, result, params, ctx)
         return StepOutcome(out, report)
     out = result.apply(df)

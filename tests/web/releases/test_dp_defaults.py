@@ -54,8 +54,7 @@ def _namesakes(officer, team):
     import pandas as pd
 
     from anonweb.datasets.services import dataset_create, dataset_set_tags
-
-    from .conftest import csv_upload
+    from tests.web.conftest import csv_upload
 
     table = pd.DataFrame(
         {
@@ -155,8 +154,7 @@ def test_a_local_dp_suggestion_declares_missing_as_a_category_of_its_own(client,
     """Randomized response never adds "(missing)" because one table has it (issue 20.1): the
     suggestion declares it like any other category, for the officer to confirm."""
     from anonweb.datasets.services import dataset_create, dataset_set_tags
-
-    from .conftest import csv_upload, small_table
+    from tests.web.conftest import csv_upload, small_table
 
     table = small_table()
     table.loc[2, "disease"] = None

@@ -148,8 +148,7 @@ def test_rows_dropped_by_the_unit_are_told_to_staff_and_kept_from_analysts(
     many (a source figure); the utility table's interval widens by them; analysts see neither."""
     from anonweb.releases.services import release_approve
     from tests.web.factories import Role, member
-
-    from .test_dp_defaults import _namesakes
+    from tests.web.releases.test_dp_defaults import _namesakes
 
     dataset = _namesakes(officer, team)
     budget_set(user=steward, dataset=dataset, epsilon=3.0)
