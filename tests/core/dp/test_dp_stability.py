@@ -132,6 +132,8 @@ def test_every_step_kind_declares_its_stability_or_is_a_measurement():
             "microaggregation",
             "rank_swap",
             "shuffle",
+            # which cells are blanked depends on the class counts of every other row
+            "local_suppression",
         }, f"{kind} declares no stability"
         if not callable(spec.stability):
             assert spec.stability_of({}, plan) in (ROW_WISE, UNBOUNDED)
