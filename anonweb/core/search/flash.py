@@ -311,11 +311,9 @@ def optimal_generalization(
     Raises :class:`ParameterError` when no node satisfies the models.
     """
     started = time.perf_counter()
-    models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
-    # a model whose check depends on the table's size (k-map) is bound to the input's
-    models = [m.for_table(len(df)) for m in models]
-    validate_search(len(df), list(quasi_identifiers), hierarchies, models, suppression)
-    sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
+    models, sensitive = _search_models(
+        models, k, len(df), list(quasi_identifiers), hierarchies, suppression
+    )
     if table is None:
         table = EncodedTable(df, quasi_identifiers, hierarchies, sensitive)
     return _search_table(
@@ -332,6 +330,22 @@ def optimal_generalization(
         alternatives=alternatives,
         started=started,
     )
+
+
+def _search_models(
+    models: Sequence[Any],
+    k: int | None,
+    rows: int,
+    qis: list[str],
+    hierarchies: Mapping[str, Hierarchy],
+    suppression: float,
+) -> tuple[list[Any], list[str]]:
+    """The search's models (``k`` as k-anonymity), each bound to the table's ``rows`` (a
+    model whose check depends on the table's size, k-map), checked; and the sensitive columns
+    they read. One preparation for a table and for a histogram."""
+    bound = [m.for_table(rows) for m in [*models, *([KAnonymity(int(k))] if k is not None else [])]]
+    validate_search(rows, qis, hierarchies, bound, suppression)
+    return bound, sorted({m.sensitive for m in bound if getattr(m, "sensitive", None)})
 
 
 def search_histogram(
@@ -351,11 +365,8 @@ def search_histogram(
     """:func:`optimal_generalization` of the table a :class:`Histogram` counts, from its cells
     (any engine's). ``row_suppressed`` in the result is then per cell of the histogram."""
     started = time.perf_counter()
-    models = list(models) + ([KAnonymity(int(k))] if k is not None else [])
     qis = list(hist.quasi_identifiers)
-    models = [m.for_table(hist.rows) for m in models]
-    validate_search(hist.rows, qis, hierarchies, models, suppression)
-    sensitive = sorted({m.sensitive for m in models if getattr(m, "sensitive", None)})
+    models, sensitive = _search_models(models, k, hist.rows, qis, hierarchies, suppression)
     unknown = sorted(set(sensitive) - set(hist.sensitive))
     if unknown:
         raise ParameterError(
