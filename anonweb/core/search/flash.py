@@ -495,7 +495,8 @@ def _result(
     qis = tuple(q.name for q in table.qis)
     # regroup from the distinct rows once, to map suppression back to every record
     final = checker.check(node)
-    out_rows = final.out_classes[final.ct.inv][table.row_to_base]
+    # ``take``: several times cheaper than indexing, over a million records
+    out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
     kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {
