@@ -495,6 +495,7 @@ def _result(
     qis = tuple(q.name for q in table.qis)
     # regroup from the distinct rows once, to map suppression back to every record
     final = checker.check(node)
+    assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
     # ``take``: several times cheaper than indexing, over a million records
     out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
     kept = final.ct.sizes[~final.out_classes]

@@ -699,7 +699,7 @@ def _distinct_records(
     records, not the records: a million copied Adult rows have 12,458 distinct ones.
     """
     # int32 while the key space allows: the folding reads and writes half the memory
-    key = codes[0].astype(np.int32 if cards[0] < 2**31 else np.int64)
+    key: NDArray[Any] = codes[0].astype(np.int32 if cards[0] < 2**31 else np.int64)
     space = max(cards[0], 1)
     for col, card in zip(codes[1:], cards[1:]):
         if space * card > LIMIT:
