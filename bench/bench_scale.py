@@ -1,7 +1,8 @@
 """Benchmark: the risk profile and the k=5 / 2 % search on 10⁶–10⁸ rows, on each engine.
 
     .venv/bin/python bench/bench_scale.py [--rows 10000000] [--engines pandas,duckdb,spark]
-        [--memory-limit 1GB] [--pandas-max-rows 20000000] [--data /tmp/scale.parquet]
+        [--memory-limit 1GB] [--pandas-max-rows 20000000] [--data /tmp/scale/rows-N.parquet]
+        [--tasks assess,search,release]
 
 Generates N rows (default 10⁷; ``--rows 100000000`` for 10⁸) of 8 quasi-identifiers with
 Adult-like cardinalities and skew plus a sensitive column, written as Parquet in chunks of a
@@ -11,7 +12,9 @@ its own:
 
 * ``assess``: read the rows into the histogram (QIs and the sensitive column), then the risk
   profile (k, risks, l, t, δ);
-* ``search``: read the QI histogram, then the k=5 search with a 2 % suppression limit.
+* ``search``: read the QI histogram, then the k=5 search with a 2 % suppression limit;
+* ``release``: the search's task, then the engine writes the release of its node as Parquet
+  (next to the data, removed afterwards).
 
 Printed per engine and task: wall seconds, peak RSS and the ratio of the pandas engine's wall
 time to this engine's in the same run (pandas runs only up to ``--pandas-max-rows``). Every
@@ -137,7 +140,8 @@ def worker(engine_name: str, task: str, path: str, memory_limit: str) -> dict:
     else:
         hist = engine.histogram(path, qis)
         read = time.perf_counter() - started
-        r = search_histogram(hist, hierarchies=hierarchies(), k=5, suppression=0.02)
+        h = hierarchies()
+        r = search_histogram(hist, hierarchies=h, k=5, suppression=0.02)
         out["figures"] = {
             "levels": r.levels,
             "suppressed": r.suppressed,
@@ -145,10 +149,20 @@ def worker(engine_name: str, task: str, path: str, memory_limit: str) -> dict:
             "classes": r.classes,
             "loss": r.information_loss,
         }
+        if task == "release":
+            from anonweb.core.search.release_node import node_release
+
+            target = Path(path).with_name(f"release-{engine_name}-{os.getpid()}.parquet")
+            try:
+                written = engine.write_release(path, node_release(r, hist, h), target)
+            finally:
+                target.unlink(missing_ok=True)
+            out["figures"]["written"] = [written.rows, written.suppressed]
     out["wall"] = time.perf_counter() - started
     out["read"] = read
     out["cells"] = hist.cells
     out["peak"] = peak_memory_bytes(children=engine_name == "spark")
+    out["load"] = os.getloadavg()[0]
     engine.close()
     return out
 
@@ -157,7 +171,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--engines", default="pandas,duckdb,spark")
-    ap.add_argument("--tasks", default="assess,search")
+    ap.add_argument("--tasks", default="assess,search,release")
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--pandas-max-rows", type=int, default=20_000_000)
     ap.add_argument("--data", default=None, help="Parquet file (generated if absent)")
@@ -166,8 +180,9 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return
-    path = Path(args.data or f"/tmp/anonweb-scale-{args.rows}.parquet")
+    path = Path(args.data or f"/tmp/scale/rows-{args.rows}.parquet")
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         generate(path, args.rows)
         print(f"generated {args.rows:,} rows in {time.perf_counter() - t:.1f} s: {path}")
@@ -197,7 +212,7 @@ def main() -> None:
             print(
                 f"{task:7} {engine:7} wall {r['wall']:8.2f} s (read {r['read']:7.2f} s)  "
                 f"peak RSS {r['peak'] / 2**30:6.2f} GiB  pandas/this {ratio:>6}  "
-                f"cells {r['cells']:,}  {same}"
+                f"cells {r['cells']:,}  load {r['load']:.1f}  {same}"
             )
         figures = {
             json.dumps(r["figures"], sort_keys=True) for (t, _), r in results.items() if t == task
