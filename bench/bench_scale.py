@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_scale.py [--rows 10000000] [--engines pandas,duckdb,spark]
         [--memory-limit 1GB] [--pandas-max-rows 20000000] [--data /tmp/scale/rows-N.parquet]
-        [--tasks assess,search,release]
+        [--tasks assess,search,release,whatif]
 
 Generates N rows (default 10⁷; ``--rows 100000000`` for 10⁸) of 8 quasi-identifiers with
 Adult-like cardinalities and skew plus a sensitive column, written as Parquet in chunks of a
@@ -14,7 +14,9 @@ its own:
   profile (k, risks, l, t, δ);
 * ``search``: read the QI histogram, then the k=5 search with a 2 % suppression limit;
 * ``release``: the search's task, then the engine writes the release of its node as Parquet
-  (next to the data, removed afterwards).
+  (next to the data, removed afterwards);
+* ``whatif``: the what-if table built from the histogram (QIs and the sensitive column), then
+  five what-if calls at different nodes (k=5, 2 %), each timed.
 
 Printed per engine and task: wall seconds, peak RSS and the ratio of the pandas engine's wall
 time to this engine's in the same run (pandas runs only up to ``--pandas-max-rows``). Every
@@ -48,6 +50,14 @@ QIS = {
     "workclass": (8, 1.2),
 }
 SENSITIVE = ("occupation", 14, 0.5)
+# what-if calls: a level per QI (hierarchy heights: age 4, the others 3)
+WHATIF_NODES = [
+    (0, 0, 0, 0, 0, 0, 0, 0),
+    (1, 1, 1, 1, 0, 0, 0, 1),
+    (2, 1, 1, 2, 1, 0, 1, 1),
+    (3, 2, 2, 2, 2, 1, 1, 2),
+    (1, 0, 1, 2, 0, 0, 1, 0),
+]
 
 
 def _probabilities(card: int, skew: float) -> np.ndarray:
@@ -137,6 +147,25 @@ def worker(engine_name: str, task: str, path: str, memory_limit: str) -> dict:
             "t": s["t_closeness"],
             "delta": s["delta_disclosure"],
         }
+    elif task == "whatif":
+        from anonweb.core.search.whatif import WhatIfTable
+
+        hist = engine.histogram(path, qis, [SENSITIVE[0]])
+        read = time.perf_counter() - started
+        table = WhatIfTable(
+            hist, quasi_identifiers=qis, hierarchies=hierarchies(), sensitive=[SENSITIVE[0]]
+        )
+        out["build"] = time.perf_counter() - started
+        calls, answers = [], []
+        for i, node in enumerate(WHATIF_NODES):
+            t = time.perf_counter()
+            r = table.evaluate(dict(zip(qis, node, strict=True)), suppression=0.02, k=5)
+            calls.append(time.perf_counter() - t)
+            answers.append([r.suppressed, r.satisfied, r.information_loss])
+            if i == 0:
+                answers[-1].append(r.profile.to_dict()["k"] if r.profile else 0)
+        out["calls"] = calls
+        out["figures"] = {"answers": answers}
     else:
         hist = engine.histogram(path, qis)
         read = time.perf_counter() - started
@@ -209,6 +238,12 @@ def main() -> None:
                 continue
             ratio = f"{base['wall'] / r['wall']:.2f}x" if base else "-"
             same = "" if not base else ("same" if r["figures"] == base["figures"] else "DIFFERENT")
+            if "calls" in r:
+                print(
+                    f"{task:7} {engine:7} built in {r['build']:.2f} s; calls "
+                    + ", ".join(f"{c:.3f}" for c in r["calls"])
+                    + f" s; after the first: max {max(r['calls'][1:]):.3f} s"
+                )
             print(
                 f"{task:7} {engine:7} wall {r['wall']:8.2f} s (read {r['read']:7.2f} s)  "
                 f"peak RSS {r['peak'] / 2**30:6.2f} GiB  pandas/this {ratio:>6}  "
