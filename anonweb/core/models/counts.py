@@ -374,14 +374,14 @@ def _by_class_then_count(c: NDArray[Any], cnt: NDArray[Any]) -> NDArray[Any]:
     (NumPy's vectorised sort, several times faster than ``lexsort`` on millions of triples)."""
     n = len(c)
     if n == 0:
-        return np.lexsort((-cnt, c))
+        return np.asarray(np.lexsort((-cnt, c)))
     top = int(cnt.max())
     low = int(cnt.min())
     cbits = max(int(c.max()).bit_length(), 1)
     nbits = max((top - min(low, 0)).bit_length(), 1)
     ibits = max(int(n - 1).bit_length(), 1)
     if int(c.min()) < 0 or cbits + nbits + ibits > 63:
-        return np.lexsort((-cnt, c))
+        return np.asarray(np.lexsort((-cnt, c)))
     packed = c.astype(np.int64) << (nbits + ibits)
     packed |= (top - cnt.astype(np.int64)) << ibits
     packed |= np.arange(n, dtype=np.int64)
