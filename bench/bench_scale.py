@@ -1,7 +1,8 @@
 """Benchmark: the risk profile and the k=5 / 2 % search on 10⁶–10⁸ rows, on each engine.
 
     .venv/bin/python bench/bench_scale.py [--rows 10000000] [--engines pandas,duckdb,spark]
-        [--memory-limit 1GB] [--pandas-max-rows 20000000] [--data /tmp/scale.parquet]
+        [--memory-limit 1GB] [--pandas-max-rows 20000000] [--data /tmp/scale/rows-N.parquet]
+        [--tasks assess,search,release,whatif]
 
 Generates N rows (default 10⁷; ``--rows 100000000`` for 10⁸) of 8 quasi-identifiers with
 Adult-like cardinalities and skew plus a sensitive column, written as Parquet in chunks of a
@@ -11,7 +12,11 @@ its own:
 
 * ``assess``: read the rows into the histogram (QIs and the sensitive column), then the risk
   profile (k, risks, l, t, δ);
-* ``search``: read the QI histogram, then the k=5 search with a 2 % suppression limit.
+* ``search``: read the QI histogram, then the k=5 search with a 2 % suppression limit;
+* ``release``: the search's task, then the engine writes the release of its node as Parquet
+  (next to the data, removed afterwards);
+* ``whatif``: the what-if table built from the histogram (QIs and the sensitive column), then
+  five what-if calls at different nodes (k=5, 2 %), each timed.
 
 Printed per engine and task: wall seconds, peak RSS and the ratio of the pandas engine's wall
 time to this engine's in the same run (pandas runs only up to ``--pandas-max-rows``). Every
@@ -45,6 +50,14 @@ QIS = {
     "workclass": (8, 1.2),
 }
 SENSITIVE = ("occupation", 14, 0.5)
+# what-if calls: a level per QI (hierarchy heights: age 4, the others 3)
+WHATIF_NODES = [
+    (0, 0, 0, 0, 0, 0, 0, 0),
+    (1, 1, 1, 1, 0, 0, 0, 1),
+    (2, 1, 1, 2, 1, 0, 1, 1),
+    (3, 2, 2, 2, 2, 1, 1, 2),
+    (1, 0, 1, 2, 0, 0, 1, 0),
+]
 
 
 def _probabilities(card: int, skew: float) -> np.ndarray:
@@ -134,10 +147,30 @@ def worker(engine_name: str, task: str, path: str, memory_limit: str) -> dict:
             "t": s["t_closeness"],
             "delta": s["delta_disclosure"],
         }
+    elif task == "whatif":
+        from anonweb.core.search.whatif import WhatIfTable
+
+        hist = engine.histogram(path, qis, [SENSITIVE[0]])
+        read = time.perf_counter() - started
+        table = WhatIfTable(
+            hist, quasi_identifiers=qis, hierarchies=hierarchies(), sensitive=[SENSITIVE[0]]
+        )
+        out["build"] = time.perf_counter() - started
+        calls, answers = [], []
+        for i, node in enumerate(WHATIF_NODES):
+            t = time.perf_counter()
+            r = table.evaluate(dict(zip(qis, node, strict=True)), suppression=0.02, k=5)
+            calls.append(time.perf_counter() - t)
+            answers.append([r.suppressed, r.satisfied, r.information_loss])
+            if i == 0:
+                answers[-1].append(r.profile.to_dict()["k"] if r.profile else 0)
+        out["calls"] = calls
+        out["figures"] = {"answers": answers}
     else:
         hist = engine.histogram(path, qis)
         read = time.perf_counter() - started
-        r = search_histogram(hist, hierarchies=hierarchies(), k=5, suppression=0.02)
+        h = hierarchies()
+        r = search_histogram(hist, hierarchies=h, k=5, suppression=0.02)
         out["figures"] = {
             "levels": r.levels,
             "suppressed": r.suppressed,
@@ -145,10 +178,20 @@ def worker(engine_name: str, task: str, path: str, memory_limit: str) -> dict:
             "classes": r.classes,
             "loss": r.information_loss,
         }
+        if task == "release":
+            from anonweb.core.search.release_node import node_release
+
+            target = Path(path).with_name(f"release-{engine_name}-{os.getpid()}.parquet")
+            try:
+                written = engine.write_release(path, node_release(r, hist, h), target)
+            finally:
+                target.unlink(missing_ok=True)
+            out["figures"]["written"] = [written.rows, written.suppressed]
     out["wall"] = time.perf_counter() - started
     out["read"] = read
     out["cells"] = hist.cells
     out["peak"] = peak_memory_bytes(children=engine_name == "spark")
+    out["load"] = os.getloadavg()[0]
     engine.close()
     return out
 
@@ -157,7 +200,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--engines", default="pandas,duckdb,spark")
-    ap.add_argument("--tasks", default="assess,search")
+    ap.add_argument("--tasks", default="assess,search,release")
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--pandas-max-rows", type=int, default=20_000_000)
     ap.add_argument("--data", default=None, help="Parquet file (generated if absent)")
@@ -166,8 +209,9 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(*args.worker)))
         return
-    path = Path(args.data or f"/tmp/anonweb-scale-{args.rows}.parquet")
+    path = Path(args.data or f"/tmp/scale/rows-{args.rows}.parquet")
     if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         generate(path, args.rows)
         print(f"generated {args.rows:,} rows in {time.perf_counter() - t:.1f} s: {path}")
@@ -194,10 +238,16 @@ def main() -> None:
                 continue
             ratio = f"{base['wall'] / r['wall']:.2f}x" if base else "-"
             same = "" if not base else ("same" if r["figures"] == base["figures"] else "DIFFERENT")
+            if "calls" in r:
+                print(
+                    f"{task:7} {engine:7} built in {r['build']:.2f} s; calls "
+                    + ", ".join(f"{c:.3f}" for c in r["calls"])
+                    + f" s; after the first: max {max(r['calls'][1:]):.3f} s"
+                )
             print(
                 f"{task:7} {engine:7} wall {r['wall']:8.2f} s (read {r['read']:7.2f} s)  "
                 f"peak RSS {r['peak'] / 2**30:6.2f} GiB  pandas/this {ratio:>6}  "
-                f"cells {r['cells']:,}  {same}"
+                f"cells {r['cells']:,}  load {r['load']:.1f}  {same}"
             )
         figures = {
             json.dumps(r["figures"], sort_keys=True) for (t, _), r in results.items() if t == task

@@ -56,6 +56,23 @@ def load_frame(storage_key, columns: list[str] | None = None) -> pd.DataFrame:
     return pd.read_parquet(path, columns=columns, filesystem=fs)
 
 
+def load_histogram(storage_key, quasi_identifiers: list[str], sensitive: list[str]):
+    """The stored table's :class:`~anonweb.core.engine.histogram.Histogram` read by the
+    engine ``ANONWEB_ENGINE`` picks for it (DuckDB from ``ANONWEB_ENGINE_AUTO_ROWS`` rows:
+    memory of the cells, not the rows), or None when that engine is pandas (a table that fits
+    in memory) or the file is not on the local disk."""
+    from anonweb.core.engine.select import choose_engine, make_engine
+
+    path, fs = _existing_parquet(storage_key)
+    if fs is not None or choose_engine(None, path) == "pandas":
+        return None
+    engine = make_engine(None, path)
+    try:
+        return engine.histogram(path, quasi_identifiers, sensitive)
+    finally:
+        engine.close()
+
+
 def load_distinct(storage_key, column: str) -> pd.Series:
     """The distinct values of one column, missing values left out: what hierarchy checks and
     suggestions need, without reading the other columns or keeping every row."""

@@ -15,14 +15,17 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import pandas as pd
+
 from anonweb.core.errors import ParameterError
+from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 from anonweb.core.raw_values import public_result
 from anonweb.core.search.whatif import WhatIfTable
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.selectors import hierarchies_for, plan_with_hierarchies
-from anonweb.datasets.storage import load_distinct, load_frame
+from anonweb.datasets.storage import load_distinct, load_frame, load_histogram
 
 MAX_TABLES = 3
 _tables: OrderedDict[tuple, Any] = OrderedDict()
@@ -71,12 +74,11 @@ def whatif_table(dataset: Dataset, *, metric: str = "loss", aggregate: str | Non
         with _lock:
             if key in _tables:
                 return _tables[key]
-        columns = list(dict.fromkeys([*dataset.quasi_identifiers, *dataset.sensitive]))
-        df = load_frame(dataset.storage_key, columns=columns)
+        source, hierarchies = _source(dataset, specs)
         table = WhatIfTable(
-            df,
+            source,
             quasi_identifiers=dataset.quasi_identifiers,
-            hierarchies=resolve_hierarchies(specs, df),
+            hierarchies=hierarchies,
             sensitive=dataset.sensitive,
             population_size=dataset.population_size,
             metric=metric,
@@ -88,6 +90,23 @@ def whatif_table(dataset: Dataset, *, metric: str = "loss", aggregate: str | Non
             while len(_tables) > MAX_TABLES:
                 _tables.popitem(last=False)
     return table
+
+
+def _source(dataset: Dataset, specs: dict) -> tuple[Any, dict[str, Hierarchy]]:
+    """What the table is encoded from, and the hierarchies resolved: the histogram of a large
+    table (read by DuckDB: memory of its classes, not its rows), else the table in memory."""
+    qis = list(dataset.quasi_identifiers)
+    sensitive = [s for s in dict.fromkeys(dataset.sensitive) if s not in qis]
+    hist = load_histogram(dataset.storage_key, qis, sensitive)
+    if hist is None:
+        df = load_frame(dataset.storage_key, columns=qis + sensitive)
+        return df, resolve_hierarchies(specs, df)
+    # a builder reads only a column's distinct values: the histogram's labels are those
+    hierarchies = {}
+    for column, spec in specs.items():
+        values = pd.DataFrame({column: hist.labels[column]})
+        hierarchies.update(resolve_hierarchies({column: spec}, values))
+    return hist, hierarchies
 
 
 def whatif_forget(dataset_id: int | None = None) -> None:

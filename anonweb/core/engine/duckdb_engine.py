@@ -15,10 +15,27 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
-from anonweb.core.engine.histogram import Histogram, build_histogram, require_source_columns
+from anonweb.core.engine.histogram import (
+    Histogram,
+    KeyCoding,
+    build_histogram,
+    histogram_of_keys,
+    key_coding,
+    require_source_columns,
+)
 from anonweb.core.risk.classes import SUPPRESSED
 
 DEFAULT_MEMORY_LIMIT = "1GB"
+# rows per batch when a Parquet file's cells are keyed (bounded memory: a few arrays of this)
+KEY_BATCH_ROWS = 1_000_000
+
+
+_NOT_KEYABLE = "value not among the distinct values read"
+
+
+class _NotKeyable(Exception):
+    """A value of a batch is not among the column's distinct values as DuckDB gave them (a
+    type the two readers convert differently): the cells are grouped by their values."""
 
 
 def quote(name: str) -> str:
@@ -88,6 +105,10 @@ class DuckDBEngine:
         rel = self._relation(source)
         cols = list(qi) + list(sensitive)
         require_source_columns(self._columns(rel), qi, sensitive, weights)
+        if source_format(source) == "parquet":
+            hist = self._keyed_histogram(source, rel, list(qi), list(sensitive), weights)
+            if hist is not None:
+                return hist
         keys = ", ".join(quote(c) for c in cols)
         agg = "count(*) AS __n"
         if weights:
@@ -96,6 +117,51 @@ class DuckDBEngine:
         # integers per cell plus each column's few distinct values, not the labels per cell
         table = self.con.sql(f"SELECT {keys}, {agg} FROM {rel} GROUP BY ALL").to_arrow_table()
         return _from_arrow(table, list(qi), list(sensitive), bool(weights))
+
+    def _keyed_histogram(
+        self, source: Source, rel: str, qi: list[str], sensitive: list[str], weights: str | None
+    ) -> Histogram | None:
+        """The histogram of a Parquet source counted by one integer key per row.
+
+        Grouping ten million rows by nine text columns costs DuckDB far more than grouping one
+        integer, and handing back a label per cell costs Python more still. So DuckDB lists
+        each column's distinct values (one column read at a time), each row's values become
+        canonical codes through the file's own dictionary pages (read batch by batch: memory of
+        one batch), and DuckDB groups the packed keys within its memory limit and spill folder.
+        None when the key space exceeds 62 bits or a value does not map (the caller groups by
+        the values instead).
+        """
+        import pyarrow as pa
+
+        cols = qi + sensitive
+        raw = {c: _distinct_values(self.con, rel, c) for c in cols}
+        coding = key_coding(cols, {c: v for c, (v, _) in raw.items()})
+        if coding is None:
+            return None
+        schema = pa.schema([("__k", pa.int64())] + ([(weights, pa.float64())] if weights else []))
+        batches = _key_batches(_parquet_files(source), coding, raw, weights)
+        self.con.register("anonweb_keys", pa.RecordBatchReader.from_batches(schema, batches))
+        agg = "count(*) AS __n"
+        if weights:
+            agg += f", sum({quote(weights)}) AS __w"
+        try:
+            table = self.con.sql(
+                f"SELECT __k, {agg} FROM anonweb_keys GROUP BY __k"
+            ).to_arrow_table()
+        except Exception as exc:  # the batch reader's error comes back wrapped by DuckDB
+            if _NOT_KEYABLE in str(exc):
+                return None
+            raise
+        finally:
+            self.con.unregister("anonweb_keys")
+        return histogram_of_keys(
+            qi,
+            sensitive,
+            coding,
+            table.column("__k").to_numpy(),
+            table.column("__n").to_numpy(),
+            table.column("__w").to_numpy(zero_copy_only=False) if weights else None,
+        )
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
         rel = self._relation(source)
@@ -178,9 +244,76 @@ def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:
     indices = encoded.indices
     if indices.null_count:
         codes = indices.fill_null(len(values)).to_numpy().astype(np.int64)
-        values = values.append(
-            pd.Index([None], dtype=values.dtype if values.dtype == object else float)
-        )
+        values = _with_missing(values)
     else:
         codes = indices.to_numpy().astype(np.int64)
     return codes, values
+
+
+def _with_missing(values: pd.Index) -> pd.Index:
+    """The distinct values with the missing value after them (as one more label)."""
+    return values.append(pd.Index([None], dtype=values.dtype if values.dtype == object else float))
+
+
+def _distinct_values(con: Any, rel: str, column: str) -> tuple[pd.Index, pd.Index]:
+    """A column's distinct values as DuckDB reads them: as labels (the missing value last, if
+    any) and the values present, in their own type (to look the batches' values up in)."""
+    got = con.sql(f"SELECT DISTINCT {quote(column)} AS v FROM {rel}").to_arrow_table().column(0)
+    values = pd.Index(got.drop_null().to_pandas())
+    return (_with_missing(values) if got.null_count else values), values
+
+
+def _parquet_files(source: Source) -> list[Path]:
+    path = Path(str(source))
+    return sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+
+
+def _key_batches(
+    files: list[Path],
+    coding: KeyCoding,
+    raw: dict[str, tuple[pd.Index, pd.Index]],
+    weights: str | None,
+) -> Any:
+    """Record batches of each row's cell key (and weight), read through the files' dictionaries:
+    a batch's few distinct values are mapped to codes, never its rows one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    cols = list(coding.columns)
+    strides = coding.strides
+    for f in files:
+        schema = pq.read_schema(f)
+        text = [
+            c
+            for c in cols
+            if pa.types.is_string(schema.field(c).type)
+            or pa.types.is_large_string(schema.field(c).type)
+            or pa.types.is_binary(schema.field(c).type)
+        ]
+        parquet = pq.ParquetFile(f, read_dictionary=text)
+        read = cols + ([weights] if weights and weights not in cols else [])
+        for batch in parquet.iter_batches(batch_size=KEY_BATCH_ROWS, columns=read):
+            key = np.zeros(batch.num_rows, dtype=np.int64)
+            for c, stride in zip(cols, strides, strict=True):
+                arr = batch.column(c)
+                if not pa.types.is_dictionary(arr.type):
+                    arr = pc.dictionary_encode(arr)
+                labels, present = raw[c]
+                position = present.get_indexer(pd.Index(arr.dictionary.to_pandas()))
+                if (position < 0).any():
+                    raise _NotKeyable(f"{_NOT_KEYABLE}: {c}")
+                table = coding.code_of_raw[c][position]
+                indices = arr.indices
+                if indices.null_count:
+                    if len(labels) == len(present):
+                        raise _NotKeyable(f"{_NOT_KEYABLE}: {c}")
+                    missing = coding.code_of_raw[c][len(present)]
+                    table = np.append(table, missing)
+                    indices = indices.fill_null(len(position))
+                codes = table[indices.to_numpy()]
+                key += codes * stride if stride > 1 else codes
+            arrays = [pa.array(key)]
+            if weights:
+                arrays.append(batch.column(weights).cast(pa.float64()))
+            yield pa.RecordBatch.from_arrays(arrays, names=["__k"] + ([weights] if weights else []))

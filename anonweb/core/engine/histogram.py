@@ -202,6 +202,85 @@ def build_histogram(
     )
 
 
+@dataclass(frozen=True)
+class KeyCoding:
+    """Each cell as one integer, for engines that count cells by a single key.
+
+    ``code_of_raw[c][i]`` is the canonical code of the ``i``-th value an engine found in column
+    ``c`` (its own numbering); ``labels[c]`` are the canonical values. The key packs the codes
+    in mixed radix, the first column most significant, so ascending keys are the histogram's
+    canonical cell order: the cells need one sort of integers, no gathers of labels.
+    """
+
+    columns: tuple[str, ...]
+    code_of_raw: Mapping[str, NDArray[Any]]
+    labels: Mapping[str, pd.Index]
+    radices: tuple[int, ...]
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        out, step = [], 1
+        for radix in reversed(self.radices):
+            out.append(step)
+            step *= radix
+        return tuple(reversed(out))
+
+
+def key_coding(columns: Sequence[str], raw_labels: Mapping[str, pd.Index]) -> KeyCoding | None:
+    """The coding of ``columns`` from each column's distinct values in any order (a missing
+    value at most once per spelling); None when the key space does not fit in 62 bits."""
+    code_of_raw, labels, radices = {}, {}, []
+    space = 1
+    for c in columns:
+        raw = pd.Index(raw_labels[c])
+        codes, values = _canonical_column(np.arange(len(raw), dtype=np.int64), raw)
+        code_of_raw[c], labels[c] = codes, values
+        radices.append(max(len(values), 1))
+        space *= radices[-1]
+    if space >= 2**62:
+        return None
+    return KeyCoding(tuple(columns), code_of_raw, labels, tuple(radices))
+
+
+def histogram_of_keys(
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str],
+    coding: KeyCoding,
+    keys: NDArray[Any],
+    counts: NDArray[Any],
+    weights: NDArray[Any] | None = None,
+) -> Histogram:
+    """The canonical histogram of distinct cell keys (``coding``'s) and their counts: the same
+    histogram :func:`build_histogram` makes of the decoded cells."""
+    qis, sens = tuple(quasi_identifiers), tuple(sensitive)
+    check_roles(qis, sens)
+    if coding.columns != qis + sens:
+        raise ParameterError("the key coding was made for other columns")
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.size == 0 or int(counts.sum()) == 0:
+        raise DataError("the table has no rows")
+    keys = np.asarray(keys, dtype=np.int64)
+    space = 1
+    for radix in coding.radices:
+        space *= radix
+    order = _order_of_distinct(keys, space)
+    keys = keys[order]
+    codes = {}
+    for c, stride, radix in zip(coding.columns, coding.strides, coding.radices, strict=True):
+        col = keys // stride if stride > 1 else keys.copy()
+        if c != coding.columns[0]:
+            col %= radix
+        codes[c] = col
+    return Histogram(
+        quasi_identifiers=qis,
+        sensitive=sens,
+        codes=codes,
+        labels=dict(coding.labels),
+        counts=counts[order],
+        weights=None if weights is None else np.asarray(weights, dtype=float)[order],
+    )
+
+
 def require_source_columns(
     have: Sequence[str],
     quasi_identifiers: Sequence[str],
@@ -230,6 +309,20 @@ def _lexicographic_order(columns: list[NDArray[Any]], cards: list[int]) -> NDArr
         key *= card
         key += col
     return np.argsort(key, kind="stable")
+
+
+def _order_of_distinct(keys: NDArray[Any], space: int) -> NDArray[Any]:
+    """The order sorting distinct non-negative keys below ``space``. Where key and position fit
+    in 63 bits together, one sort of the packed values (NumPy's vectorised sort, about ten times
+    faster than ``argsort`` on millions of int64) gives it; else ``argsort``."""
+    bits = max(int(keys.size - 1).bit_length(), 1)
+    if space << bits >= 2**63:
+        return np.asarray(np.argsort(keys))
+    packed = keys << bits
+    packed |= np.arange(keys.size, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << bits) - 1
+    return packed
 
 
 def check_roles(quasi_identifiers: Sequence[str], sensitive: Sequence[str]) -> None:

@@ -127,6 +127,12 @@ class SensitiveCounts:
             cnt = dense[key]
         elif weights is None:
             key, cnt = np.unique(key, return_counts=True)
+        elif rows and bool((key[1:] >= key[:-1]).all()):
+            # a histogram's cells come in class order (values ascending inside): each pair is
+            # a run, summed in the order hashing would (first appearance is ascending here)
+            starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+            key = key[starts]
+            cnt = np.add.reduceat(np.asarray(weights, dtype=float), starts)
         else:  # hashing: the triples are sorted below anyway
             inv, key = pd.factorize(key)
             cnt = np.bincount(inv, weights=weights, minlength=len(key))
@@ -164,7 +170,7 @@ class SensitiveCounts:
         classes: EquivalenceClasses | None,
     ) -> SensitiveCounts:
         cnt = np.rint(cnt).astype(np.int64)
-        order = np.lexsort((-cnt, c))
+        order = _by_class_then_count(c, cnt)
         return cls(
             domain,
             sizes,
@@ -360,3 +366,25 @@ def class_data_from_codes(
 def _compact(codes: NDArray[Any]) -> tuple[NDArray[Any], int]:
     uniq, inv = np.unique(codes, return_inverse=True)
     return inv.reshape(-1).astype(np.int64), len(uniq)
+
+
+def _by_class_then_count(c: NDArray[Any], cnt: NDArray[Any]) -> NDArray[Any]:
+    """``np.lexsort((-cnt, c))``: by class, then descending count, ties in their given order.
+    Where class, count and position fit in 63 bits together, one sort of the packed integers
+    (NumPy's vectorised sort, several times faster than ``lexsort`` on millions of triples)."""
+    n = len(c)
+    if n == 0:
+        return np.asarray(np.lexsort((-cnt, c)))
+    top = int(cnt.max())
+    low = int(cnt.min())
+    cbits = max(int(c.max()).bit_length(), 1)
+    nbits = max((top - min(low, 0)).bit_length(), 1)
+    ibits = max(int(n - 1).bit_length(), 1)
+    if int(c.min()) < 0 or cbits + nbits + ibits > 63:
+        return np.asarray(np.lexsort((-cnt, c)))
+    packed = c.astype(np.int64) << (nbits + ibits)
+    packed |= (top - cnt.astype(np.int64)) << ibits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << ibits) - 1
+    return packed
