@@ -187,6 +187,7 @@ class Command(BaseCommand):
             keep_order=opts["keep_order"],
         )
         gate = made.gate
+        made.published["engine"] = "pandas"  # as the web job's release says
         summary = self._summary(made.report, plan)
         summary.update(
             **extra,
@@ -229,7 +230,7 @@ class Command(BaseCommand):
         import shutil
         import tempfile
 
-        from anonweb.cli.output import write_all
+        from anonweb.cli.output import Writer, write_all
         from anonweb.core.engine.base import peak_memory_bytes
         from anonweb.core.engine.select import estimated_rows, in_memory_limit, make_engine
         from anonweb.core.io.export import EXPORT_FORMATS, export_parquet_file, format_for_path
@@ -289,7 +290,7 @@ class Command(BaseCommand):
                 engine=made.engine,
                 peak_memory_bytes=peak_memory_bytes(children=name == "spark"),
             )
-            outputs = [(opts["out"], work / "export")]
+            outputs: list[tuple[str, Writer | bytes | Path]] = [(opts["out"], work / "export")]
             if opts["report"]:
                 outputs.append(
                     (opts["report"], lambda f: json.dump(summary, f, indent=2, ensure_ascii=False))
