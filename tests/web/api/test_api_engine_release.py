@@ -170,7 +170,17 @@ def test_an_in_memory_step_past_the_limit_is_refused_at_submission(officer, monk
         "suppression)"
     ]
     assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
-    # under the limit, or with the pandas engine chosen by name, the same plan is accepted
+    # with the pandas engine chosen by name, the same plan is accepted
     monkeypatch.setenv("ANONWEB_ENGINE", "pandas")
     response = client.post(f"/api/v1/datasets/{dataset.pk}/releases/", body, format="json")
     assert response.status_code == 202, response.content
+    # and under the limit with DuckDB chosen by name: the steps DuckDB cannot run keep the
+    # job in memory, and it says so
+    monkeypatch.delenv("ANONWEB_ENGINE_AUTO_ROWS")
+    monkeypatch.setenv("ANONWEB_ENGINE", "duckdb")
+    response = client.post(f"/api/v1/datasets/{dataset.pk}/releases/", body, format="json")
+    assert response.status_code == 202, response.content
+    run_queued()
+    job = Job.objects.get(pk=response.json()["job"])
+    assert job.status == "succeeded", job.error
+    assert job.result["engine"] == "pandas"
