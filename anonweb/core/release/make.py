@@ -465,6 +465,11 @@ def make_engine_release(
         entry["seconds"] = round(time.perf_counter() - started, 4)
         reports.append(entry)
     kept = [str(c) for c in frame.columns]
+    rows_in = hist.rows if hist is not None else engine.row_count(source)
+    # the source's histograms (a cell per combination: as many as the rows, at worst) are not
+    # needed past the search's decision: freed before the release is written and measured
+    hist = None
+    read.seen.clear()
     shuffle = None if keep_order else int(rng.integers(2**62))
     node = dataclasses.replace(
         node, drop=tuple(c for c in columns if c not in kept), shuffle_seed=shuffle
@@ -478,7 +483,6 @@ def make_engine_release(
             entry["model_checks"] = model_checks(
                 checks, plan.steps[entry["step"] - 1].params, models
             )
-    rows_in = hist.rows if hist is not None else engine.row_count(source)
     internal = scrub_report(
         PlanReport(tuple(reports), before, after, {}, rows_in, written.rows).to_dict()
     )
