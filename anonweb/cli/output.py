@@ -17,9 +17,10 @@ from django.core.management.base import CommandError
 Writer = Callable[[IO[str]], object]
 
 
-def write_all(outputs: Iterable[tuple[str | Path, Writer | bytes]]) -> None:
+def write_all(outputs: Iterable[tuple[str | Path, Writer | bytes | Path]]) -> None:
     """Write every ``(target, writer)`` pair or none; a problem is one CommandError line.
-    ``writer`` writes text, or is the file's bytes (a binary format)."""
+    ``writer`` writes text, or is the file's bytes (a binary format), or the path of a file
+    already written on the target's file system (moved into place)."""
     pending: list[tuple[str, Path]] = []
     current: Path | None = None
     try:
@@ -32,6 +33,12 @@ def write_all(outputs: Iterable[tuple[str | Path, Writer | bytes]]) -> None:
             fd, tmp = tempfile.mkstemp(
                 prefix=f".{current.name}.", suffix=".tmp", dir=current.resolve().parent
             )
+            if isinstance(writer, Path):
+                # a file written already (beside the target): moved into place with the others
+                os.close(fd)
+                os.replace(writer, tmp)
+                pending.append((tmp, current))
+                continue
             pending.append((tmp, current))
             if isinstance(writer, bytes):
                 with os.fdopen(fd, "wb") as raw:

@@ -42,6 +42,11 @@ CODES: dict[str, str] = {
     "column_untagged": (
         "A released column was never tagged; tag it (an explicit 'keep as is' is enough)."
     ),
+    "column_unchecked": (
+        "A release written out of core goes out with a column outside its quasi-identifiers and "
+        "sensitive columns whose values the policy did not read; drop it, or tag it 'keep as is' "
+        "once reviewed."
+    ),
     "no_quasi_identifiers": (
         "No column is tagged or listed as a quasi-identifier, so the re-identification risk of "
         "a record-level release cannot be measured."

@@ -50,6 +50,12 @@ def _existing_parquet(storage_key) -> tuple[str, object]:
     return files().arrow_location(name)
 
 
+def stored_parquet(storage_key) -> tuple[str, object]:
+    """Where the dataset's Parquet copy is, for an engine: (path, file system or None for a
+    local file)."""
+    return _existing_parquet(storage_key)
+
+
 def load_frame(storage_key, columns: list[str] | None = None) -> pd.DataFrame:
     """The table, or only ``columns`` of it (Parquet reads just those)."""
     path, fs = _existing_parquet(storage_key)

@@ -18,6 +18,7 @@ from anonweb.core.dp.mechanisms import (
     preview,
     unconfirmed,
 )
+from anonweb.core.engine.select import in_memory_limit
 from anonweb.core.errors import ParameterError, PlanError
 from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
 from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
@@ -304,6 +305,8 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
         files=False,
         distinct={c["name"]: c["distinct"] for c in dataset.columns if "distinct" in c},
         has_missing=frozenset(c["name"] for c in dataset.columns if c.get("missing")),
+        # a table past the in-memory limit is released by an out-of-core engine
+        memory_rows=in_memory_limit(),
     )
     return parsed
 

@@ -4,6 +4,8 @@ job, so it belongs to the jobs app; what a release is stays in :mod:`anonweb.rel
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
@@ -14,6 +16,7 @@ from anonweb.releases.models import Release
 from anonweb.releases.recipients import recipients_assign
 from anonweb.releases.services import finding_summary, save_conflict_findings
 from anonweb.releases.storage import (
+    parquet_shape,
     remove_release_files,
     write_private_json,
     write_release_objects,
@@ -38,6 +41,7 @@ def release_create(
     recipient: str = "",
     recipients=(),
     source=None,
+    engine: str = "pandas",
 ) -> Release:
     """Files first (atomically renamed into place), then the row, its conflict findings, its
     audit event and the job's success in one transaction; if the row cannot be written the
@@ -53,10 +57,17 @@ def release_create(
     against the earlier ones. ``recipients`` the names the launch checked (none: every analyst
     of the team receives it).
 
+    ``frame`` is the released table, or the Parquet file an out-of-core ``engine`` wrote it to
+    (its rows are then never held in memory here, and its utility is not measured).
+
     ``job`` must be running under the claim of the worker calling this: a job that the reaper
     failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
     if not job_claim_held(job=job):
         raise JobLost(f"job {job.pk} is no longer running under this worker's claim")
+    if isinstance(frame, Path):
+        rows, columns = parquet_shape(frame)
+    else:
+        rows, columns = len(frame), [str(c) for c in frame.columns]
     release = Release(
         team=job.team,
         dataset=job.dataset,
@@ -64,8 +75,8 @@ def release_create(
         title=title,
         plan=plan,
         report=report,
-        rows=len(frame),
-        columns=[str(c) for c in frame.columns],
+        rows=rows,
+        columns=columns,
         requested_by=job.created_by,
         published_report=published_report or {},
         gate=gate or {},
@@ -128,6 +139,7 @@ def release_create(
                             "release_id": release.pk,
                             "version": release.version,
                             "rows": release.rows,
+                            "engine": engine,
                         },
                     )
                 break

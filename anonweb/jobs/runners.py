@@ -4,19 +4,24 @@ JSON-safe result; it raises CoreError for bad input (shown to the user as it is)
 from __future__ import annotations
 
 import secrets as pysecrets
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 
 from anonweb.common.files import files
-from anonweb.core.release.make import make_release
+from anonweb.core.engine.select import choose_engine, make_engine
+from anonweb.core.release.make import engine_problems, make_engine_release, make_release
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets
 from anonweb.core.release.report import public_plan
 from anonweb.datasets.selectors import plan_with_hierarchies
 from anonweb.datasets.services import dataset_hierarchy_from_file, dataset_parse, dataset_profile
-from anonweb.datasets.storage import load_frame
+from anonweb.datasets.storage import load_frame, stored_parquet
 from anonweb.jobs.models import Job, JobKind
 from anonweb.jobs.planning import check_web_plan
 from anonweb.jobs.publication import release_create
@@ -113,12 +118,15 @@ def run_anonymize(
     plan_dict = job.params["plan"]
     check_web_plan(plan_dict)
     plan = plan_from_dict(plan_with_hierarchies(dataset=dataset, plan=plan_dict))
+    if rng is None:
+        rng = np.random.default_rng(pysecrets.randbits(128))
+    engine = release_engine(dataset.storage_key, plan)
+    if engine is not None:
+        return _anonymize_on_engine(job, plan, engine, rng=rng, progress=progress)
     progress(5, "loading the table")
     table = load_frame(dataset.storage_key)
     progress(15, f"running {len(plan.steps)} step(s)")
     keys = fresh_secrets(plan, pysecrets.token_bytes, secrets)
-    if rng is None:
-        rng = np.random.default_rng(pysecrets.randbits(128))
 
     def before_spending() -> None:
         # The reservation becomes spent before any mechanism reads the data; if it was refunded
@@ -143,6 +151,7 @@ def run_anonymize(
         progress=made_progress,
     )
     progress(85, "writing the release and measuring its utility")
+    made.report["engine"] = made.published["engine"] = "pandas"
     release = release_create(
         job=job,
         frame=made.frame,
@@ -162,4 +171,71 @@ def run_anonymize(
         source=table,
     )
     save_control_rows(release=release, control_rows=made.control_rows)
-    return {"release_id": release.pk, "version": release.version, "rows": release.rows}
+    return {
+        "release_id": release.pk,
+        "version": release.version,
+        "rows": release.rows,
+        "engine": "pandas",
+    }
+
+
+def release_engine(storage_key, plan) -> str | None:
+    """The out-of-core engine a release job runs on, or None for in memory: the stored Parquet
+    copy is large (``auto``) or ``ANONWEB_ENGINE`` names an engine, and every step of the plan
+    runs on it. A large table with an in-memory-only step was refused at submission."""
+    path, fs = stored_parquet(storage_key)
+    if fs is not None:
+        return None  # the engines read a local file; object storage is read into memory
+    name = choose_engine(None, path)
+    if name == "pandas" or engine_problems(plan, name):
+        return None
+    return name
+
+
+def _anonymize_on_engine(job: Job, plan, name: str, *, rng, progress: Progress) -> dict:
+    """The release made out of core (:func:`~anonweb.core.release.make.make_engine_release`):
+    the engine reads the stored Parquet copy and writes the release as Parquet, from which the
+    stored formats are written batch by batch. What needs the whole table in memory (attacks,
+    the lineage of source rows for later conflict checks, utility) is not done here."""
+    dataset = job.dataset
+    assert dataset is not None
+    path, _ = stored_parquet(dataset.storage_key)
+    progress(5, f"reading the table with the {name} engine")
+    engine = make_engine(name, path)
+    scratch = Path(settings.MEDIA_ROOT) / "releases"
+    scratch.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=scratch, prefix=".engine-"))
+    try:
+        made = make_engine_release(
+            path,
+            plan,
+            engine=engine,
+            out=work / "release.parquet",
+            rng=rng,
+            tags=dict(dataset.tags or {}),
+            thresholds=thresholds_for(team=dataset.team),
+            progress=lambda fraction, what: progress(5 + round(80 * fraction), what),
+        )
+        progress(85, "writing the release")
+        release = release_create(
+            job=job,
+            frame=Path(made.path),
+            plan=public_plan(job.params["plan"]),
+            report=made.report,
+            title=job.params.get("title") or "release",
+            published_report=made.published,
+            gate=made.gate.to_dict(),
+            purpose=job.params.get("purpose", ""),
+            recipient=job.params.get("recipient", ""),
+            recipients=job.params.get("recipients") or [],
+            engine=made.engine,
+        )
+    finally:
+        engine.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "release_id": release.pk,
+        "version": release.version,
+        "rows": release.rows,
+        "engine": made.engine,
+    }

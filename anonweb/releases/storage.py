@@ -28,10 +28,19 @@ from anonweb.core.io.export import (  # noqa: F401
     EXPORT_FORMATS,
     FORMULA_PREFIXES,
     export_format,
+    export_parquet_file,
     neutralise_cell,
     neutralise_frame,
     safe_csv_bytes,
 )
+
+
+def parquet_shape(path: Path) -> tuple[int, list[str]]:
+    """Rows and column names of a Parquet file (or folder of them), from its metadata."""
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(path), format="parquet")
+    return int(table.count_rows()), [str(c) for c in table.schema.names]
 
 
 def release_dir(storage_key) -> Path:
@@ -80,7 +89,7 @@ def write_release_files(
 
 def write_release_objects(
     storage_key,
-    df: pd.DataFrame,
+    df: pd.DataFrame | Path,
     *,
     source_rows: np.ndarray | None = None,
     aggregates: Sequence[Aggregate] = (),
@@ -97,7 +106,8 @@ def write_release_objects(
     members and figures); ``dp`` marks a differentially private output.
 
     The published files go last, the CSV at the very end: a release whose CSV is stored has
-    every other file."""
+    every other file. ``df`` may be the Parquet file (or folder) an engine wrote the release
+    to: each format is then written from it batch by batch, by the format's same writer."""
     scratch = Path(settings.MEDIA_ROOT) / "releases"
     scratch.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=scratch, prefix=".tmp-"))
@@ -106,7 +116,9 @@ def write_release_objects(
         (tmp / PRIVATE_DIR).mkdir()
         _write_lineage(tmp / PRIVATE_DIR, source_rows, aggregates, dp)
         for fmt in EXPORT_FORMATS.values():
-            if fmt.stored:
+            if fmt.stored and isinstance(df, Path):
+                export_parquet_file(df, fmt, tmp / fmt.file_name)
+            elif fmt.stored:
                 (tmp / fmt.file_name).write_bytes(fmt.to_bytes(df))
         private = sorted(p.name for p in (tmp / PRIVATE_DIR).iterdir())
         order = [f"{PRIVATE_DIR}/{n}" for n in private] + _published_order()

@@ -51,13 +51,22 @@ class NodeRelease:
     """A generalization node to write: a mapping per generalized QI, and which generalized
     classes are suppressed (``*`` in every QI): those listed in ``suppressed`` (one row per class,
     a column per QI, the generalized labels) and, with ``suppress_below``, every class smaller
-    than that."""
+    than that. ``drop`` names columns left out of the release. With ``shuffle_seed`` the rows are
+    written in a random order drawn from it (so two releases cannot be joined by row position);
+    without it, in whatever order the engine reads them."""
 
     mappings: Sequence[ColumnMapping]
     quasi_identifiers: Sequence[str]
     suppressed: pd.DataFrame | None = None
     suppress_below: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    drop: Sequence[str] = ()
+    shuffle_seed: int | None = None
+
+    def kept(self, names: Sequence[str]) -> list[str]:
+        """The columns of a source with ``names`` that the release writes, in source order."""
+        gone = set(self.drop)
+        return [c for c in names if c not in gone]
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,8 @@ class Engine(Protocol):
     name: str
 
     def row_count(self, source: Source) -> int: ...
+
+    def columns(self, source: Source) -> list[str]: ...
 
     def histogram(
         self,

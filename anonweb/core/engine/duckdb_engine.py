@@ -90,6 +90,9 @@ class DuckDBEngine:
     def _columns(self, rel: str) -> list[str]:
         return [str(r[0]) for r in self.con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
 
+    def columns(self, source: Source) -> list[str]:
+        return self._columns(self._relation(source))
+
     def row_count(self, source: Source) -> int:
         rel = self._relation(source)
         row = self.con.execute(f"SELECT count(*) FROM {rel}").fetchone()
@@ -200,13 +203,20 @@ class DuckDBEngine:
             f"AS {quote(c)}"
             if c in mapped
             else quote(c)
-            for c in names
+            for c in node.kept(names)
         )
         self.con.execute(
             f"CREATE OR REPLACE TEMP VIEW anonweb_release AS SELECT * FROM ({flagged})"
         )
+        order = ""
+        if node.shuffle_seed is not None:
+            # a random order: DuckDB sorts out of core, spilling as its aggregates do
+            seed = (node.shuffle_seed % (2**31)) / 2**31
+            self.con.execute(f"SELECT setseed({seed!r})")
+            order = " ORDER BY random()"
         self.con.execute(
-            f"COPY (SELECT {final} FROM anonweb_release) TO {literal(str(out))} (FORMAT parquet)"
+            f"COPY (SELECT {final} FROM anonweb_release{order}) TO {literal(str(out))} "
+            "(FORMAT parquet)"
         )
         row = self.con.execute(
             "SELECT count(*), coalesce(sum(CASE WHEN __drop THEN 1 ELSE 0 END), 0) "

@@ -26,7 +26,8 @@ from numpy.typing import NDArray
 
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
-from anonweb.core.risk.classes import combine_codes
+from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
+from anonweb.core.risk.classes import combine_codes, suppressed_records
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,3 +373,38 @@ def histogram_of_frame(
         wsum,
         distinct=True,
     )
+
+
+def histogram_class_data(
+    hist: Histogram, star: Sequence[str] | None = None
+) -> tuple[ClassData, int]:
+    """The classes of the table ``hist`` counts, for checking models on them, and how many
+    records were left out: what :func:`~anonweb.core.models.counts.class_data` gives for the
+    table with its suppressed records (``*`` in every quasi-identifier of ``star``, by default
+    all of them) excluded; they still count in each sensitive column's overall distribution."""
+    qis = list(hist.quasi_identifiers if star is None else star)
+    suppressed = (
+        suppressed_records(hist.class_frame(), qis)
+        if qis
+        else np.zeros(hist.class_sizes.size, dtype=bool)
+    )
+    kept = np.flatnonzero(~suppressed)
+    renumber = np.full(hist.class_sizes.size, -1, dtype=np.int64)
+    renumber[kept] = np.arange(kept.size)
+    cell_class = renumber[hist.class_of_cell]
+    in_class = cell_class >= 0
+
+    def counts(name: str) -> SensitiveCounts:
+        values, codes = hist.labels[name], hist.sensitive_codes(name)
+        totals = np.bincount(codes, weights=hist.counts, minlength=len(values))
+        domain = SensitiveDomain(str(name), values, np.rint(totals).astype(np.int64))
+        return SensitiveCounts.from_codes(
+            domain,
+            cell_class[in_class],
+            codes[in_class],
+            int(kept.size),
+            weights=hist.counts[in_class].astype(float),
+        )
+
+    left_out = int(hist.class_sizes[suppressed].sum())
+    return ClassData(hist.class_sizes[kept], counts), left_out

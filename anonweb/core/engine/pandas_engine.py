@@ -33,6 +33,15 @@ class PandasEngine:
             return int(pq.ParquetDataset(str(source)).read(columns=[]).num_rows)
         return len(self._frame(source))
 
+    def columns(self, source: Source) -> list[str]:
+        if isinstance(source, pd.DataFrame):
+            return [str(c) for c in source.columns]
+        if source_format(source) == "parquet":
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.ParquetDataset(str(source)).schema.names]
+        return [str(c) for c in pd.read_csv(source, nrows=0).columns]
+
     def histogram(
         self,
         source: Source,
@@ -73,6 +82,10 @@ class PandasEngine:
                 col = out[q].astype(object)
                 col[drop] = SUPPRESSED
                 out[q] = col
+        out = out[node.kept([str(c) for c in out.columns])]
+        if node.shuffle_seed is not None:
+            order = np.random.default_rng(node.shuffle_seed).permutation(len(out))
+            out = out.iloc[order].reset_index(drop=True)
         return out, int(drop.sum())
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:

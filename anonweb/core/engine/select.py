@@ -31,6 +31,14 @@ def auto_rows() -> int:
         ) from None
 
 
+def in_memory_limit(name: str | None = None) -> int | None:
+    """The most rows a step that runs in memory only may read, with engine ``name`` (None:
+    the environment's choice): none when the pandas engine is chosen by name (the operator
+    keeps every table in memory), else the rows from which ``auto`` streams a table."""
+    chosen = (name or env_engine()).strip().lower()
+    return None if chosen == "pandas" else auto_rows()
+
+
 def estimated_rows(source: Source) -> int:
     """Rows of a source, cheaply: Parquet metadata, or a CSV file's size."""
     if isinstance(source, pd.DataFrame):

@@ -68,6 +68,9 @@ class SparkEngine:
             return self.spark.read.parquet(str(Path(source).resolve()))
         return self.spark.read.csv(str(Path(source).resolve()), header=True, inferSchema=True)
 
+    def columns(self, source: Source) -> list[str]:
+        return [str(c) for c in self._frame(source).columns]
+
     def row_count(self, source: Source) -> int:
         return int(self._frame(source).count())
 
@@ -128,12 +131,15 @@ class SparkEngine:
             F.when(F.col("__drop"), F.lit(SUPPRESSED)).otherwise(F.col(c).cast("string")).alias(c)
             if c in mapped
             else F.col(c)
-            for c in names
+            for c in node.kept(names)
         ]
         df = df.cache()
         try:
             with _collected_sockets():
-                df.select(*out_cols).write.mode("errorifexists").parquet(str(Path(out).resolve()))
+                written = df.select(*out_cols)
+                if node.shuffle_seed is not None:
+                    written = written.orderBy(F.rand(node.shuffle_seed % (2**63)))
+                written.write.mode("errorifexists").parquet(str(Path(out).resolve()))
                 row = df.agg(
                     F.count(F.lit(1)), F.sum(F.when(F.col("__drop"), 1).otherwise(0))
                 ).collect()[0]

@@ -92,6 +92,7 @@ from anonweb.core.io.hierarchy_builders import builder_schemas, hierarchy_spec_e
 from anonweb.core.io.jsontext import json_loads
 from anonweb.core.release import catalog
 from anonweb.core.release.steps import (
+    IN_MEMORY,
     PLAN_VERSION,
     STATISTIC_COLUMN,
     Plan,
@@ -213,6 +214,7 @@ def validate_plan(
     files: bool = True,
     distinct: Mapping[str, int] | None = None,
     has_missing: frozenset[str] = frozenset(),
+    memory_rows: int | None = None,
 ) -> list[StepSpec]:
     """Check every step and hierarchy of ``plan`` before touching data.
 
@@ -223,6 +225,9 @@ def validate_plan(
     column generalized with its hierarchy must still hold the source's values (no earlier step
     removed, perturbed or recoded it), and a column recoded into text labels can no longer be
     read as numbers. ``files=False`` refuses hierarchy specs that read a file on the server.
+    ``memory_rows`` is the most rows a step that runs in memory only (the step registry's
+    ``engines``) may read: a larger table (``rows``) goes to an out-of-core engine, so such a
+    step is refused with the reason and the limit.
     Raises :class:`~anonweb.core.errors.PlanError` listing every problem found, each once.
     """
     errors: list[str] = []
@@ -281,6 +286,7 @@ def validate_plan(
         if spec.recodes:
             recoded.update({c: where for c in written})
     errors += _plan_level_problems(plan, ctx, files)
+    errors += _memory_problems(plan, rows, memory_rows)
     if len(specs) == len(plan.steps):
         try:
             plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
@@ -380,6 +386,24 @@ def _step_problems(
     if spec.plan_check is not None:
         return list(spec.plan_check(step.params, ctx))
     return []
+
+
+def _memory_problems(plan: Plan, rows: int | None, memory_rows: int | None) -> list[str]:
+    if rows is None or memory_rows is None or rows <= memory_rows:
+        return []
+    problems = []
+    for i, step in enumerate(plan.steps, 1):
+        spec = registered(step.kind)
+        if spec is None or set(spec.engines_for(step.params)) - set(IN_MEMORY):
+            continue  # an unknown kind is refused as such; this one runs out of core
+        problems.append(
+            f"step {i} ({step.kind}) runs in memory only (its output for one row depends on "
+            f"the other rows), and the table has {rows:,} rows, more than the {memory_rows:,} "
+            "an in-memory step may read (ANONWEB_ENGINE_AUTO_ROWS): remove the step, or reach "
+            "the goal with steps an out-of-core engine runs (dropping columns, the "
+            "generalization search with record suppression)"
+        )
+    return problems
 
 
 def _plan_level_problems(plan: Plan, ctx: PlanContext, files: bool) -> list[str]:

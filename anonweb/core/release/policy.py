@@ -30,7 +30,7 @@ tags alone decide (the same :class:`Finding` objects, made by the same functions
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,12 +262,34 @@ def evaluate_release(
         findings += found
         extra_qis += masked
         findings += _column_findings(source, released, tags, shared)
-        found, risk = _risk_findings(released, plan, tags, extra_qis, thresholds)
+        found, risk = _risk_findings(
+            list(released.columns),
+            len(released),
+            _frame_classes(released),
+            plan,
+            tags,
+            extra_qis,
+            thresholds,
+        )
         findings += found
     if isinstance(conflicts, ConflictReport) or conflicts is None:
         findings += conflict_findings(conflicts, statuses=statuses)
     else:
         findings += list(conflicts)
+    findings += _report_findings(plan, output, thresholds, report, internal_report, attacks)
+    return PolicyResult(tuple(findings), thresholds, risk)
+
+
+def _report_findings(
+    plan: Plan,
+    output: str,
+    thresholds: PolicyThresholds,
+    report: Mapping[str, Any] | None,
+    internal_report: Mapping[str, Any] | None,
+    attacks: Mapping[str, Any] | None,
+) -> list[Finding]:
+    """What the reports say: exact figures beside DP output, synthetic quality, attacks."""
+    findings = []
     if output != "rows" or _has_measurement(plan):
         findings += _dp_findings(report, plan)
     findings += _synthetic_findings(internal_report)
@@ -276,7 +298,55 @@ def evaluate_release(
         max_excess=thresholds.max_attack_excess,
         max_auc=thresholds.max_membership_auc,
     )
+    return findings
+
+
+def evaluate_engine_release(
+    columns: Sequence[str],
+    rows: int,
+    classes_of: ClassesOf,
+    *,
+    plan: Plan,
+    tags: Mapping[str, str | None],
+    engine: str,
+    thresholds: PolicyThresholds | None = None,
+    report: Mapping[str, Any] | None = None,
+    internal_report: Mapping[str, Any] | None = None,
+) -> PolicyResult:
+    """:func:`evaluate_release` of a release an engine wrote out of core (``columns``, ``rows``
+    records), its risk after from ``classes_of`` (the classes of the released table as the
+    engine counts them), checked by the same model checks.
+
+    The value checks that read whole columns (identifiers left in, free text) are not made out
+    of core, so they fail closed: a released column outside the quasi-identifiers and sensitive
+    columns that is not tagged ``keep`` (reviewed and kept as is) blocks the release."""
+    plan = plan if isinstance(plan, Plan) else plan_from_dict(plan)
+    thresholds = thresholds or PolicyThresholds()
+    measured = set(quasi_identifiers_for(plan, tags, []))
+    measured |= {c for c, r in tags.items() if r == SENSITIVE} | set(plan.sensitive)
+    findings = [
+        column_unchecked(col, rows=rows, engine=engine)
+        for col in columns
+        if col not in measured and tags.get(col) != KEEP
+    ]
+    found, risk = _risk_findings(columns, rows, classes_of, plan, tags, [], thresholds)
+    findings += found
+    findings += _report_findings(plan, "rows", thresholds, report, internal_report, None)
     return PolicyResult(tuple(findings), thresholds, risk)
+
+
+def column_unchecked(col: str, *, rows: int, engine: str) -> Finding:
+    return Finding(
+        "column_unchecked",
+        BLOCK,
+        f"{col} goes out in {rows} records unread by the release policy: a release written by "
+        f"the {engine} engine is checked on its quasi-identifiers and sensitive columns, not on "
+        "the values of the others (identifiers, free text). Drop it, or tag it 'keep as is' "
+        "once reviewed.",
+        (col,),
+        rows,
+        {"engine": engine},
+    )
 
 
 def _synthetic_findings(report: Mapping[str, Any] | None) -> list[Finding]:
@@ -540,28 +610,44 @@ def quasi_identifiers_for(
     return list(dict.fromkeys([*tagged, *plan.quasi_identifiers, *extra]))
 
 
+# The released classes over some quasi-identifiers with some sensitive columns' counts, records
+# reading ``*`` in every one of the plan's quasi-identifiers (the third argument) left out: the
+# classes and how many records were left out.
+ClassesOf = Callable[[list[str], list[str], list[str]], tuple[Any, int]]
+
+
+def _frame_classes(released: pd.DataFrame) -> ClassesOf:
+    def classes(qis: list[str], sensitive: list[str], star: list[str]) -> tuple[Any, int]:
+        exclude = suppressed_records(released, star)
+        data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
+        return data, int(exclude.sum())
+
+    return classes
+
+
 def _risk_findings(
-    released: pd.DataFrame,
+    columns: Sequence[str],
+    rows: int,
+    classes_of: ClassesOf,
     plan: Plan,
     tags: Mapping[str, str | None],
     extra_qis: list[str],
     thresholds: PolicyThresholds,
 ) -> tuple[list[Finding], dict[str, Any]]:
     qis_all = quasi_identifiers_for(plan, tags, extra_qis)
-    qis = [q for q in qis_all if q in released.columns]
+    qis = [q for q in qis_all if q in columns]
     sensitive = [
         s
         for s in dict.fromkeys([*(c for c, r in tags.items() if r == SENSITIVE), *plan.sensitive])
-        if s in released.columns and s not in qis
+        if s in columns and s not in qis
     ]
     risk: dict[str, Any] = {"output": "rows", "quasi_identifiers": qis, "sensitive": sensitive}
     if not qis_all:
-        return [no_quasi_identifiers(len(released))], risk
-    if not qis or released.empty:
+        return [no_quasi_identifiers(rows)], risk
+    if not qis or rows == 0:
         risk["note"] = "no quasi-identifier is released"
         return [], risk
-    exclude = suppressed_records(released, [q for q in plan.quasi_identifiers if q in qis])
-    data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
+    data, suppressed = classes_of(qis, sensitive, [q for q in plan.quasi_identifiers if q in qis])
     findings = []
     specs = list(thresholds.models or ())
     k_check = KAnonymity(thresholds.k).check(data)
@@ -569,7 +655,7 @@ def _risk_findings(
         k=None if k_check.value is None else int(k_check.value),
         classes=len(data),
         records=int(data.sizes.sum()),
-        suppressed=int(exclude.sum()),
+        suppressed=suppressed,
         max_prosecutor_risk=None if k_check.value is None else round(1.0 / k_check.value, 6),
     )
     size_specs = [s for s in specs if s.get("model") == "k_anonymity"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +163,17 @@ def _stack(measured: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     return stacked[[STATISTIC_COLUMN] + [c for c in stacked.columns if c != STATISTIC_COLUMN]]
 
 
+def population_after(models: Sequence[Any], released: int) -> tuple[list[Any], int | None]:
+    """The search's population-based models, measured again on the released table, and the
+    population size its uniqueness estimates take (None for a population smaller than the
+    ``released`` records: no estimate to give)."""
+    population = [m for m in models if hasattr(m, "population_size")]
+    size = population[0].population_size if population else None
+    if size is not None and size < released:
+        size = None
+    return population, size
+
+
 def _risk(df: pd.DataFrame, ctx: StepContext, *, after: bool = False) -> dict[str, Any] | None:
     """Risk profile from :func:`anonweb.core.assessment.profile.assess_risk`, when QIs are declared.
 
@@ -176,11 +187,9 @@ def _risk(df: pd.DataFrame, ctx: StepContext, *, after: bool = False) -> dict[st
     exclude = suppressed_records(df, qis) if after else None
     if not after:
         return assess_risk(df, quasi_identifiers=qis, sensitive=sensitive).to_dict()
-    # the search's population-based models, measured again on the released table
-    population = [m for m in ctx.state.get("models", ()) if hasattr(m, "population_size")]
-    size = population[0].population_size if population else None
-    if size is not None and size < len(df) - int(np.asarray(exclude).sum()):
-        size = None  # a population smaller than the release: no estimate to give
+    population, size = population_after(
+        ctx.state.get("models", ()), len(df) - int(np.asarray(exclude).sum())
+    )
     risk = assess_risk(
         df, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude, population_size=size
     ).to_dict()

@@ -75,6 +75,14 @@ Stability = int | None
 StabilityDecl = Stability | Callable[[Mapping[str, Any], "Plan"], Stability]
 CostFunc = Callable[..., Mapping[str, float] | None]
 
+# Where a step can run (see :mod:`anonweb.core.engine`): in memory only (the default: a step that
+# needs every row at once, or one not yet written for an engine), or on every engine, out of
+# core included (a step an engine runs row by row: it removes columns, or it is the generalization
+# search, which reads the engine's histogram and has the engine write its node).
+IN_MEMORY: tuple[str, ...] = ("pandas",)
+EVERY_ENGINE: tuple[str, ...] = ("pandas", "duckdb", "spark")
+EnginesDecl = tuple[str, ...] | Callable[[Mapping[str, Any]], tuple[str, ...]]
+
 
 @dataclass(frozen=True)
 class PlanContext:
@@ -111,6 +119,11 @@ class StepSpec:
     generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None
     recodes: bool = False
     output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None
+    engines: EnginesDecl = IN_MEMORY
+
+    def engines_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The engines that can run the step with these parameters."""
+        return tuple(self.engines(params) if callable(self.engines) else self.engines)
 
     def values_kept(self, params: Mapping[str, Any]) -> bool:
         """Whether every value the step writes into a column is one the column already held
@@ -183,6 +196,7 @@ def register_step(
     generalizes: Callable[[Mapping[str, Any], Plan], list[str]] | None = None,
     recodes: bool = False,
     output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
+    engines: EnginesDecl = IN_MEMORY,
 ) -> Callable[[StepFunc], StepFunc]:
     """Register ``func`` as the step ``kind``.
 
@@ -217,6 +231,10 @@ def register_step(
     afterwards (intervals, ranges, tokens), so later numeric steps cannot read them. A
     measurement declares ``output_columns(params)``, the columns of the table it releases, which
     the steps after it (post-processing) may name.
+
+    ``engines`` (or a function of the parameters) names the engines that can run the step
+    (:data:`IN_MEMORY` by default: a step whose output for one row depends on the others needs
+    the whole table in one process; :data:`EVERY_ENGINE` for one an engine runs out of core).
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
@@ -243,6 +261,7 @@ def register_step(
             generalizes,
             recodes,
             output_columns,
+            engines,
         )
         return func
 

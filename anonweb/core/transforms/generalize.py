@@ -32,6 +32,8 @@ from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
 from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
 from anonweb.core.release.steps import (
+    EVERY_ENGINE,
+    IN_MEMORY,
     ROW_WISE,
     UNBOUNDED,
     Plan,
@@ -299,6 +301,9 @@ SEARCH_REPORT = (
     generalizes=lambda params, plan: list(plan.quasi_identifiers),
     recodes=True,
     public_report=SEARCH_REPORT,
+    # the search reads the engine's histogram and the engine writes its node; blanking cells
+    # (local suppression) picks cells by looking at the other records of each class
+    engines=lambda params: IN_MEMORY if params.get("local_suppression") else EVERY_ENGINE,
 )
 def optimal_generalization_step(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
@@ -307,22 +312,13 @@ def optimal_generalization_step(
 
     if not ctx.quasi_identifiers:
         raise ParameterError("the plan declares no quasi-identifiers to generalize")
-    models = [
-        model_from_dict(m, ctx.hierarchies).for_table(len(df)) for m in params.get("models", [])
-    ]
+    models = search_models(params, ctx.hierarchies, len(df))
     result = optimal_generalization(
         df,
         quasi_identifiers=list(ctx.quasi_identifiers),
         hierarchies=ctx.hierarchies,
         models=models,
-        k=params.get("k", 1),
-        suppression=float(params.get("suppression", 0.0)),
-        metric=params.get("metric", "loss"),
-        aggregate=params.get("aggregate"),
-        max_nodes=params.get("max_nodes"),
-        time_limit=params.get("time_limit"),
-        levels=params.get("levels"),
-        alternatives=0 if params.get("levels") else ALTERNATIVES,
+        **search_options(params),
     )
     ctx.state["search"] = result
     ctx.state["models"] = models
@@ -332,15 +328,43 @@ def optimal_generalization_step(
     out = result.apply(df)
     report = result.to_dict()
     # the output checked again by each model's own check: what the release shows
-    checked = [KAnonymity(int(params.get("k", 1))), *models]
     data = class_data(
         out,
         quasi_identifiers=list(ctx.quasi_identifiers),
         sensitive=sorted({m.sensitive for m in models if m.sensitive is not None}),
         exclude=result.row_suppressed,
     )
-    report["model_checks"] = [m.check(data).to_dict() for m in checked]
+    report["model_checks"] = model_checks(data, params, models)
     return StepOutcome(out, report)
+
+
+def search_models(
+    params: Mapping[str, Any], hierarchies: Mapping[str, Hierarchy], rows: int
+) -> list[Any]:
+    """The step's privacy models (besides its ``k``), bound to a table of ``rows`` records."""
+    return [model_from_dict(m, hierarchies).for_table(rows) for m in params.get("models", [])]
+
+
+def search_options(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The search's settings from the step's parameters: one reading for a table in memory
+    (:func:`~anonweb.core.search.flash.optimal_generalization`) and for an engine's histogram
+    (:func:`~anonweb.core.search.flash.search_histogram`)."""
+    return {
+        "k": params.get("k", 1),
+        "suppression": float(params.get("suppression", 0.0)),
+        "metric": params.get("metric", "loss"),
+        "aggregate": params.get("aggregate"),
+        "max_nodes": params.get("max_nodes"),
+        "time_limit": params.get("time_limit"),
+        "levels": params.get("levels"),
+        "alternatives": 0 if params.get("levels") else ALTERNATIVES,
+    }
+
+
+def model_checks(data: Any, params: Mapping[str, Any], models: list[Any]) -> list[dict[str, Any]]:
+    """k and each model checked again, by its own check, on the released classes ``data``."""
+    checked = [KAnonymity(int(params.get("k", 1))), *models]
+    return [m.check(data).to_dict() for m in checked]
 
 
 def _with_local_suppression(

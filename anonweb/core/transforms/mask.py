@@ -36,6 +36,7 @@ import pandas as pd
 from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
 from anonweb.core.release.steps import (
+    EVERY_ENGINE,
     ROW_WISE,
     UNBOUNDED,
     Plan,
@@ -81,6 +82,7 @@ def _map_distinct(series: pd.Series, func: Callable[[Any], Any]) -> pd.Series:
     ),
     removes=lambda p: list(p["columns"]),
     public_report=("dropped",),
+    engines=EVERY_ENGINE,
 )
 def drop(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     return StepOutcome(df.drop(columns=params["columns"]), {"dropped": list(params["columns"])})

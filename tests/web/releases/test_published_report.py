@@ -114,7 +114,9 @@ def test_analysts_see_no_source_figure_or_cell(client, analyst, steward, release
 def test_the_published_report_keeps_only_public_keys(analyst, releases):
     for release in releases:
         report = api(analyst).get(f"/api/v1/releases/{release.pk}/").json()["report"]
-        assert set(report) <= {"steps", "privacy_cost", "rows_out", "risk_after", "row_order"}
+        public = {"steps", "privacy_cost", "rows_out", "risk_after", "row_order", "engine"}
+        assert set(report) <= public
+        assert report["engine"] == "pandas"  # which engine wrote it: no fact of the source
         for step, planned in zip(report["steps"], release.plan["steps"]):
             public = set(STEP_PUBLIC) | set(get_step(planned["kind"]).public_report)
             assert set(step) <= public, set(step) - public

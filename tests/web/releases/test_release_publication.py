@@ -94,7 +94,12 @@ def test_once_the_release_is_committed_the_reaper_cannot_fail_its_job(
     assert reaped == [0]
     assert job.status == JobStatus.SUCCEEDED and job.error == ""
     release = Release.objects.get()
-    assert job.result == {"release_id": release.pk, "version": 1, "rows": release.rows}
+    assert job.result == {
+        "release_id": release.pk,
+        "version": 1,
+        "rows": release.rows,
+        "engine": "pandas",
+    }
     assert AuditEvent.objects.filter(action="job.succeeded").count() == 1
     assert not AuditEvent.objects.filter(action="job.failed").exists()
 

@@ -135,22 +135,15 @@ class Command(BaseCommand):
 
         import numpy as np
 
-        from anonweb.core.engine.base import env_engine, peak_memory_bytes
+        from anonweb.core.engine.base import peak_memory_bytes
+        from anonweb.core.engine.select import choose_engine
         from anonweb.core.io.frame import read_table, sniff_separator
         from anonweb.core.release.make import make_release
         from anonweb.core.release.plan import read_plan
         from anonweb.core.release.publish import fresh_secrets
         from anonweb.core.release.recipients import parse_recipients, split_recipients
 
-        # A release is made in memory by the release core; the engines feed the measurements
-        # (assess) until that core takes an engine for its row-wise steps.
-        engine = (opts["engine"] or env_engine()).lower()
-        if engine not in ("auto", "pandas"):
-            raise CommandError(
-                f"--engine {engine}: a release is made in memory for now (--engine pandas); "
-                "the out-of-core engines measure tables (anonweb assess --engine ...)",
-                returncode=2,
-            )
+        engine = choose_engine(opts["engine"], opts["path"])
         if opts["plan"] and opts["qi"]:
             raise CommandError("use either --plan or --qi/--k, not both", returncode=2)
         plan = read_plan(opts["plan"]) if opts["plan"] else self._search_plan(opts)
@@ -168,9 +161,17 @@ class Command(BaseCommand):
         tags = {q: "quasi_identifier" for q in plan.quasi_identifiers}
         tags |= {c: "sensitive" for c in plan.sensitive}
         tags |= _pairs(opts["tag"], "--tag")
-        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         sep = _output_separator(opts["path"], opts["sep"], sniff_separator)
         rng = np.random.default_rng(opts["seed"])
+        extra = {
+            "purpose": purpose,
+            "recipient": recipient,
+            **({"recipients": list(recipients)} if recipients else {}),
+        }
+        if engine != "pandas":
+            self._run_on_engine(opts, plan, engine, tags=tags, rng=rng, sep=sep, extra=extra)
+            return
+        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         # keys not supplied in files are drawn fresh for this release and never written
         secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
         # the same path as the web's release job: intruder check, lineage, attacks,
@@ -186,11 +187,10 @@ class Command(BaseCommand):
             keep_order=opts["keep_order"],
         )
         gate = made.gate
+        made.published["engine"] = "pandas"  # as the web job's release says
         summary = self._summary(made.report, plan)
         summary.update(
-            purpose=purpose,
-            recipient=recipient,
-            **({"recipients": list(recipients)} if recipients else {}),
+            **extra,
             row_order=made.published["row_order"],
             published=made.published,
             gate=gate.to_dict(),
@@ -210,6 +210,9 @@ class Command(BaseCommand):
             )
         write_all(outputs)
         self.stdout.write(self._line(summary, len(made.frame)))
+        self._gate(gate, opts)
+
+    def _gate(self, gate, opts):
         if gate.blocking:
             codes = ", ".join(sorted({f.code for f in gate.blocking}))
             line = (
@@ -218,6 +221,86 @@ class Command(BaseCommand):
             if opts["fail_on_block"]:
                 raise CommandError(line, returncode=1)
             self.stderr.write(line)
+
+    def _run_on_engine(self, opts, plan, name, *, tags, rng, sep, extra):
+        """The release made out of core: the plan's steps an engine runs (dropping columns, the
+        generalization search), the release written by the engine and exported batch by batch.
+        The source's table is never read whole; what needs it (the attacks, the conflict check
+        against --earlier releases) is refused with the reason."""
+        import shutil
+        import tempfile
+
+        from anonweb.cli.output import Writer, write_all
+        from anonweb.core.engine.base import peak_memory_bytes
+        from anonweb.core.engine.select import estimated_rows, in_memory_limit, make_engine
+        from anonweb.core.io.export import EXPORT_FORMATS, export_parquet_file, format_for_path
+        from anonweb.core.release.make import make_engine_release
+        from anonweb.core.release.plan import validate_plan
+
+        for option, given in (
+            ("--earlier", opts["earlier"] or opts["id"]),
+            ("--sheet", opts["sheet"]),
+            ("--decimal ,", opts["decimal"] != "."),
+        ):
+            if given:
+                raise CommandError(
+                    f"{option} reads the table in memory: use --engine pandas, not {name}",
+                    returncode=2,
+                )
+        fmt = (
+            EXPORT_FORMATS[opts["out_format"]]
+            if opts["out_format"]
+            else format_for_path(opts["out"])
+        )
+        if fmt.name != "parquet" and fmt.sep is None:
+            raise CommandError(
+                f"the {name} engine writes Parquet or delimited text, not {fmt.described}",
+                returncode=2,
+            )
+        # refused at submission: an in-memory-only step on a table past the in-memory limit
+        validate_plan(
+            plan, rows=estimated_rows(opts["path"]), memory_rows=in_memory_limit(opts["engine"])
+        )
+        engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
+        target = Path(opts["out"]).resolve().parent
+        if not target.is_dir():
+            raise CommandError(
+                f"cannot write {opts['out']}: its directory does not exist", returncode=2
+            )
+        work = Path(tempfile.mkdtemp(prefix=".anonweb-release-", dir=target))
+        try:
+            made = make_engine_release(
+                opts["path"],
+                plan,
+                engine=engine,
+                out=work / "release.parquet",
+                rng=rng,
+                tags=tags,
+                keep_order=opts["keep_order"],
+            )
+            export_parquet_file(made.path, fmt, work / "export", sep=sep)
+            summary = self._summary(made.report, plan)
+            summary.update(
+                **extra,
+                row_order=made.published["row_order"],
+                published=made.published,
+                gate=made.gate.to_dict(),
+                lineage=made.lineage(),
+                conflicts=None,
+                engine=made.engine,
+                peak_memory_bytes=peak_memory_bytes(children=name == "spark"),
+            )
+            outputs: list[tuple[str, Writer | bytes | Path]] = [(opts["out"], work / "export")]
+            if opts["report"]:
+                outputs.append(
+                    (opts["report"], lambda f: json.dump(summary, f, indent=2, ensure_ascii=False))
+                )
+            write_all(outputs)
+        finally:
+            engine.close()
+            shutil.rmtree(work, ignore_errors=True)
+        self.stdout.write(self._line(summary, made.rows))
+        self._gate(made.gate, opts)
 
     @staticmethod
     def _earlier(opts, df, tags):

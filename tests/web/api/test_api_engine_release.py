@@ -1,0 +1,186 @@
+"""A release through the API with the engine forced (``ANONWEB_ENGINE``): upload, assess, a
+search release, download. DuckDB (and Spark) give the figures and the rows the in-memory engine
+gives; the job, its page and the release's page say which engine ran; a plan with a step that
+needs the whole table in memory is refused at submission past the in-memory limit."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from django.test import Client
+
+from anonweb.datasets.models import Dataset
+from anonweb.datasets.services import dataset_set_tags
+from anonweb.jobs.models import Job, JobKind
+from tests.core.release.test_engine_release import close, rows
+from tests.web.api.test_api import run_queued, upload
+from tests.web.api.test_api_releases import api
+
+pytestmark = pytest.mark.django_db
+
+ZIPS = ["47677", "47602", "47678", "47905"]
+PLAN = {
+    "version": 1,
+    "quasi_identifiers": ["age", "zip", "sex"],
+    "sensitive": ["disease"],
+    "hierarchies": {
+        "age": {"rows": [[a, f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"] for a in range(20, 70)]},
+        "zip": {"rows": [[z, z[:4] + "*", z[:3] + "**", "*"] for z in ZIPS]},
+        "sex": {"rows": [["F", "*"], ["M", "*"]]},
+    },
+    "steps": [
+        {"kind": "drop", "params": {"columns": ["name"]}},
+        {
+            "kind": "optimal_generalization",
+            "params": {
+                "k": 5,
+                "suppression": 0.05,
+                "models": [{"model": "distinct_l", "sensitive": "disease", "l": 2}],
+            },
+        },
+    ],
+}
+TAGS = {"name": "identifier", "age": "quasi_identifier", "zip": "quasi_identifier"}
+TAGS |= {"sex": "quasi_identifier", "disease": "sensitive"}
+SEARCH_FIGURES = ("levels", "suppressed", "k", "classes", "information_loss", "model_checks")
+
+
+def table() -> pd.DataFrame:
+    rng = np.random.default_rng(21)
+    n = 600
+    return pd.DataFrame(
+        {
+            "name": [f"person {i}" for i in range(n)],
+            "age": rng.integers(20, 70, n),
+            "zip": rng.choice(ZIPS, n),
+            "sex": rng.choice(["F", "M"], n),
+            "disease": rng.choice(["flu", "ulcer", "cancer"], n, p=[0.5, 0.3, 0.2]),
+        }
+    )
+
+
+def release_with(officer, monkeypatch, engine: str) -> dict:
+    """Upload, tag, assess and release with ``engine`` forced; the release's figures and rows."""
+    monkeypatch.setenv("ANONWEB_ENGINE", engine)
+    client = api(officer)
+    body = upload(client, name=f"people ({engine})", df=table(), filename="people.csv").json()
+    run_queued()
+    dataset = Dataset.objects.get(pk=body["id"])
+    dataset_set_tags(user=officer, dataset=dataset, tags=TAGS)
+    job_id = client.post(f"/api/v1/datasets/{dataset.pk}/assessments/").json()["job"]
+    run_queued()
+    assessed = client.get(f"/api/v1/jobs/{job_id}/").json()
+    assert assessed["status"] == "succeeded", assessed
+    assessed = Job.objects.get(pk=job_id).result
+    launched = client.post(
+        f"/api/v1/datasets/{dataset.pk}/releases/",
+        {"title": engine, "purpose": "tests", "recipient": "us", "plan": PLAN},
+        format="json",
+    )
+    assert launched.status_code == 202, launched.content
+    run_queued()
+    job = client.get(f"/api/v1/jobs/{launched.json()['job']}/").json()
+    assert job["status"] == "succeeded", job
+    stored = Job.objects.get(pk=launched.json()["job"])
+    assert stored.result["engine"] == engine
+    release = client.get(f"/api/v1/releases/{job['release']}/").json()
+    csv = client.get(f"/api/v1/releases/{job['release']}/download/")
+    assert csv.status_code == 200
+    parquet = client.get(f"/api/v1/releases/{job['release']}/download/?format=parquet")
+    assert parquet.status_code == 200
+    page = Client()
+    page.force_login(officer)
+    job_page = page.get(f"/jobs/{stored.pk}/").content.decode()
+    release_page = page.get(f"/releases/{job['release']}/").content.decode()
+    return {
+        "release": release,
+        "assessment": assessed,
+        "csv": pd.read_csv(io.BytesIO(b"".join(csv.streaming_content))),
+        "parquet": pd.read_parquet(io.BytesIO(b"".join(parquet.streaming_content))),
+        "job_page": job_page,
+        "release_page": release_page,
+    }
+
+
+def same_figures(memory: dict, ours: dict, engine: str) -> None:
+    a, b = memory["release"], ours["release"]
+    search_a = next(s for s in a["report"]["steps"] if s["kind"] == "optimal_generalization")
+    search_b = next(s for s in b["report"]["steps"] if s["kind"] == "optimal_generalization")
+    for key in SEARCH_FIGURES:
+        close(search_a[key], search_b[key], key)
+    for key in ("risk_before", "risk_after", "rows_in", "rows_out"):
+        close(a["report"][key], b["report"][key], key)
+    assert (a["report"]["engine"], b["report"]["engine"]) == ("pandas", engine)
+    assert a["rows"] == b["rows"] == 600
+    for fmt in ("csv", "parquet"):
+        assert list(memory[fmt].columns) == list(ours[fmt].columns)
+        assert rows(memory[fmt]) == rows(ours[fmt])
+    # the assessment (in memory) measured what the release's risk before says
+    risk = ours["assessment"]["risk"]
+    before = b["report"]["risk_before"]
+    assert (risk["k"], risk["classes"]) == (before["k"], before["classes"])
+    assert f'data-testid="job-engine">{engine}<' in ours["job_page"]
+    assert f'data-testid="release-engine">{engine}<' in ours["release_page"]
+
+
+def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeypatch):
+    memory = release_with(officer, monkeypatch, "pandas")
+    ours = release_with(officer, monkeypatch, "duckdb")
+    same_figures(memory, ours, "duckdb")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyspark") is None or shutil.which("java") is None,
+    reason="Spark needs pyspark and a Java runtime",
+)
+def test_a_release_on_spark_has_the_figures_and_rows_of_pandas(officer, monkeypatch):
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    monkeypatch.setenv("ANONWEB_SPARK_MASTER", "local[2]")
+    memory = release_with(officer, monkeypatch, "pandas")
+    ours = release_with(officer, monkeypatch, "spark")
+    same_figures(memory, ours, "spark")
+
+
+def test_an_in_memory_step_past_the_limit_is_refused_at_submission(officer, monkeypatch):
+    monkeypatch.delenv("ANONWEB_ENGINE", raising=False)
+    client = api(officer)
+    body = upload(client, name="people", df=table(), filename="people.csv").json()
+    run_queued()
+    dataset = Dataset.objects.get(pk=body["id"])
+    dataset_set_tags(user=officer, dataset=dataset, tags=TAGS)
+    plan = {
+        **PLAN,
+        "steps": [*PLAN["steps"], {"kind": "shuffle", "params": {"columns": ["disease"]}}],
+    }
+    monkeypatch.setenv("ANONWEB_ENGINE_AUTO_ROWS", "500")
+    body = {"title": "t", "purpose": "tests", "recipient": "us", "plan": plan}
+    response = client.post(f"/api/v1/datasets/{dataset.pk}/releases/", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "step 3 (shuffle) runs in memory only (its output for one row depends on the other "
+        "rows), and the table has 600 rows, more than the 500 an in-memory step may read "
+        "(ANONWEB_ENGINE_AUTO_ROWS): remove the step, or reach the goal with steps an "
+        "out-of-core engine runs (dropping columns, the generalization search with record "
+        "suppression)"
+    ]
+    assert not Job.objects.filter(kind=JobKind.ANONYMIZE).exists()
+    # with the pandas engine chosen by name, the same plan is accepted
+    monkeypatch.setenv("ANONWEB_ENGINE", "pandas")
+    response = client.post(f"/api/v1/datasets/{dataset.pk}/releases/", body, format="json")
+    assert response.status_code == 202, response.content
+    # and under the limit with DuckDB chosen by name: the steps DuckDB cannot run keep the
+    # job in memory, and it says so
+    monkeypatch.delenv("ANONWEB_ENGINE_AUTO_ROWS")
+    monkeypatch.setenv("ANONWEB_ENGINE", "duckdb")
+    response = client.post(f"/api/v1/datasets/{dataset.pk}/releases/", body, format="json")
+    assert response.status_code == 202, response.content
+    run_queued()
+    job = Job.objects.get(pk=response.json()["job"])
+    assert job.status == "succeeded", job.error
+    assert job.result["engine"] == "pandas"
