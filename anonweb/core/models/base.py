@@ -211,6 +211,18 @@ class PrivacyModel(ABC):
         with the input's rows). Itself by default."""
         return self
 
+    def with_population(self, population: Any) -> PrivacyModel:
+        """The model judged against ``population`` (a
+        :class:`~anonweb.core.models.population_table.PopulationTable`, or None when none was
+        given): a population-based model binds it here, refusing None if it needs one. Itself
+        by default."""
+        return self
+
+    @property
+    def population(self) -> Any:
+        """The population table the model reads (None for the models that read none)."""
+        return None
+
     def implied(self) -> tuple[PrivacyModel, ...]:
         """Monotonic models that every class satisfying this one satisfies too (necessary
         conditions): a search can settle whole sublattices with them before it checks this

@@ -218,11 +218,30 @@ class ClassData:
         sizes: NDArray[Any],
         counts: Mapping[str, SensitiveCounts] | Callable[[str], SensitiveCounts] | None = None,
         histograms: Callable[[str], tuple[SensitiveDomain, NDArray[Any]]] | None = None,
+        population: Callable[[Any], NDArray[Any]] | None = None,
     ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self._counts = counts
         self._built: dict[str, SensitiveCounts] = {}
         self._histograms = histograms
+        self._population = population
+        self._population_built: dict[int, NDArray[Any]] = {}
+
+    def population_sizes(self, population: Any) -> NDArray[Any]:
+        """The size in ``population`` (a
+        :class:`~anonweb.core.models.population_table.PopulationTable`) of each class, counted
+        at the same generalization (what k-map and δ-presence read). Refused when these classes
+        were formed without a way to find them in a population."""
+        got = self._population_built.get(id(population))
+        if got is None:
+            if self._population is None:
+                raise ParameterError(
+                    f"these classes cannot be matched with the population {population.name!r} "
+                    "(a population table is used by the search and the release's own checks)"
+                )
+            got = np.asarray(self._population(population), dtype=np.int64)
+            self._population_built[id(population)] = got
+        return got
 
     def histogram(self, name: str) -> tuple[SensitiveDomain, NDArray[Any]] | None:
         """The dense (classes x values) counts of ``name`` with its domain, when these classes
@@ -274,7 +293,13 @@ class ClassData:
                 sc.domain, sc.sizes[keep], remap[sc.cls[rows]], sc.val[rows], sc.cnt[rows]
             )
 
-        return ClassData(self.sizes[keep], counts)
+        population = None
+        if self._population is not None:
+
+            def population(table: Any) -> NDArray[Any]:
+                return self.population_sizes(table)[keep]
+
+        return ClassData(self.sizes[keep], counts, population=population)
 
 
 def _no_counts(name: str) -> SensitiveCounts:
@@ -314,15 +339,22 @@ def class_data(
     quasi_identifiers: Sequence[str],
     sensitive: Sequence[str] = (),
     exclude: NDArray[Any] | pd.Series | None = None,
+    population: Callable[[Any], NDArray[Any]] | None = None,
 ) -> ClassData:
     """The classes of ``df`` over its quasi-identifiers, for checking models on a table.
 
     ``exclude`` marks rows that form no class (suppressed records); they still count in the
-    table's distribution of each sensitive column.
+    table's distribution of each sensitive column. ``population(table)``, when given, is the
+    size in a population table of each row's class (see :meth:`ClassData.population_sizes`).
     """
     qis = check_columns(df, quasi_identifiers)
     return class_data_from_codes(
-        group_codes(df, qis), df, sensitive=sensitive, exclude=exclude, quasi_identifiers=qis
+        group_codes(df, qis),
+        df,
+        sensitive=sensitive,
+        exclude=exclude,
+        quasi_identifiers=qis,
+        population=population,
     )
 
 
@@ -333,8 +365,10 @@ def class_data_from_codes(
     sensitive: Sequence[str] = (),
     exclude: NDArray[Any] | pd.Series | None = None,
     quasi_identifiers: Sequence[str] = (),
+    population: Callable[[Any], NDArray[Any]] | None = None,
 ) -> ClassData:
-    """Classes given as one code per row of ``df`` (e.g. classes joined across two releases)."""
+    """Classes given as one code per row of ``df`` (e.g. classes joined across two releases);
+    ``population`` as for :func:`class_data`, per row of ``df``."""
     codes = np.asarray(codes, dtype=np.int64)
     if len(codes) != len(df):
         raise DataError(f"{len(codes)} class codes for a table of {len(df)} rows")
@@ -354,7 +388,16 @@ def class_data_from_codes(
         domain, values = sensitive_domain(df[name])
         return SensitiveCounts.from_codes(domain, kept_codes, values[keep], n_classes)
 
-    return ClassData(sizes, counts)
+    per_class = None
+    if population is not None:
+        row_population = population
+        first = np.empty(n_classes, dtype=np.int64)
+        first[kept_codes[::-1]] = np.arange(len(kept_codes) - 1, -1, -1)
+
+        def per_class(table: Any) -> NDArray[Any]:
+            return np.asarray(row_population(table))[keep][first]
+
+    return ClassData(sizes, counts, population=per_class)
 
 
 def _compact(codes: NDArray[Any]) -> tuple[NDArray[Any], int]:

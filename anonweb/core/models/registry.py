@@ -21,6 +21,7 @@ from anonweb.core.models.average_risk import AverageRisk
 from anonweb.core.models.base import CliFlag, Figure, PrivacyModel
 from anonweb.core.models.beta_likeness import BetaLikeness
 from anonweb.core.models.delta_disclosure import DeltaDisclosure
+from anonweb.core.models.delta_presence import DeltaPresence
 from anonweb.core.models.distinct_l import DistinctL
 from anonweb.core.models.entropy_l import EntropyL
 from anonweb.core.models.k_anonymity import KAnonymity
@@ -40,6 +41,7 @@ MODELS: list[type[PrivacyModel]] = [
     BetaLikeness,
     PopulationUniqueness,
     KMap,
+    DeltaPresence,
 ]
 # name -> (class, JSON fields), e.g. "t_closeness" -> (TCloseness, ("sensitive", "t", "distance"))
 MODEL_KINDS: dict[str, tuple[type[PrivacyModel], tuple[str, ...]]] = {}

@@ -18,11 +18,12 @@ Step kinds:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import HierarchyError, ParameterError
@@ -30,6 +31,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
+from anonweb.core.models.population_table import sample_rows
 from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
 from anonweb.core.release.steps import (
     ROW_WISE,
@@ -251,6 +253,12 @@ SEARCH_REPORT = (
             "models": sch.array(
                 MODEL_SCHEMA, "Privacy models besides k-anonymity", max_items=50, default=[]
             ),
+            "population_dataset": sch.integer(
+                "The team's dataset that is the population the table was drawn from (k-map "
+                "counts its classes, δ-presence compares with them)",
+                minimum=1,
+            )
+            | ADVANCED,
             "max_nodes": sch.integer(
                 "Stop after checking this many lattice nodes", minimum=1, maximum=100_000_000
             )
@@ -307,9 +315,14 @@ def optimal_generalization_step(
 
     if not ctx.quasi_identifiers:
         raise ParameterError("the plan declares no quasi-identifiers to generalize")
+    if params.get("population_dataset") and ctx.population is None:
+        raise ParameterError("the step names a population dataset that was not supplied")
     models = [
-        model_from_dict(m, ctx.hierarchies).for_table(len(df)) for m in params.get("models", [])
+        model_from_dict(m, ctx.hierarchies).for_table(len(df)).with_population(ctx.population)
+        for m in params.get("models", [])
     ]
+    # the population table, when a model reads it (a k-map given one counts it)
+    population = next((m.population for m in models if m.population is not None), None)
     result = optimal_generalization(
         df,
         quasi_identifiers=list(ctx.quasi_identifiers),
@@ -338,9 +351,32 @@ def optimal_generalization_step(
         quasi_identifiers=list(ctx.quasi_identifiers),
         sensitive=sorted({m.sensitive for m in models if m.sensitive is not None}),
         exclude=result.row_suppressed,
+        population=_row_population(df, result.levels, ctx) if population is not None else None,
     )
-    report["model_checks"] = [m.check(data).to_dict() for m in checked]
+    checks = [m.check(data) for m in checked]
+    report["model_checks"] = [c.to_dict() for c in checks]
+    if population is not None:
+        report["population"] = population.describe()
+        ctx.state["population_table"] = population.describe()
+        ctx.state["population_checks"] = [
+            c.to_dict() for m, c in zip(checked, checks) if m.population is not None
+        ]
     return StepOutcome(out, report)
+
+
+def _row_population(
+    df: pd.DataFrame, levels: Mapping[str, int], ctx: StepContext
+) -> Callable[[Any], NDArray[Any]]:
+    """The population's size of each row's class at the chosen levels (rows of the input, in
+    the output's order: the search keeps every row)."""
+    qis = list(ctx.quasi_identifiers)
+    rows = sample_rows(df, qis, ctx.hierarchies)
+
+    def sizes(population: Any) -> NDArray[Any]:
+        counts = population.bind(qis, ctx.hierarchies)
+        return counts.at([levels[q] for q in qis], rows)
+
+    return sizes
 
 
 def _with_local_suppression(
