@@ -47,7 +47,7 @@ class PopulationTable:
     _bound: dict[Any, PopulationCounts] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_frame(cls, df: pd.DataFrame, *, name: str) -> PopulationTable:
+    def from_frame(cls, df: pd.DataFrame, *, name: str = "population table") -> PopulationTable:
         if len(df) == 0:
             raise DataError(f"the population table {name!r} has no rows")
         return cls(df, str(name))
