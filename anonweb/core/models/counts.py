@@ -226,6 +226,15 @@ class ClassData:
         self._histograms = histograms
         self._population = population
         self._population_built: dict[int, NDArray[Any]] = {}
+        # per class, the records a record of it cannot be told apart from when a blank cell
+        # matches every value (sdcMicro's NA rule, after local suppression); None: its size
+        self.matching: NDArray[Any] | None = None
+
+    @property
+    def indistinguishable(self) -> NDArray[Any]:
+        """Per class, how many records each of its records is indistinguishable from: the
+        class's size, or with blanks (local suppression) the blank-aware count."""
+        return self.sizes if self.matching is None else self.matching
 
     def population_sizes(self, population: Any) -> NDArray[Any]:
         """The size in ``population`` (a
@@ -340,15 +349,19 @@ def class_data(
     sensitive: Sequence[str] = (),
     exclude: NDArray[Any] | pd.Series | None = None,
     population: Callable[[Any], NDArray[Any]] | None = None,
+    matching: NDArray[Any] | None = None,
 ) -> ClassData:
     """The classes of ``df`` over its quasi-identifiers, for checking models on a table.
 
     ``exclude`` marks rows that form no class (suppressed records); they still count in the
     table's distribution of each sensitive column. ``population(table)``, when given, is the
     size in a population table of each row's class (see :meth:`ClassData.population_sizes`).
+    ``matching`` gives, per row, the records it is indistinguishable from when a blank matches
+    every value (:attr:`ClassData.matching`; rows with the same cells, blanks included, form a
+    class and share it).
     """
     qis = check_columns(df, quasi_identifiers)
-    return class_data_from_codes(
+    data = class_data_from_codes(
         group_codes(df, qis),
         df,
         sensitive=sensitive,
@@ -356,6 +369,14 @@ def class_data(
         quasi_identifiers=qis,
         population=population,
     )
+    if matching is not None:
+        codes = group_codes(df, qis)
+        keep = np.ones(len(df), dtype=bool) if exclude is None else ~np.asarray(exclude, bool)
+        kept_codes, n_classes = _compact(codes[keep])
+        per_class = np.zeros(n_classes, dtype=np.int64)
+        per_class[kept_codes] = np.asarray(matching, dtype=np.int64)[keep]
+        data.matching = per_class
+    return data
 
 
 def class_data_from_codes(

@@ -50,6 +50,7 @@ from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import internal_step_keys
 from anonweb.core.release.steps import Plan
 from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
+from anonweb.core.transforms.local_suppression import na_matching_counts
 
 # Column roles as the datasets app stores them; "keep" is the explicit "keep as is".
 IDENTIFIER, QUASI_IDENTIFIER, SENSITIVE, OTHER, KEEP = (
@@ -561,7 +562,17 @@ def _risk_findings(
         risk["note"] = "no quasi-identifier is released"
         return [], risk
     exclude = suppressed_records(released, [q for q in plan.quasi_identifiers if q in qis])
-    data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
+    # after local suppression a blank cell matches every value (sdcMicro's NA rule): k is
+    # judged on the blank-aware counts, or the gate would count a blank as a value of its own
+    matching = None
+    if blanks_cells(plan):
+        matching = np.zeros(len(released), dtype=np.int64)
+        kept = ~np.asarray(exclude, dtype=bool)
+        matching[kept] = na_matching_counts(released[kept], quasi_identifiers=qis)
+        risk["k_blanks_matching"] = True
+    data = class_data(
+        released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude, matching=matching
+    )
     findings = []
     specs = list(thresholds.models or ())
     k_check = KAnonymity(thresholds.k).check(data)
@@ -603,6 +614,16 @@ def _risk_findings(
         table_wide = [m for m in policy_models(spec, sensitive) if m.sensitive is None]
         findings += _model_findings(table_wide, data, qis, risk)
     return findings, risk
+
+
+def blanks_cells(plan: Plan) -> bool:
+    """Whether the plan blanks cells of the quasi-identifiers (local suppression, as a step of
+    its own or in place of the search's record suppression)."""
+    return any(
+        step.kind == "local_suppression"
+        or (step.kind == "optimal_generalization" and bool(step.params.get("local_suppression")))
+        for step in plan.steps
+    )
 
 
 def _risk_key(model: PrivacyModel) -> str:

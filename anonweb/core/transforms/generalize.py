@@ -299,6 +299,7 @@ SEARCH_REPORT = (
             "levels": "Fixed hierarchy levels (no search)",
             "time_limit": "Time limit (seconds)",
             "local_suppression": "Blank cells instead of suppressing records",
+            "population_dataset": "Population dataset (for k-map and δ-presence)",
         },
         title="Optimal generalization (k-anonymity search)",
         **{"x-writes": "quasi_identifiers"},
