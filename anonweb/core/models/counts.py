@@ -416,7 +416,7 @@ def class_data_from_codes(
         first[kept_codes[::-1]] = np.arange(len(kept_codes) - 1, -1, -1)
 
         def per_class(table: Any) -> NDArray[Any]:
-            return np.asarray(row_population(table))[keep][first]
+            return np.asarray(np.asarray(row_population(table))[keep][first])
 
     return ClassData(sizes, counts, population=per_class)
 

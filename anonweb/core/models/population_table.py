@@ -94,7 +94,7 @@ def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> NDArray[Any]:
     if (found < 0).any():
         hierarchy.validate_covers(series)  # raises, naming the values
     found[found == MISSING] = len(hierarchy.rows)
-    return np.append(found, len(hierarchy.rows))[codes]
+    return np.asarray(np.append(found, len(hierarchy.rows))[codes])
 
 
 @dataclass(eq=False)

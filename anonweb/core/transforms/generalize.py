@@ -375,7 +375,7 @@ def _row_population(
 
     def sizes(population: Any) -> NDArray[Any]:
         counts = population.bind(qis, ctx.hierarchies)
-        return counts.at([levels[q] for q in qis], rows)
+        return np.asarray(counts.at([levels[q] for q in qis], rows))
 
     return sizes
 
