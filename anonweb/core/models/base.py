@@ -170,6 +170,9 @@ class PrivacyModel(ABC):
     cli_flags: ClassVar[tuple[CliFlag, ...]] = ()
     # the release gate's finding code when the model is a team-policy threshold
     policy_code: ClassVar[str] = "risk_model"
+    # whether a team policy may ask for it (not a model that needs a population table, which
+    # a policy for every dataset of the team cannot name)
+    policy_threshold: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

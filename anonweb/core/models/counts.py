@@ -219,6 +219,7 @@ class ClassData:
         counts: Mapping[str, SensitiveCounts] | Callable[[str], SensitiveCounts] | None = None,
         histograms: Callable[[str], tuple[SensitiveDomain, NDArray[Any]]] | None = None,
         population: Callable[[Any], NDArray[Any]] | None = None,
+        records: tuple[NDArray[Any], Callable[[str], pd.Series]] | None = None,
     ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self._counts = counts
@@ -226,9 +227,38 @@ class ClassData:
         self._histograms = histograms
         self._population = population
         self._population_built: dict[int, NDArray[Any]] = {}
+        # per record kept: its class, and a column's values (see record_values); None when
+        # the classes were formed without their records (the search's roll-ups)
+        self.record_class: NDArray[Any] | None = None if records is None else records[0]
+        self._records: Callable[[str], pd.Series] | None = None if records is None else records[1]
         # per class, the records a record of it cannot be told apart from when a blank cell
         # matches every value (sdcMicro's NA rule, after local suppression); None: its size
         self.matching: NDArray[Any] | None = None
+
+    def record_values(self, name: str, what: str) -> pd.Series:
+        """Column ``name`` of each record kept in the classes (aligned with
+        :attr:`record_class`), for the models that read a further column per record (survey
+        weights, household ids); ``what`` names the model that asks, for the refusal."""
+        if self._records is None or self.record_class is None:
+            raise ParameterError(
+                f"{what} is judged on a table's records (the release gate, the assessment), "
+                "not on classes rolled up by the search"
+            )
+        return self._records(name)
+
+    def weight_sums(self, weights: str | None, what: str) -> NDArray[Any]:
+        """The sum of the survey weights of each class's records (``F_k``); without a weight
+        column, the class sizes (every record stands for itself)."""
+        if weights is None:
+            return self.sizes.astype(float)
+        values = self.record_values(weights, what)
+        w = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if not np.isfinite(w).all() or (w < 1).any():
+            raise DataError(
+                f"{what}: the weight column {weights!r} needs a number of at least 1 per record"
+            )
+        assert self.record_class is not None
+        return np.bincount(self.record_class, weights=w, minlength=len(self.sizes))
 
     @property
     def indistinguishable(self) -> NDArray[Any]:
@@ -418,7 +448,11 @@ def class_data_from_codes(
         def per_class(table: Any) -> NDArray[Any]:
             return np.asarray(np.asarray(row_population(table))[keep][first])
 
-    return ClassData(sizes, counts, population=per_class)
+    def records(name: str) -> pd.Series:
+        require_columns(df, [name], role="column")
+        return df[name][keep].reset_index(drop=True)
+
+    return ClassData(sizes, counts, population=per_class, records=(kept_codes, records))
 
 
 def _compact(codes: NDArray[Any]) -> tuple[NDArray[Any], int]:

@@ -79,7 +79,7 @@ class DeltaPresence(PrivacyModel):
             value_type=str,
         ),
     )
-    policy_code = "delta_presence"
+    policy_threshold = False
 
     def __post_init__(self) -> None:
         low = require_number(self.min, "δ min")

@@ -28,6 +28,7 @@ from anonweb.core.models.k_anonymity import KAnonymity
 from anonweb.core.models.k_map import KMap
 from anonweb.core.models.population_uniqueness import PopulationUniqueness
 from anonweb.core.models.recursive_l import RecursiveCL
+from anonweb.core.models.survey_risk import GlobalRisk, HouseholdRiskCeiling
 from anonweb.core.models.t_closeness import TCloseness
 
 MODELS: list[type[PrivacyModel]] = [
@@ -42,6 +43,8 @@ MODELS: list[type[PrivacyModel]] = [
     PopulationUniqueness,
     KMap,
     DeltaPresence,
+    GlobalRisk,
+    HouseholdRiskCeiling,
 ]
 # name -> (class, JSON fields), e.g. "t_closeness" -> (TCloseness, ("sensitive", "t", "distance"))
 MODEL_KINDS: dict[str, tuple[type[PrivacyModel], tuple[str, ...]]] = {}

@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from anonweb.core.attacks.gate import attack_findings
 from anonweb.core.conflicts.check import ConflictReport
 from anonweb.core.conflicts.gate import conflict_findings
-from anonweb.core.errors import ParameterError
+from anonweb.core.errors import CoreError, ParameterError
 from anonweb.core.findings import BLOCK, WARN, Finding
 from anonweb.core.models import KAnonymity, class_data
 from anonweb.core.models.base import PrivacyModel, require_int, require_number
@@ -84,6 +84,11 @@ def policy_spec_check(spec: object) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise ParameterError(f"a policy model is an object like a plan's, got {spec!r}")
     cls = model_class(spec.get("model"))
+    if not cls.policy_threshold:
+        raise ParameterError(
+            f"{cls.kind} cannot be a team-policy threshold: it needs a population table, "
+            "which a plan's search names"
+        )
     filled = dict(spec)
     if "sensitive" in cls.fields and "sensitive" not in filled:
         filled["sensitive"] = _ANY_COLUMN
@@ -639,7 +644,23 @@ def _model_findings(
     """Each model of the policy checked by its own check; a failure is a blocking finding."""
     out = []
     for model in models:
-        check = model.check(data)
+        try:
+            check = model.check(data)
+        except CoreError as exc:
+            # a threshold the release cannot be judged by (its weight or household column is
+            # not released, say) blocks it: the gate fails closed
+            out.append(
+                Finding(
+                    model.policy_code,
+                    BLOCK,
+                    f"The policy asks for {model.describe()}, which this release cannot be "
+                    f"judged by: {exc}",
+                    tuple(qis),
+                    0,
+                    {"model": model.to_dict()},
+                )
+            )
+            continue
         key = _risk_key(model)
         if model.sensitive is not None:
             value = check.value
