@@ -92,7 +92,8 @@ def policy_spec_check(spec: object) -> dict[str, Any]:
     filled = dict(spec)
     if "sensitive" in cls.fields and "sensitive" not in filled:
         filled["sensitive"] = _ANY_COLUMN
-    model_from_dict(filled)
+    # judged with no population table: a k-map without a population size is refused here
+    model_from_dict(filled).with_population(None)
     return dict(spec)
 
 
