@@ -66,6 +66,13 @@ class Command(BaseCommand):
             "--household", default=None, metavar="COL", help="household-id column (household risk)"
         )
         parser.add_argument(
+            "--risk-method",
+            choices=("approx", "exact"),
+            default=None,
+            help="individual risk of keys of more than two records: sdcMicro's approximation "
+            "(default) or its exact series",
+        )
+        parser.add_argument(
             "--suda2", action="store_true", help="minimal sample uniques and SUDA scores"
         )
         parser.add_argument(
@@ -181,7 +188,11 @@ def _wants_survey(options) -> bool:
     if options["suda2_max_size"] is not None and not options["suda2"]:
         raise ParameterError("--suda2-max-size needs --suda2")
     return bool(
-        options["weights"] or options["household"] or options["suda2"] or options["records"]
+        options["weights"]
+        or options["household"]
+        or options["suda2"]
+        or options["records"]
+        or options["risk_method"]
     )
 
 
@@ -216,6 +227,7 @@ def _survey(df, qis, options):
         household=options["household"],
         with_suda2=options["suda2"],
         suda2_max_size=size,
+        method=options["risk_method"] or "approx",
     )
 
 
