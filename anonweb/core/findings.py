@@ -65,6 +65,15 @@ CODES: dict[str, str] = {
         "figure is beyond the policy's threshold, e.g. a sensitive value's relative gain in a "
         "class beyond β)."
     ),
+    "risk_global": (
+        "After the plan, the global re-identification risk (sdcMicro's mean individual risk "
+        "with the survey weights: expected re-identifications per record) is above the team's "
+        "maximum."
+    ),
+    "risk_household": (
+        "After the plan, some household's risk (the chance that at least one of its members "
+        "is re-identified, sdcMicro's household risk) is above the team's maximum."
+    ),
     "risk_prosecutor": (
         "After the plan, some records' prosecutor re-identification risk (1 / class size) is "
         "above the team's maximum."

@@ -167,6 +167,7 @@ def dataset_assess(request, dataset_id: int):
                 "household": request.POST.get("household") or None,
                 "suda2": bool(request.POST.get("suda2")),
                 "suda2_max_size": request.POST.get("suda2_max_size") or None,
+                "risk_method": request.POST.get("risk_method") or None,
             },
         )
         job = job_create(

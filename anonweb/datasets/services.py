@@ -103,7 +103,8 @@ def dataset_set_tags(*, user: User, dataset: Dataset, tags: dict[str, str]) -> D
 def survey_params(*, dataset: Dataset, params: dict) -> dict:
     """The survey-risk parameters of a profile job, checked against the dataset's columns:
     ``weights`` and ``household`` (column names or absent), ``suda2`` (bool) and
-    ``suda2_max_size`` (1 to 10). Raises ParameterError with a sentence for the officer."""
+    ``suda2_max_size`` (1 to 10), ``risk_method`` ("approx", sdcMicro's default, or "exact"; kept
+    only when it is "exact"). Raises ParameterError with a sentence for the officer."""
     out: dict = {}
     for key, what in (("weights", "survey-weight"), ("household", "household-id")):
         col = params.get(key) or None
@@ -126,6 +127,13 @@ def survey_params(*, dataset: Dataset, params: dict) -> dict:
         if not 1 <= size <= 10:
             raise ParameterError(f"the largest MSU size must lie between 1 and 10, got {size}")
         out["suda2_max_size"] = size
+    method = params.get("risk_method") or "approx"
+    if method not in ("approx", "exact"):
+        raise ParameterError(
+            f"the individual risk method is 'approx' or 'exact' (sdcMicro's), got {method!r}"
+        )
+    if method == "exact" and out:  # the default is not recorded: old jobs read the same
+        out["risk_method"] = method
     return out
 
 
@@ -171,6 +179,7 @@ def dataset_profile(
                 household=survey.get("household"),
                 with_suda2=bool(survey.get("suda2")),
                 suda2_max_size=survey.get("suda2_max_size"),
+                method=survey.get("risk_method", "approx"),
             )
             result["risk"]["survey"] = {
                 "weights_column": survey.get("weights"),

@@ -25,7 +25,7 @@ from anonweb.core.release.plan import plan_costs, plan_from_dict, validate_plan
 from anonweb.core.release.steps import Plan
 from anonweb.core.search.metrics import DEFAULT_AGGREGATE
 from anonweb.datasets.hierarchy_suggestion import suggest_hierarchy
-from anonweb.datasets.models import Dataset
+from anonweb.datasets.models import Dataset, DatasetStatus
 from anonweb.datasets.selectors import hierarchies_for, plan_with_hierarchies
 from anonweb.datasets.storage import load_value_counts
 
@@ -308,7 +308,60 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
         # a table past the in-memory limit is released by an out-of-core engine
         memory_rows=in_memory_limit(),
     )
+    population_dataset_for(dataset, plan)
     return parsed
+
+
+def population_dataset_for(dataset: Dataset, plan: Mapping[str, Any]) -> Dataset | None:
+    """The dataset a plan's search names as its population (``"population_dataset": id`` on
+    the search step), checked: a ready dataset of the same team holding the plan's
+    quasi-identifiers. A dataset of another team is refused with the same words as one that
+    does not exist, so a plan cannot probe other teams' datasets. A population-based model
+    that needs a population (δ-presence; k-map without a population size) and has none is
+    refused too. None when the plan names no population."""
+    searches = [
+        s.get("params") or {}
+        for s in plan.get("steps") or []
+        if isinstance(s, Mapping) and s.get("kind") == "optimal_generalization"
+    ]
+    named = {p["population_dataset"] for p in searches if p.get("population_dataset")}
+    problems = []
+    for params in searches:
+        if params.get("population_dataset"):
+            continue
+        for spec in params.get("models") or []:
+            if spec.get("model") == "delta_presence" or (
+                spec.get("model") == "k_map" and spec.get("population_size") is None
+            ):
+                problems.append(
+                    f"{_model_name(spec)} needs a population: choose the population dataset "
+                    "of the search (another dataset of the team holding the same people)"
+                )
+    if len(named) > 1:
+        problems.append("a plan's searches name one population dataset")
+    if problems:
+        raise PlanError(problems)
+    if not named:
+        return None
+    wanted = named.pop()
+    population = Dataset.objects.filter(
+        pk=wanted, team_id=dataset.team_id, status=DatasetStatus.READY, purged_at__isnull=True
+    ).first()
+    if population is None:
+        raise PlanError([f"population dataset {wanted}: no such dataset in this team"])
+    qis = [q for q in plan.get("quasi_identifiers") or [] if q not in population.column_names]
+    if qis:
+        raise PlanError(
+            [
+                f"the population dataset {population.name!r} lacks the quasi-identifier(s) "
+                f"{', '.join(map(repr, qis))}"
+            ]
+        )
+    return population
+
+
+def _model_name(spec: Mapping[str, Any]) -> str:
+    return "δ-presence" if spec.get("model") == "delta_presence" else f"{spec.get('k')}-map"
 
 
 def _names_uploaded(plan: Mapping[str, Any]) -> bool:

@@ -15,15 +15,17 @@ from django.conf import settings
 
 from anonweb.common.files import files
 from anonweb.core.engine.select import choose_engine, make_engine
+from anonweb.core.models.population_table import PopulationTable
 from anonweb.core.release.make import engine_problems, make_engine_release, make_release
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets
 from anonweb.core.release.report import public_plan
+from anonweb.datasets.models import Dataset
 from anonweb.datasets.selectors import plan_with_hierarchies
 from anonweb.datasets.services import dataset_hierarchy_from_file, dataset_parse, dataset_profile
 from anonweb.datasets.storage import load_frame, stored_parquet
 from anonweb.jobs.models import Job, JobKind
-from anonweb.jobs.planning import check_web_plan
+from anonweb.jobs.planning import check_web_plan, population_dataset_for
 from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_name
 from anonweb.releases.attacks import release_attacks_run, save_control_rows
@@ -99,6 +101,15 @@ def run_attack(job: Job, progress: Progress) -> dict:
     return release_attacks_run(release=release, source=source, progress=progress)
 
 
+def _population(dataset: Dataset, plan: dict) -> PopulationTable | None:
+    """The population dataset the plan's search names, checked again as at submission (it
+    may have been deleted or purged since), read from storage."""
+    population = population_dataset_for(dataset, plan)
+    if population is None:
+        return None
+    return PopulationTable.from_frame(load_frame(population.storage_key), name=population.name)
+
+
 @runner(JobKind.ANONYMIZE)
 def run_anonymize(
     job: Job,
@@ -149,6 +160,7 @@ def run_anonymize(
         earlier=lambda: earlier_releases(dataset=dataset),
         before_spending=before_spending,
         progress=made_progress,
+        population=_population(dataset, plan_dict),
     )
     progress(85, "writing the release and measuring its utility")
     made.report["engine"] = made.published["engine"] = "pandas"

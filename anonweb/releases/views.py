@@ -256,6 +256,8 @@ def _policy_parameters():
     from anonweb.core.models.registry import MODELS
 
     for cls in MODELS:
+        if not cls.policy_threshold:
+            continue
         for param, schema in (cls.schema or {}).get("properties", {}).items():
             if param == "sensitive":
                 continue
@@ -276,6 +278,8 @@ def _policy_field(name, cls, param, schema):
         return forms.IntegerField(required=required, label=label, **bounds)
     if schema.get("type") == "number":
         return forms.FloatField(required=required, label=label, **bounds)
+    if "x-column" in schema:  # a column the released tables carry (weights, household ids)
+        return forms.CharField(required=False, label=label, max_length=300)
     choices = [("", "—")] + [(v, v) for v in schema.get("enum", ())]
     return forms.ChoiceField(required=False, choices=choices, label=label)
 

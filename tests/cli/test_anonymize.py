@@ -367,9 +367,57 @@ def test_k_map_flag_reaches_the_search(tmp_path):
     assert len(checks) == 1 and checks[0]["satisfied"]
     bad = run(*args, "--k-map", "three", "--population-size", "9")
     assert bad.returncode == 2 and "--k-map" in bad.stderr
-    # a population table is not offered: the option is unknown, not taken for something else
-    bad = run(*args, "--k-map", "3", "--population-table", str(FIX / "test2.csv"))
-    assert bad.returncode == 2 and "--population-table" in bad.stderr
+
+
+def _doubled_population(tmp_path):
+    """test2's 9 people, each twice: every class of test2 holds half of its population's."""
+    people = pd.read_csv(FIX / "test2.csv", sep=";")
+    path = tmp_path / "people.csv"
+    pd.concat([people, people], ignore_index=True).to_csv(path, sep=";", index=False)
+    return path
+
+
+def test_k_map_and_delta_presence_read_a_population_table(tmp_path):
+    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
+    people = str(_doubled_population(tmp_path))
+    args = [*toy_args(), "--out", str(out), "--report", str(rep), "--population-table", people]
+    # every class of one record is two people: 2-map holds with nothing generalized
+    p = run(*args, "--k-map", "2")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    assert report["levels"] == {"ZIPCode": 0, "Age": 0}
+    assert report["plan"]["steps"][0]["params"]["models"] == [{"model": "k_map", "k": 2}]
+    check = next(c for c in report["model_checks"] if c["model"]["model"] == "k_map")
+    assert check["satisfied"] and check["value"] == 2
+    assert check["description"] == "2-map (population table 'people.csv', 18 people)"
+    assert report["risk_after"]["population_table"] == {"name": "people.csv", "rows": 18}
+    # 3-map needs classes of two records (four people)
+    p = run(*args, "--k-map", "3")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(rep.read_text())["k"] >= 2
+    # δ = 1/2 in every class at every node: (0, 0.5) holds at once, (0, 0.4) nowhere
+    p = run(*args, "--delta-presence", "0:0.5")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(rep.read_text())
+    assert report["levels"] == {"ZIPCode": 0, "Age": 0}
+    check = next(c for c in report["model_checks"] if c["model"]["model"] == "delta_presence")
+    assert check["value"] == 0.5 and check["satisfied"]
+    p = run(*args, "--delta-presence", "0:0.4")
+    assert p.returncode == 2 and "no generalization satisfies" in p.stderr
+
+
+def test_population_models_refuse_what_they_cannot_judge(tmp_path):
+    out = tmp_path / "out.csv"
+    args = [*toy_args(), "--out", str(out)]
+    p = run(*args, "--delta-presence", "0:0.5")
+    assert p.returncode == 2 and "needs a population table" in p.stderr
+    p = run(*args, "--delta-presence", "0.5")
+    assert p.returncode == 2 and "MIN:MAX" in p.stderr
+    # a table with a record the population lacks is not part of it
+    fewer = tmp_path / "fewer.csv"
+    pd.read_csv(FIX / "test2.csv", sep=";").iloc[1:].to_csv(fewer, sep=";", index=False)
+    p = run(*args, "--k-map", "2", "--population-table", str(fewer))
+    assert p.returncode == 2 and "not part of the population 'fewer.csv'" in p.stderr
 
 
 def test_average_risk_flag_reaches_the_search_and_the_gate(tmp_path):

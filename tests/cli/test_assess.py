@@ -246,3 +246,33 @@ def test_model_flags_check_the_table_as_it_is(tmp_path):
     assert "model_checks" not in json.loads(run(*args).stdout)
     bad = run(*args, "--beta-likeness", "disease=many")
     assert bad.returncode == 2 and "--beta-likeness: 'many' is not a number" in bad.stderr
+
+
+def test_a_population_table_gives_exact_figures_and_judges_k_map_and_delta_presence(tmp_path):
+    # 12 people; the table holds 5 of them: (21,1301) x2, (22,1301), (31,1402), (33,1301),
+    # which the population holds 2, 1, 3 and 1 times
+    people = tmp_path / "people.csv"
+    people.write_text(
+        "age,zip\n21,1301\n21,1302\n22,1301\n25,1401\n31,1402\n31,1402\n33,1301\n35,1302\n"
+        "21,1301\n22,1401\n31,1402\n33,1302\n"
+    )
+    table = tmp_path / "table.csv"
+    table.write_text("age,zip\n21,1301\n22,1301\n31,1402\n33,1301\n21,1301\n")
+    args = [str(table), "--qi", "age,zip", "--population-table", str(people), "--format", "json"]
+    p = run(*args, "--k-map", "2", "--delta-presence", "0:0.7")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    population = report["population_table"]
+    assert (population["name"], population["rows"]) == ("people.csv", 12)
+    assert population["journalist_risk"]["max"] == 1.0  # (22,1301): one person
+    # marketer: (2/2 + 1/1 + 1/3 + 1/1) / 5 records
+    assert population["marketer_risk"] == pytest.approx((1 + 1 + 1 / 3 + 1) / 5)
+    k_map, delta = report["model_checks"]
+    # 2-map: (22,1301) and (33,1301) are one person each
+    assert (k_map["satisfied"], k_map["value"], k_map["failing_records"]) == (False, 1.0, 2)
+    # δ: 1, 1, 1/3, 1; above 0.7: three classes, four records
+    assert (delta["value"], delta["failing_classes"], delta["failing_records"]) == (1.0, 3, 4)
+    # a table with more of someone than the population holds is not part of it
+    table.write_text("age,zip\n22,1301\n22,1301\n")
+    p = run(*args, "--k-map", "2")
+    assert p.returncode == 2 and "not part of the population" in p.stderr

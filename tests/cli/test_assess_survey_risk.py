@@ -117,3 +117,21 @@ def test_bad_input_exits_2_with_a_plain_message(args, message):
     assert message in p.stderr
     assert "Traceback" not in p.stderr
     assert p.stdout == ""
+
+
+def test_risk_method_exact_gives_sdcmicros_exact_series():
+    # sdcMicro's indivRisk(method = "exact") on the same table: the keys of three records
+    # (0.01369863 approx) are 0.01355297; keys of one or two records are the same either way
+    exact = [0.01355297, 0.08579129, 0.01355297, 0.17707583]
+    exact += [0.01877883, 0.01877883, 0.03931625, 0.01355297]
+    p = run("--weights", "weight", "--risk-method", "exact", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    ind = json.loads(p.stdout)["individual_risk"]
+    assert ind["method"] == "exact"
+    assert ind["expected_reidentifications"] == pytest.approx(sum(exact), abs=1e-7)
+    p = run("--weights", "weight", "--risk-method", "approx", "--format", "json")
+    ind = json.loads(p.stdout)["individual_risk"]
+    assert ind["method"] == "approx"
+    assert ind["expected_reidentifications"] == pytest.approx(sum(SDCMICRO), abs=1e-7)
+    bad = run("--weights", "weight", "--risk-method", "series")
+    assert bad.returncode == 2 and "--risk-method" in bad.stderr

@@ -235,6 +235,28 @@ def population_uniqueness_ok(sizes: list[int], model: dict) -> bool:
     return share <= model["max"] + 1e-12
 
 
+def population_class_ok(
+    sample: pd.DataFrame, population: pd.DataFrame, qis: list[str], model: dict
+) -> dict[tuple, bool]:
+    """For each class of the (generalized) sample, whether it satisfies a population-based
+    model, the population generalized the same way: k-map (at least k people of the
+    population share the class's values) or δ-presence (δmin <= sample / population <= δmax,
+    as ARX's DPresence)."""
+
+    def keys(df):
+        return [tuple(None if _missing(v) else v for v in r) for r in df[qis].itertuples(False)]
+
+    in_sample, in_population = Counter(keys(sample)), Counter(keys(population))
+    out = {}
+    for key, count in in_sample.items():
+        people = in_population[key]
+        if model["model"] == "k_map":
+            out[key] = people >= model["k"]
+        else:
+            out[key] = people > 0 and model["min"] <= count / people <= model["max"]
+    return out
+
+
 def brute_force(
     df: pd.DataFrame,
     hierarchies: dict[str, list[list[str]]],
@@ -242,9 +264,11 @@ def brute_force(
     models: list[dict],
     suppression: float,
     how: str = "geometric",
+    population: pd.DataFrame | None = None,
 ):
     """Every node of the lattice: classes failing any model are suppressed if they fit within
     the limit; the node of least aggregated Loss wins (ties: the lowest sum of levels, then the lexicographically first node).
+    ``population`` is the population table k-map and δ-presence read.
     Returns (score, node, per-QI losses, suppressed rows) or None."""
     limit = math.floor(suppression * len(df) + 1e-9)
     heights = [len(hierarchies[q][0]) for q in qis]
@@ -259,7 +283,11 @@ def brute_force(
             if m["model"] in ("average_risk", "population_uniqueness"):
                 continue
             spec = {k: v for k, v in m.items() if k != "hierarchy_rows"}
-            ok = per_class_ok(gen, qis, spec, t_hier.get(m.get("sensitive")))
+            if m["model"] in ("k_map", "delta_presence"):
+                assert population is not None, "a population-based model needs the population"
+                ok = population_class_ok(gen, generalize(population, hierarchies, node), qis, spec)
+            else:
+                ok = per_class_ok(gen, qis, spec, t_hier.get(m.get("sensitive")))
             bad |= np.array([not ok[k] for k in keys])
         if bad.sum() > limit:
             continue

@@ -21,6 +21,7 @@ from anonweb.core.risk.individual import (
     DEFAULT_THRESHOLDS,
     HouseholdRisk,
     IndividualRisk,
+    Method,
     household_risk,
     individual_risk,
 )
@@ -145,15 +146,22 @@ def survey_risk(
     suda2_max_size: int | None = None,
     with_suda2: bool = False,
     thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    method: Method = "approx",
 ) -> SurveyRisk:
     """Individual risk of ``df`` (never modified); household risk when ``household`` names
-    the household-id column; SUDA2 when ``with_suda2`` (MSUs up to ``suda2_max_size``)."""
+    the household-id column; SUDA2 when ``with_suda2`` (MSUs up to ``suda2_max_size``).
+    ``method`` is sdcMicro's for keys of more than two records: ``approx`` (its default) or
+    ``exact`` (the series)."""
     if household is not None and household in quasi_identifiers:
         raise ParameterError(f"the household column {household!r} cannot be a quasi-identifier")
     if household is not None and household == weights:
         raise ParameterError(f"{household!r} cannot be both the weight and the household column")
     ind = individual_risk(
-        df, quasi_identifiers=quasi_identifiers, weights=weights, thresholds=thresholds
+        df,
+        quasi_identifiers=quasi_identifiers,
+        weights=weights,
+        thresholds=thresholds,
+        method=method,
     )
     hh = None
     if household is not None:

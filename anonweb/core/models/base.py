@@ -170,6 +170,9 @@ class PrivacyModel(ABC):
     cli_flags: ClassVar[tuple[CliFlag, ...]] = ()
     # the release gate's finding code when the model is a team-policy threshold
     policy_code: ClassVar[str] = "risk_model"
+    # whether a team policy may ask for it (not a model that needs a population table, which
+    # a policy for every dataset of the team cannot name)
+    policy_threshold: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -210,6 +213,18 @@ class PrivacyModel(ABC):
         table's size, such as k-map's sampling fraction, binds it here; the search calls this
         with the input's rows). Itself by default."""
         return self
+
+    def with_population(self, population: Any) -> PrivacyModel:
+        """The model judged against ``population`` (a
+        :class:`~anonweb.core.models.population_table.PopulationTable`, or None when none was
+        given): a population-based model binds it here, refusing None if it needs one. Itself
+        by default."""
+        return self
+
+    @property
+    def population(self) -> Any:
+        """The population table the model reads (None for the models that read none)."""
+        return None
 
     def implied(self) -> tuple[PrivacyModel, ...]:
         """Monotonic models that every class satisfying this one satisfies too (necessary

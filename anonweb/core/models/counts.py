@@ -224,11 +224,69 @@ class ClassData:
         sizes: NDArray[Any],
         counts: Mapping[str, SensitiveCounts] | Callable[[str], SensitiveCounts] | None = None,
         histograms: Callable[[str], tuple[SensitiveDomain, NDArray[Any]]] | None = None,
+        population: Callable[[Any], NDArray[Any]] | None = None,
+        records: tuple[NDArray[Any], Callable[[str], pd.Series]] | None = None,
     ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self._counts = counts
         self._built: dict[str, SensitiveCounts] = {}
         self._histograms = histograms
+        self._population = population
+        self._population_built: dict[int, NDArray[Any]] = {}
+        # per record kept: its class, and a column's values (see record_values); None when
+        # the classes were formed without their records (the search's roll-ups)
+        self.record_class: NDArray[Any] | None = None if records is None else records[0]
+        self._records: Callable[[str], pd.Series] | None = None if records is None else records[1]
+        # per class, the records a record of it cannot be told apart from when a blank cell
+        # matches every value (sdcMicro's NA rule, after local suppression); None: its size
+        self.matching: NDArray[Any] | None = None
+
+    def record_values(self, name: str, what: str) -> pd.Series:
+        """Column ``name`` of each record kept in the classes (aligned with
+        :attr:`record_class`), for the models that read a further column per record (survey
+        weights, household ids); ``what`` names the model that asks, for the refusal."""
+        if self._records is None or self.record_class is None:
+            raise ParameterError(
+                f"{what} is judged on a table's records (the release gate, the assessment), "
+                "not on classes rolled up by the search"
+            )
+        return self._records(name)
+
+    def weight_sums(self, weights: str | None, what: str) -> NDArray[Any]:
+        """The sum of the survey weights of each class's records (``F_k``); without a weight
+        column, the class sizes (every record stands for itself)."""
+        if weights is None:
+            return self.sizes.astype(float)
+        values = self.record_values(weights, what)
+        w = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if not np.isfinite(w).all() or (w < 1).any():
+            raise DataError(
+                f"{what}: the weight column {weights!r} needs a number of at least 1 per record"
+            )
+        assert self.record_class is not None
+        return np.bincount(self.record_class, weights=w, minlength=len(self.sizes))
+
+    @property
+    def indistinguishable(self) -> NDArray[Any]:
+        """Per class, how many records each of its records is indistinguishable from: the
+        class's size, or with blanks (local suppression) the blank-aware count."""
+        return self.sizes if self.matching is None else self.matching
+
+    def population_sizes(self, population: Any) -> NDArray[Any]:
+        """The size in ``population`` (a
+        :class:`~anonweb.core.models.population_table.PopulationTable`) of each class, counted
+        at the same generalization (what k-map and δ-presence read). Refused when these classes
+        were formed without a way to find them in a population."""
+        got = self._population_built.get(id(population))
+        if got is None:
+            if self._population is None:
+                raise ParameterError(
+                    f"these classes cannot be matched with the population {population.name!r} "
+                    "(a population table is used by the search and the release's own checks)"
+                )
+            got = np.asarray(self._population(population), dtype=np.int64)
+            self._population_built[id(population)] = got
+        return got
 
     def histogram(self, name: str) -> tuple[SensitiveDomain, NDArray[Any]] | None:
         """The dense (classes x values) counts of ``name`` with its domain, when these classes
@@ -280,7 +338,13 @@ class ClassData:
                 sc.domain, sc.sizes[keep], remap[sc.cls[rows]], sc.val[rows], sc.cnt[rows]
             )
 
-        return ClassData(self.sizes[keep], counts)
+        population = None
+        if self._population is not None:
+
+            def population(table: Any) -> NDArray[Any]:
+                return self.population_sizes(table)[keep]
+
+        return ClassData(self.sizes[keep], counts, population=population)
 
 
 def _no_counts(name: str) -> SensitiveCounts:
@@ -320,16 +384,35 @@ def class_data(
     quasi_identifiers: Sequence[str],
     sensitive: Sequence[str] = (),
     exclude: NDArray[Any] | pd.Series | None = None,
+    population: Callable[[Any], NDArray[Any]] | None = None,
+    matching: NDArray[Any] | None = None,
 ) -> ClassData:
     """The classes of ``df`` over its quasi-identifiers, for checking models on a table.
 
     ``exclude`` marks rows that form no class (suppressed records); they still count in the
-    table's distribution of each sensitive column.
+    table's distribution of each sensitive column. ``population(table)``, when given, is the
+    size in a population table of each row's class (see :meth:`ClassData.population_sizes`).
+    ``matching`` gives, per row, the records it is indistinguishable from when a blank matches
+    every value (:attr:`ClassData.matching`; rows with the same cells, blanks included, form a
+    class and share it).
     """
     qis = check_columns(df, quasi_identifiers)
-    return class_data_from_codes(
-        group_codes(df, qis), df, sensitive=sensitive, exclude=exclude, quasi_identifiers=qis
+    data = class_data_from_codes(
+        group_codes(df, qis),
+        df,
+        sensitive=sensitive,
+        exclude=exclude,
+        quasi_identifiers=qis,
+        population=population,
     )
+    if matching is not None:
+        codes = group_codes(df, qis)
+        keep = np.ones(len(df), dtype=bool) if exclude is None else ~np.asarray(exclude, bool)
+        kept_codes, n_classes = _compact(codes[keep])
+        per_class = np.zeros(n_classes, dtype=np.int64)
+        per_class[kept_codes] = np.asarray(matching, dtype=np.int64)[keep]
+        data.matching = per_class
+    return data
 
 
 def class_data_from_codes(
@@ -339,8 +422,10 @@ def class_data_from_codes(
     sensitive: Sequence[str] = (),
     exclude: NDArray[Any] | pd.Series | None = None,
     quasi_identifiers: Sequence[str] = (),
+    population: Callable[[Any], NDArray[Any]] | None = None,
 ) -> ClassData:
-    """Classes given as one code per row of ``df`` (e.g. classes joined across two releases)."""
+    """Classes given as one code per row of ``df`` (e.g. classes joined across two releases);
+    ``population`` as for :func:`class_data`, per row of ``df``."""
     codes = np.asarray(codes, dtype=np.int64)
     if len(codes) != len(df):
         raise DataError(f"{len(codes)} class codes for a table of {len(df)} rows")
@@ -360,7 +445,20 @@ def class_data_from_codes(
         domain, values = sensitive_domain(df[name])
         return SensitiveCounts.from_codes(domain, kept_codes, values[keep], n_classes)
 
-    return ClassData(sizes, counts)
+    per_class = None
+    if population is not None:
+        row_population = population
+        first = np.empty(n_classes, dtype=np.int64)
+        first[kept_codes[::-1]] = np.arange(len(kept_codes) - 1, -1, -1)
+
+        def per_class(table: Any) -> NDArray[Any]:
+            return np.asarray(np.asarray(row_population(table))[keep][first])
+
+    def records(name: str) -> pd.Series:
+        require_columns(df, [name], role="column")
+        return df[name][keep].reset_index(drop=True)
+
+    return ClassData(sizes, counts, population=per_class, records=(kept_codes, records))
 
 
 def _compact(codes: NDArray[Any]) -> tuple[NDArray[Any], int]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
@@ -42,10 +43,12 @@ class KAnonymity(PrivacyModel):
         return f"{self.k}-anonymity"
 
     def measure(self, data: ClassData) -> NDArray[Any]:
-        return data.sizes
+        # a class's size; after local suppression, the blank-aware count (a blank matches
+        # every value, as sdcMicro counts NA): a blanked record hides among more records
+        return data.indistinguishable
 
     def passes(self, data: ClassData) -> NDArray[Any]:
-        return data.sizes >= self.k
+        return np.asarray(data.indistinguishable >= self.k)
 
     def policy_message(self, check: ModelCheck, *, quasi_identifiers: Sequence[str]) -> str:
         k = None if check.value is None else int(check.value)

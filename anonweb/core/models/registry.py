@@ -21,12 +21,14 @@ from anonweb.core.models.average_risk import AverageRisk
 from anonweb.core.models.base import CliFlag, Figure, PrivacyModel
 from anonweb.core.models.beta_likeness import BetaLikeness
 from anonweb.core.models.delta_disclosure import DeltaDisclosure
+from anonweb.core.models.delta_presence import DeltaPresence
 from anonweb.core.models.distinct_l import DistinctL
 from anonweb.core.models.entropy_l import EntropyL
 from anonweb.core.models.k_anonymity import KAnonymity
 from anonweb.core.models.k_map import KMap
 from anonweb.core.models.population_uniqueness import PopulationUniqueness
 from anonweb.core.models.recursive_l import RecursiveCL
+from anonweb.core.models.survey_risk import GlobalRisk, HouseholdRiskCeiling
 from anonweb.core.models.t_closeness import TCloseness
 
 MODELS: list[type[PrivacyModel]] = [
@@ -40,6 +42,9 @@ MODELS: list[type[PrivacyModel]] = [
     BetaLikeness,
     PopulationUniqueness,
     KMap,
+    DeltaPresence,
+    GlobalRisk,
+    HouseholdRiskCeiling,
 ]
 # name -> (class, JSON fields), e.g. "t_closeness" -> (TCloseness, ("sensitive", "t", "distance"))
 MODEL_KINDS: dict[str, tuple[type[PrivacyModel], tuple[str, ...]]] = {}

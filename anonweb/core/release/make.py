@@ -207,6 +207,7 @@ def make_release(
     keep_order: bool = False,
     before_spending: Callable[[], None] | None = None,
     progress: Callable[[float, str], None] | None = None,
+    population: Any = None,
 ) -> MadeRelease:
     """Make a release of ``table`` (never modified) with ``plan``.
 
@@ -214,7 +215,8 @@ def make_release(
     policy, ``earlier`` the earlier live releases of the source (or a function returning them,
     called once the plan has run, so releases written meanwhile are counted). ``attacks`` sets
     the attack evaluation (default: the plan's own ``attacks``). ``before_spending`` runs before
-    any mechanism reads the data. ``progress(fraction, what)`` reports how far it is."""
+    any mechanism reads the data. ``progress(fraction, what)`` reports how far it is.
+    ``population`` is the population table the search's population-based models read."""
     thresholds = thresholds or PolicyThresholds()
     # Tags in one order, the plan's columns first and then the table's, so the columns each
     # check lists come in the same order whatever order the caller's mapping has (a dataset's
@@ -240,6 +242,7 @@ def make_release(
         keep_order=keep_order,
         before_spending=before_spending,
         progress=step_progress,
+        population=population,
     )
     report, output = made.report, made.frame
     released = made.aligned if made.aligned is not None else output

@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from anonweb.core.attacks.gate import attack_findings
 from anonweb.core.conflicts.check import ConflictReport
 from anonweb.core.conflicts.gate import conflict_findings
-from anonweb.core.errors import ParameterError
+from anonweb.core.errors import CoreError, ParameterError
 from anonweb.core.findings import BLOCK, WARN, Finding
 from anonweb.core.models import KAnonymity, class_data
 from anonweb.core.models.base import PrivacyModel, require_int, require_number
@@ -50,6 +50,7 @@ from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.report import internal_step_keys
 from anonweb.core.release.steps import Plan
 from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
+from anonweb.core.transforms.local_suppression import na_matching_counts
 
 # Column roles as the datasets app stores them; "keep" is the explicit "keep as is".
 IDENTIFIER, QUASI_IDENTIFIER, SENSITIVE, OTHER, KEEP = (
@@ -83,10 +84,16 @@ def policy_spec_check(spec: object) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise ParameterError(f"a policy model is an object like a plan's, got {spec!r}")
     cls = model_class(spec.get("model"))
+    if not cls.policy_threshold:
+        raise ParameterError(
+            f"{cls.kind} cannot be a team-policy threshold: it needs a population table, "
+            "which a plan's search names"
+        )
     filled = dict(spec)
     if "sensitive" in cls.fields and "sensitive" not in filled:
         filled["sensitive"] = _ANY_COLUMN
-    model_from_dict(filled)
+    # judged with no population table: a k-map without a population size is refused here
+    model_from_dict(filled).with_population(None)
     return dict(spec)
 
 
@@ -265,7 +272,7 @@ def evaluate_release(
         found, risk = _risk_findings(
             list(released.columns),
             len(released),
-            _frame_classes(released),
+            _frame_classes(released, blanks_match=blanks_cells(plan)),
             plan,
             tags,
             extra_qis,
@@ -616,10 +623,26 @@ def quasi_identifiers_for(
 ClassesOf = Callable[[list[str], list[str], list[str]], tuple[Any, int]]
 
 
-def _frame_classes(released: pd.DataFrame) -> ClassesOf:
+def _frame_classes(released: pd.DataFrame, *, blanks_match: bool = False) -> ClassesOf:
+    """The classes of a released table in memory. ``blanks_match``: the plan blanked cells
+    (local suppression), so a blank matches every value, as sdcMicro counts NA, and k is judged
+    on the blank-aware counts; counting a blank as a value of its own would refuse releases that
+    local suppression made k-anonymous."""
+
     def classes(qis: list[str], sensitive: list[str], star: list[str]) -> tuple[Any, int]:
         exclude = suppressed_records(released, star)
-        data = class_data(released, quasi_identifiers=qis, sensitive=sensitive, exclude=exclude)
+        matching = None
+        if blanks_match:
+            matching = np.zeros(len(released), dtype=np.int64)
+            kept = ~np.asarray(exclude, dtype=bool)
+            matching[kept] = na_matching_counts(released[kept], quasi_identifiers=qis)
+        data = class_data(
+            released,
+            quasi_identifiers=qis,
+            sensitive=sensitive,
+            exclude=exclude,
+            matching=matching,
+        )
         return data, int(exclude.sum())
 
     return classes
@@ -648,6 +671,10 @@ def _risk_findings(
         risk["note"] = "no quasi-identifier is released"
         return [], risk
     data, suppressed = classes_of(qis, sensitive, [q for q in plan.quasi_identifiers if q in qis])
+    if blanks_cells(plan):
+        # after local suppression a blank cell matches every value (sdcMicro's NA rule): the
+        # classes counted k on the blank-aware counts (see ``_frame_classes``)
+        risk["k_blanks_matching"] = True
     findings = []
     specs = list(thresholds.models or ())
     k_check = KAnonymity(thresholds.k).check(data)
@@ -691,6 +718,16 @@ def _risk_findings(
     return findings, risk
 
 
+def blanks_cells(plan: Plan) -> bool:
+    """Whether the plan blanks cells of the quasi-identifiers (local suppression, as a step of
+    its own or in place of the search's record suppression)."""
+    return any(
+        step.kind == "local_suppression"
+        or (step.kind == "optimal_generalization" and bool(step.params.get("local_suppression")))
+        for step in plan.steps
+    )
+
+
 def _risk_key(model: PrivacyModel) -> str:
     """Where the risk after keeps a model's figure: ``k``, ``l`` and ``t`` as before, the
     others under their kind."""
@@ -704,7 +741,23 @@ def _model_findings(
     """Each model of the policy checked by its own check; a failure is a blocking finding."""
     out = []
     for model in models:
-        check = model.check(data)
+        try:
+            check = model.check(data)
+        except CoreError as exc:
+            # a threshold the release cannot be judged by (its weight or household column is
+            # not released, say) blocks it: the gate fails closed
+            out.append(
+                Finding(
+                    model.policy_code,
+                    BLOCK,
+                    f"The policy asks for {model.describe()}, which this release cannot be "
+                    f"judged by: {exc}",
+                    tuple(qis),
+                    0,
+                    {"model": model.to_dict()},
+                )
+            )
+            continue
         key = _risk_key(model)
         if model.sensitive is not None:
             value = check.value

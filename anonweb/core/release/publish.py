@@ -97,10 +97,17 @@ def publish(
     before_spending: Callable[[], None] | None = None,
     public_plan: Mapping[str, Any] | None = None,
     progress: Callable[[float, str], None] | None = None,
+    population: Any = None,
 ) -> Published:
     """Run ``plan`` on ``df`` and prepare its release (see the module's notes)."""
     output, report = apply_plan(
-        df, plan, rng=rng, secrets=secrets, before_spending=before_spending, progress=progress
+        df,
+        plan,
+        rng=rng,
+        secrets=secrets,
+        before_spending=before_spending,
+        progress=progress,
+        population=population,
     )
     internal = scrub_report(report.to_dict())
     aligned = None

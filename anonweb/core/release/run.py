@@ -60,13 +60,16 @@ def apply_plan(
     measure_risk: bool = True,
     before_spending: Callable[[], None] | None = None,
     progress: Callable[[float, str], None] | None = None,
+    population: Any = None,
 ) -> tuple[pd.DataFrame, PlanReport]:
     """Run the plan's steps in order on a copy of ``df``; returns the result and a report.
 
     ``before_spending`` is called once, just before the first step with a privacy cost reads the
     data (a budget ledger marks its reservation spent there; raising stops the plan). Several DP
     measurements in a row each read the table the steps before them produced; their outputs are
-    stacked, each row labelled with its ``statistic``."""
+    stacked, each row labelled with its ``statistic``. ``population`` is the population
+    table (:class:`~anonweb.core.models.population_table.PopulationTable`) the population-based
+    models of the search read."""
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng must be a numpy.random.Generator")
     specs = validate_plan(plan, [str(c) for c in df.columns])
@@ -77,6 +80,7 @@ def apply_plan(
         quasi_identifiers=tuple(plan.quasi_identifiers),
         sensitive=tuple(plan.sensitive),
         hierarchies=resolve_hierarchies(plan.hierarchies, df),
+        population=population,
     )
     before = _risk(df, ctx) if measure_risk else None
     frame, reports = df, []
@@ -167,7 +171,13 @@ def population_after(models: Sequence[Any], released: int) -> tuple[list[Any], i
     """The search's population-based models, measured again on the released table, and the
     population size its uniqueness estimates take (None for a population smaller than the
     ``released`` records: no estimate to give)."""
-    population = [m for m in models if hasattr(m, "population_size")]
+    # models judged against a population table were checked on the released table by the
+    # search step, which knows the levels to count the population at: their checks are kept
+    population = [
+        m
+        for m in models
+        if hasattr(m, "population_size") and getattr(m, "population", None) is None
+    ]
     size = population[0].population_size if population else None
     if size is not None and size < released:
         size = None
@@ -196,6 +206,9 @@ def _risk(df: pd.DataFrame, ctx: StepContext, *, after: bool = False) -> dict[st
     if population:
         data = class_data(df, quasi_identifiers=qis, exclude=exclude)
         risk["population_models"] = [m.check(data).to_dict() for m in population]
+    if ctx.state.get("population_checks"):
+        risk.setdefault("population_models", []).extend(ctx.state["population_checks"])
+        risk["population_table"] = ctx.state["population_table"]
     if "cells_blanked" in ctx.state:
         # local suppression's own k: a blank matches every value (sdcMicro's rule)
         counts = na_matching_counts(df[~np.asarray(exclude)], quasi_identifiers=qis)

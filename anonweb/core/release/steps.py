@@ -39,6 +39,9 @@ class StepContext:
     sensitive: tuple[str, ...] = ()
     hierarchies: Mapping[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    # the population the table was drawn from (a PopulationTable), for the models that read
+    # one (k-map counted, δ-presence)
+    population: Any = None
     # Rows of this step's input that one person's row can change (1 after row-wise steps): a DP
     # step states its cost at this distance.
     distance: int = 1

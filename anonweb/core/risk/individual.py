@@ -240,3 +240,14 @@ def household_risk(
         household_risk=per_household,
         thresholds=ths,
     )
+
+
+def class_risk(
+    sample_frequency: NDArray[Any], weight_sum: NDArray[Any], method: Method = "approx"
+) -> NDArray[Any]:
+    """The individual risk of the records of each key, from its sample frequency ``f_k`` and
+    the sum of its records' weights ``F_k`` (the estimator above): what a privacy model reads
+    from a table's classes."""
+    if method not in ("approx", "exact"):
+        raise ParameterError(f"individual risk method must be 'approx' or 'exact', got {method!r}")
+    return _frequency_risk(np.asarray(sample_frequency), np.asarray(weight_sum, float), method)

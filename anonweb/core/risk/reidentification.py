@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.errors import ParameterError
+from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
@@ -104,12 +104,14 @@ def records_above(
 
 
 def population_class_sizes(
-    df: pd.DataFrame, ec: EquivalenceClasses, population: pd.DataFrame
+    df: pd.DataFrame, ec: EquivalenceClasses, population: pd.DataFrame, *, strict: bool = False
 ) -> NDArray[Any]:
     """Size in ``population`` of each sample class (matched on the QI values, missing = missing).
 
     A class absent from the population table, or smaller there than in the sample, gets its
-    sample size: the sample is part of the population, so the table must be incomplete.
+    sample size: the sample is part of the population, so the table must be incomplete. With
+    ``strict`` such a table is refused instead (k-map and δ-presence count the population's
+    people, which an incomplete table would misstate).
     """
     qis = list(ec.quasi_identifiers)
     require_columns(population, qis, role="quasi-identifier in the population table")
@@ -125,6 +127,12 @@ def population_class_sizes(
     codes = combine_codes(cols, len(both))
     sample_codes, pop_codes = codes[: len(sample)], codes[len(sample) :]
     pop_sizes = np.bincount(pop_codes, minlength=codes.max() + 1)
+    over = pop_sizes[sample_codes] < ec.sizes
+    if strict and over.any():
+        raise DataError(
+            f"the table is not part of the population: {int(over.sum())} combination(s) of "
+            f"{', '.join(qis)} occur more often in the table than in the population"
+        )
     return np.maximum(pop_sizes[sample_codes], ec.sizes)
 
 

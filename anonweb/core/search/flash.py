@@ -43,6 +43,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.k_anonymity import KAnonymity
+from anonweb.core.models.population_table import PopulationCounts
 from anonweb.core.risk.classes import SUPPRESSED
 from anonweb.core.search.lattice import (
     ClassTable,
@@ -147,7 +148,7 @@ class _Checker:
         implied = [i for m in models if m.per_class and not m.monotonic for i in m.implied()]
         self.mono = sorted(
             [*(m for m in models if m.per_class and m.monotonic), *implied],
-            key=lambda m: getattr(m, "sensitive", None) is not None,
+            key=lambda m: not _sizes_only(m),
         )
         self.other = [m for m in models if m.per_class and not m.monotonic]
         self.table_wide = [m for m in models if not m.per_class]
@@ -157,15 +158,55 @@ class _Checker:
             for s, i in self.sa_index.items()
         }
         self.only_mono = all(m.monotonic for m in models)
+        self.populations = self._populations(models)
 
-    def _data(self, sizes: NDArray[Any], hist: Callable[[int], NDArray[Any]]) -> ClassData:
+    def _populations(self, models: Sequence[PrivacyModel]) -> dict[int, PopulationCounts]:
+        """The population tables the models read, encoded against the search's hierarchies,
+        each checked to hold the table (ARX's research subset)."""
+        found: dict[int, PopulationCounts] = {}
+        hierarchies = {q.name: q.hierarchy for q in self.table.qis}
+        for m in models:
+            pop = m.population
+            if pop is None or id(pop) in found:
+                continue
+            counts = pop.bind([q.name for q in self.table.qis], hierarchies)
+            bottom = np.zeros(len(self.table.qis), dtype=np.int64)
+            inv, n, sizes = self.table.group_sizes(bottom, None, self.table.weights)
+            first = np.empty(n, dtype=np.int64)
+            first[inv[::-1]] = np.arange(len(inv) - 1, -1, -1)
+            assert sizes is not None
+            counts.check_subset(self.table.qi_rows[first], sizes)
+            found[id(pop)] = counts
+        return found
+
+    def _population(
+        self, levels: Sequence[tuple[int, ...]], reps: Sequence[NDArray[Any]]
+    ) -> Callable[[Any], NDArray[Any]] | None:
+        """The population's size of each class of the nodes ``levels`` (classes represented
+        by the distinct rows ``reps``, node after node), for the models that read one."""
+        if not self.populations:
+            return None
+
+        def sizes(population: Any) -> NDArray[Any]:
+            counts = self.populations[id(population)]
+            parts = [counts.at(lv, self.table.qi_rows[r]) for lv, r in zip(levels, reps)]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+        return sizes
+
+    def _data(
+        self,
+        sizes: NDArray[Any],
+        hist: Callable[[int], NDArray[Any]],
+        population: Callable[[Any], NDArray[Any]] | None = None,
+    ) -> ClassData:
         def counts(name: str) -> SensitiveCounts:
             return SensitiveCounts.from_histogram(self.domains[name], hist(self.sa_index[name]))
 
         def dense(name: str) -> tuple[SensitiveDomain, NDArray[Any]]:
             return self.domains[name], hist(self.sa_index[name])
 
-        return ClassData(sizes, counts, dense)
+        return ClassData(sizes, counts, dense, population)
 
     def check(
         self, levels: Sequence[int] | NDArray[Any], parent: ClassTable | None = None
@@ -177,7 +218,7 @@ class _Checker:
         """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
         monotonic models (those not among ``mono``)."""
         sizes = ct.sizes
-        data = self._data(sizes, ct.hist)
+        data = self._data(sizes, ct.hist, self._population([ct.levels], [ct.rep]))
         for m in mono:
             # one at a time, k-anonymity first: a node it rejects needs no value histograms
             fail |= ~m.passes(data)
@@ -198,8 +239,8 @@ class _Checker:
         (k-anonymity) reject: those decide the batch at once, and the value histograms are
         built only for the nodes they accept, as :meth:`check` would."""
         batch = self.table.classes_many(nodes, parents, [])
-        sizes_only = [m for m in self.mono if getattr(m, "sensitive", None) is None]
-        rest = [m for m in self.mono if getattr(m, "sensitive", None) is not None]
+        sizes_only = [m for m in self.mono if _sizes_only(m)]
+        rest = [m for m in self.mono if not _sizes_only(m)]
         data = ClassData(batch.sizes)
         fail = np.zeros(len(batch.sizes), dtype=bool)
         for m in sizes_only:
@@ -219,7 +260,8 @@ class _Checker:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
         batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
         sizes = batch.sizes
-        data = self._data(sizes, batch.hists.__getitem__)
+        reps = [batch.rep[batch.starts[b] : batch.starts[b + 1]] for b in range(len(parents))]
+        data = self._data(sizes, batch.hists.__getitem__, self._population(batch.levels, reps))
         fail = np.zeros(len(sizes), dtype=bool)
         for m in self.mono:
             fail |= ~m.passes(data)
@@ -240,6 +282,11 @@ class _Checker:
                 lo, hi = batch.starts[b], batch.starts[b + 1]
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
+
+
+def _sizes_only(model: PrivacyModel) -> bool:
+    """Whether the model reads nothing but the class sizes (k-anonymity, estimated k-map)."""
+    return getattr(model, "sensitive", None) is None and model.population is None
 
 
 def _lex_less(

@@ -296,6 +296,9 @@ class EncodedTable:
         self._cards = [int(c) for c in self.all_cards]
         self.width = self.row_codes.shape[1]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
+        # per distinct row, the hierarchy row of each QI's value: what a class is found by in a
+        # population table (:mod:`anonweb.core.models.population_table`)
+        self.qi_rows = np.ascontiguousarray(base[:, :d])
         self.heights = np.array([q.height for q in self.qis])
         # distinct rows that differ only in their sensitive values fall in one class at every
         # node: grouping a node from scratch needs only the distinct quasi-identifier rows

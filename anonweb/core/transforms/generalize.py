@@ -18,11 +18,12 @@ Step kinds:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core import schema as sch
 from anonweb.core.errors import HierarchyError, ParameterError
@@ -30,6 +31,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
+from anonweb.core.models.population_table import sample_rows
 from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
 from anonweb.core.release.steps import (
     EVERY_ENGINE,
@@ -253,6 +255,12 @@ SEARCH_REPORT = (
             "models": sch.array(
                 MODEL_SCHEMA, "Privacy models besides k-anonymity", max_items=50, default=[]
             ),
+            "population_dataset": sch.integer(
+                "The team's dataset that is the population the table was drawn from (k-map "
+                "counts its classes, δ-presence compares with them)",
+                minimum=1,
+            )
+            | ADVANCED,
             "max_nodes": sch.integer(
                 "Stop after checking this many lattice nodes", minimum=1, maximum=100_000_000
             )
@@ -293,6 +301,7 @@ SEARCH_REPORT = (
             "levels": "Fixed hierarchy levels (no search)",
             "time_limit": "Time limit (seconds)",
             "local_suppression": "Blank cells instead of suppressing records",
+            "population_dataset": "Population dataset (for k-map and δ-presence)",
         },
         title="Optimal generalization (k-anonymity search)",
         **{"x-writes": "quasi_identifiers"},
@@ -303,7 +312,12 @@ SEARCH_REPORT = (
     public_report=SEARCH_REPORT,
     # the search reads the engine's histogram and the engine writes its node; blanking cells
     # (local suppression) picks cells by looking at the other records of each class
-    engines=lambda params: IN_MEMORY if params.get("local_suppression") else EVERY_ENGINE,
+    # local suppression blanks cells row by row, and a population table is counted in memory
+    engines=lambda params: (
+        IN_MEMORY
+        if params.get("local_suppression") or params.get("population_dataset")
+        else EVERY_ENGINE
+    ),
 )
 def optimal_generalization_step(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
@@ -312,7 +326,11 @@ def optimal_generalization_step(
 
     if not ctx.quasi_identifiers:
         raise ParameterError("the plan declares no quasi-identifiers to generalize")
-    models = search_models(params, ctx.hierarchies, len(df))
+    if params.get("population_dataset") and ctx.population is None:
+        raise ParameterError("the step names a population dataset that was not supplied")
+    models = search_models(params, ctx.hierarchies, len(df), population=ctx.population)
+    # the population table, when a model reads it (a k-map given one counts it)
+    population = next((m.population for m in models if m.population is not None), None)
     result = optimal_generalization(
         df,
         quasi_identifiers=list(ctx.quasi_identifiers),
@@ -333,16 +351,33 @@ def optimal_generalization_step(
         quasi_identifiers=list(ctx.quasi_identifiers),
         sensitive=sorted({m.sensitive for m in models if m.sensitive is not None}),
         exclude=result.row_suppressed,
+        population=_row_population(df, result.levels, ctx) if population is not None else None,
     )
-    report["model_checks"] = model_checks(data, params, models)
+    checked = checked_models(params, models)
+    checks = [m.check(data) for m in checked]
+    report["model_checks"] = [c.to_dict() for c in checks]
+    if population is not None:
+        report["population"] = population.describe()
+        ctx.state["population_table"] = population.describe()
+        ctx.state["population_checks"] = [
+            c.to_dict() for m, c in zip(checked, checks) if m.population is not None
+        ]
     return StepOutcome(out, report)
 
 
 def search_models(
-    params: Mapping[str, Any], hierarchies: Mapping[str, Hierarchy], rows: int
+    params: Mapping[str, Any],
+    hierarchies: Mapping[str, Hierarchy],
+    rows: int,
+    *,
+    population: Any = None,
 ) -> list[Any]:
-    """The step's privacy models (besides its ``k``), bound to a table of ``rows`` records."""
-    return [model_from_dict(m, hierarchies).for_table(rows) for m in params.get("models", [])]
+    """The step's privacy models (besides its ``k``), bound to a table of ``rows`` records and,
+    for the population-based ones, to the population table when one is given."""
+    return [
+        model_from_dict(m, hierarchies).for_table(rows).with_population(population)
+        for m in params.get("models", [])
+    ]
 
 
 def search_options(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -361,10 +396,29 @@ def search_options(params: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def checked_models(params: Mapping[str, Any], models: list[Any]) -> list[Any]:
+    """What the output is checked by again: the step's k and each of its models."""
+    return [KAnonymity(int(params.get("k", 1))), *models]
+
+
 def model_checks(data: Any, params: Mapping[str, Any], models: list[Any]) -> list[dict[str, Any]]:
     """k and each model checked again, by its own check, on the released classes ``data``."""
-    checked = [KAnonymity(int(params.get("k", 1))), *models]
-    return [m.check(data).to_dict() for m in checked]
+    return [m.check(data).to_dict() for m in checked_models(params, models)]
+
+
+def _row_population(
+    df: pd.DataFrame, levels: Mapping[str, int], ctx: StepContext
+) -> Callable[[Any], NDArray[Any]]:
+    """The population's size of each row's class at the chosen levels (rows of the input, in
+    the output's order: the search keeps every row)."""
+    qis = list(ctx.quasi_identifiers)
+    rows = sample_rows(df, qis, ctx.hierarchies)
+
+    def sizes(population: Any) -> NDArray[Any]:
+        counts = population.bind(qis, ctx.hierarchies)
+        return np.asarray(counts.at([levels[q] for q in qis], rows))
+
+    return sizes
 
 
 def _with_local_suppression(

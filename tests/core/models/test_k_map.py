@@ -70,8 +70,9 @@ def test_parameters_are_checked():
         KMap(5, 100, "binomial")
     with pytest.raises(ParameterError):
         KMap(5, 100, significance=1.5)
-    with pytest.raises(ParameterError, match="needs population_size"):
-        model_from_dict({"model": "k_map", "k": 5})
+    # without a population size, k-map needs a population table: refused when none is bound
+    with pytest.raises(ParameterError, match="needs a population table"):
+        model_from_dict({"model": "k_map", "k": 5}).with_population(None)
     with pytest.raises(ParameterError, match="unknown parameter"):
         model_from_dict({"model": "k_map", "k": 5, "population_size": 9, "population_table": "x"})
     spec = {"model": "k_map", "k": 5, "population_size": 5000}

@@ -123,3 +123,33 @@ def test_the_risk_after_gives_k_with_blanks_matching():
     assert after["k_blanks_matching"] == report.steps[0]["smallest_count"] >= 4
     assert after["cells_blanked"] == report.steps[0]["cells_blanked"] > 0
     assert "k_blanks_matching" not in (report.risk_before or {})
+
+
+def test_the_gate_judges_k_with_blanks_matching_after_local_suppression():
+    from anonweb.core.release.policy import PolicyThresholds, evaluate_release
+
+    df = _table(5, n=80, blanks=0)
+    qis = ["age", "zip", "sex"]
+    plan = plan_from_dict(
+        {"quasi_identifiers": qis, "steps": [{"kind": "local_suppression", "params": {"k": 4}}]}
+    )
+    out, _ = apply_plan(df, plan, rng=np.random.default_rng(0), secrets={})
+    blank_aware = brute_force_counts(out, quasi_identifiers=qis)
+    # the blanked rows form classes of their own when a blank is a value: plain k is smaller
+    plain = out.astype(object).fillna("<blank>").groupby(qis).size()
+    assert blank_aware.min() >= 4 > int(plain.min())
+    tags = dict.fromkeys(qis, "quasi_identifier")
+    policy = PolicyThresholds(models=({"model": "k_anonymity", "k": 4},), max_prosecutor_risk=0.25)
+    gate = evaluate_release(df, out, plan=plan, tags=tags, thresholds=policy)
+    assert not [f for f in gate.findings if f.code in ("risk_k", "risk_prosecutor")]
+    assert gate.risk["k"] == int(blank_aware.min())
+    assert gate.risk["k_blanks_matching"] is True
+    # a policy asking more than the blanks give is still refused, with the blank-aware k
+    stricter = PolicyThresholds(models=({"model": "k_anonymity", "k": int(blank_aware.min()) + 1},))
+    gate = evaluate_release(df, out, plan=plan, tags=tags, thresholds=stricter)
+    finding = next(f for f in gate.findings if f.code == "risk_k")
+    assert finding.records == int((blank_aware < blank_aware.min() + 1).sum())
+    # the same table released by a plan without local suppression: a blank is a value there
+    plain_plan = plan_from_dict({"quasi_identifiers": qis, "steps": []})
+    gate = evaluate_release(df, out, plan=plain_plan, tags=tags, thresholds=policy)
+    assert any(f.code == "risk_k" for f in gate.findings)

@@ -146,3 +146,22 @@ def test_api_assessment_takes_the_same_survey_fields(survey, officer):
     bad = client.post(url, {"household": "nope"}, format="json")
     assert bad.status_code == 400
     assert "is not a column of survey" in json.dumps(bad.json())
+
+
+def test_the_assess_form_asks_for_sdcmicros_exact_series(client, survey, officer):
+    client.force_login(officer)
+    page = client.get(reverse("datasets:detail", args=[survey.pk])).content.decode()
+    assert 'name="risk_method"' in page
+    job = _assess(client, survey, weights="weight", risk_method="exact")
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.params == {"weights": "weight", "risk_method": "exact"}
+    ind = job.result["risk"]["survey"]["individual_risk"]
+    # sdcMicro's indivRisk(method = "exact"): the keys of three records 0.01355297 each
+    exact = [0.01355297, 0.08579129, 0.01355297, 0.17707583]
+    exact += [0.01877883, 0.01877883, 0.03931625, 0.01355297]
+    assert ind["method"] == "exact"
+    assert ind["global"] == pytest.approx(sum(exact) / 8, abs=1e-8)
+    # a method that is not sdcMicro's is refused with a sentence, and no job is queued
+    before = Job.objects.count()
+    client.post(reverse("datasets:assess", args=[survey.pk]), {"risk_method": "guess"})
+    assert Job.objects.count() == before

@@ -334,3 +334,30 @@ def test_a_release_breaking_the_policys_beta_is_blocked(officer, steward, datase
     found = [f for f in release.findings if f["code"] == "risk_model"]
     assert found and found[0]["severity"] == "block" and found[0]["columns"] == ["disease"]
     assert "likeness on disease" in found[0]["message"]
+
+
+def test_the_policy_form_sets_global_and_household_risk_ceilings(client, steward, team):
+    url = reverse("releases:policy")
+    client.force_login(steward)
+    page = client.get(url).content.decode()
+    assert 'name="global_risk__max"' in page and 'name="household_risk__household"' in page
+    # a model that needs a population table cannot be a policy for every dataset of the team
+    assert "delta_presence__" not in page
+    form = {
+        "k": 3,
+        "l": 1,
+        "t": "",
+        "max_prosecutor_risk": 0.5,
+        "global_risk__max": 0.05,
+        "global_risk__weights": "weight",
+        "household_risk__max": 0.1,
+        "household_risk__household": "hh",
+    }
+    assert client.post(url, form).status_code == 302
+    specs = ReleasePolicy.objects.get(team=team).model_specs
+    assert {"model": "global_risk", "max": 0.05, "weights": "weight"} in specs
+    assert {"model": "household_risk", "max": 0.1, "household": "hh"} in specs
+    # a household ceiling without its column is refused with the core's reason
+    bad = {**form, "household_risk__household": ""}
+    response = client.post(url, bad)
+    assert response.status_code == 400 and "needs household" in response.content.decode()

@@ -60,6 +60,13 @@ class Command(BaseCommand):
         parser.add_argument("--suppression", type=float, default=0.0)
         add_model_flags(parser)
         parser.add_argument(
+            "--population-table",
+            metavar="FILE",
+            help="the population the table was drawn from (a table with the quasi-identifiers; "
+            "the table must be part of it): --k-map counts its classes, --delta-presence "
+            "compares with them",
+        )
+        parser.add_argument(
             "--metric",
             default="loss",
             choices=list(METRICS),
@@ -185,6 +192,7 @@ class Command(BaseCommand):
             tags=tags,
             earlier=earlier,
             keep_order=opts["keep_order"],
+            population=self._population(opts),
         )
         gate = made.gate
         made.published["engine"] = "pandas"  # as the web job's release says
@@ -301,6 +309,18 @@ class Command(BaseCommand):
             shutil.rmtree(work, ignore_errors=True)
         self.stdout.write(self._line(summary, made.rows))
         self._gate(made.gate, opts)
+
+    @staticmethod
+    def _population(opts):
+        """The ``--population-table`` file, read as the input is."""
+        from anonweb.core.io.frame import read_table
+        from anonweb.core.models.population_table import PopulationTable
+
+        path = opts["population_table"]
+        if not path:
+            return None
+        frame = read_table(path, sep=opts["sep"], **reading(opts, main=False))
+        return PopulationTable.from_frame(frame, name=Path(path).name)
 
     @staticmethod
     def _earlier(opts, df, tags):

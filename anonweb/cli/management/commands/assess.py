@@ -16,6 +16,7 @@ fast and the command never pulls in Celery or plotting.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -50,12 +51,26 @@ class Command(BaseCommand):
         parser.add_argument("--aux", default=None, help="auxiliary table for a linkage attack")
         parser.add_argument("--aux-keys", default="", help="columns joining --aux to the table")
         parser.add_argument("--population", default=None, help="population size N")
+        parser.add_argument(
+            "--population-table",
+            default=None,
+            metavar="FILE",
+            help="the population the table was drawn from (with the quasi-identifiers): exact "
+            "journalist and marketer risk, and the table for --k-map and --delta-presence",
+        )
         parser.add_argument("--format", choices=("text", "json"), default="text")
         parser.add_argument(
             "--weights", default=None, metavar="COL", help="survey-weight column (individual risk)"
         )
         parser.add_argument(
             "--household", default=None, metavar="COL", help="household-id column (household risk)"
+        )
+        parser.add_argument(
+            "--risk-method",
+            choices=("approx", "exact"),
+            default=None,
+            help="individual risk of keys of more than two records: sdcMicro's approximation "
+            "(default) or its exact series",
         )
         parser.add_argument(
             "--suda2", action="store_true", help="minimal sample uniques and SUDA scores"
@@ -135,13 +150,16 @@ class Command(BaseCommand):
         result = profile.to_dict()
         result["file"] = str(options["path"])
         specs = model_specs(options)
+        people = _population_table(options)
+        if (specs or people is not None) and df is None:
+            raise ParameterError(
+                f"the model checks and a population table read the table in memory: use "
+                f"--engine pandas, not {engine.name}"
+            )
+        if people is not None:
+            result["population_table"] = _population_figures(df, qis, people)
         if specs:
-            if df is None:
-                raise ParameterError(
-                    f"the model checks read the table in memory: use --engine pandas, "
-                    f"not {engine.name}"
-                )
-            result["model_checks"] = _model_checks(df, qis, specs, hierarchies)
+            result["model_checks"] = _model_checks(df, qis, specs, hierarchies, people)
         result["engine"] = engine.name
         if _wants_survey(options):
             if df is None:
@@ -170,7 +188,11 @@ def _wants_survey(options) -> bool:
     if options["suda2_max_size"] is not None and not options["suda2"]:
         raise ParameterError("--suda2-max-size needs --suda2")
     return bool(
-        options["weights"] or options["household"] or options["suda2"] or options["records"]
+        options["weights"]
+        or options["household"]
+        or options["suda2"]
+        or options["records"]
+        or options["risk_method"]
     )
 
 
@@ -205,17 +227,59 @@ def _survey(df, qis, options):
         household=options["household"],
         with_suda2=options["suda2"],
         suda2_max_size=size,
+        method=options["risk_method"] or "approx",
     )
 
 
-def _model_checks(df, qis, specs, hierarchies) -> list[dict]:
-    """The asked-for models checked on the table's classes, each by its own check."""
+def _model_checks(df, qis, specs, hierarchies, people=None) -> list[dict]:
+    """The asked-for models checked on the table's classes, each by its own check; those
+    that read a population table (k-map, δ-presence) against ``people``, class by class on
+    the values as they are."""
     from anonweb.core.models import class_data, model_from_dict
+    from anonweb.core.risk.classes import equivalence_classes
+    from anonweb.core.risk.reidentification import population_class_sizes
 
-    models = [model_from_dict(spec, hierarchies) for spec in specs]
+    models = [model_from_dict(spec, hierarchies).with_population(people) for spec in specs]
     sensitive = sorted({m.sensitive for m in models if m.sensitive is not None})
-    data = class_data(df, quasi_identifiers=qis, sensitive=sensitive)
+    ec = equivalence_classes(df, quasi_identifiers=qis)
+
+    def per_row(population):
+        return population_class_sizes(df, ec, population.frame, strict=True)[ec.codes]
+
+    data = class_data(
+        df,
+        quasi_identifiers=qis,
+        sensitive=sensitive,
+        population=per_row if people is not None else None,
+    )
     return [m.check(data).to_dict() for m in models]
+
+
+def _population_table(options):
+    from anonweb.core.io.frame import read_table
+    from anonweb.core.models.population_table import PopulationTable
+
+    path = options["population_table"]
+    if not path:
+        return None
+    frame = read_table(path, sep=options["sep"], **reading(options, main=False))
+    return PopulationTable.from_frame(frame, name=Path(path).name)
+
+
+def _population_figures(df, qis, people) -> dict:
+    """The population used, and the journalist and marketer risk counted in it (exact, where
+    ``--population`` gives estimates)."""
+    from anonweb.core.risk.classes import equivalence_classes
+    from anonweb.core.risk.reidentification import population_class_sizes, risk_of
+
+    ec = equivalence_classes(df, quasi_identifiers=qis)
+    sizes = population_class_sizes(df, ec, people.frame, strict=True)
+    risk = risk_of(ec, population_sizes=sizes).to_dict()
+    return {
+        **people.describe(),
+        "journalist_risk": risk["journalist_risk"],
+        "marketer_risk": risk["marketer_risk"],
+    }
 
 
 def _population(raw: str | None, rows: int) -> int | None:
