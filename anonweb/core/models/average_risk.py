@@ -36,6 +36,7 @@ class AverageRisk(PrivacyModel):
     monotonic = False
     per_class = False
     worst = "max"
+    field_aliases = {"max": "threshold"}
     schema = sch.obj(
         {
             "threshold": sch.number(

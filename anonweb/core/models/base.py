@@ -168,6 +168,8 @@ class PrivacyModel(ABC):
     schema: ClassVar[sch.Schema | None] = None
     figures: ClassVar[tuple[Figure, ...]] = ()
     cli_flags: ClassVar[tuple[CliFlag, ...]] = ()
+    # other spellings a spec may use for a parameter (read as the parameter's own name)
+    field_aliases: ClassVar[Mapping[str, str]] = {}
     # the release gate's finding code when the model is a team-policy threshold
     policy_code: ClassVar[str] = "risk_model"
     # whether a team policy may ask for it (not a model that needs a population table, which

@@ -107,11 +107,31 @@ def model_class(kind: object) -> type[PrivacyModel]:
     return MODEL_KINDS[str(kind)][0]
 
 
+def canonical_model_spec(spec: object) -> object:
+    """A model's JSON form as the registry reads it: ``{"kind": ...}`` is read as
+    ``{"model": ...}``, and a parameter's alias (``field_aliases``, e.g. average risk's ``max``)
+    as the parameter. Anything else is returned as it is, for :func:`model_from_dict` to refuse
+    with its reason."""
+    if not isinstance(spec, Mapping):
+        return spec
+    out = dict(spec)
+    if "model" not in out and "kind" in out:
+        out["model"] = out.pop("kind")
+    kind = out.get("model")
+    if isinstance(kind, str) and kind in MODEL_KINDS:
+        for alias, name in MODEL_KINDS[kind][0].field_aliases.items():
+            if alias in out and name not in out:
+                out[name] = out.pop(alias)
+    return out
+
+
 def model_from_dict(
     spec: object, hierarchies: Mapping[str, Hierarchy] | None = None
 ) -> PrivacyModel:
     """A model from its JSON form, e.g. ``{"model": "t_closeness", "sensitive": "disease",
-    "t": 0.2, "distance": "hierarchical"}`` (the hierarchy is looked up by column)."""
+    "t": 0.2, "distance": "hierarchical"}`` (the hierarchy is looked up by column; ``"kind"``
+    may stand for ``"model"``: :func:`canonical_model_spec`)."""
+    spec = canonical_model_spec(spec)
     if not isinstance(spec, Mapping) or spec.get("model") not in MODEL_KINDS:
         known = ", ".join(MODEL_KINDS)
         got = spec.get("model") if isinstance(spec, Mapping) else spec

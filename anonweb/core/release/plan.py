@@ -90,6 +90,7 @@ from anonweb.core.attacks.options import attack_options
 from anonweb.core.errors import CoreError, ParameterError, PlanError
 from anonweb.core.io.hierarchy_builders import builder_schemas, hierarchy_spec_errors
 from anonweb.core.io.jsontext import json_loads
+from anonweb.core.models.registry import canonical_model_spec
 from anonweb.core.release import catalog
 from anonweb.core.release.steps import (
     IN_MEMORY,
@@ -167,7 +168,12 @@ def plan_from_dict(data: Mapping[str, Any]) -> Plan:
         params = raw.get("params", {})
         if not isinstance(params, Mapping):
             raise ParameterError(f"step {i} ({raw['kind']}): 'params' must be an object")
-        parsed.append(Step(raw["kind"], json.loads(json.dumps(dict(params)))))
+        params = json.loads(json.dumps(dict(params)))
+        if isinstance(params.get("models"), list):
+            # a model entry may be spelled {"kind": ...}: stored in the one form every reader
+            # (schema, search, report) knows
+            params["models"] = [canonical_model_spec(m) for m in params["models"]]
+        parsed.append(Step(raw["kind"], params))
     hierarchies = data.get("hierarchies", {})
     if not isinstance(hierarchies, Mapping):
         raise ParameterError("plan 'hierarchies' must be an object (column -> spec)")

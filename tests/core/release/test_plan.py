@@ -337,3 +337,46 @@ def test_unknown_privacy_model_fails_validation():
     )
     with pytest.raises(ParameterError, match="unknown model 'magic'"):
         apply_plan(pd.DataFrame({"a": ["1", "1"]}), plan, rng=np.random.default_rng(0))
+
+
+def test_search_models_may_be_spelled_with_kind_and_are_stored_as_model() -> None:
+    """The documented plan form ``{"kind": "k_map", "k": 5}`` reads as ``{"model": ...}``, and
+    average risk's ``max`` as its threshold; the stored plan holds the one canonical form."""
+    from anonweb.core.release.plan import plan_from_dict, plan_to_dict
+
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["age"],
+            "steps": [
+                {
+                    "kind": "optimal_generalization",
+                    "params": {
+                        "k": 2,
+                        "models": [
+                            {"kind": "average_risk", "max": 0.05},
+                            {"kind": "delta_presence", "min": 0.0, "max": 0.5},
+                            {"kind": "beta_likeness", "sensitive": "disease", "beta": 1.0},
+                            {"model": "distinct_l", "sensitive": "disease", "l": 2},
+                        ],
+                    },
+                }
+            ],
+        }
+    )
+    models = plan_to_dict(plan)["steps"][0]["params"]["models"]
+    assert models == [
+        {"model": "average_risk", "threshold": 0.05},
+        {"model": "delta_presence", "min": 0.0, "max": 0.5},
+        {"model": "beta_likeness", "sensitive": "disease", "beta": 1.0},
+        {"model": "distinct_l", "sensitive": "disease", "l": 2},
+    ]
+
+
+def test_a_kind_spelling_of_an_unknown_model_is_refused_by_name() -> None:
+    import pytest
+
+    from anonweb.core.errors import ParameterError
+    from anonweb.core.models.registry import model_from_dict
+
+    with pytest.raises(ParameterError, match="unknown privacy model 'k_mapp'"):
+        model_from_dict({"kind": "k_mapp", "k": 5})
