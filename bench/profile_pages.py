@@ -6,7 +6,8 @@
 Seeds the database as ``bench/load.py`` does (it drops and creates it), then asks each page
 ``--repeat`` times as the role that opens it and prints, per page, the first view (which builds
 what is cached), the median of the following ones in ms, and the queries of the last view.
-``--profile NAME`` runs that page once more under cProfile and prints its heaviest calls.
+``--profile NAME`` runs that page once more under cProfile and prints its heaviest calls;
+``--queries NAME`` prints the SQL of that page's last view.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--profile", default="")
     parser.add_argument("--only", default="", help="only the pages whose name contains this")
+    parser.add_argument("--queries", default="", help="print the SQL of this page's last view")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("set DATABASE_URL (PostgreSQL; the database is dropped and created)")
@@ -96,6 +98,9 @@ def main() -> int:
                 raise SystemExit(f"{name}: {response.status_code}")
         rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
         print(f"{name:<26}{times[0]:>10.1f}{rest:>11.1f}{len(ctx):>9}")
+        if name == args.queries:
+            for query in ctx.captured_queries:
+                print(f"    {query['time']}s  {query['sql'][:300]}")
         if name == args.profile:
             profiler = cProfile.Profile()
             profiler.enable()

@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.selectors import roles_by_team
 from anonweb.core.errors import CoreError
 from anonweb.core.release.report import (
     attacks_without_records,
@@ -131,15 +132,13 @@ class ReaderRoles:
 
 
 def reader_roles(*, user: User) -> ReaderRoles:
-    """The user's :class:`ReaderRoles`, in one query. Who reads what of a release is decided
+    """The user's :class:`ReaderRoles`, in one query per request. Who reads what of a release is decided
     here and nowhere else."""
-    rows = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values_list("team_id", "role")
-    staff, officer = set(), set()
-    for team_id, role in rows:
-        staff.add(team_id)
-        if role == Role.PRIVACY_OFFICER:
-            officer.add(team_id)
-    return ReaderRoles(staff=frozenset(staff), officer=frozenset(officer))
+    roles = roles_by_team(user=user)
+    return ReaderRoles(
+        staff=frozenset(t for t, r in roles.items() if r & set(STAFF_ROLES)),
+        officer=frozenset(t for t, r in roles.items() if Role.PRIVACY_OFFICER in r),
+    )
 
 
 def conflicts_for(*, release: Release, user: User) -> list[dict]:
