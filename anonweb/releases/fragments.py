@@ -16,18 +16,35 @@ its own state digest in :mod:`anonweb.releases.gate`) or on the reader beyond th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from anonweb.common.charts import INTERNAL, PUBLISHED, VIEWS, cached_view, view_key
+from anonweb.common.charts import (
+    INTERNAL,
+    PUBLISHED,
+    VIEWS,
+    cached_view,
+    charts_markup,
+    view_key,
+)
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, risk_charts
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.releases.models import Release
+from anonweb.releases.selectors import report_for_view
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import formats_offered, read_release_table
 
-__all__ = ["INTERNAL", "PUBLISHED", "ReleaseFragments", "release_fragments"]
+__all__ = [
+    "INTERNAL",
+    "PUBLISHED",
+    "ReleaseFragments",
+    "release_fragments",
+    "release_fragments_warm",
+]
+
+log = logging.getLogger(__name__)
 
 
 def fragment_key(*, release: Release, view: str, part: str) -> str:
@@ -46,6 +63,8 @@ class ReleaseFragments:
     alternatives: list[dict[str, Any]] = field(default_factory=list)
     disclosing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     formats: list[str] = field(default_factory=list)
+    # the charts' markup (figure JSON in script elements), escaped once when built
+    charts_html: str = ""
 
 
 def release_fragments(
@@ -58,6 +77,29 @@ def release_fragments(
         raise ValueError(f"unknown view {view!r}: {', '.join(VIEWS)}")
     key = fragment_key(release=release, view=view, part="page")
     return cached_view(key, lambda: _build(release, view, report), counter="release")
+
+
+def release_fragments_warm(*, release: Release) -> None:
+    """Build the page parts of a release just published, for each view kind, and the utility
+    pages of its staff readers, so that no first reader pays for them. The reports are read
+    back from the database, as a page reads them (JSON as stored). A failure is logged and
+    left to the first reader: the release is published whatever happens here."""
+    from anonweb.releases.utility import release_utility_pages_warm
+
+    try:
+        stored = Release.objects.get(pk=release.pk)
+        for view in VIEWS:
+            release_fragments(
+                release=stored, view=view, report=report_for_view(release=stored, view=view)
+            )
+        release_utility_pages_warm(release=stored)
+    except Exception:
+        log.warning(
+            "release %s: its page fragments could not be built at publication; the first "
+            "reader builds them",
+            release.pk,
+            exc_info=True,
+        )
 
 
 def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFragments:
@@ -78,6 +120,7 @@ def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFra
     return ReleaseFragments(
         view=view,
         charts=charts or None,
+        charts_html=charts_markup(charts),
         alternatives=alternatives,
         disclosing=disclosing(dict(report)),
         formats=formats_offered(release.rows),

@@ -11,6 +11,7 @@ from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
 from anonweb.accounts.selectors import roles_by_team
+from anonweb.common.charts import INTERNAL, VIEWS, view_kind
 from anonweb.core.errors import CoreError
 from anonweb.core.release.report import (
     attacks_without_records,
@@ -246,6 +247,15 @@ def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Relea
     )
 
 
+def report_for_view(*, release: Release, view: str) -> dict[str, Any]:
+    """The report a reader of ``view`` reads: the internal one (may describe the source) for the
+    team's officers and stewards, the published one (only the released data) for everyone
+    else. The page, the API and the fragments built at publication all read it here."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}: {', '.join(VIEWS)}")
+    return (release.report if view == INTERNAL else release.published_report) or {}
+
+
 @dataclass
 class ReleaseForReader:
     """What one person may see of one release: the single answer to "internal or published"
@@ -266,11 +276,11 @@ class ReleaseForReader:
     def report(self) -> dict[str, Any]:
         # Analysts read the published report only: what the released data shows, nothing of
         # the source.
-        return (self.release.report if self.staff else self.release.published_report) or {}
+        return report_for_view(release=self.release, view=self.report_name)
 
     @property
     def report_name(self) -> str:
-        return "internal" if self.staff else "published"
+        return view_kind(internal=self.staff)
 
     @property
     def plan(self) -> dict[str, Any]:
@@ -324,11 +334,11 @@ class ReleaseForReader:
         return release_utility_read(user=self.user, release=self.release)
 
     @cached_property
-    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
-        """The utility and its charts as the page shows them (staff only), built on the first
-        view and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
+    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
+        """The utility, its charts and their markup as the page shows them (staff only), built
+        when the release is published or on the first view, and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
         if not self.staff:
-            return None, None
+            return None, None, ""
         return release_utility_page(user=self.user, release=self.release)
 
 

@@ -32,10 +32,18 @@ K_PLAN = {
 
 
 @pytest.fixture
-def release(officer, steward, dataset):
+def published(officer, steward, dataset):
     release = launch(officer, dataset, K_PLAN, "k")
     release_review(user=steward, release=release, decision="approve", override=OVERRIDE)
     return release
+
+
+@pytest.fixture
+def release(published):
+    """A release whose page parts are not kept (published before they were built at
+    publication, or the cache was emptied since): its first reader builds them."""
+    cache.clear()
+    return published
 
 
 @pytest.fixture
@@ -95,6 +103,32 @@ def test_an_analyst_never_receives_the_fragment_built_for_an_officer(
 
     client.force_login(outsider)
     assert client.get(reverse("releases:detail", args=[release.pk])).status_code == 404
+
+
+def test_publication_builds_every_view_kind_so_no_reader_pays(
+    client, officer, steward, analyst, published, chart_calls
+):
+    before = dict(builds)
+    pages = {
+        who: _page(client, user, published)
+        for who, user in [("officer", officer), ("steward", steward), ("analyst", analyst)]
+    }
+    assert chart_calls == [] and dict(builds) == before  # all read back, nothing built
+    # What was kept is what a first reader would have built (from the same stored reports).
+    cache.clear()
+    fresh = {
+        who: _page(client, user, published)
+        for who, user in [("officer", officer), ("steward", steward), ("analyst", analyst)]
+    }
+    for who in pages:
+        for name in ("charts", "alternatives", "disclosing", "formats", "utility"):
+            assert pages[who].context[name] == fresh[who].context[name], (who, name)
+        assert pages[who].content.count(b'class="chart"') == fresh[who].content.count(
+            b'class="chart"'
+        )
+    assert chart_calls == [published.report["risk_after"], published.published_report["risk_after"]]
+    assert pages["analyst"].context["utility"] is None  # the source's figures: staff only
+    assert pages["officer"].context["charts"] and pages["officer"].context["utility"]
 
 
 def test_a_steward_reads_the_utility_without_the_officer_s_labels(
