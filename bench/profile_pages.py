@@ -4,8 +4,8 @@
     .venv/bin/python bench/profile_pages.py [--repeat 20] [--profile "release page (officer)"]
 
 Seeds the database as ``bench/load.py`` does (it drops and creates it), then asks each page
-``--repeat`` times as the role that opens it and prints, per page, the first view (which builds
-what is cached), the median of the following ones in ms, and the queries of the last view.
+``--repeat`` times as the role that opens it and prints, per page, the first view (with
+``--cold``, the cache emptied after seeding: it builds what the publishing job built), the median of the following ones in ms, and the queries of the last view.
 ``--profile NAME`` runs that page once more under cProfile and prints its heaviest calls;
 ``--queries NAME`` prints the SQL of that page's last view.
 """
@@ -52,6 +52,11 @@ def main() -> int:
     parser.add_argument("--profile", default="")
     parser.add_argument("--only", default="", help="only the pages whose name contains this")
     parser.add_argument("--queries", default="", help="print the SQL of this page's last view")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="empty the cache after seeding: the first views build what publication built",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("set DATABASE_URL (PostgreSQL; the database is dropped and created)")
@@ -76,7 +81,8 @@ def main() -> int:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    cache.clear()
+    if args.cold:
+        cache.clear()
     users = {}
     for username, role in ids["people"]:
         users.setdefault(role, get_user_model().objects.get(username=username))
@@ -108,6 +114,7 @@ def main() -> int:
             profiler.disable()
             stats = pstats.Stats(profiler)
             stats.sort_stats("cumulative").print_stats("anonweb", 25)
+            stats.sort_stats("cumulative").print_stats(40)
             stats.sort_stats("tottime").print_stats(15)
     return 0
 

@@ -31,10 +31,12 @@ from anonweb.common.charts import (
 )
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, risk_charts
 from anonweb.core.dp.charts import dp_charts, needs_table
+from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import report_for_view
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import formats_offered, read_release_table
+from anonweb.releases.utility import release_utility_pages_warm
 
 __all__ = [
     "INTERNAL",
@@ -81,11 +83,11 @@ def release_fragments(
 
 def release_fragments_warm(*, release: Release) -> None:
     """Build the page parts of a release just published, for each view kind, and the utility
-    pages of its staff readers, so that no first reader pays for them. The reports are read
+    pages of its staff readers, so that no first reader pays for them; and its gate as it
+    stands now (kept under the live releases' state, :func:`anonweb.releases.gate.
+    release_gate_now`: it reads the source, which a page should not). The reports are read
     back from the database, as a page reads them (JSON as stored). A failure is logged and
     left to the first reader: the release is published whatever happens here."""
-    from anonweb.releases.utility import release_utility_pages_warm
-
     try:
         stored = Release.objects.get(pk=release.pk)
         for view in VIEWS:
@@ -93,6 +95,7 @@ def release_fragments_warm(*, release: Release) -> None:
                 release=stored, view=view, report=report_for_view(release=stored, view=view)
             )
         release_utility_pages_warm(release=stored)
+        release_gate_now(release=stored)
     except Exception:
         log.warning(
             "release %s: its page fragments could not be built at publication; the first "

@@ -106,14 +106,18 @@ def test_an_analyst_never_receives_the_fragment_built_for_an_officer(
 
 
 def test_publication_builds_every_view_kind_so_no_reader_pays(
-    client, officer, steward, analyst, published, chart_calls
+    client, officer, steward, analyst, published, chart_calls, monkeypatch
 ):
     before = dict(builds)
+    reads = []  # the gate's check reads the source: done at publication, not by a page
+    real = gate._source
+    monkeypatch.setattr(gate, "_source", lambda r: reads.append(r.pk) or real(r))
     pages = {
         who: _page(client, user, published)
         for who, user in [("officer", officer), ("steward", steward), ("analyst", analyst)]
     }
     assert chart_calls == [] and dict(builds) == before  # all read back, nothing built
+    assert reads == [] and pages["steward"].context["gate"].rechecked
     # What was kept is what a first reader would have built (from the same stored reports).
     cache.clear()
     fresh = {
