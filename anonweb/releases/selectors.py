@@ -50,10 +50,10 @@ def releases_for_user(
         releases = releases.filter(dataset_id=dataset_id)
     if status is not None:
         releases = releases.filter(status=status)
-    return (
-        releases.select_related("team", "dataset", "requested_by", "reviewed_by")
-        .distinct()
-        .order_by("-created_at", "-id")
+    # Every condition is a subquery (IN), so a release is one row without DISTINCT, which
+    # made PostgreSQL compare whole rows, their JSON reports included, on every page.
+    return releases.select_related("team", "dataset", "requested_by", "reviewed_by").order_by(
+        "-created_at", "-id"
     )
 
 
