@@ -19,7 +19,7 @@ def home(request):
         "memberships": memberships,
         "datasets": datasets_for_user(user=request.user)[:5],
         "jobs": jobs_for_user(user=request.user)[:5],
-        "releases": releases_for_user(user=request.user)[:5],
+        "releases": releases_for_user(user=request.user, documents=False)[:5],
     }
     return render(request, "home.html", context)
 

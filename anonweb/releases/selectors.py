@@ -30,13 +30,23 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+# A release's JSON documents: a list shows none of them, and each can be large (a search's
+# report holds its alternatives), so a list reads its rows without them.
+DOCUMENTS = ("plan", "report", "published_report", "gate", "override", "conflicts_checked")
+
+
 def releases_for_user(
-    *, user: User, dataset_id: int | None = None, status: ReleaseStatus | None = None
+    *,
+    user: User,
+    dataset_id: int | None = None,
+    status: ReleaseStatus | None = None,
+    documents: bool = True,
 ) -> QuerySet[Release]:
     """Officers and stewards see all their teams' releases; analysts only approved ones that
     they receive: those naming no recipients (every analyst of the team), those naming them,
     and those naming a group of the team they are in. Newest first; optionally only those of
-    one dataset, or in one state. Every page, list, download and API answer reads this."""
+    one dataset, or in one state; ``documents`` False leaves out the JSON documents (a list
+    that shows none of them). Every page, list, download and API answer reads this."""
     staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
     received = Release.objects.filter(
@@ -52,6 +62,8 @@ def releases_for_user(
         releases = releases.filter(status=status)
     # Every condition is a subquery (IN), so a release is one row without DISTINCT, which
     # made PostgreSQL compare whole rows, their JSON reports included, on every page.
+    if not documents:
+        releases = releases.defer(*DOCUMENTS)
     return releases.select_related("team", "dataset", "requested_by", "reviewed_by").order_by(
         "-created_at", "-id"
     )
@@ -238,9 +250,10 @@ def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release,
 
 
 def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Release]:
-    """The other versions of the release's source the user can see (for "compare with")."""
+    """The other versions of the release's source the user can see (for "compare with": their
+    numbers, titles and states, not their documents)."""
     return (
-        releases_for_user(user=user)
+        releases_for_user(user=user, documents=False)
         .filter(dataset_id=release.dataset_id)
         .exclude(pk=release.pk)
         .order_by("-version")

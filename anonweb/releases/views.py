@@ -49,6 +49,7 @@ def release_list(request):
         user=request.user,
         status=ReleaseStatus(status) if status else None,
         dataset_id=int(dataset) if dataset else None,
+        documents=False,
     )
     return render(
         request,

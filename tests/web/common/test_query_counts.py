@@ -286,3 +286,22 @@ def test_the_plan_and_dataset_pages_read_the_stored_table_once(
         dataset_purge(user=officer, dataset=dataset, reason="study closed")
     assert all(cache.get(key) is None for key in kept)
     assert b"47677" not in client.get(detail).content
+
+
+def test_release_lists_read_no_release_documents(client, officer, dataset):
+    """The list and the home page show no report, plan or gate: they do not read them."""
+    releases = _add_releases(dataset, officer, 3)
+    client.force_login(officer)
+    for url in (reverse("releases:list"), reverse("home")):
+        client.get(url)
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.get(url)
+        assert response.status_code == 200
+        assert reverse("releases:detail", args=[releases[-1].pk]).encode() in response.content
+        release_reads = [q["sql"] for q in ctx.captured_queries if '"releases_release"' in q["sql"]]
+        assert release_reads, url
+        for column in ("report", "published_report", "plan", "gate"):
+            assert not any(f'"releases_release"."{column}"' in sql for sql in release_reads), (
+                url,
+                column,
+            )
