@@ -2,9 +2,11 @@
 
 A release never changes once written: its reports, plan and files are fixed. So its charts
 (plotly figure JSON: risk after, intruder test, DP intervals, the search's alternatives), the
-search's alternatives and the disclosing sensitive columns are built on its first view and kept
-in Django's cache, and every later view assembles them. Building them costs figure construction
-and, for DP statistics, reading the released Parquet; a cached view costs one cache read.
+search's alternatives and the disclosing sensitive columns are built by the job that publishes
+it (:func:`release_fragments_warm`; or on the first view, if the cache lost them) and kept in
+Django's cache, and every view assembles them. Building them costs figure construction, the
+figures' JSON escaping and, for DP statistics, reading the released Parquet; a cached view costs
+one cache read.
 
 A page is either the *internal* view (the team's officers and stewards: the internal report,
 which may describe the source) or the *published* one (everyone else: the published report,
