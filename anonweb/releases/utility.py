@@ -62,13 +62,20 @@ def _utility_for(release: Release, *, raw: bool) -> dict[str, Any] | None:
 def release_utility_get(*, release: Release) -> dict[str, Any] | None:
     """The stored utility (measured when the release was published), else computed and stored
     now. The caller checks the reader."""
-    stored = read_private_json(release.storage_key, UTILITY_FILE)
-    if isinstance(stored, dict) and stored.get("version") == UTILITY_VERSION:
-        return stored["utility"]
+    stored = _stored(release)
+    if stored is not None:
+        return stored
     utility = _compute(release)
     if utility is not None:
         _store(release, utility)
     return utility
+
+
+def _stored(release: Release) -> dict[str, Any] | None:
+    stored = read_private_json(release.storage_key, UTILITY_FILE)
+    if isinstance(stored, dict) and stored.get("version") == UTILITY_VERSION:
+        return stored["utility"]
+    return None
 
 
 def utility_measure_at_publication(*, release: Release, source: pd.DataFrame) -> bool:
@@ -182,7 +189,11 @@ def release_utility_page(
 
 
 def release_utility_pages_warm(*, release: Release) -> None:
-    """Build both utility pages of a release just published (its staff readers' two kinds)."""
+    """Build both utility pages of a release just published (its staff readers' two kinds)
+    from the utility measured at publication. If it could not be measured then, nothing is
+    tried again here: its first staff reader computes it, as for an older release."""
+    if _stored(release) is None:
+        return
     for raw in (True, False):
         _utility_page(release, raw=raw)
 
