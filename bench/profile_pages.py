@@ -4,9 +4,10 @@
     .venv/bin/python bench/profile_pages.py [--repeat 20] [--profile "release page (officer)"]
 
 Seeds the database as ``bench/load.py`` does (it drops and creates it), then asks each page
-``--repeat`` times as the role that opens it and prints, per page, the first view (which builds
-what is cached), the median of the following ones in ms, and the queries of the last view.
-``--profile NAME`` runs that page once more under cProfile and prints its heaviest calls.
+``--repeat`` times as the role that opens it and prints, per page, the first view (with
+``--cold``, the cache emptied after seeding: it builds what the publishing job built), the median of the following ones in ms, and the queries of the last view.
+``--profile NAME`` runs that page once more under cProfile and prints its heaviest calls;
+``--queries NAME`` prints the SQL of that page's last view.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--profile", default="")
     parser.add_argument("--only", default="", help="only the pages whose name contains this")
+    parser.add_argument("--queries", default="", help="print the SQL of this page's last view")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="empty the cache after seeding: the first views build what publication built",
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("set DATABASE_URL (PostgreSQL; the database is dropped and created)")
@@ -74,7 +81,8 @@ def main() -> int:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    cache.clear()
+    if args.cold:
+        cache.clear()
     users = {}
     for username, role in ids["people"]:
         users.setdefault(role, get_user_model().objects.get(username=username))
@@ -96,6 +104,9 @@ def main() -> int:
                 raise SystemExit(f"{name}: {response.status_code}")
         rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
         print(f"{name:<26}{times[0]:>10.1f}{rest:>11.1f}{len(ctx):>9}")
+        if name == args.queries:
+            for query in ctx.captured_queries:
+                print(f"    {query['time']}s  {query['sql'][:300]}")
         if name == args.profile:
             profiler = cProfile.Profile()
             profiler.enable()
@@ -103,6 +114,7 @@ def main() -> int:
             profiler.disable()
             stats = pstats.Stats(profiler)
             stats.sort_stats("cumulative").print_stats("anonweb", 25)
+            stats.sort_stats("cumulative").print_stats(40)
             stats.sort_stats("tottime").print_stats(15)
     return 0
 

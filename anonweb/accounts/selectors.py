@@ -2,11 +2,56 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 
 from anonweb.accounts.models import Membership, Role, Team
+
+# The roles read during one request, by user id: a page asks "which role in which team" up to
+# five times (menu, reader view, raw values, review, links), and one query answers them all.
+# Only inside :func:`roles_read_once` (a request); any membership saved or deleted clears it
+# (anonweb.accounts.signals), so a request that changes a role reads the new one.
+_request_roles: ContextVar[dict[int, dict[int, frozenset[str]]] | None] = ContextVar(
+    "anonweb_request_roles", default=None
+)
+
+
+@contextmanager
+def roles_read_once() -> Iterator[None]:
+    """Within the block, each user's memberships are read at most once."""
+    token = _request_roles.set({})
+    try:
+        yield
+    finally:
+        _request_roles.reset(token)
+
+
+def roles_forget() -> None:
+    """Drop the roles read so far in this request (a membership changed)."""
+    memo = _request_roles.get()
+    if memo is not None:
+        memo.clear()
+
+
+def roles_by_team(*, user: User | AnonymousUser) -> Mapping[int, frozenset[str]]:
+    """``{team id: the user's roles in it}``, in one query (once per request)."""
+    if not user.is_authenticated:
+        return {}
+    memo = _request_roles.get()
+    if memo is not None and user.pk in memo:
+        return memo[user.pk]
+    found: dict[int, set[str]] = {}
+    for team_id, role in Membership.objects.filter(user=user).values_list("team_id", "role"):
+        found.setdefault(team_id, set()).add(role)
+    roles = {team_id: frozenset(r) for team_id, r in found.items()}
+    if memo is not None:
+        memo[user.pk] = roles
+    return roles
 
 
 def teams_for_user(*, user: User) -> QuerySet[Team]:
@@ -14,7 +59,7 @@ def teams_for_user(*, user: User) -> QuerySet[Team]:
 
 
 def roles_for_user(*, user: User, team: Team) -> set[str]:
-    return set(Membership.objects.filter(user=user, team=team).values_list("role", flat=True))
+    return set(roles_by_team(user=user).get(team.pk, ()))
 
 
 def teams_where(*, user: User, role: str) -> QuerySet[Team]:
@@ -22,7 +67,7 @@ def teams_where(*, user: User, role: str) -> QuerySet[Team]:
 
 
 def user_has_role(*, user: User, team: Team, role: str) -> bool:
-    return Membership.objects.filter(user=user, team=team, role=role).exists()
+    return role in roles_by_team(user=user).get(team.pk, ())
 
 
 def require_role(*, user: User, team: Team, role: str) -> None:
@@ -34,9 +79,7 @@ def require_role(*, user: User, team: Team, role: str) -> None:
 
 
 def all_roles(*, user: User | AnonymousUser) -> set[str]:
-    if not user.is_authenticated:
-        return set()
-    return set(Membership.objects.filter(user=user).values_list("role", flat=True))
+    return {role for roles in roles_by_team(user=user).values() for role in roles}
 
 
 def raw_value_teams(*, user: User | AnonymousUser) -> frozenset[int]:
@@ -44,12 +87,10 @@ def raw_value_teams(*, user: User | AnonymousUser) -> frozenset[int]:
     messages quoting them) the user may see: those where they are a privacy officer. The one
     rule for every page and API answer; others read the public part
     (:mod:`anonweb.core.raw_values`)."""
-    if not user.is_authenticated:
-        return frozenset()
     return frozenset(
-        Membership.objects.filter(user=user, role=Role.PRIVACY_OFFICER).values_list(
-            "team_id", flat=True
-        )
+        team_id
+        for team_id, roles in roles_by_team(user=user).items()
+        if Role.PRIVACY_OFFICER in roles
     )
 
 

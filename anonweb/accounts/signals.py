@@ -10,6 +10,7 @@ from django.dispatch import receiver
 
 from anonweb.accounts.lockout import lockout_seconds
 from anonweb.accounts.models import Membership
+from anonweb.accounts.selectors import roles_forget
 from anonweb.accounts.services import audit_membership
 from anonweb.audit.services import audit_record
 from anonweb.common.security import client_address
@@ -41,6 +42,14 @@ def _audit_direct_save(sender, instance: Membership, created: bool, raw=False, *
             via="direct",
             previous_role=previous,
         )
+
+
+@receiver(post_save, sender=Membership)
+@receiver(post_delete, sender=Membership)
+def _forget_roles(sender, **kwargs):
+    # Every save or deletion, through the services or not: the rest of the request reads the
+    # roles as they are now.
+    roles_forget()
 
 
 @receiver(post_delete, sender=Membership)

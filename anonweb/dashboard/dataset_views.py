@@ -23,7 +23,7 @@ from anonweb.datasets.selectors import (
     risk_for_user,
 )
 from anonweb.datasets.services import dataset_set_tags, survey_params
-from anonweb.datasets.storage import load_head
+from anonweb.datasets.storage import load_head_kept
 from anonweb.datasets.uploads import upload_refused
 from anonweb.jobs.models import JobKind
 from anonweb.jobs.retention import dataset_purge
@@ -107,7 +107,7 @@ def dataset_detail(request, dataset_id: int):
     preview = None
     raw = can_see_raw(user=request.user, dataset=dataset)
     if raw and not dataset.is_purged:
-        frame = load_head(dataset.storage_key, PREVIEW_ROWS)
+        frame = load_head_kept(dataset.storage_key, PREVIEW_ROWS)  # read once, then kept
         preview = {
             "columns": list(frame.columns),
             "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 from django.conf import settings
+from django.core.cache import cache
 
 from anonweb.common.files import files
 from anonweb.core.errors import DataError
@@ -34,8 +35,10 @@ def parquet_path(storage_key) -> Path:
 
 
 def dataset_files_remove(storage_key) -> None:
-    """Delete every object of the dataset (on a versioned bucket, every version)."""
+    """Delete every object of the dataset (on a versioned bucket, every version), and what was
+    read from it and kept (:func:`load_distinct_kept`, :func:`load_head_kept`)."""
     files().delete_prefix(dataset_prefix(storage_key))
+    cache.delete_many([_kept_key(storage_key, part) for part in KEPT_PARTS])
 
 
 def dataset_files_exist(storage_key) -> bool:
@@ -93,6 +96,39 @@ def load_distinct(storage_key, column: str) -> pd.Series:
     if values.dtype != frame[column].dtype:
         values = values.astype(frame[column].dtype)
     return values
+
+
+# What pages read from a stored table on every view, kept in the cache: the table never changes
+# under its storage key. They are the source's values, so they go with its files
+# (:func:`dataset_files_remove`); the time only bounds the space taken by what is not opened.
+KEPT_SECONDS = 24 * 3600
+KEPT_PARTS = ("distinct", "head")
+
+
+def _kept_key(storage_key, part: str) -> str:
+    return f"anonweb:dataset:{storage_key}:{part}"
+
+
+def load_distinct_kept(storage_key, columns) -> dict[str, pd.Series]:
+    """:func:`load_distinct` of each of ``columns``, each column read once and kept."""
+    key = _kept_key(storage_key, "distinct")
+    kept = cache.get(key) or {}
+    missing = [c for c in dict.fromkeys(columns) if c not in kept]
+    if missing:
+        kept = {**kept, **{c: load_distinct(storage_key, c) for c in missing}}
+        cache.set(key, kept, KEPT_SECONDS)
+    return {c: kept[c] for c in columns}
+
+
+def load_head_kept(storage_key, rows: int) -> pd.DataFrame:
+    """:func:`load_head`, read once and kept."""
+    key = _kept_key(storage_key, "head")
+    kept = cache.get(key)
+    if isinstance(kept, tuple) and kept[0] == rows:
+        return kept[1].copy()
+    head = load_head(storage_key, rows)
+    cache.set(key, (rows, head), KEPT_SECONDS)
+    return head.copy()
 
 
 def load_head(storage_key, rows: int) -> pd.DataFrame:

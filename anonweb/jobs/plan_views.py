@@ -20,7 +20,7 @@ from anonweb.core.release.policy import evaluate_plan
 from anonweb.core.release.recipients import RecipientError, split_recipients
 from anonweb.core.release.steps import Plan
 from anonweb.datasets.selectors import dataset_get_for_user
-from anonweb.datasets.storage import load_distinct
+from anonweb.datasets.storage import load_distinct_kept
 from anonweb.jobs.planning import (
     EACH_ROW,
     default_unit,
@@ -193,9 +193,10 @@ def plan_page(request, *, dataset_id: int):
                     )
                     return redirect("jobs:detail", job_id=job.pk)
     else:
-        # A suggestion needs only the distinct values of the tagged columns, not the table.
+        # A suggestion needs only the distinct values of the tagged columns, not the table;
+        # read once per column and kept, not on every view.
         needed = dict.fromkeys([*dataset.quasi_identifiers, *dataset.sensitive])
-        values = {c: load_distinct(dataset.storage_key, c) for c in needed}
+        values = load_distinct_kept(dataset.storage_key, list(needed))
         suppression = options.get("suppression")
         plan = suggest_plan(
             dataset,

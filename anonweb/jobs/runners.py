@@ -31,6 +31,7 @@ from anonweb.jobs.services import JobCancelled, pending_hierarchy_name
 from anonweb.releases.attacks import release_attacks_run, save_control_rows
 from anonweb.releases.budget import charge_spend
 from anonweb.releases.conflicts import earlier_releases
+from anonweb.releases.fragments import release_fragments_warm
 from anonweb.releases.gate import thresholds_for
 from anonweb.releases.models import Release
 
@@ -183,6 +184,9 @@ def run_anonymize(
         source=table,
     )
     save_control_rows(release=release, control_rows=made.control_rows)
+    # Its charts, alternatives, formats and utility pages, for each kind of reader, now: the
+    # release never changes, so its first reader need not pay for them.
+    release_fragments_warm(release=release)
     return {
         "release_id": release.pk,
         "version": release.version,
@@ -245,6 +249,9 @@ def _anonymize_on_engine(job: Job, plan, name: str, *, rng, progress: Progress) 
     finally:
         engine.close()
         shutil.rmtree(work, ignore_errors=True)
+    # Its charts, alternatives, formats and utility pages, for each kind of reader, now: the
+    # release never changes, so its first reader need not pay for them.
+    release_fragments_warm(release=release)
     return {
         "release_id": release.pk,
         "version": release.version,

@@ -8,6 +8,7 @@ from django.http import Http404
 from anonweb.accounts.models import Membership
 from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.releases.selectors import DOCUMENTS
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -26,8 +27,11 @@ def jobs_for_user(
         jobs = jobs.filter(dataset_id=dataset_id)
     if status is not None:
         jobs = jobs.filter(status=status)
-    return jobs.select_related("team", "dataset", "created_by", "release").order_by(
-        "-created_at", "-id"
+    # A job's release is joined for its id: not its JSON documents (reports, plan, gate).
+    return (
+        jobs.select_related("team", "dataset", "created_by", "release")
+        .defer(*(f"release__{name}" for name in DOCUMENTS))
+        .order_by("-created_at", "-id")
     )
 
 

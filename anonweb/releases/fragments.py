@@ -2,9 +2,11 @@
 
 A release never changes once written: its reports, plan and files are fixed. So its charts
 (plotly figure JSON: risk after, intruder test, DP intervals, the search's alternatives), the
-search's alternatives and the disclosing sensitive columns are built on its first view and kept
-in Django's cache, and every later view assembles them. Building them costs figure construction
-and, for DP statistics, reading the released Parquet; a cached view costs one cache read.
+search's alternatives and the disclosing sensitive columns are built by the job that publishes
+it (:func:`release_fragments_warm`; or on the first view, if the cache lost them) and kept in
+Django's cache, and every view assembles them. Building them costs figure construction, the
+figures' JSON escaping and, for DP statistics, reading the released Parquet; a cached view costs
+one cache read.
 
 A page is either the *internal* view (the team's officers and stewards: the internal report,
 which may describe the source) or the *published* one (everyone else: the published report,
@@ -16,18 +18,37 @@ its own state digest in :mod:`anonweb.releases.gate`) or on the reader beyond th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from anonweb.common.charts import INTERNAL, PUBLISHED, VIEWS, cached_view, view_key
+from anonweb.common.charts import (
+    INTERNAL,
+    PUBLISHED,
+    VIEWS,
+    cached_view,
+    charts_markup,
+    view_key,
+)
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, risk_charts
 from anonweb.core.dp.charts import dp_charts, needs_table
+from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
+from anonweb.releases.selectors import report_for_view
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import formats_offered, read_release_table
+from anonweb.releases.utility import release_utility_pages_warm
 
-__all__ = ["INTERNAL", "PUBLISHED", "ReleaseFragments", "release_fragments"]
+__all__ = [
+    "INTERNAL",
+    "PUBLISHED",
+    "ReleaseFragments",
+    "release_fragments",
+    "release_fragments_warm",
+]
+
+log = logging.getLogger(__name__)
 
 
 def fragment_key(*, release: Release, view: str, part: str) -> str:
@@ -46,6 +67,8 @@ class ReleaseFragments:
     alternatives: list[dict[str, Any]] = field(default_factory=list)
     disclosing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     formats: list[str] = field(default_factory=list)
+    # the charts' markup (figure JSON in script elements), escaped once when built
+    charts_html: str = ""
 
 
 def release_fragments(
@@ -58,6 +81,30 @@ def release_fragments(
         raise ValueError(f"unknown view {view!r}: {', '.join(VIEWS)}")
     key = fragment_key(release=release, view=view, part="page")
     return cached_view(key, lambda: _build(release, view, report), counter="release")
+
+
+def release_fragments_warm(*, release: Release) -> None:
+    """Build the page parts of a release just published, for each view kind, and the utility
+    pages of its staff readers, so that no first reader pays for them; and its gate as it
+    stands now (kept under the live releases' state, :func:`anonweb.releases.gate.
+    release_gate_now`: it reads the source, which a page should not). The reports are read
+    back from the database, as a page reads them (JSON as stored). A failure is logged and
+    left to the first reader: the release is published whatever happens here."""
+    try:
+        stored = Release.objects.get(pk=release.pk)
+        for view in VIEWS:
+            release_fragments(
+                release=stored, view=view, report=report_for_view(release=stored, view=view)
+            )
+        release_utility_pages_warm(release=stored)
+        release_gate_now(release=stored)
+    except Exception:
+        log.warning(
+            "release %s: its page fragments could not be built at publication; the first "
+            "reader builds them",
+            release.pk,
+            exc_info=True,
+        )
 
 
 def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFragments:
@@ -78,6 +125,7 @@ def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFra
     return ReleaseFragments(
         view=view,
         charts=charts or None,
+        charts_html=charts_markup(charts),
         alternatives=alternatives,
         disclosing=disclosing(dict(report)),
         formats=formats_offered(release.rows),

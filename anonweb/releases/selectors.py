@@ -10,6 +10,8 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.selectors import roles_by_team
+from anonweb.common.charts import INTERNAL, VIEWS, view_kind
 from anonweb.core.errors import CoreError
 from anonweb.core.release.report import (
     attacks_without_records,
@@ -28,13 +30,23 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+# A release's JSON documents: a list shows none of them, and each can be large (a search's
+# report holds its alternatives), so a list reads its rows without them.
+DOCUMENTS = ("plan", "report", "published_report", "gate", "override", "conflicts_checked")
+
+
 def releases_for_user(
-    *, user: User, dataset_id: int | None = None, status: ReleaseStatus | None = None
+    *,
+    user: User,
+    dataset_id: int | None = None,
+    status: ReleaseStatus | None = None,
+    documents: bool = True,
 ) -> QuerySet[Release]:
     """Officers and stewards see all their teams' releases; analysts only approved ones that
     they receive: those naming no recipients (every analyst of the team), those naming them,
     and those naming a group of the team they are in. Newest first; optionally only those of
-    one dataset, or in one state. Every page, list, download and API answer reads this."""
+    one dataset, or in one state; ``documents`` False leaves out the JSON documents (a list
+    that shows none of them). Every page, list, download and API answer reads this."""
     staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
     analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
     received = Release.objects.filter(
@@ -48,10 +60,12 @@ def releases_for_user(
         releases = releases.filter(dataset_id=dataset_id)
     if status is not None:
         releases = releases.filter(status=status)
-    return (
-        releases.select_related("team", "dataset", "requested_by", "reviewed_by")
-        .distinct()
-        .order_by("-created_at", "-id")
+    # Every condition is a subquery (IN), so a release is one row without DISTINCT, which
+    # made PostgreSQL compare whole rows, their JSON reports included, on every page.
+    if not documents:
+        releases = releases.defer(*DOCUMENTS)
+    return releases.select_related("team", "dataset", "requested_by", "reviewed_by").order_by(
+        "-created_at", "-id"
     )
 
 
@@ -131,15 +145,13 @@ class ReaderRoles:
 
 
 def reader_roles(*, user: User) -> ReaderRoles:
-    """The user's :class:`ReaderRoles`, in one query. Who reads what of a release is decided
+    """The user's :class:`ReaderRoles`, in one query per request. Who reads what of a release is decided
     here and nowhere else."""
-    rows = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values_list("team_id", "role")
-    staff, officer = set(), set()
-    for team_id, role in rows:
-        staff.add(team_id)
-        if role == Role.PRIVACY_OFFICER:
-            officer.add(team_id)
-    return ReaderRoles(staff=frozenset(staff), officer=frozenset(officer))
+    roles = roles_by_team(user=user)
+    return ReaderRoles(
+        staff=frozenset(t for t, r in roles.items() if r & set(STAFF_ROLES)),
+        officer=frozenset(t for t, r in roles.items() if Role.PRIVACY_OFFICER in r),
+    )
 
 
 def conflicts_for(*, release: Release, user: User) -> list[dict]:
@@ -238,13 +250,23 @@ def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release,
 
 
 def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Release]:
-    """The other versions of the release's source the user can see (for "compare with")."""
+    """The other versions of the release's source the user can see (for "compare with": their
+    numbers, titles and states, not their documents)."""
     return (
-        releases_for_user(user=user)
+        releases_for_user(user=user, documents=False)
         .filter(dataset_id=release.dataset_id)
         .exclude(pk=release.pk)
         .order_by("-version")
     )
+
+
+def report_for_view(*, release: Release, view: str) -> dict[str, Any]:
+    """The report a reader of ``view`` reads: the internal one (may describe the source) for the
+    team's officers and stewards, the published one (only the released data) for everyone
+    else. The page, the API and the fragments built at publication all read it here."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}: {', '.join(VIEWS)}")
+    return (release.report if view == INTERNAL else release.published_report) or {}
 
 
 @dataclass
@@ -267,11 +289,11 @@ class ReleaseForReader:
     def report(self) -> dict[str, Any]:
         # Analysts read the published report only: what the released data shows, nothing of
         # the source.
-        return (self.release.report if self.staff else self.release.published_report) or {}
+        return report_for_view(release=self.release, view=self.report_name)
 
     @property
     def report_name(self) -> str:
-        return "internal" if self.staff else "published"
+        return view_kind(internal=self.staff)
 
     @property
     def plan(self) -> dict[str, Any]:
@@ -325,11 +347,11 @@ class ReleaseForReader:
         return release_utility_read(user=self.user, release=self.release)
 
     @cached_property
-    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
-        """The utility and its charts as the page shows them (staff only), built on the first
-        view and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
+    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
+        """The utility, its charts and their markup as the page shows them (staff only), built
+        when the release is published or on the first view, and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
         if not self.staff:
-            return None, None
+            return None, None, ""
         return release_utility_page(user=self.user, release=self.release)
 
 

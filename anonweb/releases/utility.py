@@ -21,7 +21,7 @@ import pandas as pd
 from django.core.cache import cache
 
 from anonweb.accounts.selectors import may_see_raw_values
-from anonweb.common.charts import INTERNAL, cached_view, view_key
+from anonweb.common.charts import INTERNAL, cached_view, charts_markup, view_key
 from anonweb.core.errors import CoreError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 from anonweb.core.raw_values import public_utility
@@ -49,8 +49,12 @@ def release_utility_read(*, user, release: Release) -> dict[str, Any] | None:
     by the caller) may read it: whole for the team's privacy officers; for everyone else
     without the source's own labels (:func:`~anonweb.core.raw_values.public_utility`: a token
     column's source names, say). The pages and the API read it here."""
+    return _utility_for(release, raw=may_see_raw_values(user=user, team=release.team))
+
+
+def _utility_for(release: Release, *, raw: bool) -> dict[str, Any] | None:
     utility = release_utility_get(release=release)
-    if utility is None or may_see_raw_values(user=user, team=release.team):
+    if utility is None or raw:
         return utility
     return public_utility(utility)
 
@@ -58,13 +62,20 @@ def release_utility_read(*, user, release: Release) -> dict[str, Any] | None:
 def release_utility_get(*, release: Release) -> dict[str, Any] | None:
     """The stored utility (measured when the release was published), else computed and stored
     now. The caller checks the reader."""
-    stored = read_private_json(release.storage_key, UTILITY_FILE)
-    if isinstance(stored, dict) and stored.get("version") == UTILITY_VERSION:
-        return stored["utility"]
+    stored = _stored(release)
+    if stored is not None:
+        return stored
     utility = _compute(release)
     if utility is not None:
         _store(release, utility)
     return utility
+
+
+def _stored(release: Release) -> dict[str, Any] | None:
+    stored = read_private_json(release.storage_key, UTILITY_FILE)
+    if isinstance(stored, dict) and stored.get("version") == UTILITY_VERSION:
+        return stored["utility"]
+    return None
 
 
 def utility_measure_at_publication(*, release: Release, source: pd.DataFrame) -> bool:
@@ -168,16 +179,32 @@ def utility_cache_forget(*, dataset) -> None:
 
 def release_utility_page(
     *, user, release: Release
-) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
+) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
     """The utility of ``release`` as ``user`` reads it (:func:`release_utility_read`; one of
-    its team's officers or stewards, checked by the caller) and its charts, built on the first
-    view and kept in the cache: internal view only, one entry for the readers who see the
-    source's labels and one for those who do not. :func:`utility_cache_forget` removes both."""
-    raw = may_see_raw_values(user=user, team=release.team)
+    its team's officers or stewards, checked by the caller), its charts and their markup, built
+    at publication (:func:`release_utility_pages_warm`) or on the first view and kept in the
+    cache: internal view only, one entry for the readers who see the source's labels and one
+    for those who do not. :func:`utility_cache_forget` removes both."""
+    return _utility_page(release, raw=may_see_raw_values(user=user, team=release.team))
 
-    def build() -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None]:
-        utility = release_utility_read(user=user, release=release)
-        return utility, utility_charts(utility) if utility else None
+
+def release_utility_pages_warm(*, release: Release) -> None:
+    """Build both utility pages of a release just published (its staff readers' two kinds)
+    from the utility measured at publication. If it could not be measured then, nothing is
+    tried again here: its first staff reader computes it, as for an older release."""
+    if _stored(release) is None:
+        return
+    for raw in (True, False):
+        _utility_page(release, raw=raw)
+
+
+def _utility_page(
+    release: Release, *, raw: bool
+) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
+    def build() -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
+        utility = _utility_for(release, raw=raw)
+        charts = utility_charts(utility) if utility else None
+        return utility, charts, charts_markup(charts, testid="utility-chart")
 
     return cached_view(_utility_key(release, raw=raw), build, counter="utility")
 

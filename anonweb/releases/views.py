@@ -5,6 +5,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
@@ -48,6 +49,7 @@ def release_list(request):
         user=request.user,
         status=ReleaseStatus(status) if status else None,
         dataset_id=int(dataset) if dataset else None,
+        documents=False,
     )
     return render(
         request,
@@ -79,7 +81,7 @@ def release_detail(request, release_id: int):
     # would be decided on.
     gate = view.gate
     # Computed from the source: officers and stewards only, never analysts.
-    utility, utility_charts = view.utility_page
+    utility, utility_charts, utility_charts_html = view.utility_page
     charts, alternatives = built.charts, built.alternatives
     formats = [EXPORT_FORMATS[f] for f in built.formats]
     return render(
@@ -92,6 +94,7 @@ def release_detail(request, release_id: int):
             "attacks": view.attacks,
             "can_review": can_review,
             "charts": charts,
+            "charts_html": mark_safe(built.charts_html),  # escaped when built
             "gate": gate,
             "conflicts": conflicts,
             "conflicts_live": [c for c in conflicts if c["live"]],
@@ -100,6 +103,7 @@ def release_detail(request, release_id: int):
             "disclosing": built.disclosing,
             "utility": utility,
             "utility_charts": utility_charts,
+            "utility_charts_html": mark_safe(utility_charts_html),  # escaped when built
             "formats": formats,
             "links": release_links_for(release=release) if staff else [],
             "can_issue_link": release.status == ReleaseStatus.APPROVED

@@ -2,6 +2,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from anonweb.audit.models import AuditEvent
@@ -133,3 +134,21 @@ def test_audit_page_works_filters_and_hides_other_teams(client, officer, team, o
     assert b"No events." in filtered.content
     only_mine = client.get(reverse("audit:list"), {"actor": "olivia"})
     assert b"<td>mine.one</td>" in only_mine.content
+
+
+def test_the_action_filter_offers_each_visible_action_once_read_as_distinct_rows(
+    client, officer, team, other_team
+):
+    for action in ("b.two", "a.one", "b.two", "a.one", "b.two"):
+        audit_record(actor=officer, team=team, action=action)
+    audit_record(actor=None, team=other_team, action="theirs.one")
+    client.force_login(officer)
+    with CaptureQueriesContext(connection) as ctx:
+        page = client.get(reverse("audit:list"))
+    visible = set(AuditEvent.objects.filter(team=team).values_list("action", flat=True))
+    assert page.context["actions"] == sorted(visible) and "theirs.one" not in visible
+    assert {"a.one", "b.two"} <= visible
+    # one row per action, not one per event
+    assert any(
+        "SELECT DISTINCT" in q["sql"] and '"action"' in q["sql"] for q in ctx.captured_queries
+    )

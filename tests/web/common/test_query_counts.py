@@ -256,3 +256,52 @@ def test_a_page_of_a_list_costs_the_same_for_60_and_600_objects(
     assert few.keys() == many.keys() and len(few) > 2 * len(urls), sorted(few)
     grown = {key: (few[key], many[key]) for key in few if many[key] != few[key]}
     assert grown == {}, f"queries (60 objects -> 600) changed on: {grown}"
+
+
+def test_the_plan_and_dataset_pages_read_the_stored_table_once(
+    client, officer, dataset, parquet_reads, django_capture_on_commit_callbacks
+):
+    """The distinct values a suggestion needs and the preview rows are read on the first view
+    and kept; a purge forgets them with the files (they are the source's values)."""
+    from django.core.cache import cache
+
+    from anonweb.datasets.storage import _kept_key
+    from anonweb.jobs.retention import dataset_purge
+
+    client.force_login(officer)
+    plan = reverse("jobs:plan", args=[dataset.pk])
+    detail = reverse("datasets:detail", args=[dataset.pk])
+    first = client.get(plan)
+    read_once = list(parquet_reads)
+    assert read_once and client.get(detail).status_code == 200
+    assert b"47677" in client.get(detail).content  # the preview, for the officer
+    again = client.get(plan)
+    assert again.status_code == first.status_code == 200
+    assert again.context["form"].initial == first.context["form"].initial
+    assert parquet_reads == read_once  # the plan page's columns, once; no further read
+    kept = [_kept_key(dataset.storage_key, part) for part in ("distinct", "head")]
+    assert all(cache.get(key) is not None for key in kept)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_purge(user=officer, dataset=dataset, reason="study closed")
+    assert all(cache.get(key) is None for key in kept)
+    assert b"47677" not in client.get(detail).content
+
+
+def test_release_lists_read_no_release_documents(client, officer, dataset):
+    """The list and the home page show no report, plan or gate: they do not read them."""
+    releases = _add_releases(dataset, officer, 3)
+    client.force_login(officer)
+    for url in (reverse("releases:list"), reverse("home")):
+        client.get(url)
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.get(url)
+        assert response.status_code == 200
+        assert reverse("releases:detail", args=[releases[-1].pk]).encode() in response.content
+        release_reads = [q["sql"] for q in ctx.captured_queries if '"releases_release"' in q["sql"]]
+        assert release_reads, url
+        for column in ("report", "published_report", "plan", "gate"):
+            assert not any(f'"releases_release"."{column}"' in sql for sql in release_reads), (
+                url,
+                column,
+            )

@@ -131,3 +131,32 @@ def test_every_limit_in_env_example_is_the_code_s_default():
     assert "ANONWEB_MAX_UPLOAD_BYTES" in documented and "ANONWEB_MAX_DECODED_BYTES" in documented
     assert documented == {k: v for k, v in defaults.items() if k in documented}
     assert set(defaults) <= set(documented)
+
+
+@pytest.mark.parametrize(
+    ("cache_url", "engine"),
+    [
+        ("redis://127.0.0.1:6379/4", "django.contrib.sessions.backends.cached_db"),
+        ("", "django.contrib.sessions.backends.db"),
+    ],
+)
+def test_sessions_go_through_the_cache_only_when_every_process_shares_it(cache_url, engine):
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    env.update(
+        {
+            "DEBUG": "1",
+            "ANONWEB_CACHE_URL": cache_url,
+            "ANONWEB_VAR_DIR": str(ROOT / "var" / "test-settings"),
+            "DJANGO_SETTINGS_MODULE": "anonweb.settings",
+        }
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.SESSION_ENGINE)"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == engine

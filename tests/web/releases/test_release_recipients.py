@@ -126,6 +126,22 @@ def test_a_release_named_for_recipients_is_theirs_only(
     )
 
 
+def test_a_release_received_several_ways_is_listed_once(client, officer, steward, dataset, team):
+    """Named, and in two groups that receive it, and a member in two roles: one row each."""
+    from anonweb.accounts.services import membership_grant
+    from anonweb.releases.selectors import releases_for_user
+
+    membership_grant(actor=None, team=team, user=officer, role=Role.DATA_STEWARD)
+    cy = member(team, Role.ANALYST, username="cy")
+    for name in ("qa", "qb"):
+        team_group_create(actor=officer, team=team, name=name, members=[cy])
+    release = approved_release(officer, steward, dataset, recipients=["cy", "group:qa", "group:qb"])
+    for user in (cy, officer, steward):
+        assert list(releases_for_user(user=user)) == [release], user
+    assert listed(client, cy, release) == (True, True)
+    assert len(api(cy).get("/api/v1/releases/").json()) == 1
+
+
 def test_a_group_member_receives_it_only_while_an_analyst_of_the_team(
     client, officer, steward, qa, dataset
 ):

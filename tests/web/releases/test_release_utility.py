@@ -4,6 +4,7 @@ computed once from the source and kept privately."""
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
 from anonweb.releases.storage import read_private_json, release_dir
@@ -168,6 +169,7 @@ def test_an_older_release_gets_its_utility_from_its_first_reader(
     """Released before the utility was measured at publication: computed once, on first view."""
     release = launch(officer, dataset, FIXED, "fixed")
     (release_dir(release.storage_key) / "private" / UTILITY_FILE).unlink()
+    cache.clear()  # nor were its pages built when it was published
     computations.clear()
     client.force_login(officer)
     first = client.get(reverse("releases:detail", args=[release.pk])).context["utility"]
