@@ -26,8 +26,9 @@ from anonweb.core.release.steps import Plan
 
 # What the plan runner adds to every step's entry: its place, kind, cost and timing.
 STEP_PUBLIC = ("step", "kind", "privacy_cost", "input_distance", "seconds")
-# The keys of a published report; anything else in a report describes the source.
-PUBLISHED_KEYS = ("steps", "privacy_cost", "rows_out", "risk_after", "row_order")
+# The keys of a published report; anything else in a report describes the source. ``engine``
+# (which engine wrote the release) is a fact of the run, not of the source.
+PUBLISHED_KEYS = ("steps", "privacy_cost", "rows_out", "risk_after", "row_order", "engine")
 
 
 def public_plan(plan: Mapping[str, Any]) -> dict[str, Any]:
