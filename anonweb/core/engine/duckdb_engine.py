@@ -261,8 +261,16 @@ def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:
 
 
 def _with_missing(values: pd.Index) -> pd.Index:
-    """The distinct values with the missing value after them (as one more label)."""
-    return values.append(pd.Index([None], dtype=values.dtype if values.dtype == object else float))
+    """The distinct values with the missing value after them (as one more label), in the
+    values' own kind: a boolean column stays boolean (pandas' nullable booleans, as the pandas
+    engine reads it) and a date stays a date (NaT), never turned into numbers."""
+    if values.dtype == object:
+        return values.append(pd.Index([None], dtype=object))
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return pd.Index(pd.array([*values.tolist(), None], dtype="boolean"))
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return values.append(pd.DatetimeIndex([pd.NaT], dtype=values.dtype))
+    return values.append(pd.Index([None], dtype=float))
 
 
 def _distinct_values(con: Any, rel: str, column: str) -> tuple[pd.Index, pd.Index]:

@@ -80,3 +80,27 @@ def test_distinct_keys_are_ordered_as_argsort_orders_them():
         keys = rng.choice(min(space, 1 << 40), size=min(space, 5000), replace=False)
         keys = keys.astype(np.int64)
         assert np.array_equal(_order_of_distinct(keys, space), np.argsort(keys))
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_missing_booleans_and_dates_keep_their_kind_on_duckdb(tmp_path, duck, monkeypatch, keyed):
+    """A boolean or date column with a missing value reads on DuckDB as the pandas engine reads
+    it: booleans stay booleans (not 0.0 / 1.0, which a report would print) and dates stay dates."""
+    df = pd.DataFrame(
+        {
+            "a": ["x", "y", "x", "y", "x"],
+            "b": pd.array([True, None, False, True, True], dtype="boolean"),
+            "t": pd.to_datetime(["2020-01-01", "2020-01-02", None, "2020-01-01", "2020-01-02"]),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    df.to_parquet(path)
+    ours = PandasEngine().histogram(path, ["a"], ["b", "t"])
+    if keyed:
+        theirs = duck.histogram(path, ["a"], ["b", "t"])
+    else:
+        theirs = _by_values(duck, monkeypatch, path, ["a"], ["b", "t"])
+    assert ours.same_as(theirs)
+    assert list(theirs.labels["b"][:2]) == [False, True] and pd.isna(theirs.labels["b"][2])
+    assert str(theirs.labels["b"].dtype) == "boolean"
+    assert pd.api.types.is_datetime64_any_dtype(theirs.labels["t"].dtype)
