@@ -31,6 +31,7 @@ from anonweb.jobs.selectors import latest_profile, parse_job
 from anonweb.jobs.services import dataset_upload as upload_and_read
 from anonweb.jobs.services import hierarchy_upload, job_create
 from anonweb.releases.budget import budget_set, ledger_for
+from anonweb.releases.selectors import releases_for_user
 
 PREVIEW_ROWS = 20
 
@@ -132,14 +133,17 @@ def dataset_detail(request, dataset_id: int):
             "is_officer": is_officer,
             "preview": preview,
             "ledger": ledger_for(dataset),
-            "releases": dataset.releases.all()[:20],
+            # the one access rule, and the rows without their JSON documents (a list of links)
+            "releases": releases_for_user(
+                user=request.user, dataset_id=dataset.pk, documents=False
+            )[:20],
             "is_steward": user_has_role(
                 user=request.user, team=dataset.team, role=Role.DATA_STEWARD
             ),
             "profile_job": profile_job,
             "risk": risk,
             "charts": charts,
-            "jobs": dataset.jobs.all()[:10],
+            "jobs": dataset.jobs.defer("params", "result")[:10],
         },
     )
 
