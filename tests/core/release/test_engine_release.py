@@ -300,3 +300,28 @@ def test_random_tables_release_alike_in_memory_and_on_duckdb(
     finally:
         engine.close()
     _compare(memory, made, written)
+
+
+@pytest.mark.parametrize(
+    "params, on_engine",
+    [
+        ({"k": 2}, True),
+        ({"k": 2, "local_suppression": True}, False),
+        ({"k": 2, "population_dataset": 7, "models": [{"kind": "k_map", "k": 3}]}, False),
+    ],
+)
+def test_which_searches_an_engine_runs(params, on_engine):
+    """The search runs out of core unless it blanks cells row by row or counts a population
+    table, which is read in memory: those stay in memory, by the step's one declaration."""
+    from anonweb.core.release.make import engine_problems
+
+    plan = plan_from_dict(
+        {
+            "quasi_identifiers": ["age"],
+            "steps": [{"kind": "optimal_generalization", "params": params}],
+        }
+    )
+    problems = engine_problems(plan, "duckdb")
+    assert (problems == []) is on_engine, problems
+    if not on_engine:
+        assert "runs in memory only" in problems[0]
