@@ -14,6 +14,7 @@ reason. Without a weight column every record stands for itself (``F_k = f_k``, t
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,8 +58,9 @@ class _TableWide(PrivacyModel):
         """The individual risk of each class's records."""
         return class_risk(data.sizes, data.weight_sums(self.weights, self.describe()))
 
+    @abstractmethod
     def figure(self, data: ClassData) -> float:
-        raise NotImplementedError
+        """The table's figure compared with ``max``."""
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         """Not a per-class model: every class shares the table's answer."""
