@@ -96,7 +96,7 @@ class DeltaPresence(PrivacyModel):
         return dataclasses.replace(self, population=population)
 
     def describe(self) -> str:
-        where = "" if self.population is None else f" in {self.population.name!r}"
+        where = "" if self.population is None else f" ({self.population.mention()})"
         return f"({self.min:g}, {self.max:g})-presence{where}"
 
     def measure(self, data: ClassData) -> NDArray[Any]:

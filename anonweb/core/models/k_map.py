@@ -179,10 +179,7 @@ class KMap(PrivacyModel):
 
     def describe(self) -> str:
         if self.population is not None:
-            return (
-                f"{self.k}-map (population table {self.population.name!r}, "
-                f"{self.population.rows:,} people)"
-            )
+            return f"{self.k}-map ({self.population.mention()})"
         size = "?" if self.population_size is None else f"{self.population_size:,}"
         return f"{self.k}-map (population {size}, {self.estimator})"
 

@@ -33,8 +33,17 @@ from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import MISSING, Hierarchy
 from anonweb.core.risk.classes import combine_codes
 
+# Marks a model check counted in a population table: its figure is one of that table's class
+# counts, which a published report leaves out.
+POPULATION_COUNTED = "counted_in_population_table"
 # nodes whose population classes are kept (a search revisits few nodes; each entry is small)
 _CACHED_NODES = 4096
+
+
+def population_mention(name: str, rows: int) -> str:
+    """The words a model's description names a population table with; a published report
+    puts "a population table" in their place (``release.report.public_check``)."""
+    return f"population table {name!r}, {rows:,} people"
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +64,10 @@ class PopulationTable:
     @property
     def rows(self) -> int:
         return len(self.frame)
+
+    def mention(self) -> str:
+        """How a model's description names it (:func:`population_mention`)."""
+        return population_mention(self.name, self.rows)
 
     def describe(self) -> dict[str, Any]:
         """What a report states about the population used (never a cell value)."""

@@ -21,6 +21,7 @@ from anonweb.core.conflicts.public import private_finding_detail as private_find
 from anonweb.core.conflicts.public import public_finding as public_finding
 from anonweb.core.conflicts.public import undecided_finding as undecided_finding
 from anonweb.core.conflicts.public import without_figures as without_figures
+from anonweb.core.models.population_table import POPULATION_COUNTED, population_mention
 from anonweb.core.release.plan import get_step, plan_from_dict
 from anonweb.core.release.steps import Plan
 
@@ -88,12 +89,55 @@ def public_step_keys(plan: Plan, entry: Mapping[str, Any], position: int) -> fro
     return frozenset(public)
 
 
+def public_check(check: Any) -> Any:
+    """A model check as analysts read it: one counted in a population table (another dataset
+    of the team, raw data) keeps its verdict and the released records that fail, not its
+    figure, which is one of that table's class counts."""
+    if isinstance(check, Mapping) and check.get(POPULATION_COUNTED):
+        return {k: v for k, v in check.items() if k != "value"}
+    return check
+
+
+def without_population_names(value: Any, population: Mapping[str, Any] | None) -> Any:
+    """``value`` with every mention of the population table (``{"name", "rows"}``, another
+    dataset of the team) in the models' descriptions put as "a population table"."""
+    if not isinstance(population, Mapping) or "name" not in population:
+        return value
+    mention = population_mention(str(population["name"]), int(population.get("rows") or 0))
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return v.replace(mention, "a population table")
+        if isinstance(v, Mapping):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+def public_risk_after(risk: Any) -> Any:
+    """The risk after as analysts read it: without the population table's name and size, and
+    its checks by :func:`public_check`."""
+    if not isinstance(risk, Mapping):
+        return risk
+    out = {k: v for k, v in risk.items() if k != "population_table"}
+    if isinstance(out.get("population_models"), list):
+        out["population_models"] = [public_check(c) for c in out["population_models"]]
+    return out
+
+
 def public_steps(report: Mapping[str, Any], plan: Plan) -> list[dict[str, Any]]:
-    """Each step's report entry reduced to its public keys (:func:`public_step_keys`)."""
+    """Each step's report entry reduced to its public keys (:func:`public_step_keys`), its
+    model checks by :func:`public_check`."""
     out = []
     for i, entry in enumerate(report.get("steps") or [], 1):
         public = public_step_keys(plan, entry, i)
-        out.append({k: v for k, v in entry.items() if k in public})
+        step = {k: v for k, v in entry.items() if k in public}
+        if isinstance(step.get("model_checks"), list):
+            step["model_checks"] = [public_check(c) for c in step["model_checks"]]
+        out.append(step)
     return out
 
 
@@ -118,10 +162,13 @@ def published_report(
         "privacy_cost": dict(report.get("privacy_cost") or {}),
         "rows_out": report.get("rows_out"),
         # measured on the released rows, over the plan's quasi-identifiers as released
-        "risk_after": report.get("risk_after"),
+        "risk_after": public_risk_after(report.get("risk_after")),
         "row_order": "source order (kept on request)" if keep_order else "shuffled",
     }
-    return out
+    risk = report.get("risk_after")
+    population = risk.get("population_table") if isinstance(risk, Mapping) else None
+    public: dict[str, Any] = without_population_names(out, population)
+    return public
 
 
 # ---- conflict findings --------------------------------------------------------------------------

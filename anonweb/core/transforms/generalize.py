@@ -31,7 +31,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.io.hierarchy_builders import spec_is_fixed
 from anonweb.core.models import KAnonymity, class_data, model_from_dict
 from anonweb.core.models.base import require_int
-from anonweb.core.models.population_table import sample_rows
+from anonweb.core.models.population_table import POPULATION_COUNTED, sample_rows
 from anonweb.core.models.schemas import MODEL_SCHEMA, MODEL_SCHEMAS
 from anonweb.core.release.steps import (
     EVERY_ENGINE,
@@ -354,14 +354,17 @@ def optimal_generalization_step(
         population=_row_population(df, result.levels, ctx) if population is not None else None,
     )
     checked = checked_models(params, models)
-    checks = [m.check(data) for m in checked]
-    report["model_checks"] = [c.to_dict() for c in checks]
+    # a check counted in a population table says so: its figure is one of that table's counts,
+    # which the published report leaves out (release.report.public_check)
+    dicts = [
+        {**m.check(data).to_dict(), **({POPULATION_COUNTED: True} if m.population else {})}
+        for m in checked
+    ]
+    report["model_checks"] = dicts
     if population is not None:
         report["population"] = population.describe()
         ctx.state["population_table"] = population.describe()
-        ctx.state["population_checks"] = [
-            c.to_dict() for m, c in zip(checked, checks) if m.population is not None
-        ]
+        ctx.state["population_checks"] = [d for d in dicts if d.get(POPULATION_COUNTED)]
     return StepOutcome(out, report)
 
 

@@ -6,6 +6,7 @@ the release path's checks and its report of the population used."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -315,6 +316,29 @@ def test_a_plan_judges_k_map_and_delta_presence_against_the_population():
         "k_map",
         "delta_presence",
     }
+
+
+def test_the_published_report_leaves_out_the_population_tables_figures():
+    """The population is another dataset of the team (raw data): analysts read each check's
+    verdict and the released records that fail, not the population's counts, name or size."""
+    from anonweb.core.release.report import published_report
+
+    plan = _plan([{"model": "k_map", "k": 2}, {"model": "delta_presence", "min": 0.0, "max": 0.5}])
+    _, report = apply_plan(SAMPLE, plan, rng=np.random.default_rng(0), population=_population())
+    internal = report.to_dict()
+    public = published_report(internal, plan)
+    step = public["steps"][0]
+    assert "population" not in step
+    by_model = {c["model"]["model"]: c for c in step["model_checks"]}
+    assert "value" not in by_model["k_map"] and "value" not in by_model["delta_presence"]
+    assert by_model["k_map"]["satisfied"] and by_model["delta_presence"]["satisfied"]
+    assert by_model["k_anonymity"]["value"] == internal["steps"][0]["model_checks"][0]["value"]
+    after = public["risk_after"]
+    assert "population_table" not in after
+    assert all("value" not in c for c in after["population_models"])
+    assert "people.csv" not in json.dumps(public)
+    # the internal report keeps them for the officers
+    assert internal["risk_after"]["population_table"] == {"name": "people.csv", "rows": 12}
 
 
 def test_a_plan_without_the_population_is_refused_with_a_reason():
