@@ -132,13 +132,13 @@ def run_anonymize(
     plan = plan_from_dict(plan_with_hierarchies(dataset=dataset, plan=plan_dict))
     if rng is None:
         rng = np.random.default_rng(pysecrets.randbits(128))
+    keys = fresh_secrets(plan, pysecrets.token_bytes, secrets)
     engine = release_engine(dataset.storage_key, plan)
     if engine is not None:
-        return _anonymize_on_engine(job, plan, engine, rng=rng, progress=progress)
+        return _anonymize_on_engine(job, plan, engine, rng=rng, progress=progress, secrets=keys)
     progress(5, "loading the table")
     table = load_frame(dataset.storage_key)
     progress(15, f"running {len(plan.steps)} step(s)")
-    keys = fresh_secrets(plan, pysecrets.token_bytes, secrets)
 
     def before_spending() -> None:
         # The reservation becomes spent before any mechanism reads the data; if it was refunded
@@ -208,7 +208,9 @@ def release_engine(storage_key, plan) -> str | None:
     return name
 
 
-def _anonymize_on_engine(job: Job, plan, name: str, *, rng, progress: Progress) -> dict:
+def _anonymize_on_engine(
+    job: Job, plan, name: str, *, rng, progress: Progress, secrets: Mapping[str, bytes]
+) -> dict:
     """The release made out of core (:func:`~anonweb.core.release.make.make_engine_release`):
     the engine reads the stored Parquet copy and writes the release as Parquet, from which the
     stored formats are written batch by batch. What needs the whole table in memory (attacks,
@@ -231,6 +233,7 @@ def _anonymize_on_engine(job: Job, plan, name: str, *, rng, progress: Progress) 
             tags=dict(dataset.tags or {}),
             thresholds=thresholds_for(team=dataset.team),
             progress=lambda fraction, what: progress(5 + round(80 * fraction), what),
+            secrets=secrets,
         )
         progress(85, "writing the release")
         release = release_create(

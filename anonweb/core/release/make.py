@@ -18,6 +18,8 @@ files is the caller's business.
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,9 +45,16 @@ from anonweb.core.conflicts.release import (
 )
 from anonweb.core.engine.base import Engine, NodeRelease, Source
 from anonweb.core.engine.histogram import Histogram, histogram_class_data
-from anonweb.core.errors import ParameterError
+from anonweb.core.errors import CoreError, ParameterError
 from anonweb.core.io.export import DEFAULT_FORMAT, export_format
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies, spec_is_fixed
+from anonweb.core.release.engine_evidence import (
+    conflicts_unchecked,
+    engine_attacks,
+    engine_conflicts,
+    engine_lineage,
+    engine_reconstruction,
+)
 from anonweb.core.release.plan import get_step, plan_to_dict, validate_plan
 from anonweb.core.release.policy import (
     QUASI_IDENTIFIER,
@@ -57,8 +66,8 @@ from anonweb.core.release.policy import (
 )
 from anonweb.core.release.publish import publish, row_preserving, scrub_report
 from anonweb.core.release.report import published_report
-from anonweb.core.release.run import PlanReport, population_after
-from anonweb.core.release.steps import Plan, StepContext
+from anonweb.core.release.run import PlanReport, as_text, one_type_per_column, population_after
+from anonweb.core.release.steps import IN_MEMORY, Plan, StepContext, StepSpec
 from anonweb.core.risk.classes import suppressed_records
 from anonweb.core.risk.intruder import intruder_check
 from anonweb.core.search.flash import search_histogram
@@ -355,9 +364,11 @@ def _intruder(
     return intruder_check(source, aligned, columns=columns, rng=rng).to_dict()
 
 
-# The one step an engine runs besides removing columns: the generalization search, which reads
-# the engine's histogram and has the engine write its node.
+# The step an engine runs on its histogram: the generalization search, which reads the engine's
+# histogram and has the engine write its node. The others it runs are row-wise: removing columns
+# (``drop``: the written release leaves them out) and the steps it streams the table through.
 SEARCH = "optimal_generalization"
+DROP = "drop"
 
 
 @dataclass(frozen=True)
@@ -375,8 +386,10 @@ class EngineRelease:
 
     def lineage(self) -> dict[str, Any]:
         """The lineage in counts: the rows are the source's records; which record each one is
-        is not kept on an engine (it would be a table as long as the source)."""
+        is not kept on an engine (it would be a table as long as the source), but the plan's,
+        the source's and the release's digests are (the report's ``lineage``)."""
         out = lineage_summary(None, (), dp=False)
+        out |= self.report.get("lineage") or {}
         out["records"] = self.rows
         return out
 
@@ -386,14 +399,46 @@ def engine_problems(plan: Plan, engine: str) -> list[str]:
     ``engines`` declaration)."""
     problems = []
     for i, step in enumerate(plan.steps, 1):
-        spec = get_step(step.kind)
-        if engine not in spec.engines_for(step.params):
+        engines = get_step(step.kind).engines_for(step.params)
+        if engine in engines:
+            continue
+        if set(engines) <= set(IN_MEMORY):
             problems.append(
                 f"step {i} ({step.kind}) runs in memory only (its output for one row depends on "
                 f"the other rows), not on the {engine} engine"
             )
+        else:
+            problems.append(
+                f"step {i} ({step.kind}) runs on the {', '.join(engines)} engines, not on the "
+                f"{engine} engine"
+            )
     if sum(s.kind == SEARCH for s in plan.steps) > 1:
         problems.append(f"an engine runs one {SEARCH} step per plan")
+    problems += _after_search_problems(plan)
+    return problems
+
+
+def _after_search_problems(plan: Plan) -> list[str]:
+    """An engine runs the row-wise steps in one pass over the table before the search reads it;
+    a step after the search may go there only when it touches no column the search reads (the
+    quasi-identifiers, the sensitive columns), which it would otherwise read generalized."""
+    found = [i for i, s in enumerate(plan.steps) if s.kind == SEARCH]
+    if not found:
+        return []
+    search = plan.steps[found[0]]
+    read = {*plan.quasi_identifiers, *plan.sensitive}
+    read |= {m["sensitive"] for m in search.params.get("models", []) if "sensitive" in m}
+    problems = []
+    for i, step in enumerate(plan.steps[found[0] + 1 :], found[0] + 2):
+        spec = get_step(step.kind)
+        touched = set(spec.columns_read(step.params)) | set(spec.columns_written(step.params, plan))
+        clash = sorted(touched & read | ({"*"} & touched))
+        if clash and step.kind != "drop":
+            problems.append(
+                f"step {i} ({step.kind}) comes after the {SEARCH} step and touches "
+                f"{', '.join(map(repr, clash))}, which the search reads: an engine runs it "
+                "before the search, so put it before the search or use the pandas engine"
+            )
     return problems
 
 
@@ -408,15 +453,27 @@ def make_engine_release(
     thresholds: PolicyThresholds | None = None,
     keep_order: bool = False,
     progress: Callable[[float, str], None] | None = None,
+    secrets: Mapping[str, bytes] | None = None,
+    attacks: AttackOptions | None = None,
+    earlier: Earlier = (),
 ) -> EngineRelease:
     """Make a release of ``source`` (a Parquet or CSV file, or a table) with ``plan`` on
     ``engine``, written as Parquet to ``out``, without the table in one process's memory.
 
-    The plan may remove columns and run the generalization search (the steps whose
-    ``engines`` include this one); the search reads the engine's histogram, the engine writes
-    the chosen node with its suppression, and the risk after is measured from the histogram of
-    the written release, by the same functions as :func:`make_release`'s: the steps' reports,
-    the risk profiles, the search, the model checks, the published report and the policy."""
+    The plan may remove columns, run row-wise steps (masks, keyed tokens, noise, PRAM with a
+    matrix: the engine streams the table through them a part at a time, in one pass before the
+    search, each row's output depending only on that row, the keys and its draw) and run the
+    generalization search (the steps whose ``engines`` include this one); the search reads the
+    engine's histogram, the engine writes the chosen node with its suppression, and the risk
+    after is measured from the histogram of the written release, by the same functions as
+    :func:`make_release`'s: the steps' reports, the risk profiles, the search, the model
+    checks, the published report and the policy. ``secrets`` are the keys the steps name.
+
+    The internal report has the evidence :func:`make_release` gives, computed at scale or
+    stating that it was not run and why (:mod:`anonweb.core.release.engine_evidence`):
+    ``attacks`` (default: the plan's own ``attacks``), ``reconstruction``, ``conflicts``
+    against ``earlier`` (the earlier live releases of the source, or a function returning them)
+    and ``lineage``."""
     report_progress = progress or (lambda fraction, what: None)
     thresholds = thresholds or PolicyThresholds()
     order = [*plan.quasi_identifiers, *plan.sensitive, *tags]
@@ -437,14 +494,67 @@ def make_engine_release(
     report_progress(0.05, f"counting the table's classes ({engine.name})")
     sensitive = list(plan.sensitive)
     before = assess_histogram(read(source, qis, sensitive)).to_dict() if qis else None
-    hist = read(source, qis, list(dict.fromkeys([*sensitive, *model_sensitive]))) if qis else None
-    hierarchies = _engine_hierarchies(plan, hist)
     ctx = StepContext(
         rng=rng,
+        secrets=dict(secrets or {}),
         quasi_identifiers=tuple(qis),
         sensitive=tuple(plan.sensitive),
-        hierarchies=hierarchies,
     )
+    if attacks is None and plan.attacks:
+        attacks = attack_options(plan.attacks)
+    origin = source
+    scratch = None
+    passed: dict[int, dict[str, Any]] = {}
+    if any(s.kind not in (SEARCH, DROP) for s in plan.steps):
+        report_progress(0.07, f"running the row-wise steps ({engine.name})")
+        scratch = Path(tempfile.mkdtemp(prefix=".rows-", dir=Path(out).resolve().parent))
+        mapped = scratch / "rows.parquet"
+        passed = _row_pass(engine, source, plan, ctx, mapped)
+        read.seen.clear()  # the search reads the pass's output
+        source, columns = str(mapped), engine.columns(str(mapped))
+    try:
+        return _engine_release(
+            source, plan, engine=engine, out=out, rng=rng, ctx=ctx, tags=tags,
+            thresholds=thresholds, keep_order=keep_order, progress=report_progress,
+            read=read, before=before, columns=columns, passed=passed,
+            model_sensitive=model_sensitive, origin=origin, attacks=attacks, earlier=earlier,
+        )  # fmt: skip
+    finally:
+        read.seen.clear()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _engine_release(
+    source: Source,
+    plan: Plan,
+    *,
+    engine: Engine,
+    out: str | Path,
+    rng: np.random.Generator,
+    ctx: StepContext,
+    tags: Mapping[str, str | None],
+    thresholds: PolicyThresholds,
+    keep_order: bool,
+    progress: Callable[[float, str], None],
+    read: _HistogramReader,
+    before: dict[str, Any] | None,
+    columns: list[str],
+    passed: Mapping[int, dict[str, Any]],
+    model_sensitive: list[str],
+    origin: Source,
+    attacks: AttackOptions | None,
+    earlier: Earlier,
+) -> EngineRelease:
+    """:func:`make_engine_release` past the row-wise pass: ``source`` is what the search reads
+    (the pass's output when there was one), ``origin`` the table as given, and ``passed`` the
+    pass's step reports."""
+    report_progress = progress
+    qis = list(plan.quasi_identifiers)
+    sensitive = list(plan.sensitive)
+    hist = read(source, qis, list(dict.fromkeys([*sensitive, *model_sensitive]))) if qis else None
+    hierarchies = _engine_hierarchies(plan, hist)
+    ctx.hierarchies = hierarchies
     frame = pd.DataFrame(columns=columns)  # no rows: the steps' reports and output columns
     node = NodeRelease(mappings=(), quasi_identifiers=tuple(qis))
     reports: list[dict[str, Any]] = []
@@ -452,6 +562,9 @@ def make_engine_release(
     for i, step in enumerate(plan.steps, 1):
         started = time.perf_counter()
         report_progress(0.1 + 0.5 * (i - 1) / len(plan.steps), f"step {i}: {step.kind}")
+        if i in passed:  # run by the row-wise pass; its columns are the pass's output's
+            reports.append(dict(passed[i]))
+            continue
         if step.kind == SEARCH:
             assert hist is not None  # the plan's check asks a search for quasi-identifiers
             models = search_models(step.params, hierarchies, hist.rows)
@@ -492,6 +605,21 @@ def make_engine_release(
     internal["engine"] = engine.name
     published = published_report(internal, plan_to_dict(plan), keep_order=keep_order)
     published["engine"] = engine.name
+    report_progress(
+        STAGES["attacks"], "attacking the release: linkage, inference, singling out, membership"
+    )
+    known, attacked = attacked_columns(plan, tags, engine.columns(origin), attacks)
+    internal["attacks"] = engine_attacks(
+        engine, origin, str(out), known=known, sensitive=attacked, kept=kept, options=attacks,
+        rng=rng,
+    )  # fmt: skip
+    others = list(earlier() if callable(earlier) else earlier)
+    internal["reconstruction"] = engine_reconstruction(others)
+    report_progress(STAGES["conflicts"], "checking for conflicts with earlier releases")
+    internal["conflicts"] = engine_conflicts(others)
+    internal["lineage"] = engine_lineage(
+        source=origin, released=str(out), plan=plan_to_dict(plan), rows=written.rows
+    )
     report_progress(STAGES["gate"], "checking the release against the team's release policy")
 
     def classes_of(names: list[str], sens: list[str], star: list[str]) -> tuple[Any, int]:
@@ -507,8 +635,87 @@ def make_engine_release(
         thresholds=thresholds,
         report=published,
         internal_report=internal,
+        attacks=internal["attacks"],
+        conflicts=conflicts_unchecked(internal["conflicts"], engine=engine.name),
     )
     return EngineRelease(str(out), written.rows, internal, published, gate, engine.name)
+
+
+def _row_pass(
+    engine: Engine, source: Source, plan: Plan, ctx: StepContext, out: Path
+) -> dict[int, dict[str, Any]]:
+    """The plan's row-wise steps (all but the search), in order, run by ``engine`` on the table a
+    part at a time and written to ``out``; their reports, each as the whole table's (the
+    counts of the parts added up, see :class:`~anonweb.core.release.steps.StepSpec`).
+
+    Each step has its own context whose ``row_seed`` is drawn from the plan's ``rng`` on the
+    first part, in step order as :func:`~anonweb.core.release.run.apply_plan` draws them, and
+    whose ``row_positions`` are the part's rows' positions: each row gets the draw it gets in
+    memory. A column a step writes as text is text in every part (a part with only numbers
+    left would otherwise be stored as numbers)."""
+    map_rows = getattr(engine, "map_rows", None)
+    if map_rows is None:
+        raise ParameterError(f"the {engine.name} engine does not run row-wise steps")
+    steps = [(i, s, get_step(s.kind)) for i, s in enumerate(plan.steps, 1) if s.kind != SEARCH]
+    contexts = {
+        i: dataclasses.replace(ctx, row_positions=np.empty(0, np.int64), row_seed=None, state={})
+        for i, _, _ in steps
+    }
+    parts: dict[int, list[dict[str, Any]]] = {i: [] for i, _, _ in steps}
+    seconds = dict.fromkeys(parts, 0.0)
+    written = {c for _, s, spec in steps for c in spec.columns_written(s.params, plan)}
+
+    def apply(frame: pd.DataFrame, positions: NDArray[np.int64]) -> pd.DataFrame:
+        for i, step, spec in steps:
+            started = time.perf_counter()
+            contexts[i].row_positions = positions
+            try:
+                done = spec.func(frame, step.params, contexts[i])
+            except CoreError as exc:
+                raise type(exc)(f"step {i} ({step.kind}): {exc}") from None
+            frame = one_type_per_column(done.frame)
+            parts[i].append(done.report)
+            seconds[i] += time.perf_counter() - started
+        for c in written & {str(c) for c in frame.columns}:
+            if frame[c].dtype == object:
+                frame[c] = (
+                    frame[c]
+                    .map(lambda v: v if isinstance(v, str) else as_text(v), na_action="ignore")
+                    .astype(object)
+                )
+        return frame
+
+    map_rows(source, apply, out)
+    return {
+        i: {
+            "step": i,
+            "kind": step.kind,
+            **_merged(spec, parts[i]),
+            "seconds": round(seconds[i], 4),
+        }
+        for i, step, spec in steps
+    }
+
+
+def _merged(spec: StepSpec, parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A step's report on the whole table from its reports on the parts: the keys it declares
+    as ``counts`` added up, every other key the same in every part."""
+    out = dict(parts[0]) if parts else {}
+    for part in parts[1:]:
+        for key, value in part.items():
+            if key in spec.counts:
+                old = out.get(key)
+                if isinstance(value, Mapping):
+                    old = old or {}
+                    out[key] = {k: old.get(k, 0) + value.get(k, 0) for k in {**old, **value}}
+                else:
+                    out[key] = (old or 0) + value
+            elif out.get(key) != value:
+                raise ValueError(
+                    f"the {spec.kind} step reported {key!r} differently on two parts of the "
+                    "table: a figure of the whole table must be declared among its counts"
+                )
+    return out
 
 
 class _HistogramReader:

@@ -175,12 +175,14 @@ class Command(BaseCommand):
             "recipient": recipient,
             **({"recipients": list(recipients)} if recipients else {}),
         }
-        if engine != "pandas":
-            self._run_on_engine(opts, plan, engine, tags=tags, rng=rng, sep=sep, extra=extra)
-            return
-        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         # keys not supplied in files are drawn fresh for this release and never written
         secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
+        if engine != "pandas":
+            self._run_on_engine(
+                opts, plan, engine, tags=tags, rng=rng, sep=sep, extra=extra, secrets=secrets
+            )
+            return
+        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         # the same path as the web's release job: intruder check, lineage, attacks,
         # reconstruction, conflicts and the gate come with the release
         earlier = self._earlier(opts, df, tags)
@@ -230,9 +232,10 @@ class Command(BaseCommand):
                 raise CommandError(line, returncode=1)
             self.stderr.write(line)
 
-    def _run_on_engine(self, opts, plan, name, *, tags, rng, sep, extra):
-        """The release made out of core: the plan's steps an engine runs (dropping columns, the
-        generalization search), the release written by the engine and exported batch by batch.
+    def _run_on_engine(self, opts, plan, name, *, tags, rng, sep, extra, secrets):
+        """The release made out of core: the plan's steps an engine runs (dropping columns,
+        row-wise masks, tokens, noise and PRAM, the generalization search), the release written
+        by the engine and exported batch by batch.
         The source's table is never read whole; what needs it (the attacks, the conflict check
         against --earlier releases) is refused with the reason."""
         import shutil
@@ -285,6 +288,7 @@ class Command(BaseCommand):
                 rng=rng,
                 tags=tags,
                 keep_order=opts["keep_order"],
+                secrets=secrets,
             )
             export_parquet_file(made.path, fmt, work / "export", sep=sep)
             summary = self._summary(made.report, plan)
