@@ -30,7 +30,7 @@ from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_name
 from anonweb.releases.attacks import release_attacks_run, save_control_rows
 from anonweb.releases.budget import charge_spend
-from anonweb.releases.conflicts import earlier_releases
+from anonweb.releases.conflicts import earlier_release_names, earlier_releases
 from anonweb.releases.fragments import release_fragments_warm
 from anonweb.releases.gate import thresholds_for
 from anonweb.releases.models import Release
@@ -213,8 +213,10 @@ def _anonymize_on_engine(
 ) -> dict:
     """The release made out of core (:func:`~anonweb.core.release.make.make_engine_release`):
     the engine reads the stored Parquet copy and writes the release as Parquet, from which the
-    stored formats are written batch by batch. What needs the whole table in memory (attacks,
-    the lineage of source rows for later conflict checks, utility) is not done here."""
+    stored formats are written batch by batch. The attacks run on a sample of the source read
+    by the engine; the conflict check, which needs which source row each released row is, is
+    not run, and the gate blocks the release while the source has other live releases (see
+    :mod:`anonweb.core.release.engine_evidence`). Utility is measured on first view."""
     dataset = job.dataset
     assert dataset is not None
     path, _ = stored_parquet(dataset.storage_key)
@@ -234,6 +236,8 @@ def _anonymize_on_engine(
             thresholds=thresholds_for(team=dataset.team),
             progress=lambda fraction, what: progress(5 + round(80 * fraction), what),
             secrets=secrets,
+            # read once the release is written, so a release written meanwhile is counted
+            earlier=lambda: earlier_release_names(dataset=dataset),
         )
         progress(85, "writing the release")
         release = release_create(

@@ -236,8 +236,9 @@ class Command(BaseCommand):
         """The release made out of core: the plan's steps an engine runs (dropping columns,
         row-wise masks, tokens, noise and PRAM, the generalization search), the release written
         by the engine and exported batch by batch.
-        The source's table is never read whole; what needs it (the attacks, the conflict check
-        against --earlier releases) is refused with the reason."""
+        The source's table is never read whole: the attacks run on a sample the engine reads;
+        what needs every record in memory (the conflict check against --earlier releases) is
+        refused with the reason."""
         import shutil
         import tempfile
 
@@ -298,7 +299,8 @@ class Command(BaseCommand):
                 published=made.published,
                 gate=made.gate.to_dict(),
                 lineage=made.lineage(),
-                conflicts=None,
+                # no --earlier on an engine: checked against none, as in memory without them
+                conflicts=[] if made.report["conflicts"]["run"] else made.report["conflicts"],
                 engine=made.engine,
                 peak_memory_bytes=peak_memory_bytes(children=name == "spark"),
             )
