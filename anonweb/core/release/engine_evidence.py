@@ -18,6 +18,8 @@ not run and why (never left out, so that no reader takes a missing check for a p
   release's by lineage, which an engine does not keep: with any earlier live release the
   check is not run, and the gate blocks the release (:func:`conflicts_unchecked`) until it is
   made in memory; with none there is nothing to conflict with.
+* **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns reads every
+  record in memory: not run, and said so.
 * **Lineage**: the records written, the plan's and the files' SHA-256, so the release can be
   traced to the exact plan and source it was made from.
 """
@@ -60,6 +62,21 @@ CONFLICTS_NOT_RUN = (
     "which source row each one is, which an engine does not keep. Make the release in memory "
     "(the pandas engine), or withdraw the earlier releases, for this check."
 )
+
+
+INTRUDER_NOT_RUN = (
+    "Not run: the maximum-knowledge intruder links every original record to its closest "
+    "perturbed one, over the whole table in memory; an engine release does not. Make the "
+    "release in memory (the pandas engine) for this check."
+)
+
+
+def engine_intruder(columns: Sequence[str]) -> dict[str, Any] | None:
+    """The intruder check's place in the report when the plan perturbed numeric ``columns``
+    (None when it perturbed none, as in memory): not run out of core, and why."""
+    if not columns:
+        return None
+    return {"columns": list(columns), "skipped": INTRUDER_NOT_RUN}
 
 
 def engine_attacks(

@@ -52,6 +52,7 @@ from anonweb.core.release.engine_evidence import (
     conflicts_unchecked,
     engine_attacks,
     engine_conflicts,
+    engine_intruder,
     engine_lineage,
     engine_reconstruction,
 )
@@ -608,6 +609,9 @@ def _engine_release(
     report_progress(
         STAGES["attacks"], "attacking the release: linkage, inference, singling out, membership"
     )
+    intruder = engine_intruder([c for c in perturbed_columns(plan) if c in kept])
+    if intruder is not None:
+        internal["intruder"] = intruder
     known, attacked = attacked_columns(plan, tags, engine.columns(origin), attacks)
     internal["attacks"] = engine_attacks(
         engine, origin, str(out), known=known, sensitive=attacked, kept=kept, options=attacks,

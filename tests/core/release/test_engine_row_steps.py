@@ -320,3 +320,22 @@ def test_an_earlier_release_with_aggregates_is_not_reconstructed_out_of_core(tmp
     rec = made.report["reconstruction"]
     assert rec["determined"] is None and rec["releases"] == ["release 1"]
     assert rec["skipped"].startswith("Not run")
+
+
+def test_the_intruder_check_on_noisy_columns_is_said_not_to_have_run(tmp_path):
+    engine = DuckDBEngine()
+    try:
+        _, _, made = _released(tmp_path, _table(9, 300), _plan(), engine)
+    finally:
+        engine.close()
+    assert made.report["intruder"]["columns"] == ["income", "hours"]
+    assert made.report["intruder"]["skipped"].startswith("Not run")
+    plan = _plan()
+    plan["steps"] = [s for s in plan["steps"] if "noise" not in s["kind"]]
+    engine = DuckDBEngine()
+    try:
+        (tmp_path / "b").mkdir()
+        _, _, made = _released(tmp_path / "b", _table(9, 300), plan, engine)
+    finally:
+        engine.close()
+    assert "intruder" not in made.report  # nothing perturbed: as in memory
