@@ -221,6 +221,7 @@ def validate_plan(
     distinct: Mapping[str, int] | None = None,
     has_missing: frozenset[str] = frozenset(),
     memory_rows: int | None = None,
+    engine: str | None = None,
 ) -> list[StepSpec]:
     """Check every step and hierarchy of ``plan`` before touching data.
 
@@ -232,8 +233,9 @@ def validate_plan(
     removed, perturbed or recoded it), and a column recoded into text labels can no longer be
     read as numbers. ``files=False`` refuses hierarchy specs that read a file on the server.
     ``memory_rows`` is the most rows a step that runs in memory only (the step registry's
-    ``engines``) may read: a larger table (``rows``) goes to an out-of-core engine, so such a
-    step is refused with the reason and the limit.
+    ``engines``) may read: a larger table (``rows``) goes to an out-of-core engine (``engine``
+    when one is named, DuckDB otherwise), so a step that engine does not run is refused with the
+    reason and the limit.
     Raises :class:`~anonweb.core.errors.PlanError` listing every problem found, each once.
     """
     errors: list[str] = []
@@ -292,7 +294,7 @@ def validate_plan(
         if spec.recodes:
             recoded.update({c: where for c in written})
     errors += _plan_level_problems(plan, ctx, files)
-    errors += _memory_problems(plan, rows, memory_rows)
+    errors += _memory_problems(plan, rows, memory_rows, engine)
     if len(specs) == len(plan.steps):
         try:
             plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
@@ -394,14 +396,29 @@ def _step_problems(
     return []
 
 
-def _memory_problems(plan: Plan, rows: int | None, memory_rows: int | None) -> list[str]:
+def _memory_problems(
+    plan: Plan, rows: int | None, memory_rows: int | None, engine: str | None = None
+) -> list[str]:
     if rows is None or memory_rows is None or rows <= memory_rows:
         return []
+    # the engine a table past the limit goes to: the one named, else auto's (DuckDB)
+    out_of_core = engine if engine not in (None, "auto", *IN_MEMORY) else "duckdb"
     problems = []
     for i, step in enumerate(plan.steps, 1):
         spec = registered(step.kind)
-        if spec is None or set(spec.engines_for(step.params)) - set(IN_MEMORY):
-            continue  # an unknown kind is refused as such; this one runs out of core
+        if spec is None:
+            continue  # an unknown kind is refused as such
+        engines = spec.engines_for(step.params)
+        if out_of_core in engines:
+            continue  # this one runs out of core
+        if set(engines) - set(IN_MEMORY):
+            problems.append(
+                f"step {i} ({step.kind}) runs on the {', '.join(engines)} engines, not on the "
+                f"{out_of_core} engine a table of {rows:,} rows goes to (more than the "
+                f"{memory_rows:,} an in-memory step may read, ANONWEB_ENGINE_AUTO_ROWS): use "
+                "the DuckDB engine, or remove the step"
+            )
+            continue
         problems.append(
             f"step {i} ({step.kind}) runs in memory only (its output for one row depends on "
             f"the other rows), and the table has {rows:,} rows, more than the {memory_rows:,} "

@@ -389,3 +389,21 @@ def test_every_streamed_step_gives_in_parts_what_it_gives_whole(tmp_path, monkey
             assert ours == {k: v for k, v in report.steps[0].items() if k != "seconds"}, kind
     finally:
         engine.close()
+
+
+def test_the_validator_refuses_a_streamed_step_past_the_limit_only_on_spark():
+    from anonweb.core.errors import PlanError
+    from anonweb.core.release.plan import validate_plan
+
+    plan = plan_from_dict(
+        {"steps": [{"kind": "tokenize", "params": {"columns": ["name"], "key": "k"}}]}
+    )
+    for engine in (None, "auto", "duckdb"):  # DuckDB streams it
+        validate_plan(plan, ["name"], rows=2_000_000, memory_rows=1_000_000, engine=engine)
+    with pytest.raises(PlanError) as refused:
+        validate_plan(plan, ["name"], rows=2_000_000, memory_rows=1_000_000, engine="spark")
+    assert refused.value.errors == [
+        "step 1 (tokenize) runs on the pandas, duckdb engines, not on the spark engine a table "
+        "of 2,000,000 rows goes to (more than the 1,000,000 an in-memory step may read, "
+        "ANONWEB_ENGINE_AUTO_ROWS): use the DuckDB engine, or remove the step"
+    ]

@@ -271,7 +271,10 @@ class Command(BaseCommand):
             )
         # refused at submission: an in-memory-only step on a table past the in-memory limit
         validate_plan(
-            plan, rows=estimated_rows(opts["path"]), memory_rows=in_memory_limit(opts["engine"])
+            plan,
+            rows=estimated_rows(opts["path"]),
+            memory_rows=in_memory_limit(opts["engine"]),
+            engine=name,
         )
         engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
         target = Path(opts["out"]).resolve().parent
