@@ -660,7 +660,14 @@ def _row_pass(
     map_rows = getattr(engine, "map_rows", None)
     if map_rows is None:
         raise ParameterError(f"the {engine.name} engine does not run row-wise steps")
-    steps = [(i, s, get_step(s.kind)) for i, s in enumerate(plan.steps, 1) if s.kind != SEARCH]
+    search = next((i for i, s in enumerate(plan.steps, 1) if s.kind == SEARCH), None)
+    # a column dropped after the search may be one it reads: left out when the release is
+    # written, as without a pass
+    steps = [
+        (i, s, get_step(s.kind))
+        for i, s in enumerate(plan.steps, 1)
+        if s.kind != SEARCH and not (s.kind == DROP and search is not None and i > search)
+    ]
     contexts = {
         i: dataclasses.replace(ctx, row_positions=np.empty(0, np.int64), row_seed=None, state={})
         for i, _, _ in steps

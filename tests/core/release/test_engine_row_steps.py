@@ -407,3 +407,20 @@ def test_the_validator_refuses_a_streamed_step_past_the_limit_only_on_spark():
         "of 2,000,000 rows goes to (more than the 1,000,000 an in-memory step may read, "
         "ANONWEB_ENGINE_AUTO_ROWS): use the DuckDB engine, or remove the step"
     ]
+
+
+def test_a_column_dropped_after_the_search_is_read_by_it(tmp_path):
+    """With a pass, a drop after the search still leaves the search its column: the release is
+    written without it, as in memory."""
+    plan = _plan()
+    plan["steps"].append({"kind": "drop", "params": {"columns": ["sex", "ssn"]}})
+    df = _table(11, 400)
+    engine = DuckDBEngine()
+    try:
+        memory, made, written = _both(df, plan, engine, tmp_path)
+    finally:
+        engine.close()
+    assert "sex" not in written.columns and "ssn" not in written.columns
+    assert list(written.columns) == list(memory.frame.columns)
+    assert rows(written) == rows(memory.frame)
+    assert _steps(made.report) == _steps(memory.report)
