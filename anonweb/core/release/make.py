@@ -434,7 +434,7 @@ def _after_search_problems(plan: Plan) -> list[str]:
         spec = get_step(step.kind)
         touched = set(spec.columns_read(step.params)) | set(spec.columns_written(step.params, plan))
         clash = sorted(touched & read | ({"*"} & touched))
-        if clash and step.kind != "drop":
+        if clash and step.kind != DROP:
             problems.append(
                 f"step {i} ({step.kind}) comes after the {SEARCH} step and touches "
                 f"{', '.join(map(repr, clash))}, which the search reads: an engine runs it "
