@@ -166,7 +166,8 @@ class SparkEngine:
         if not columns:
             return {}
         df = self._frame(source)
-        row = df.agg(*[(F.max(c) - F.min(c)).cast("double") for c in columns]).collect()[0]
+        with _collected_sockets():
+            row = df.agg(*[(F.max(c) - F.min(c)).cast("double") for c in columns]).collect()[0]
         return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
 
     def close(self) -> None:

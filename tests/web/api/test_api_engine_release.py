@@ -156,6 +156,11 @@ def test_a_release_on_spark_has_the_figures_and_rows_of_pandas(officer, monkeypa
     memory = release_with(officer, monkeypatch, "pandas")
     ours = release_with(officer, monkeypatch, "spark")
     same_figures(memory, ours, "spark")
+    # the attacks on a sample Spark drew, the digests of the folder it wrote
+    report = ours["release"]["report"]
+    assert report["attacks"]["sample"] == {"records": 600, "of": 600}
+    assert set(memory["release"]["report"]["attacks"]) <= set(report["attacks"])
+    assert len(report["lineage"]["release_sha256"]) == 64
 
 
 def test_an_in_memory_step_past_the_limit_is_refused_at_submission(officer, monkeypatch):
