@@ -65,7 +65,7 @@ def worker(engine_name: str, kind: str, path: str, memory_limit: str) -> dict:
 
     from anonweb.core.engine.base import peak_memory_bytes
     from anonweb.core.engine.select import make_engine
-    from anonweb.core.release.make import make_engine_release
+    from anonweb.core.release.engine_release import make_engine_release
     from anonweb.core.release.plan import plan_from_dict
 
     engine = make_engine(engine_name, path, memory_limit=memory_limit)

@@ -16,7 +16,8 @@ from django.conf import settings
 from anonweb.common.files import files
 from anonweb.core.engine.select import choose_engine, make_engine
 from anonweb.core.models.population_table import PopulationTable
-from anonweb.core.release.make import engine_problems, make_engine_release, make_release
+from anonweb.core.release.engine_release import engine_problems, make_engine_release
+from anonweb.core.release.make import make_release
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets
 from anonweb.core.release.report import public_plan
@@ -211,7 +212,7 @@ def release_engine(storage_key, plan) -> str | None:
 def _anonymize_on_engine(
     job: Job, plan, name: str, *, rng, progress: Progress, secrets: Mapping[str, bytes]
 ) -> dict:
-    """The release made out of core (:func:`~anonweb.core.release.make.make_engine_release`):
+    """The release made out of core (:func:`~anonweb.core.release.engine_release.make_engine_release`):
     the engine reads the stored Parquet copy and writes the release as Parquet, from which the
     stored formats are written batch by batch. The attacks run on a sample of the source read
     by the engine; the conflict check, which needs which source row each released row is, is

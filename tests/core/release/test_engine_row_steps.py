@@ -13,7 +13,8 @@ from anonweb.core.engine import duckdb_engine
 from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.pandas_engine import PandasEngine
 from anonweb.core.errors import ParameterError
-from anonweb.core.release.make import engine_problems, make_engine_release, make_release
+from anonweb.core.release.engine_release import engine_problems, make_engine_release
+from anonweb.core.release.make import make_release
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.transforms.rowdraws import row_normals, row_uniforms
 
@@ -357,7 +358,7 @@ STREAMED = {
 def test_every_streamed_step_gives_in_parts_what_it_gives_whole(tmp_path, monkeypatch):
     """The row-wise contract, for every kind an engine streams: the table in parts of 13 rows
     gives the rows and the report the whole table gives in memory for the same seed."""
-    from anonweb.core.release.make import DROP, SEARCH, _row_pass
+    from anonweb.core.release.engine_release import DROP, SEARCH, _row_pass
     from anonweb.core.release.plan import get_step
     from anonweb.core.release.run import apply_plan
     from anonweb.core.release.steps import StepContext, registered_kinds

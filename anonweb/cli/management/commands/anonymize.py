@@ -246,7 +246,7 @@ class Command(BaseCommand):
         from anonweb.core.engine.base import peak_memory_bytes
         from anonweb.core.engine.select import estimated_rows, in_memory_limit, make_engine
         from anonweb.core.io.export import EXPORT_FORMATS, export_parquet_file, format_for_path
-        from anonweb.core.release.make import make_engine_release
+        from anonweb.core.release.engine_release import make_engine_release
         from anonweb.core.release.plan import validate_plan
 
         for option, given in (
