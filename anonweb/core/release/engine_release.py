@@ -45,7 +45,14 @@ from anonweb.core.release.make import (
     lineage_summary,
     perturbed_columns,
 )
-from anonweb.core.release.plan import get_step, plan_to_dict, validate_plan
+from anonweb.core.release.plan import (
+    DROP,
+    SEARCH,
+    after_search_problems,
+    get_step,
+    plan_to_dict,
+    validate_plan,
+)
 from anonweb.core.release.policy import PolicyResult, PolicyThresholds, evaluate_engine_release
 from anonweb.core.release.publish import scrub_report
 from anonweb.core.release.report import published_report
@@ -56,11 +63,9 @@ from anonweb.core.search.flash import search_histogram
 from anonweb.core.search.release_node import node_release
 from anonweb.core.transforms.generalize import model_checks, search_models, search_options
 
-# The step an engine runs on its histogram: the generalization search, which reads the engine's
-# histogram and has the engine write its node. The others it runs are row-wise: removing columns
-# (``drop``: the written release leaves them out) and the steps it streams the table through.
-SEARCH = "optimal_generalization"
-DROP = "drop"
+# The step an engine runs on its histogram is the generalization search (SEARCH), which reads the
+# engine's histogram and has the engine write its node. The others it runs are row-wise: removing
+# columns (DROP: the written release leaves them out) and the steps it streams the table through.
 
 
 @dataclass(frozen=True)
@@ -106,31 +111,7 @@ def engine_problems(plan: Plan, engine: str) -> list[str]:
             )
     if sum(s.kind == SEARCH for s in plan.steps) > 1:
         problems.append(f"an engine runs one {SEARCH} step per plan")
-    problems += _after_search_problems(plan)
-    return problems
-
-
-def _after_search_problems(plan: Plan) -> list[str]:
-    """An engine runs the row-wise steps in one pass over the table before the search reads it;
-    a step after the search may go there only when it touches no column the search reads (the
-    quasi-identifiers, the sensitive columns), which it would otherwise read generalized."""
-    found = [i for i, s in enumerate(plan.steps) if s.kind == SEARCH]
-    if not found:
-        return []
-    search = plan.steps[found[0]]
-    read = {*plan.quasi_identifiers, *plan.sensitive}
-    read |= {m["sensitive"] for m in search.params.get("models", []) if "sensitive" in m}
-    problems = []
-    for i, step in enumerate(plan.steps[found[0] + 1 :], found[0] + 2):
-        spec = get_step(step.kind)
-        touched = set(spec.columns_read(step.params)) | set(spec.columns_written(step.params, plan))
-        clash = sorted(touched & read | ({"*"} & touched))
-        if clash and step.kind != DROP:
-            problems.append(
-                f"step {i} ({step.kind}) comes after the {SEARCH} step and touches "
-                f"{', '.join(map(repr, clash))}, which the search reads: an engine runs it "
-                "before the search, so put it before the search or use the pandas engine"
-            )
+    problems += after_search_problems(plan)
     return problems
 
 

@@ -104,6 +104,10 @@ from anonweb.core.release.steps import (
     registered_kinds,
 )
 
+# The generalization search (an engine runs it on its histogram) and the step that removes
+# columns (an engine leaves them out when it writes the release).
+SEARCH = "optimal_generalization"
+DROP = "drop"
 # A plan is a short document; anything nested deeper is refused before it is walked.
 MAX_DEPTH = 32
 MAX_STEPS = 200
@@ -396,6 +400,32 @@ def _step_problems(
     return []
 
 
+def after_search_problems(plan: Plan) -> list[str]:
+    """An engine runs the row-wise steps in one pass over the table before the search reads it;
+    a step after the search may go there only when it touches no column the search reads (the
+    quasi-identifiers, the sensitive columns), which it would otherwise read generalized."""
+    found = [i for i, s in enumerate(plan.steps) if s.kind == SEARCH]
+    if not found:
+        return []
+    search = plan.steps[found[0]]
+    read = {*plan.quasi_identifiers, *plan.sensitive}
+    read |= {m["sensitive"] for m in search.params.get("models", []) if "sensitive" in m}
+    problems = []
+    for i, step in enumerate(plan.steps[found[0] + 1 :], found[0] + 2):
+        spec = registered(step.kind)
+        if spec is None or not set(spec.engines_for(step.params)) - set(IN_MEMORY):
+            continue  # unknown, or refused as a step that runs in memory only
+        touched = set(spec.columns_read(step.params)) | set(spec.columns_written(step.params, plan))
+        clash = sorted(touched & read | ({"*"} & touched))
+        if clash and step.kind != DROP:
+            problems.append(
+                f"step {i} ({step.kind}) comes after the {SEARCH} step and touches "
+                f"{', '.join(map(repr, clash))}, which the search reads: an engine runs it "
+                "before the search, so put it before the search or use the pandas engine"
+            )
+    return problems
+
+
 def _memory_problems(
     plan: Plan, rows: int | None, memory_rows: int | None, engine: str | None = None
 ) -> list[str]:
@@ -403,7 +433,7 @@ def _memory_problems(
         return []
     # the engine a table past the limit goes to: the one named, else auto's (DuckDB)
     out_of_core = engine if engine not in (None, "auto", *IN_MEMORY) else "duckdb"
-    problems = []
+    problems = after_search_problems(plan)
     for i, step in enumerate(plan.steps, 1):
         spec = registered(step.kind)
         if spec is None:

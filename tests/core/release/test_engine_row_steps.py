@@ -453,3 +453,18 @@ def test_a_csv_source_is_streamed_in_its_order(tmp_path, monkeypatch):
     written = missing_as_none(pd.read_parquet(tmp_path / "r.parquet"))
     assert rows(written) == rows(missing_as_none(memory.frame))
     assert _steps(made.report) == _steps(memory.report)
+
+
+def test_the_validator_refuses_a_step_after_the_search_past_the_limit():
+    """Past the in-memory limit the table goes to DuckDB, which would run the step before the
+    search: refused at submission, not sent back to memory by the job."""
+    from anonweb.core.errors import PlanError
+    from anonweb.core.release.plan import validate_plan
+
+    plan = _plan()
+    plan["steps"].append({"kind": "tokenize", "params": {"columns": ["zip"], "key": "token-key"}})
+    columns = list(_table(1, 5).columns)
+    validate_plan(plan_from_dict(plan), columns, rows=1_000, memory_rows=1_000_000)
+    with pytest.raises(PlanError) as refused:
+        validate_plan(plan_from_dict(plan), columns, rows=2_000_000, memory_rows=1_000_000)
+    assert refused.value.errors == engine_problems(plan_from_dict(plan), "duckdb")
