@@ -2,10 +2,10 @@
 :func:`~anonweb.core.release.make.make_release`, sharing its search options, model checks,
 reports and policy.
 
-The engine (DuckDB or Spark; pandas too, for comparison) reads the table's rows: it streams
-them through the plan's row-wise steps a part at a time, counts the histogram the search
-reads, writes the chosen node as Parquet and counts the written release's classes for the
-risk after and the policy. The evidence beside it (attacks, reconstruction, conflicts,
+The engine (DuckDB or Spark; pandas too, for comparison) reads the table's rows: DuckDB streams
+them through the plan's row-wise steps a part at a time (Spark does not run those steps yet),
+the engine counts the histogram the search reads, writes the chosen node as Parquet and counts
+the written release's classes for the risk after and the policy. The evidence beside it (attacks, reconstruction, conflicts,
 lineage) is :mod:`anonweb.core.release.engine_evidence`'s.
 """
 
