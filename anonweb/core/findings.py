@@ -47,6 +47,11 @@ CODES: dict[str, str] = {
         "sensitive columns whose values the policy did not read; drop it, or tag it 'keep as is' "
         "once reviewed."
     ),
+    "conflicts_unchecked": (
+        "A release written out of core was not checked for conflicts with the earlier live "
+        "releases of its source (an engine keeps no record of which source row each row is); "
+        "make it in memory, or withdraw the earlier releases, for the check."
+    ),
     "no_quasi_identifiers": (
         "No column is tagged or listed as a quasi-identifier, so the re-identification risk of "
         "a record-level release cannot be measured."

@@ -18,6 +18,7 @@ from anonweb.core.dp.mechanisms import (
     preview,
     unconfirmed,
 )
+from anonweb.core.engine.base import env_engine
 from anonweb.core.engine.select import in_memory_limit
 from anonweb.core.errors import ParameterError, PlanError
 from anonweb.core.io.hierarchy_builders import hierarchy_spec_errors
@@ -307,6 +308,7 @@ def validate_web_plan(dataset: Dataset, plan: dict[str, Any]):
         has_missing=frozenset(c["name"] for c in dataset.columns if c.get("missing")),
         # a table past the in-memory limit is released by an out-of-core engine
         memory_rows=in_memory_limit(),
+        engine=env_engine(),
     )
     population_dataset_for(dataset, plan)
     return parsed

@@ -16,7 +16,8 @@ from django.conf import settings
 from anonweb.common.files import files
 from anonweb.core.engine.select import choose_engine, make_engine
 from anonweb.core.models.population_table import PopulationTable
-from anonweb.core.release.make import engine_problems, make_engine_release, make_release
+from anonweb.core.release.engine_release import engine_problems, make_engine_release
+from anonweb.core.release.make import make_release
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.publish import fresh_secrets
 from anonweb.core.release.report import public_plan
@@ -30,7 +31,7 @@ from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_name
 from anonweb.releases.attacks import release_attacks_run, save_control_rows
 from anonweb.releases.budget import charge_spend
-from anonweb.releases.conflicts import earlier_releases
+from anonweb.releases.conflicts import earlier_release_names, earlier_releases
 from anonweb.releases.fragments import release_fragments_warm
 from anonweb.releases.gate import thresholds_for
 from anonweb.releases.models import Release
@@ -132,13 +133,13 @@ def run_anonymize(
     plan = plan_from_dict(plan_with_hierarchies(dataset=dataset, plan=plan_dict))
     if rng is None:
         rng = np.random.default_rng(pysecrets.randbits(128))
+    keys = fresh_secrets(plan, pysecrets.token_bytes, secrets)
     engine = release_engine(dataset.storage_key, plan)
     if engine is not None:
-        return _anonymize_on_engine(job, plan, engine, rng=rng, progress=progress)
+        return _anonymize_on_engine(job, plan, engine, rng=rng, progress=progress, secrets=keys)
     progress(5, "loading the table")
     table = load_frame(dataset.storage_key)
     progress(15, f"running {len(plan.steps)} step(s)")
-    keys = fresh_secrets(plan, pysecrets.token_bytes, secrets)
 
     def before_spending() -> None:
         # The reservation becomes spent before any mechanism reads the data; if it was refunded
@@ -208,11 +209,15 @@ def release_engine(storage_key, plan) -> str | None:
     return name
 
 
-def _anonymize_on_engine(job: Job, plan, name: str, *, rng, progress: Progress) -> dict:
-    """The release made out of core (:func:`~anonweb.core.release.make.make_engine_release`):
+def _anonymize_on_engine(
+    job: Job, plan, name: str, *, rng, progress: Progress, secrets: Mapping[str, bytes]
+) -> dict:
+    """The release made out of core (:func:`~anonweb.core.release.engine_release.make_engine_release`):
     the engine reads the stored Parquet copy and writes the release as Parquet, from which the
-    stored formats are written batch by batch. What needs the whole table in memory (attacks,
-    the lineage of source rows for later conflict checks, utility) is not done here."""
+    stored formats are written batch by batch. The attacks run on a sample of the source read
+    by the engine; the conflict check, which needs which source row each released row is, is
+    not run, and the gate blocks the release while the source has other live releases (see
+    :mod:`anonweb.core.release.engine_evidence`). Utility is measured on first view."""
     dataset = job.dataset
     assert dataset is not None
     path, _ = stored_parquet(dataset.storage_key)
@@ -231,6 +236,9 @@ def _anonymize_on_engine(job: Job, plan, name: str, *, rng, progress: Progress) 
             tags=dict(dataset.tags or {}),
             thresholds=thresholds_for(team=dataset.team),
             progress=lambda fraction, what: progress(5 + round(80 * fraction), what),
+            secrets=secrets,
+            # read once the release is written, so a release written meanwhile is counted
+            earlier=lambda: earlier_release_names(dataset=dataset),
         )
         progress(85, "writing the release")
         release = release_create(

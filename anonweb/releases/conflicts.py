@@ -60,6 +60,21 @@ def label_for(other: Release, dataset) -> str:
     return f"{release_label(other.version)} of {other.dataset.name}"
 
 
+def earlier_release_names(*, dataset) -> list[EarlierRelease]:
+    """The live releases of the source of ``dataset`` named, with their status and id, without
+    their lineage: what a release made out of core reports it was not checked against (it
+    reads none of their records)."""
+    return [
+        EarlierRelease(
+            label_for(other, dataset),
+            other.status,
+            other.pk,
+            quasi_identifiers=tuple((other.plan or {}).get("quasi_identifiers") or ()),
+        )
+        for other in live_releases(dataset=dataset)
+    ]
+
+
 def earlier_releases(*, dataset, exclude_id: int | None = None) -> list[EarlierRelease]:
     """The live releases of the source of ``dataset`` (see :func:`live_releases`) with their
     lineage, as the core's checks read them. A lineage that cannot be read is handed on with

@@ -113,7 +113,7 @@ def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFra
     if risk_after:
         charts += risk_charts(risk_after)
     intruder = report.get("intruder")
-    if intruder:
+    if intruder and not intruder.get("skipped"):
         chart = intruder_chart(intruder)
         charts += [chart] if chart else []
     charts += _dp_charts(release, report)

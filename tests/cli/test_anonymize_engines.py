@@ -184,3 +184,40 @@ def test_a_table_past_the_in_memory_limit_is_refused_before_anything_runs(files)
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert json.loads((files / "auto.json").read_text())["engine"] == "duckdb"
+
+
+def test_row_wise_steps_run_on_duckdb_with_the_in_memory_values(files):
+    """Keyed tokens (a key from a file), noise and PRAM before the search: DuckDB streams the
+    table through them and writes the in-memory release's rows for the same seed and key; its
+    report has the attacks, the reconstruction and the lineage."""
+    plan = json.loads((files / "plan_l.json").read_text())
+    plan["steps"][:1] = [
+        {"kind": "tokenize", "params": {"columns": ["name"], "key": "release"}},
+        {"kind": "add_noise", "params": {"columns": ["age"], "sd": 2.0}},
+        {
+            "kind": "pram",
+            "params": {"column": "disease", "matrix": {
+                "flu": {"flu": 0.8, "ulcer": 0.2}, "ulcer": {"ulcer": 1.0},
+                "cancer": {"cancer": 0.9, "flu": 0.1},
+            }},
+        },
+    ]  # fmt: skip
+    plan["quasi_identifiers"] = ["zip", "sex"]
+    plan["hierarchies"] = {q: plan["hierarchies"][q] for q in ("zip", "sex")}
+    (files / "plan_rows.json").write_text(json.dumps(plan))
+    (files / "key.bin").write_bytes(b"the release's token key")
+    secret = ("--secret", f"release={files / 'key.bin'}")
+    memory = anonymize(files, "pandas", "t.parquet", "rows", "out.parquet", *secret)
+    ours = anonymize(files, "duckdb", "t.parquet", "rows", "out.parquet", *secret)
+    for key in FIGURES:
+        close(memory[key], ours[key], key)
+    steps = [{k: v for k, v in s.items() if k != "seconds"} for s in memory["steps"][:3]]
+    assert steps == [{k: v for k, v in s.items() if k != "seconds"} for s in ours["steps"][:3]]
+    a = released(files, "pandas", "t.parquet", "rows", "out.parquet")
+    b = released(files, "duckdb", "t.parquet", "rows", "out.parquet")
+    assert rows(a) == rows(b)
+    assert set(b["name"].str.len()) == {16}
+    for key in ("attacks", "reconstruction"):
+        assert key in ours and "skipped" not in ours[key]
+    assert ours["conflicts"] == []
+    assert len(ours["lineage"]["source_sha256"]) == 64

@@ -131,7 +131,7 @@ def sentences(figures: Mapping[str, Any]) -> list[str]:
 
 def _check(
     source: pd.DataFrame,
-    release: pd.DataFrame,
+    release: pd.DataFrame | Combos,
     control: pd.DataFrame | None,
     known: Sequence[str],
     sensitive: Sequence[str],
@@ -144,7 +144,8 @@ def _check(
         raise ParameterError(
             f"{_names(sorted(both))} cannot be both known to the attacker and sensitive"
         )
-    for label, frame in (("source", source), ("release", release), ("control", control)):
+    released = release.frame if isinstance(release, Combos) else release
+    for label, frame in (("source", source), ("release", released), ("control", control)):
         if frame is None:
             continue
         missing = [c for c in (*known, *sensitive) if c not in frame.columns]
@@ -185,7 +186,7 @@ def _columns(
 
 def run_attacks(
     source: pd.DataFrame,
-    release: pd.DataFrame,
+    release: pd.DataFrame | Combos,
     *,
     known: Sequence[str],
     sensitive: Sequence[str] = (),
@@ -196,9 +197,16 @@ def run_attacks(
     hierarchies: Mapping[str, pd.DataFrame] | None = None,
     lineage: NDArray[Any] | None = None,
     progress: Progress | None = None,
+    ranges: Mapping[str, float] | None = None,
 ) -> AttackReport:
     """Linkage, inference, singling out and membership on ``release``, made from ``source``;
     ``control`` holds people of the same population who are not in it.
+
+    ``release`` may be given as its distinct combinations over the attacked columns with their
+    counts (:class:`Combos`, e.g. from an engine's histogram of a release too large for memory;
+    then without ``lineage``), and ``source`` as a random sample of the source's records (the
+    targets and the singling-out group are drawn from it), with ``ranges`` the numeric
+    columns' ranges over the whole source (the tolerance is a share of them).
 
     ``lineage`` (the source row of each release row, -1 for none; kept privately with a
     release) says which row is a person's own: linkage then succeeds only on that row.
@@ -211,10 +219,17 @@ def run_attacks(
         raise ParameterError(f"the tolerance is a share of the column's range, got {tolerance}")
     cols = [*known, *sensitive]
     report = progress or (lambda f, m: None)
+    given = dict(ranges or {})
     ranges = {
-        c: float(source[c].max() - source[c].min()) if is_numeric(source[c]) else 1.0 for c in cols
+        c: float(given.get(c, source[c].max() - source[c].min())) if is_numeric(source[c]) else 1.0
+        for c in cols
     }
-    combos = release_combos(release[cols], cols)
+    if isinstance(release, Combos):
+        if lineage is not None:
+            raise ParameterError("a release given by its combinations has no lineage")
+        combos = release
+    else:
+        combos = release_combos(release[cols], cols)
     t_idx = _sample(len(source), targets, rng)
     c_idx = _sample(len(control), targets, rng) if control is not None else np.empty(0, np.int64)
     parts = [source.iloc[t_idx][cols]]
@@ -236,7 +251,7 @@ def run_attacks(
     own = None
     if lineage is not None:
         lineage = np.asarray(lineage, dtype=np.int64)
-        if lineage.shape != (len(release),):
+        if lineage.shape != (len(combos.of_row),):
             raise DataError("the lineage must give one source row per release row")
         by_source = np.full(len(source), -1, dtype=np.int64)
         kept = lineage >= 0

@@ -14,18 +14,23 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.engine.histogram import Histogram
 
 # What an engine reads: a table in memory, or the path of a Parquet or CSV file (or a folder of
 # Parquet files).
 Source: TypeAlias = pd.DataFrame | str | Path
+# A row-wise map an engine streams a table through: a part of the table (a frame) and the
+# positions of its rows in the whole table -> the part as the map leaves it, row for row.
+RowMap: TypeAlias = Callable[[pd.DataFrame, NDArray[np.int64]], pd.DataFrame]
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,22 @@ class Engine(Protocol):
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult: ...
 
+    def sample_rows(
+        self, source: Source, columns: Sequence[str], n: int, seed: int
+    ) -> pd.DataFrame: ...
+
+    def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]: ...
+
     def close(self) -> None: ...
+
+
+def sample_positions(rows: int, n: int, seed: int) -> NDArray[np.int64]:
+    """The positions of ``n`` rows of ``rows`` drawn without replacement for ``seed`` (every
+    row when there are fewer), sorted: the same rows whichever engine reads them in order."""
+    if n >= rows:
+        return np.arange(rows, dtype=np.int64)
+    picked = np.random.default_rng(seed).choice(rows, size=n, replace=False)
+    return np.sort(picked).astype(np.int64)
 
 
 def source_format(source: Source) -> str:

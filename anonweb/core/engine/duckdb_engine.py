@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.base import (
+    NodeRelease,
+    RowMap,
+    Source,
+    WriteResult,
+    sample_positions,
+    source_format,
+)
 from anonweb.core.engine.histogram import (
     Histogram,
     KeyCoding,
@@ -28,6 +35,8 @@ from anonweb.core.risk.classes import SUPPRESSED
 DEFAULT_MEMORY_LIMIT = "1GB"
 # rows per batch when a Parquet file's cells are keyed (bounded memory: a few arrays of this)
 KEY_BATCH_ROWS = 1_000_000
+# rows per part a row-wise map is given (memory: a few frames of this many rows)
+MAP_BATCH_ROWS = 500_000
 
 
 _NOT_KEYABLE = "value not among the distinct values read"
@@ -225,11 +234,102 @@ class DuckDBEngine:
         rows, suppressed = (int(row[0]), int(row[1])) if row else (0, 0)
         return WriteResult(str(out), rows, suppressed)
 
+    def sample_rows(
+        self, source: Source, columns: Sequence[str], n: int, seed: int
+    ) -> pd.DataFrame:
+        """``n`` rows drawn at random without replacement (all when there are fewer), in the
+        table's order: the rows' positions are drawn from ``seed`` and the table streamed
+        once in order (memory: one part and the sample)."""
+        import pyarrow as pa
+
+        rel = self._relation(source)
+        picked = sample_positions(self.row_count(source), n, seed)
+        cols = ", ".join(quote(c) for c in columns)
+        taken, start = [], 0
+        self.con.execute("SET preserve_insertion_order = true")
+        try:
+            reader = self.con.sql(f"SELECT {cols} FROM {rel}").to_arrow_reader(MAP_BATCH_ROWS)
+            for batch in reader:
+                lo, hi = np.searchsorted(picked, [start, start + batch.num_rows])
+                if hi > lo:
+                    taken.append(batch.take(pa.array(picked[lo:hi] - start)))
+                start += batch.num_rows
+            schema = reader.schema
+        finally:
+            self.con.execute("SET preserve_insertion_order = false")
+        return pa.Table.from_batches(taken, schema=schema).to_pandas()
+
+    def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]:
+        """Each numeric column's range (largest less smallest value), over every row."""
+        if not columns:
+            return {}
+        rel = self._relation(source)
+        parts = ", ".join(f"max({quote(c)}) - min({quote(c)})" for c in columns)
+        row = self.con.execute(f"SELECT {parts} FROM {rel}").fetchone() or ()
+        return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
+
+    def map_rows(self, source: Source, func: RowMap, out: str | Path) -> str:
+        """The table streamed through the row-wise map ``func`` a part at a time, in the table's
+        order (each part with the positions of its rows), written as Parquet to ``out``.
+
+        Columns the map returns unchanged in type keep DuckDB's own Arrow column (no round trip
+        through pandas); a column the map writes takes its type from the first part, and a later
+        part must agree with it (a text column stays text)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rel = self._relation(source)
+        # the positions are the rows' order in the table: DuckDB keeps it while streaming
+        self.con.execute("SET preserve_insertion_order = true")
+        writer: Any = None
+        start = 0
+        try:
+            reader = self.con.sql(f"SELECT * FROM {rel}").to_arrow_reader(MAP_BATCH_ROWS)
+            schema = reader.schema
+            for batch in reader:
+                table = _mapped(batch, func, start)
+                start += batch.num_rows
+                if writer is None:
+                    writer = pq.ParquetWriter(str(out), table.schema)
+                    target = table.schema
+                writer.write_table(table.cast(target))
+            if writer is None:  # no rows: the map's columns, from an empty part
+                table = _mapped(pa.RecordBatch.from_pylist([], schema=schema), func, 0)
+                pq.write_table(table, str(out))
+        finally:
+            if writer is not None:
+                writer.close()
+            self.con.execute("SET preserve_insertion_order = false")
+        return str(out)
+
     def close(self) -> None:
         self.con.close()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def _mapped(batch: Any, func: RowMap, start: int) -> Any:
+    """One part through the map, as an Arrow table: the columns the map left as they were are
+    the part's own Arrow columns."""
+    import pyarrow as pa
+
+    frame = batch.to_pandas()
+    done = func(frame, np.arange(start, start + len(frame), dtype=np.int64))
+    if len(done) != len(frame):
+        raise ValueError("a row-wise map must return one row per row")
+    names = list(batch.schema.names)
+    arrays, fields = [], []
+    for c in done.columns:
+        same = c in names and done[c].equals(frame[c])
+        if same and done[c].dtype == frame[c].dtype:
+            arrays.append(batch.column(names.index(c)))
+        elif done[c].dtype == object:
+            arrays.append(pa.array(done[c], type=pa.string(), from_pandas=True))
+        else:
+            arrays.append(pa.array(done[c], from_pandas=True))
+        fields.append(str(c))
+    return pa.Table.from_arrays(arrays, names=fields)
 
 
 def _from_arrow(table: Any, qi: list[str], sensitive: list[str], weighted: bool) -> Histogram:

@@ -8,7 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.base import (
+    NodeRelease,
+    RowMap,
+    Source,
+    WriteResult,
+    sample_positions,
+    source_format,
+)
 from anonweb.core.engine.histogram import Histogram, histogram_of_frame
 from anonweb.core.risk.classes import SUPPRESSED, group_codes
 
@@ -92,6 +99,28 @@ class PandasEngine:
         frame, suppressed = self.release_frame(source, node)
         frame.to_parquet(out, index=False)
         return WriteResult(str(out), len(frame), suppressed)
+
+    def sample_rows(
+        self, source: Source, columns: Sequence[str], n: int, seed: int
+    ) -> pd.DataFrame:
+        """``n`` rows drawn at random without replacement (all when there are fewer), in
+        the table's order: the positions the DuckDB engine draws for the same seed."""
+        df = self._frame(source, columns if not isinstance(source, pd.DataFrame) else None)
+        picked = sample_positions(len(df), n, seed)
+        return df.iloc[picked][list(columns)].reset_index(drop=True)
+
+    def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]:
+        """Each numeric column's range (largest less smallest value), over every row."""
+        df = self._frame(source, columns if not isinstance(source, pd.DataFrame) else None)
+        return {c: float(df[c].max() - df[c].min()) for c in columns}
+
+    def map_rows(self, source: Source, func: RowMap, out: str | Path) -> str:
+        """The table through the row-wise map ``func`` (all rows at once), written as Parquet
+        to ``out``."""
+        df = self._frame(source)
+        done = func(df, np.arange(len(df), dtype=np.int64))
+        done.to_parquet(out, index=False)
+        return str(out)
 
     def close(self) -> None:
         return None

@@ -147,6 +147,29 @@ class SparkEngine:
             df.unpersist()
         return WriteResult(str(out), int(row[0]), int(row[1] or 0))
 
+    def sample_rows(
+        self, source: Source, columns: Sequence[str], n: int, seed: int
+    ) -> pd.DataFrame:
+        """``n`` rows drawn at random without replacement (all when there are fewer): the
+        rows with the ``n`` smallest random keys for ``seed`` (Spark keeps the smallest of each
+        partition, never the whole table, on the driver)."""
+        from pyspark.sql import functions as F
+
+        df = self._frame(source).select(*[F.col(c) for c in columns])
+        picked = df.orderBy(F.rand(seed % (2**63))).limit(int(n))
+        return _to_arrow(picked).to_pandas()
+
+    def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]:
+        """Each numeric column's range (largest less smallest value), over every row."""
+        from pyspark.sql import functions as F
+
+        if not columns:
+            return {}
+        df = self._frame(source)
+        with _collected_sockets():
+            row = df.agg(*[(F.max(c) - F.min(c)).cast("double") for c in columns]).collect()[0]
+        return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
+
     def close(self) -> None:
         return None  # the session serves the whole process
 

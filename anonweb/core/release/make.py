@@ -17,18 +17,14 @@ files is the caller's business.
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.assessment.profile import assess_histogram
 from anonweb.core.attacks.options import AttackOptions, attack_options
 from anonweb.core.attacks.reconstruction import reconstruction_report
 from anonweb.core.attacks.release import attack_release, hold_out
@@ -41,29 +37,18 @@ from anonweb.core.conflicts.release import (
     EarlierRelease,
     release_conflicts,
 )
-from anonweb.core.engine.base import Engine, NodeRelease, Source
-from anonweb.core.engine.histogram import Histogram, histogram_class_data
-from anonweb.core.errors import ParameterError
 from anonweb.core.io.export import DEFAULT_FORMAT, export_format
-from anonweb.core.io.hierarchy_builders import resolve_hierarchies, spec_is_fixed
-from anonweb.core.release.plan import get_step, plan_to_dict, validate_plan
+from anonweb.core.release.plan import get_step
 from anonweb.core.release.policy import (
     QUASI_IDENTIFIER,
     SENSITIVE,
     PolicyResult,
     PolicyThresholds,
-    evaluate_engine_release,
     evaluate_release,
 )
-from anonweb.core.release.publish import publish, row_preserving, scrub_report
-from anonweb.core.release.report import published_report
-from anonweb.core.release.run import PlanReport, population_after
-from anonweb.core.release.steps import Plan, StepContext
-from anonweb.core.risk.classes import suppressed_records
+from anonweb.core.release.publish import publish, row_preserving
+from anonweb.core.release.steps import Plan
 from anonweb.core.risk.intruder import intruder_check
-from anonweb.core.search.flash import search_histogram
-from anonweb.core.search.release_node import node_release
-from anonweb.core.transforms.generalize import model_checks, search_models, search_options
 
 # The step whose means are published on the members' rows: a lineage aggregate.
 MICROAGGREGATION = "microaggregation"
@@ -353,227 +338,3 @@ def _intruder(
     if not columns or len(source) < INTRUDER_MIN_ROWS:
         return None
     return intruder_check(source, aligned, columns=columns, rng=rng).to_dict()
-
-
-# The one step an engine runs besides removing columns: the generalization search, which reads
-# the engine's histogram and has the engine write its node.
-SEARCH = "optimal_generalization"
-
-
-@dataclass(frozen=True)
-class EngineRelease:
-    """A release an engine wrote out of core (see :func:`make_engine_release`): the Parquet
-    file (a folder of them for Spark) at ``path`` with ``rows`` records, its reports and the
-    policy's result, as :class:`MadeRelease` has them, and the engine that ran."""
-
-    path: str
-    rows: int
-    report: dict[str, Any]
-    published: dict[str, Any]
-    gate: PolicyResult
-    engine: str
-
-    def lineage(self) -> dict[str, Any]:
-        """The lineage in counts: the rows are the source's records; which record each one is
-        is not kept on an engine (it would be a table as long as the source)."""
-        out = lineage_summary(None, (), dp=False)
-        out["records"] = self.rows
-        return out
-
-
-def engine_problems(plan: Plan, engine: str) -> list[str]:
-    """The plan's steps that ``engine`` cannot run, each with the reason (the step registry's
-    ``engines`` declaration)."""
-    problems = []
-    for i, step in enumerate(plan.steps, 1):
-        spec = get_step(step.kind)
-        if engine not in spec.engines_for(step.params):
-            problems.append(
-                f"step {i} ({step.kind}) runs in memory only (its output for one row depends on "
-                f"the other rows), not on the {engine} engine"
-            )
-    if sum(s.kind == SEARCH for s in plan.steps) > 1:
-        problems.append(f"an engine runs one {SEARCH} step per plan")
-    return problems
-
-
-def make_engine_release(
-    source: Source,
-    plan: Plan,
-    *,
-    engine: Engine,
-    out: str | Path,
-    rng: np.random.Generator,
-    tags: Mapping[str, str | None],
-    thresholds: PolicyThresholds | None = None,
-    keep_order: bool = False,
-    progress: Callable[[float, str], None] | None = None,
-) -> EngineRelease:
-    """Make a release of ``source`` (a Parquet or CSV file, or a table) with ``plan`` on
-    ``engine``, written as Parquet to ``out``, without the table in one process's memory.
-
-    The plan may remove columns and run the generalization search (the steps whose
-    ``engines`` include this one); the search reads the engine's histogram, the engine writes
-    the chosen node with its suppression, and the risk after is measured from the histogram of
-    the written release, by the same functions as :func:`make_release`'s: the steps' reports,
-    the risk profiles, the search, the model checks, the published report and the policy."""
-    report_progress = progress or (lambda fraction, what: None)
-    thresholds = thresholds or PolicyThresholds()
-    order = [*plan.quasi_identifiers, *plan.sensitive, *tags]
-    tags = {c: tags[c] for c in dict.fromkeys(order) if c in tags}
-    columns = engine.columns(source)
-    validate_plan(plan, columns)
-    problems = engine_problems(plan, engine.name)
-    if problems:
-        raise ParameterError("; ".join(problems) + ": use the pandas engine")
-    qis = list(plan.quasi_identifiers)
-    search = [s for s in plan.steps if s.kind == SEARCH]
-    model_sensitive = (
-        [m["sensitive"] for m in search[0].params.get("models", []) if "sensitive" in m]
-        if search
-        else []
-    )
-    read = _HistogramReader(engine)
-    report_progress(0.05, f"counting the table's classes ({engine.name})")
-    sensitive = list(plan.sensitive)
-    before = assess_histogram(read(source, qis, sensitive)).to_dict() if qis else None
-    hist = read(source, qis, list(dict.fromkeys([*sensitive, *model_sensitive]))) if qis else None
-    hierarchies = _engine_hierarchies(plan, hist)
-    ctx = StepContext(
-        rng=rng,
-        quasi_identifiers=tuple(qis),
-        sensitive=tuple(plan.sensitive),
-        hierarchies=hierarchies,
-    )
-    frame = pd.DataFrame(columns=columns)  # no rows: the steps' reports and output columns
-    node = NodeRelease(mappings=(), quasi_identifiers=tuple(qis))
-    reports: list[dict[str, Any]] = []
-    models: list[Any] = []
-    for i, step in enumerate(plan.steps, 1):
-        started = time.perf_counter()
-        report_progress(0.1 + 0.5 * (i - 1) / len(plan.steps), f"step {i}: {step.kind}")
-        if step.kind == SEARCH:
-            assert hist is not None  # the plan's check asks a search for quasi-identifiers
-            models = search_models(step.params, hierarchies, hist.rows)
-            result = search_histogram(
-                hist, hierarchies=hierarchies, models=models, **search_options(step.params)
-            )
-            node = node_release(result, hist, hierarchies)
-            outcome: dict[str, Any] = result.to_dict()
-            frame = frame.astype({q: object for q in qis})
-        else:
-            done = get_step(step.kind).func(frame, step.params, ctx)
-            frame, outcome = done.frame, done.report
-        entry = {"step": i, "kind": step.kind, **outcome}
-        entry["seconds"] = round(time.perf_counter() - started, 4)
-        reports.append(entry)
-    kept = [str(c) for c in frame.columns]
-    rows_in = hist.rows if hist is not None else engine.row_count(source)
-    # the source's histograms (a cell per combination: as many as the rows, at worst) are not
-    # needed past the search's decision: freed before the release is written and measured
-    hist = None
-    read.seen.clear()
-    shuffle = None if keep_order else int(rng.integers(2**62))
-    node = dataclasses.replace(
-        node, drop=tuple(c for c in columns if c not in kept), shuffle_seed=shuffle
-    )
-    report_progress(0.6, f"writing the release ({engine.name})")
-    written = engine.write_release(source, node, out)
-    report_progress(0.8, "measuring the released table")
-    after, checks = _engine_risk_after(read, str(out), plan, kept, models, model_sensitive)
-    for entry in reports:
-        if entry["kind"] == SEARCH:
-            entry["model_checks"] = model_checks(
-                checks, plan.steps[entry["step"] - 1].params, models
-            )
-    internal = scrub_report(
-        PlanReport(tuple(reports), before, after, {}, rows_in, written.rows).to_dict()
-    )
-    internal["engine"] = engine.name
-    published = published_report(internal, plan_to_dict(plan), keep_order=keep_order)
-    published["engine"] = engine.name
-    report_progress(STAGES["gate"], "checking the release against the team's release policy")
-
-    def classes_of(names: list[str], sens: list[str], star: list[str]) -> tuple[Any, int]:
-        return histogram_class_data(read(str(out), names, sens), star)
-
-    gate = evaluate_engine_release(
-        kept,
-        written.rows,
-        classes_of,
-        plan=plan,
-        tags=tags,
-        engine=engine.name,
-        thresholds=thresholds,
-        report=published,
-        internal_report=internal,
-    )
-    return EngineRelease(str(out), written.rows, internal, published, gate, engine.name)
-
-
-class _HistogramReader:
-    """An engine's histograms, each read once (the risk after and the policy ask alike)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.seen: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Histogram] = {}
-
-    def __call__(self, source: Source, qis: Sequence[str], sensitive: Sequence[str]) -> Histogram:
-        key = (
-            str(source) if not isinstance(source, pd.DataFrame) else str(id(source)),
-            tuple(qis),
-            tuple(sensitive),
-        )
-        if key not in self.seen:
-            self.seen[key] = self.engine.histogram(source, qis, sensitive)
-        return self.seen[key]
-
-
-def _engine_hierarchies(plan: Plan, hist: Histogram | None) -> dict[str, Any]:
-    """The plan's hierarchies; one built from the data is built from the column's distinct
-    values, which is the same hierarchy when it maps each value whatever the other rows hold
-    (a fixed one). Others would need every row: refused with the reason."""
-    out: dict[str, Any] = {}
-    for column, spec in plan.hierarchies.items():
-        if isinstance(spec, Mapping) and "builder" in spec:
-            if not spec_is_fixed(spec):
-                raise ParameterError(
-                    f"the hierarchy for {column!r} is built from how often each value occurs, "
-                    "which an engine does not read: give its bounds (a fixed hierarchy) or use "
-                    "the pandas engine"
-                )
-            if hist is None or column not in hist.labels:
-                raise ParameterError(f"hierarchy for {column!r}: the column is not counted")
-            values = pd.DataFrame({column: pd.Series(hist.labels[column], name=column)})
-            out |= resolve_hierarchies({column: spec}, values)
-        else:
-            out |= resolve_hierarchies({column: spec})
-    return out
-
-
-def _engine_risk_after(
-    read: _HistogramReader,
-    out: str,
-    plan: Plan,
-    kept: list[str],
-    models: list[Any],
-    model_sensitive: list[str],
-) -> tuple[dict[str, Any] | None, Any]:
-    """The risk after, from the histogram of the written release (as ``apply_plan`` measures
-    it on the table), and the released classes the search's models are checked on again."""
-    qis = [q for q in plan.quasi_identifiers if q in kept]
-    if not qis:
-        return None, None
-    sensitive = [s for s in plan.sensitive if s in kept]
-    released = read(out, qis, sensitive)
-    star = suppressed_records(released.class_frame(), qis)
-    suppressed = int(released.class_sizes[star].sum())
-    population, size = population_after(models, released.rows - suppressed)
-    risk = assess_histogram(released, population_size=size).to_dict()
-    if population:
-        data, _ = histogram_class_data(released)
-        risk["population_models"] = [m.check(data).to_dict() for m in population]
-    checks, _ = histogram_class_data(
-        read(out, qis, [s for s in dict.fromkeys(model_sensitive) if s in kept])
-    )
-    return risk, checks

@@ -104,6 +104,10 @@ from anonweb.core.release.steps import (
     registered_kinds,
 )
 
+# The generalization search (an engine runs it on its histogram) and the step that removes
+# columns (an engine leaves them out when it writes the release).
+SEARCH = "optimal_generalization"
+DROP = "drop"
 # A plan is a short document; anything nested deeper is refused before it is walked.
 MAX_DEPTH = 32
 MAX_STEPS = 200
@@ -221,6 +225,7 @@ def validate_plan(
     distinct: Mapping[str, int] | None = None,
     has_missing: frozenset[str] = frozenset(),
     memory_rows: int | None = None,
+    engine: str | None = None,
 ) -> list[StepSpec]:
     """Check every step and hierarchy of ``plan`` before touching data.
 
@@ -232,8 +237,9 @@ def validate_plan(
     removed, perturbed or recoded it), and a column recoded into text labels can no longer be
     read as numbers. ``files=False`` refuses hierarchy specs that read a file on the server.
     ``memory_rows`` is the most rows a step that runs in memory only (the step registry's
-    ``engines``) may read: a larger table (``rows``) goes to an out-of-core engine, so such a
-    step is refused with the reason and the limit.
+    ``engines``) may read: a larger table (``rows``) goes to an out-of-core engine (``engine``
+    when one is named, DuckDB otherwise), so a step that engine does not run is refused with the
+    reason and the limit.
     Raises :class:`~anonweb.core.errors.PlanError` listing every problem found, each once.
     """
     errors: list[str] = []
@@ -292,7 +298,7 @@ def validate_plan(
         if spec.recodes:
             recoded.update({c: where for c in written})
     errors += _plan_level_problems(plan, ctx, files)
-    errors += _memory_problems(plan, rows, memory_rows)
+    errors += _memory_problems(plan, rows, memory_rows, engine)
     if len(specs) == len(plan.steps):
         try:
             plan_costs(plan, specs)  # refuses a DP step that an unstable step feeds
@@ -394,14 +400,55 @@ def _step_problems(
     return []
 
 
-def _memory_problems(plan: Plan, rows: int | None, memory_rows: int | None) -> list[str]:
+def after_search_problems(plan: Plan) -> list[str]:
+    """An engine runs the row-wise steps in one pass over the table before the search reads it;
+    a step after the search may go there only when it touches no column the search reads (the
+    quasi-identifiers, the sensitive columns), which it would otherwise read generalized."""
+    found = [i for i, s in enumerate(plan.steps) if s.kind == SEARCH]
+    if not found:
+        return []
+    search = plan.steps[found[0]]
+    read = {*plan.quasi_identifiers, *plan.sensitive}
+    read |= {m["sensitive"] for m in search.params.get("models", []) if "sensitive" in m}
+    problems = []
+    for i, step in enumerate(plan.steps[found[0] + 1 :], found[0] + 2):
+        spec = registered(step.kind)
+        if spec is None or not set(spec.engines_for(step.params)) - set(IN_MEMORY):
+            continue  # unknown, or refused as a step that runs in memory only
+        touched = set(spec.columns_read(step.params)) | set(spec.columns_written(step.params, plan))
+        clash = sorted(touched & read | ({"*"} & touched))
+        if clash and step.kind != DROP:
+            problems.append(
+                f"step {i} ({step.kind}) comes after the {SEARCH} step and touches "
+                f"{', '.join(map(repr, clash))}, which the search reads: an engine runs it "
+                "before the search, so put it before the search or use the pandas engine"
+            )
+    return problems
+
+
+def _memory_problems(
+    plan: Plan, rows: int | None, memory_rows: int | None, engine: str | None = None
+) -> list[str]:
     if rows is None or memory_rows is None or rows <= memory_rows:
         return []
-    problems = []
+    # the engine a table past the limit goes to: the one named, else auto's (DuckDB)
+    out_of_core = engine if engine not in (None, "auto", *IN_MEMORY) else "duckdb"
+    problems = after_search_problems(plan)
     for i, step in enumerate(plan.steps, 1):
         spec = registered(step.kind)
-        if spec is None or set(spec.engines_for(step.params)) - set(IN_MEMORY):
-            continue  # an unknown kind is refused as such; this one runs out of core
+        if spec is None:
+            continue  # an unknown kind is refused as such
+        engines = spec.engines_for(step.params)
+        if out_of_core in engines:
+            continue  # this one runs out of core
+        if set(engines) - set(IN_MEMORY):
+            problems.append(
+                f"step {i} ({step.kind}) runs on the {', '.join(engines)} engines, not on the "
+                f"{out_of_core} engine a table of {rows:,} rows goes to (more than the "
+                f"{memory_rows:,} an in-memory step may read, ANONWEB_ENGINE_AUTO_ROWS): use "
+                "the DuckDB engine, or remove the step"
+            )
+            continue
         problems.append(
             f"step {i} ({step.kind}) runs in memory only (its output for one row depends on "
             f"the other rows), and the table has {rows:,} rows, more than the {memory_rows:,} "

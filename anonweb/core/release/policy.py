@@ -319,10 +319,13 @@ def evaluate_engine_release(
     thresholds: PolicyThresholds | None = None,
     report: Mapping[str, Any] | None = None,
     internal_report: Mapping[str, Any] | None = None,
+    attacks: Mapping[str, Any] | None = None,
+    conflicts: Sequence[Finding] = (),
 ) -> PolicyResult:
     """:func:`evaluate_release` of a release an engine wrote out of core (``columns``, ``rows``
     records), its risk after from ``classes_of`` (the classes of the released table as the
-    engine counts them), checked by the same model checks.
+    engine counts them), checked by the same model checks, with the ``attacks``' figures and
+    the ``conflicts`` findings as :func:`evaluate_release` has them.
 
     The value checks that read whole columns (identifiers left in, free text) are not made out
     of core, so they fail closed: a released column outside the quasi-identifiers and sensitive
@@ -338,7 +341,8 @@ def evaluate_engine_release(
     ]
     found, risk = _risk_findings(columns, rows, classes_of, plan, tags, [], thresholds)
     findings += found
-    findings += _report_findings(plan, "rows", thresholds, report, internal_report, None)
+    findings += _report_findings(plan, "rows", thresholds, report, internal_report, attacks)
+    findings += list(conflicts)
     return PolicyResult(tuple(findings), thresholds, risk)
 
 

@@ -138,11 +138,11 @@ def one_type_per_column(df: pd.DataFrame) -> pd.DataFrame:
         return df
     out = df.copy()
     for c in mixed:
-        out[c] = df[c].map(_as_text, na_action="ignore").astype(object)
+        out[c] = df[c].map(as_text, na_action="ignore").astype(object)
     return out
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and value.is_integer():

@@ -47,6 +47,13 @@ class StepContext:
     distance: int = 1
     # A long step reports how far it is (a fraction of itself, and what it is doing).
     progress: Callable[[float, str], None] = field(default=lambda fraction, what: None)
+    # An engine runs a row-wise step on the table a part at a time: ``row_positions`` are the
+    # positions of the part's rows in the whole table, and ``row_seed`` the seed of the step's
+    # per-row draws (drawn from ``rng`` on the first part and kept for the others), so each
+    # row's draw is the one it gets when the step runs on the whole table at once (see
+    # :mod:`anonweb.core.transforms.rowdraws`). None: the frame is the whole table.
+    row_positions: Any = None
+    row_seed: int | None = None
 
     def secret(self, name: str) -> bytes:
         """The secret called ``name``; a clear error if the caller did not supply it."""
@@ -84,6 +91,11 @@ CostFunc = Callable[..., Mapping[str, float] | None]
 # search, which reads the engine's histogram and has the engine write its node).
 IN_MEMORY: tuple[str, ...] = ("pandas",)
 EVERY_ENGINE: tuple[str, ...] = ("pandas", "duckdb", "spark")
+# A row-wise step that computes each row's output in Python (a keyed hash, a per-row draw, a
+# pattern): DuckDB streams the table through it a part at a time in the table's order. Spark does
+# not yet: its partitions do not say which rows of the table they hold, which the per-row draws
+# are keyed by.
+ROW_ENGINES: tuple[str, ...] = ("pandas", "duckdb")
 EnginesDecl = tuple[str, ...] | Callable[[Mapping[str, Any]], tuple[str, ...]]
 
 
@@ -123,6 +135,7 @@ class StepSpec:
     recodes: bool = False
     output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None
     engines: EnginesDecl = IN_MEMORY
+    counts: tuple[str, ...] = ()
 
     def engines_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
         """The engines that can run the step with these parameters."""
@@ -200,6 +213,7 @@ def register_step(
     recodes: bool = False,
     output_columns: Callable[[Mapping[str, Any]], list[str]] | None = None,
     engines: EnginesDecl = IN_MEMORY,
+    counts: tuple[str, ...] = (),
 ) -> Callable[[StepFunc], StepFunc]:
     """Register ``func`` as the step ``kind``.
 
@@ -237,7 +251,11 @@ def register_step(
 
     ``engines`` (or a function of the parameters) names the engines that can run the step
     (:data:`IN_MEMORY` by default: a step whose output for one row depends on the others needs
-    the whole table in one process; :data:`EVERY_ENGINE` for one an engine runs out of core).
+    the whole table in one process; :data:`EVERY_ENGINE` for one an engine runs out of core;
+    :data:`ROW_ENGINES` for a row-wise step an engine streams the table through a part at a
+    time). ``counts`` names the keys of its report that count rows or cells (a number, or a
+    number per column): run on parts of the table, those are added up, and every other key must
+    read the same in every part.
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, not {output!r}")
@@ -265,6 +283,7 @@ def register_step(
             recodes,
             output_columns,
             engines,
+            tuple(counts),
         )
         return func
 

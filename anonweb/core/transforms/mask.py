@@ -37,6 +37,8 @@ from anonweb.core import schema as sch
 from anonweb.core.errors import ParameterError
 from anonweb.core.release.steps import (
     EVERY_ENGINE,
+    IN_MEMORY,
+    ROW_ENGINES,
     ROW_WISE,
     UNBOUNDED,
     Plan,
@@ -131,6 +133,9 @@ def _suppress_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     ),
     recodes=True,
     public_report=(),
+    # "rare" counts each value over every row first
+    engines=lambda params: IN_MEMORY if params.get("rare") is not None else ROW_ENGINES,
+    counts=("suppressed_cells",),
 )
 def suppress(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out = df.copy()
@@ -180,6 +185,7 @@ def _check_tokenize(params: Mapping[str, Any]) -> None:
     ),
     recodes=True,
     public_report=("columns", "key_name", "length"),
+    engines=ROW_ENGINES,
 )
 def tokenize(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     key = ctx.secret(params["key"])
@@ -231,6 +237,8 @@ def _check_substitute(params: Mapping[str, Any]) -> None:
         title="Substitute from a codebook",
     ),
     public_report=("codebook_entries",),
+    engines=ROW_ENGINES,
+    counts=("replaced_cells",),
 )
 def substitute(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     book = {str(k): v for k, v in params["codebook"].items()}
@@ -337,6 +345,7 @@ def _keep_last_digits(text: str, n: int, char: str) -> str:
     ),
     recodes=True,
     public_report=("columns", "preset"),
+    engines=ROW_ENGINES,
 )
 def regex_mask(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     preset = params.get("preset")

@@ -1,5 +1,11 @@
 """Perturbation steps. Randomness only from the plan's ``rng``; seeds never reach a report.
 
+The row-wise ones (``add_noise`` with ``sd``, ``multiplicative_noise``, ``pram`` with a
+``matrix``) draw each row's value from the row's position and a seed drawn from the plan's
+``rng`` (:mod:`anonweb.core.transforms.rowdraws`), so the DuckDB engine, which streams a large
+table through them a part at a time, writes exactly the values the in-memory run writes for the
+same seed.
+
 Every parameter is reported (Domingo-Ferrer: publish every parameter but the seeds), so users of
 a release can account for the noise.
 
@@ -27,6 +33,8 @@ from numpy.typing import NDArray
 from anonweb.core import schema as sch
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.release.steps import (
+    IN_MEMORY,
+    ROW_ENGINES,
     ROW_WISE,
     UNBOUNDED,
     Plan,
@@ -37,6 +45,7 @@ from anonweb.core.release.steps import (
     size_problems,
 )
 from anonweb.core.transforms.mask import _columns
+from anonweb.core.transforms.rowdraws import positions, row_normals, row_seed, row_uniforms
 
 
 def _numeric(df: pd.DataFrame, col: str) -> NDArray[Any]:
@@ -93,13 +102,16 @@ def _noise_stability(params: Mapping[str, Any], plan: Plan) -> int | None:
     ),
     perturbs=True,
     public_report=NOISE_PUBLIC,
+    # a "scale" needs the column's standard deviation over every row first
+    engines=lambda params: ROW_ENGINES if "sd" in params else IN_MEMORY,
 )
 def add_noise(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     out, used = df.copy(), {}
-    for col in params["columns"]:
+    seed, rows = row_seed(ctx), positions(ctx, len(df))
+    for stream, col in enumerate(params["columns"]):
         x = _numeric(df, col)
         sd = float(params["sd"]) if "sd" in params else float(params["scale"]) * float(np.nanstd(x))
-        out[col] = x + ctx.rng.normal(0.0, sd, size=len(x)) if sd > 0 else x
+        out[col] = x + sd * row_normals(seed, rows, stream) if sd > 0 else x
         used[col] = sd
     return StepOutcome(out, {"noise_sd": used, **_public(params)})
 
@@ -129,14 +141,17 @@ def _check_mult(params: Mapping[str, Any]) -> None:
     ),
     perturbs=True,
     public_report=NOISE_PUBLIC,
+    engines=ROW_ENGINES,
 )
 def multiplicative_noise(
     df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext
 ) -> StepOutcome:
     out = df.copy()
-    for col in params["columns"]:
+    seed, rows = row_seed(ctx), positions(ctx, len(df))
+    scale = float(params["scale"])
+    for stream, col in enumerate(params["columns"]):
         x = _numeric(df, col)
-        out[col] = x * (1.0 + ctx.rng.normal(0.0, float(params["scale"]), size=len(x)))
+        out[col] = x * (1.0 + scale * row_normals(seed, rows, stream))
     return StepOutcome(out, _public(params))
 
 
@@ -372,6 +387,9 @@ def _pram_keeps_values(params: Mapping[str, Any]) -> bool:
     ),
     keeps_values=_pram_keeps_values,
     public_report=("column", "p_keep"),
+    # with "p_keep" the categories are those of every row
+    engines=lambda params: ROW_ENGINES if "matrix" in params else IN_MEMORY,
+    counts=("changed_cells",),
 )
 def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepOutcome:
     col = params["column"]
@@ -381,11 +399,18 @@ def pram(df: pd.DataFrame, params: Mapping[str, Any], ctx: StepContext) -> StepO
     matrix = _pram_matrix(params, categories)
     out_values = text.to_numpy(dtype=object).copy()
     changed = 0
+    # each row's new category: its own uniform draw against the row's cumulative probabilities
+    uniforms = row_uniforms(row_seed(ctx), positions(ctx, len(df)))
     for src in categories:
         rows = np.flatnonzero((text == src).to_numpy())
         targets = list(matrix[src])
-        probs = np.array([matrix[src][t] for t in targets])
-        draws = ctx.rng.choice(len(targets), size=len(rows), p=probs / probs.sum())
+        probs = np.array([matrix[src][t] for t in targets], dtype=float)
+        cumulative = np.cumsum(probs / probs.sum())
+        # a draw past the last sum (rounding) goes to the last category that can be drawn
+        draws = np.minimum(
+            np.searchsorted(cumulative, uniforms[rows], side="right"),
+            int(np.flatnonzero(probs > 0)[-1]),
+        )
         out_values[rows] = np.array(targets, dtype=object)[draws]
         changed += int((np.array(targets, dtype=object)[draws] != src).sum())
     out = df.copy()

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.pandas_engine import PandasEngine
 from anonweb.core.errors import ParameterError, PlanError
-from anonweb.core.release.make import make_engine_release, make_release
+from anonweb.core.release.engine_release import make_engine_release
+from anonweb.core.release.make import make_release
 from anonweb.core.release.plan import plan_from_dict, validate_plan
 
 HIERARCHIES = {
@@ -313,7 +314,7 @@ def test_random_tables_release_alike_in_memory_and_on_duckdb(
 def test_which_searches_an_engine_runs(params, on_engine):
     """The search runs out of core unless it blanks cells row by row or counts a population
     table, which is read in memory: those stay in memory, by the step's one declaration."""
-    from anonweb.core.release.make import engine_problems
+    from anonweb.core.release.engine_release import engine_problems
 
     plan = plan_from_dict(
         {

@@ -132,6 +132,17 @@ def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeyp
     memory = release_with(officer, monkeypatch, "pandas")
     ours = release_with(officer, monkeypatch, "duckdb")
     same_figures(memory, ours, "duckdb")
+    # the evidence the in-memory release has, computed out of core or said not to have run
+    report = ours["release"]["report"]
+    assert set(memory["release"]["report"]["attacks"]) <= set(report["attacks"])
+    assert report["reconstruction"]["determined"] == 0
+    assert len(report["lineage"]["release_sha256"]) == 64
+    # the same file's release in memory is live: the engine did not check conflicts with it,
+    # says so, and the gate blocks until the release is made in memory
+    assert report["conflicts"]["run"] is False
+    assert report["conflicts"]["earlier"] == ["release 1 of people (pandas)"]
+    codes = {f["code"] for f in ours["release"]["findings"] if f["severity"] == "block"}
+    assert "conflicts_unchecked" in codes
 
 
 @pytest.mark.slow
@@ -145,6 +156,11 @@ def test_a_release_on_spark_has_the_figures_and_rows_of_pandas(officer, monkeypa
     memory = release_with(officer, monkeypatch, "pandas")
     ours = release_with(officer, monkeypatch, "spark")
     same_figures(memory, ours, "spark")
+    # the attacks on a sample Spark drew, the digests of the folder it wrote
+    report = ours["release"]["report"]
+    assert report["attacks"]["sample"] == {"records": 600, "of": 600}
+    assert set(memory["release"]["report"]["attacks"]) <= set(report["attacks"])
+    assert len(report["lineage"]["release_sha256"]) == 64
 
 
 def test_an_in_memory_step_past_the_limit_is_refused_at_submission(officer, monkeypatch):

@@ -175,12 +175,14 @@ class Command(BaseCommand):
             "recipient": recipient,
             **({"recipients": list(recipients)} if recipients else {}),
         }
-        if engine != "pandas":
-            self._run_on_engine(opts, plan, engine, tags=tags, rng=rng, sep=sep, extra=extra)
-            return
-        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         # keys not supplied in files are drawn fresh for this release and never written
         secrets = fresh_secrets(plan, pysecrets.token_bytes, secrets)
+        if engine != "pandas":
+            self._run_on_engine(
+                opts, plan, engine, tags=tags, rng=rng, sep=sep, extra=extra, secrets=secrets
+            )
+            return
+        df = read_table(opts["path"], sep=opts["sep"], **reading(opts))
         # the same path as the web's release job: intruder check, lineage, attacks,
         # reconstruction, conflicts and the gate come with the release
         earlier = self._earlier(opts, df, tags)
@@ -230,11 +232,13 @@ class Command(BaseCommand):
                 raise CommandError(line, returncode=1)
             self.stderr.write(line)
 
-    def _run_on_engine(self, opts, plan, name, *, tags, rng, sep, extra):
-        """The release made out of core: the plan's steps an engine runs (dropping columns, the
-        generalization search), the release written by the engine and exported batch by batch.
-        The source's table is never read whole; what needs it (the attacks, the conflict check
-        against --earlier releases) is refused with the reason."""
+    def _run_on_engine(self, opts, plan, name, *, tags, rng, sep, extra, secrets):
+        """The release made out of core: the plan's steps an engine runs (dropping columns,
+        row-wise masks, tokens, noise and PRAM, the generalization search), the release written
+        by the engine and exported batch by batch.
+        The source's table is never read whole: the attacks run on a sample the engine reads;
+        what needs every record in memory (the conflict check against --earlier releases) is
+        refused with the reason."""
         import shutil
         import tempfile
 
@@ -242,7 +246,7 @@ class Command(BaseCommand):
         from anonweb.core.engine.base import peak_memory_bytes
         from anonweb.core.engine.select import estimated_rows, in_memory_limit, make_engine
         from anonweb.core.io.export import EXPORT_FORMATS, export_parquet_file, format_for_path
-        from anonweb.core.release.make import make_engine_release
+        from anonweb.core.release.engine_release import make_engine_release
         from anonweb.core.release.plan import validate_plan
 
         for option, given in (
@@ -267,7 +271,10 @@ class Command(BaseCommand):
             )
         # refused at submission: an in-memory-only step on a table past the in-memory limit
         validate_plan(
-            plan, rows=estimated_rows(opts["path"]), memory_rows=in_memory_limit(opts["engine"])
+            plan,
+            rows=estimated_rows(opts["path"]),
+            memory_rows=in_memory_limit(opts["engine"]),
+            engine=name,
         )
         engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
         target = Path(opts["out"]).resolve().parent
@@ -285,6 +292,7 @@ class Command(BaseCommand):
                 rng=rng,
                 tags=tags,
                 keep_order=opts["keep_order"],
+                secrets=secrets,
             )
             export_parquet_file(made.path, fmt, work / "export", sep=sep)
             summary = self._summary(made.report, plan)
@@ -294,7 +302,8 @@ class Command(BaseCommand):
                 published=made.published,
                 gate=made.gate.to_dict(),
                 lineage=made.lineage(),
-                conflicts=None,
+                # no --earlier on an engine: checked against none, as in memory without them
+                conflicts=[] if made.report["conflicts"]["run"] else made.report["conflicts"],
                 engine=made.engine,
                 peak_memory_bytes=peak_memory_bytes(children=name == "spark"),
             )

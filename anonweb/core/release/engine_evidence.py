@@ -1,0 +1,220 @@
+"""The evidence beside a release an engine wrote out of core, under the keys
+:func:`~anonweb.core.release.make.make_release` gives it in memory: ``attacks``,
+``reconstruction``, ``conflicts`` and ``lineage``, each computed at scale or stating that it was
+not run and why (never left out, so that no reader takes a missing check for a passed one).
+
+* **Attacks**: the same attacks (:func:`~anonweb.core.attacks.run.run_attacks`) on a seeded
+  random sample of the source's records read by the engine (the targets and the singling-out
+  group are drawn from it, as they are drawn from the whole table in memory), against the
+  release's distinct combinations over the attacked columns counted by the engine, with each
+  numeric column's tolerance a share of its range over every row. The engine keeps no lineage
+  (which record each row is), so a person counts as linked when the row picked agrees with them
+  on every attacked column, which can only count more successes than the lineage would; and no
+  control is held out (the release holds every record).
+* **Reconstruction**: from the aggregates the releases publish. An engine publishes none; an
+  earlier release's aggregates would be solved against every record's values in memory, so
+  with any of them the reconstruction is not run, and says so.
+* **Conflicts**: the check against the earlier live releases joins their records with this
+  release's by lineage, which an engine does not keep: with any earlier live release the
+  check is not run, and the gate blocks the release (:func:`conflicts_unchecked`) until it is
+  made in memory; with none there is nothing to conflict with.
+* **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns reads every
+  record in memory: not run, and said so.
+* **Lineage**: the records written, the plan's and the files' SHA-256, so the release can be
+  traced to the exact plan and source it was made from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from anonweb.core.attacks.matching import is_numeric
+from anonweb.core.attacks.options import AttackOptions
+from anonweb.core.attacks.records import Combos
+from anonweb.core.attacks.run import DEFAULT_TARGETS, NO_CONTROL, SINGLING_OUT_GROUP, run_attacks
+from anonweb.core.conflicts.release import EarlierRelease
+from anonweb.core.engine.base import Engine, Source
+from anonweb.core.findings import BLOCK, Finding
+
+NO_LINEAGE = (
+    "An engine keeps no record of which source row each released row is: a person counts as "
+    "linked when the row picked agrees with them on every attacked column (never fewer "
+    "successes than with the lineage)."
+)
+CONTROL_NOT_HELD = (
+    "The plan asks for a control held out, which an engine does not do (it writes every record "
+    "of the table): the attacks ran without one."
+)
+RECONSTRUCTION_NOT_RUN = (
+    "Not run: earlier releases of this source publish aggregates, which are solved against "
+    "every record's values in memory; an engine release does not read them. Make the release "
+    "in memory (the pandas engine) for this check."
+)
+CONFLICTS_NOT_RUN = (
+    "Not run: the check against earlier releases joins their records with this release's by "
+    "which source row each one is, which an engine does not keep. Make the release in memory "
+    "(the pandas engine), or withdraw the earlier releases, for this check."
+)
+
+
+INTRUDER_NOT_RUN = (
+    "Not run: the maximum-knowledge intruder links every original record to its closest "
+    "perturbed one, over the whole table in memory; an engine release does not. Make the "
+    "release in memory (the pandas engine) for this check."
+)
+
+
+def engine_intruder(columns: Sequence[str]) -> dict[str, Any] | None:
+    """The intruder check's place in the report when the plan perturbed numeric ``columns``
+    (None when it perturbed none, as in memory): not run out of core, and why."""
+    if not columns:
+        return None
+    return {"columns": list(columns), "skipped": INTRUDER_NOT_RUN}
+
+
+def engine_attacks(
+    engine: Engine,
+    source: Source,
+    released: str,
+    *,
+    known: Sequence[str],
+    sensitive: Sequence[str],
+    kept: Sequence[str],
+    options: AttackOptions | None,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """The attack figures of a release an engine wrote to ``released`` from ``source``."""
+    shared = set(engine.columns(source)) & set(kept)
+    known = [c for c in dict.fromkeys(known) if c in shared]
+    sensitive = [c for c in dict.fromkeys(sensitive) if c in shared and c not in known]
+    if not known:
+        return {
+            "skipped": "no column the attacker would know (the quasi-identifiers, or the plan's "
+            "'attacks' known columns) is in the release"
+        }
+    cols = [*known, *sensitive]
+    hist = engine.histogram(released, cols)
+    if hist.rows == 0:
+        return {"skipped": "the release has no rows"}
+    combos = Combos(
+        pd.DataFrame({c: hist.column(c) for c in cols}, columns=cols),
+        np.asarray(hist.counts, dtype=np.int64),
+        np.empty(0, dtype=np.int64),
+    )
+    targets = options.targets if options else DEFAULT_TARGETS
+    size = max(targets, SINGLING_OUT_GROUP)
+    rows = engine.row_count(source)
+    sample = engine.sample_rows(source, cols, size, int(rng.integers(0, 2**63)))
+    numeric = [c for c in cols if is_numeric(sample[c])]
+    ranges = engine.ranges(source, numeric) if numeric else {}
+    report = run_attacks(
+        sample,
+        combos,
+        known=known,
+        sensitive=sensitive,
+        targets=targets,
+        rng=rng,
+        ranges=ranges,
+    )
+    out = report.to_dict()
+    out["control_records"] = 0
+    out["note"] = NO_CONTROL
+    out["sample"] = {"records": len(sample), "of": rows}
+    out["lineage"] = NO_LINEAGE
+    if options is not None and options.holdout > 0:
+        out["control"] = CONTROL_NOT_HELD
+    return out
+
+
+def engine_reconstruction(earlier: Sequence[EarlierRelease]) -> dict[str, Any]:
+    """The reconstruction from the aggregates of every live release of the source, when none
+    of them publishes any (an engine release publishes none); otherwise not run, and why."""
+    published = [e.label for e in earlier if e.aggregates or e.error is not None]
+    if published:
+        return {
+            "determined": None,
+            "releases": published,
+            "columns": [],
+            "skipped": RECONSTRUCTION_NOT_RUN,
+            "sentence": RECONSTRUCTION_NOT_RUN,
+        }
+    return {
+        "determined": 0,
+        "releases": [],
+        "columns": [],
+        "sentence": "No release of this source publishes aggregates: nothing to reconstruct.",
+    }
+
+
+def engine_conflicts(earlier: Sequence[EarlierRelease]) -> dict[str, Any]:
+    """Whether the check against the earlier live releases ran: it has nothing to compare with
+    when there are none; otherwise it is not run (see :data:`CONFLICTS_NOT_RUN`)."""
+    if not earlier:
+        return {"run": True, "checked": [], "findings": {}, "note": "no earlier live release"}
+    return {
+        "run": False,
+        "checked": [],
+        "earlier": [e.label for e in earlier],
+        "findings": {},
+        "reason": CONFLICTS_NOT_RUN,
+    }
+
+
+def conflicts_unchecked(conflicts: Mapping[str, Any], *, engine: str) -> list[Finding]:
+    """The gate's ``block`` when the conflict check was not run against earlier releases."""
+    if conflicts.get("run", True):
+        return []
+    earlier = list(conflicts.get("earlier") or [])
+    return [
+        Finding(
+            "conflicts_unchecked",
+            BLOCK,
+            f"This release, written by the {engine} engine, was not checked for conflicts with "
+            f"{len(earlier)} earlier live release(s) of its source ({', '.join(earlier)}). "
+            + CONFLICTS_NOT_RUN,
+            facts={"engine": engine, "releases": earlier},
+        )
+    ]
+
+
+def engine_lineage(
+    *, source: Source, released: str, plan: Mapping[str, Any], rows: int
+) -> dict[str, Any]:
+    """The lineage of an engine release in counts and digests: the records written (each the
+    source's), the SHA-256 of the plan, of the source's file(s) and of the written release."""
+    plan_text = json.dumps(plan, sort_keys=True, separators=(",", ":"), default=str)
+    return {
+        "records": rows,
+        "dp": False,
+        "aggregates": [],
+        "source_rows": None,
+        "source_rows_note": NO_LINEAGE,
+        "plan_sha256": hashlib.sha256(plan_text.encode()).hexdigest(),
+        "source_sha256": files_sha256(source),
+        "release_sha256": files_sha256(released),
+    }
+
+
+def files_sha256(source: Source) -> str:
+    """SHA-256 of a file, of a folder of files (each name and content, in name order), or of a
+    table in memory (its values, by pandas' row hashes)."""
+    digest = hashlib.sha256()
+    if isinstance(source, pd.DataFrame):
+        digest.update(pd.util.hash_pandas_object(source, index=False).to_numpy().tobytes())
+        return digest.hexdigest()
+    path = Path(source)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            digest.update(str(f.relative_to(path)).encode() + b"\0")
+        with f.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
