@@ -66,7 +66,8 @@ def pitman_loglik(sizes: NDArray[Any], theta: float, alpha: float) -> float:
 @dataclass(frozen=True)
 class _Partition:
     """What Pitman's likelihood reads of the class sizes, read once per fit: the sizes present
-    ``j``, how many classes have each ``fj``, records ``n``, classes ``u``, and 1 .. u - 1."""
+    ``j``, how many classes have each ``fj``, records ``n``, classes ``u``, and 1 .. u - 1
+    (as floats)."""
 
     j: NDArray[Any]
     fj: NDArray[Any]
@@ -78,16 +79,21 @@ class _Partition:
     def of(cls, sizes: NDArray[Any]) -> _Partition:
         j, fj = _histogram(sizes)
         u = int(fj.sum())
-        return cls(j, fj, float((j * fj).sum()), u, np.arange(1, u))
+        return cls(j, fj, float((j * fj).sum()), u, np.arange(1, u, dtype=float))
 
 
 def _loglik(p: _Partition, theta: float, alpha: float) -> float:
+    if not (0 <= alpha < 1 and theta > -alpha) or (alpha == 0 and theta <= 0):
+        return -math.inf
+    return _loglik_at(p, theta, alpha, theta + p.i * alpha)
+
+
+def _loglik_at(p: _Partition, theta: float, alpha: float, steps: NDArray[Any]) -> float:
+    """:func:`_loglik` inside the parameter space, ``steps`` being theta + i alpha, i < u."""
     from scipy import special
 
     j, fj, n = p.j, p.fj, p.n
-    if not (0 <= alpha < 1 and theta > -alpha) or (alpha == 0 and theta <= 0):
-        return -math.inf
-    first = float(np.log(theta + p.i * alpha).sum())
+    first = float(np.log(steps).sum())
     rising = float(special.gammaln(theta + n) - special.gammaln(theta + 1))
     sizes_part = float((fj * (special.gammaln(j - alpha) - special.gammaln(1 - alpha))).sum())
     return first - rising + sizes_part
@@ -115,14 +121,16 @@ def ewens_theta(sizes: NDArray[Any]) -> float | None:
     return float(optimize.brentq(score, lo, hi, xtol=1e-12, rtol=1e-14, maxiter=500))
 
 
-def _pitman_gradient(p: _Partition, theta: float, alpha: float) -> tuple[float, float]:
+def _pitman_gradient(
+    p: _Partition, theta: float, alpha: float, steps: NDArray[Any]
+) -> tuple[float, float]:
     """d logL / d theta and d logL / d alpha of ``pitman_loglik``, summed term by term (valid at
-    alpha = 0 too, where the digamma shortcut of the score equations divides by alpha)."""
+    alpha = 0 too, where the digamma shortcut of the score equations divides by alpha);
+    ``steps`` is theta + i alpha, i < u, which the log-likelihood at the same point reads too."""
     from scipy import special
 
-    j, fj, n = p.j, p.fj, p.n
-    i = p.i.astype(float)
-    inv = 1.0 / (theta + i * alpha)
+    j, fj, n, i = p.j, p.fj, p.n, p.i
+    inv = 1.0 / steps
     d_theta = float(inv.sum()) - float(special.digamma(theta + n) - special.digamma(theta + 1))
     tail = float((fj * (special.digamma(j - alpha) - special.digamma(1 - alpha))).sum())
     return d_theta, float((i * inv).sum()) - tail
@@ -142,10 +150,13 @@ def _pitman_maximise(
     def negative(x: NDArray[Any]) -> tuple[float, NDArray[Any]]:
         phi, a = math.exp(float(x[0])), float(x[1])
         t = phi - a
-        value = _loglik(p, t, a)
+        if not (0 <= a < 1 and t > -a) or (a == 0 and t <= 0):
+            return 1e300, np.zeros(2)
+        steps = t + p.i * a
+        value = _loglik_at(p, t, a, steps)
         if not math.isfinite(value):
             return 1e300, np.zeros(2)
-        d_t, d_a = _pitman_gradient(p, t, a)
+        d_t, d_a = _pitman_gradient(p, t, a, steps)
         # theta = phi - alpha: d/d log phi = phi d/dtheta; d/dalpha at fixed phi = d_a - d_t.
         return -value, -np.array([d_t * phi, d_a - d_t])
 
