@@ -34,8 +34,8 @@ from anonweb.core.models.base import (
 )
 from anonweb.core.models.counts import ClassData
 from anonweb.core.risk.population import (
+    dankar_uniques,
     pitman_uniques,
-    population_uniqueness,
     snb_uniques,
     zayatz_uniques,
 )
@@ -53,8 +53,7 @@ def estimated_uniqueness(sizes: NDArray[Any], population_size: int, estimator: s
     if n == 0 or not np.any(sizes == 1):
         return 0.0
     if estimator == "dankar":
-        found = population_uniqueness(sizes, population_size)
-        uniques = found.chosen_uniques if found.chosen_model is not None else math.nan
+        uniques = dankar_uniques(sizes, population_size)
     elif population_size == n:  # the sample is the population
         uniques = float(np.count_nonzero(sizes == 1))
     elif estimator == "pitman":

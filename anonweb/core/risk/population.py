@@ -60,14 +60,40 @@ def pitman_loglik(sizes: NDArray[Any], theta: float, alpha: float) -> float:
     """Log-likelihood of Pitman's partition with parameters (theta, alpha) for the class sizes
     (up to terms free of both): sum_{i<u} log(theta + i alpha) - log (theta + 1)_{n-1}
     + sum_j f_j log (1 - alpha)_{j-1}. alpha = 0 is Ewens's partition."""
-    from scipy import special
+    return _loglik(_Partition.of(sizes), theta, alpha)
 
-    j, fj = _histogram(sizes)
-    n, u = float((j * fj).sum()), int(fj.sum())
+
+@dataclass(frozen=True)
+class _Partition:
+    """What Pitman's likelihood reads of the class sizes, read once per fit: the sizes present
+    ``j``, how many classes have each ``fj``, records ``n``, classes ``u``, and 1 .. u - 1
+    (as floats)."""
+
+    j: NDArray[Any]
+    fj: NDArray[Any]
+    n: float
+    u: int
+    i: NDArray[Any]
+
+    @classmethod
+    def of(cls, sizes: NDArray[Any]) -> _Partition:
+        j, fj = _histogram(sizes)
+        u = int(fj.sum())
+        return cls(j, fj, float((j * fj).sum()), u, np.arange(1, u, dtype=float))
+
+
+def _loglik(p: _Partition, theta: float, alpha: float) -> float:
     if not (0 <= alpha < 1 and theta > -alpha) or (alpha == 0 and theta <= 0):
         return -math.inf
-    i = np.arange(1, u)
-    first = float(np.log(theta + i * alpha).sum())
+    return _loglik_at(p, theta, alpha, theta + p.i * alpha)
+
+
+def _loglik_at(p: _Partition, theta: float, alpha: float, steps: NDArray[Any]) -> float:
+    """:func:`_loglik` inside the parameter space, ``steps`` being theta + i alpha, i < u."""
+    from scipy import special
+
+    j, fj, n = p.j, p.fj, p.n
+    first = float(np.log(steps).sum())
     rising = float(special.gammaln(theta + n) - special.gammaln(theta + 1))
     sizes_part = float((fj * (special.gammaln(j - alpha) - special.gammaln(1 - alpha))).sum())
     return first - rising + sizes_part
@@ -95,15 +121,16 @@ def ewens_theta(sizes: NDArray[Any]) -> float | None:
     return float(optimize.brentq(score, lo, hi, xtol=1e-12, rtol=1e-14, maxiter=500))
 
 
-def _pitman_gradient(sizes: NDArray[Any], theta: float, alpha: float) -> tuple[float, float]:
+def _pitman_gradient(
+    p: _Partition, theta: float, alpha: float, steps: NDArray[Any]
+) -> tuple[float, float]:
     """d logL / d theta and d logL / d alpha of ``pitman_loglik``, summed term by term (valid at
-    alpha = 0 too, where the digamma shortcut of the score equations divides by alpha)."""
+    alpha = 0 too, where the digamma shortcut of the score equations divides by alpha);
+    ``steps`` is theta + i alpha, i < u, which the log-likelihood at the same point reads too."""
     from scipy import special
 
-    j, fj = _histogram(sizes)
-    n, u = float((j * fj).sum()), int(fj.sum())
-    i = np.arange(1, u, dtype=float)
-    inv = 1.0 / (theta + i * alpha)
+    j, fj, n, i = p.j, p.fj, p.n, p.i
+    inv = 1.0 / steps
     d_theta = float(inv.sum()) - float(special.digamma(theta + n) - special.digamma(theta + 1))
     tail = float((fj * (special.digamma(j - alpha) - special.digamma(1 - alpha))).sum())
     return d_theta, float((i * inv).sum()) - tail
@@ -118,13 +145,18 @@ def _pitman_maximise(
     spans orders of magnitude, like alpha."""
     from scipy import optimize
 
+    p = _Partition.of(sizes)
+
     def negative(x: NDArray[Any]) -> tuple[float, NDArray[Any]]:
         phi, a = math.exp(float(x[0])), float(x[1])
         t = phi - a
-        value = pitman_loglik(sizes, t, a)
+        if not (0 <= a < 1 and t > -a) or (a == 0 and t <= 0):
+            return 1e300, np.zeros(2)
+        steps = t + p.i * a
+        value = _loglik_at(p, t, a, steps)
         if not math.isfinite(value):
             return 1e300, np.zeros(2)
-        d_t, d_a = _pitman_gradient(sizes, t, a)
+        d_t, d_a = _pitman_gradient(p, t, a, steps)
         # theta = phi - alpha: d/d log phi = phi d/dtheta; d/dalpha at fixed phi = d_a - d_t.
         return -value, -np.array([d_t * phi, d_a - d_t])
 
@@ -145,12 +177,36 @@ def _pitman_maximise(
             )
         a = float(r.x[1])
         t = math.exp(float(r.x[0])) - a
-        if math.isfinite(pitman_loglik(sizes, t, a)):
+        if math.isfinite(_loglik(p, t, a)):
             found.append((t, a))
     return found
 
 
+_BLAS: list[Any] = []  # the BLAS thread pools, found once scipy is loaded
+
+
+def _one_blas_thread() -> Any:
+    """A context in which BLAS runs on one thread. The fit's quasi-Newton steps call BLAS and
+    LAPACK on vectors of two: with OpenBLAS's threads waking for each, a fit cost 6 to 14 times
+    more CPU on two busy cores (Adult, population uniqueness 0.01 by Pitman: 1,200-2,800 ms a
+    search against 190 ms). One thread computes the same figures."""
+    from threadpoolctl import ThreadpoolController
+
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
 def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
+    """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None
+    (see :func:`_pitman_fit`), with BLAS on one thread."""
+    from scipy import optimize  # noqa: F401  (loaded before its thread pools are looked up)
+
+    with _one_blas_thread():
+        return _pitman_fit(sizes)
+
+
+def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None.
 
     The likelihood is maximised over both parameters at once, from several starts (Hoshino's
@@ -208,11 +264,12 @@ def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     for t, a in starts[:1] + _pitman_maximise(sizes, starts):
         root = polished((t, a)) if a > 0 else None
         candidates.append(root if root is not None else (t, a))
-    best = max(candidates, key=lambda ta: pitman_loglik(sizes, *ta))
+    partition = _Partition.of(sizes)
+    best = max(candidates, key=lambda ta: _loglik(partition, *ta))
     if theta_ewens is not None and best[1] < 1e-6:
         # On the boundary the optimiser stops a hair away from the exact Ewens fit.
-        ewens = pitman_loglik(sizes, theta_ewens, 0.0)
-        if ewens >= pitman_loglik(sizes, *best) - 1e-9 * abs(ewens):
+        ewens = _loglik(partition, theta_ewens, 0.0)
+        if ewens >= _loglik(partition, *best) - 1e-9 * abs(ewens):
             return theta_ewens, 0.0
     return best
 
@@ -517,6 +574,37 @@ def population_uniqueness(sizes: NDArray[Any], population_size: int) -> Populati
     est = tuple((m, None if math.isnan(v) else v) for m, v in values.items())
     loglik = None if fit is None else pitman_loglik(sizes, *fit)
     return PopulationUniqueness(n, pop, c1, est, model, chosen, fit, loglik)
+
+
+def dankar_uniques(sizes: NDArray[Any], population_size: int) -> float:
+    """The uniques Dankar et al.'s rule picks, ``population_uniqueness(...).chosen_uniques``
+    (NaN where it picks no model), computing only the models the rule reads at this sampling
+    fraction: Pitman's (Zayatz's only if Pitman's fails) up to 10%, Zayatz's and SNB's above.
+    A search asks this at every node it checks; the report asks :func:`population_uniqueness`,
+    which shows every model."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    if population_size is None or int(population_size) < n:
+        raise ParameterError(
+            f"population size {population_size} is smaller than the table ({n} rows)"
+        )
+    pop = int(population_size)
+    c1 = int(np.count_nonzero(sizes == 1))
+    if c1 == 0:
+        return 0.0
+    if pop == n:
+        return float(c1)
+    fraction = n / pop
+    values = {"pitman": math.nan, "zayatz": math.nan, "snb": math.nan}
+    if fraction <= 0.1:
+        values["pitman"] = pitman_uniques(sizes, pop)
+        if math.isnan(values["pitman"]):
+            values["zayatz"] = zayatz_uniques(sizes, pop)
+    else:
+        values["zayatz"] = zayatz_uniques(sizes, pop)
+        values["snb"] = snb_uniques(sizes, pop)
+    model, chosen = _dankar(values, fraction)
+    return chosen if model is not None else math.nan
 
 
 def _dankar(values: dict[str, float], fraction: float) -> tuple[str | None, float]:

@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 from anonweb.core.io.hierarchy import read_hierarchy
 from anonweb.core.models.closeness import t_closeness
-from anonweb.core.models.counts import ClassData, SensitiveCounts, sensitive_domain
+from anonweb.core.models.counts import (
+    ClassData,
+    SensitiveCounts,
+    SensitiveDomain,
+    sensitive_domain,
+)
 from anonweb.core.models.criteria import DeltaDisclosure, TCloseness
 from anonweb.core.models.delta_disclosure import DeltaDisclosureCoverage
 from anonweb.core.models.t_closeness import hierarchical_distance, hierarchical_distance_dense
@@ -123,6 +128,31 @@ def test_hierarchical_distance_from_a_count_matrix_matches_the_recursion(disease
         assert got.max() == pytest.approx(naive_hierarchical(df, disease_hierarchy), abs=1e-12)
         sparse = SensitiveCounts.from_codes(domain, group_codes, codes, len(groups))
         assert got == pytest.approx(hierarchical_distance(sparse, disease_hierarchy), abs=1e-12)
+
+
+def test_hierarchical_distance_is_the_same_on_a_table_copied_many_times(disease_hierarchy):
+    # ARX's EMD tree holds each value's p*Q - q*P (P the table's records, Q the class's) in a
+    # Java int, which wraps on a million rows (README, "Where ARX's optimum differs"); copying a
+    # table changes no share, so no distance may change, even past 10**11 records
+    rng = np.random.default_rng(13)
+    for _ in range(20):
+        n = int(rng.integers(2, 30))
+        df = pd.DataFrame({"g": rng.choice(list("abc"), n), "dis": rng.choice(DISEASES, n)})
+        domain, codes = sensitive_domain(df["dis"])
+        groups, group_codes = np.unique(df["g"], return_inverse=True)
+        hist = np.zeros((len(groups), len(domain.values)))
+        np.add.at(hist, (group_codes, codes), 1)
+        once = hierarchical_distance_dense(domain, hist, disease_hierarchy)
+        assert once.max() == pytest.approx(naive_hierarchical(df, disease_hierarchy), abs=1e-12)
+        for copies in (33, 100_000, 10**10):
+            copied = SensitiveDomain("dis", domain.values, domain.counts * copies)
+            got = hierarchical_distance_dense(copied, hist * copies, disease_hierarchy)
+            assert got == pytest.approx(once, abs=1e-12)
+            # the sparse route reads the class's records once against the copied table
+            sparse = SensitiveCounts.from_codes(copied, group_codes, codes, len(groups))
+            assert hierarchical_distance(sparse, disease_hierarchy) == pytest.approx(
+                once, abs=1e-12
+            )
 
 
 def _random_classes(rng, domain_size: int, n: int) -> np.ndarray:

@@ -8,7 +8,9 @@ import pytest
 from scipy import special
 
 from anonweb.core.assessment.profile import assess_risk
+from anonweb.core.errors import ParameterError
 from anonweb.core.risk.population import (
+    dankar_uniques,
     individual_risk,
     pitman_fit,
     pitman_uniques,
@@ -59,6 +61,23 @@ def test_large_sampling_fraction_uses_the_smaller_of_zayatz_and_snb():
     assert est.chosen_model in ("zayatz", "snb")
     candidates = [v for k, v in values.items() if k in ("zayatz", "snb") and v is not None]
     assert est.chosen_uniques == min(candidates)
+
+
+@pytest.mark.parametrize(
+    "classes, sample, seed",
+    [(20000, 8000, 1), (3000, 40000, 2), (20000, 60000, 3), (500, 300, 4)],
+)
+def test_the_search_reads_the_model_dankars_rule_picks(classes, sample, seed):
+    # below and above a 10% sampling fraction: the search computes only the models the rule
+    # reads there, and gets the figure the report shows
+    sizes, n_pop, _ = sample_sizes(classes, sample, seed)
+    est = population_uniqueness(sizes, n_pop)
+    assert est.chosen_model is not None
+    assert dankar_uniques(sizes, n_pop) == est.chosen_uniques
+    assert dankar_uniques(np.array([2, 3, 5]), 1000) == 0.0
+    assert dankar_uniques(np.array([1, 1, 2]), 4) == 2.0
+    with pytest.raises(ParameterError):
+        dankar_uniques(sizes, int(sizes.sum()) - 1)
 
 
 def test_models_are_in_a_plausible_range():

@@ -81,11 +81,17 @@ def test_an_integer_column_is_numbered_by_value_without_hashing():
     assert sorted(uniques.tolist()) == [17, 40, 90]
 
 
-def test_object_columns_factorize_exactly_as_pandas():
+@pytest.mark.parametrize("few", [1 << 16, 0])
+def test_object_columns_factorize_exactly_as_pandas(monkeypatch, few):
+    # the distinct objects read at their addresses, or (more of them than ``few``) found by
+    # their first cells
+    monkeypatch.setattr(lattice, "_FEW_OBJECTS", few)
     rng = np.random.default_rng(1)
     pool = [f"v{i}" for i in range(30)] + [None, np.nan]
     # equal texts held by distinct objects: merged by value
-    values = pd.Series([str(pool[i]) if i < 30 else pool[i] for i in rng.integers(0, 32, 5000)])
+    values = pd.Series(
+        [("v" + str(i))[:9] if i < 30 else pool[i] for i in rng.integers(0, 32, 5000)]
+    )
     for sentinel in (True, False):
         codes, uniques = factorize_values(values, use_na_sentinel=sentinel)
         ref_codes, ref_uniques = pd.factorize(values, use_na_sentinel=sentinel)
