@@ -227,9 +227,11 @@ def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     c2 = float(fj[j == 2].sum()) or 1.0  # as ARX: overestimate when there is no class of two
     # Hoshino's moment-based starting point, as ARX uses it.
     c = c1 * (c1 - 1) / c2
-    with np.errstate(all="ignore"):
-        theta0 = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
-        alpha0 = (theta0 * (c1 - n) + (n - 1) * c1) / (n * u)
+    # Hoshino's point is undefined where its denominator vanishes (91 uniques, 15 pairs and 2
+    # triples: 2 * 91 * 108 + 91 * 546 = 127 * 546); the other starts then stand alone.
+    denominator = 2 * c1 * u + c1 * c - n * c
+    theta0 = (n * u * c - c1 * (n - 1) * (2 * u + c)) / denominator if denominator else math.nan
+    alpha0 = (theta0 * (c1 - n) + (n - 1) * c1) / (n * u)
     big = j > 1
 
     def score(x: NDArray[Any]) -> NDArray[Any]:

@@ -271,3 +271,14 @@ def test_models_within_tenfold_of_each_other_need_no_explanation(cases):
     positive = [v for _, v in result.estimates if v]
     assert max(positive) / min(positive) <= 10
     assert result.to_dict()["disagreement"] is None
+
+
+def test_a_vanishing_denominator_in_hoshinos_start_leaves_the_other_starts():
+    """91 uniques, 15 pairs and 2 triples make Hoshino's moment point 0/0 (2·91·108 + 91·546
+    = 127·546): the fit still reaches the independent maximisation's likelihood."""
+    sizes = np.array([1] * 91 + [2] * 15 + [3] * 2)
+    fit = pitman_fit(sizes)
+    assert fit is not None
+    reached = pitman_loglik(sizes, *fit)
+    assert reached >= pitman_loglik(sizes, *_independent_pitman_mle(sizes)) - 1e-6
+    assert np.isfinite(pitman_uniques(sizes, 1270, fit=fit))
