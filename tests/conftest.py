@@ -44,3 +44,15 @@ def datasets_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _step_registry_restored():
+    """A step a test registers is gone after it: registry-wide checks (every step declares its
+    stability, its engines) see the product's steps only, whatever order the tests run in."""
+    from anonweb.core.release import steps
+
+    before = dict(steps._REGISTRY)
+    yield
+    steps._REGISTRY.clear()
+    steps._REGISTRY.update(before)
