@@ -8,7 +8,9 @@ k, every risk, l, t, δ and the lattice search are functions of the histogram, a
 number of cells, not of rows: an engine reads the rows once to build it.
 
 Columns are stored as integer codes per cell plus the distinct values (``labels``; code =
-position). A missing value is a value of its own (rows are never dropped). Every engine's result
+position), each column's codes in the smallest integer type that holds its number of values
+(:func:`code_dtype`: one byte per cell for a column of up to 256 values), so a histogram of
+millions of cells costs a few bytes a cell per column. A missing value is a value of its own (rows are never dropped). Every engine's result
 is put in one canonical form (values sorted, missing last; cells sorted by their codes), so the
 same table gives the same histogram, and the same figures to the last bit, on every engine.
 """
@@ -34,8 +36,10 @@ from anonweb.core.risk.classes import combine_codes, suppressed_records
 class Histogram:
     """Records per cell (a distinct combination of QI and sensitive values), columnar.
 
-    ``codes[c][i]`` is the code of column ``c`` in cell ``i``, ``labels[c][code]`` its value;
-    ``counts[i]`` the records in cell ``i``; ``weights[i]`` the sum of the weight column there.
+    ``codes[c][i]`` is the code of column ``c`` in cell ``i``, ``labels[c][code]`` its value
+    (codes in :func:`code_dtype` of the column's values: cast them to ``int64`` before any
+    arithmetic); ``counts[i]`` the records in cell ``i``; ``weights[i]`` the sum of the weight
+    column there.
     """
 
     quasi_identifiers: tuple[str, ...]
@@ -130,6 +134,24 @@ class Histogram:
         return True
 
 
+def code_dtype(n_values: int) -> np.dtype[Any]:
+    """The smallest integer type holding the codes ``0..n_values - 1``: ``uint8`` up to 256
+    values, ``uint16`` up to 65,536, then ``int32`` and ``int64``. Indexing, ``take`` and
+    ``bincount`` read every one of them as they read ``int64``."""
+    if n_values <= 1 << 8:
+        return np.dtype(np.uint8)
+    if n_values <= 1 << 16:
+        return np.dtype(np.uint16)
+    if n_values <= 1 << 31:
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def compact_codes(codes: NDArray[Any], n_values: int) -> NDArray[Any]:
+    """``codes`` (all below ``n_values``) in :func:`code_dtype`, contiguous."""
+    return np.ascontiguousarray(codes, dtype=code_dtype(n_values))
+
+
 def _sorted_values(values: pd.Index) -> NDArray[Any]:
     """Rank of each distinct value: ascending, missing values last (all missing share one)."""
     missing = np.asarray(values.isna(), dtype=bool)
@@ -196,7 +218,10 @@ def build_histogram(
     return Histogram(
         quasi_identifiers=qis,
         sensitive=sens,
-        codes={c: np.ascontiguousarray(k[order]) for c, k in zip(cols, cell_codes, strict=True)},
+        codes={
+            c: compact_codes(k[order], len(canon[c][1]))
+            for c, k in zip(cols, cell_codes, strict=True)
+        },
         labels={c: canon[c][1] for c in cols},
         counts=np.rint(total[order]).astype(np.int64),
         weights=None if wsum is None else wsum[order],
@@ -266,19 +291,30 @@ def histogram_of_keys(
         space *= radix
     order = _order_of_distinct(keys, space)
     keys = keys[order]
+    counts = counts[order]
+    weights = None if weights is None else np.asarray(weights, dtype=float)[order]
+    del order
+    # each column decoded into its small type through one scratch array of the keys' size
     codes = {}
+    scratch = np.empty_like(keys)
     for c, stride, radix in zip(coding.columns, coding.strides, coding.radices, strict=True):
-        col = keys // stride if stride > 1 else keys.copy()
+        if stride > 1:
+            np.floor_divide(keys, stride, out=scratch)
+            col = scratch
+        else:
+            col = keys
         if c != coding.columns[0]:
-            col %= radix
-        codes[c] = col
+            np.remainder(col, radix, out=scratch)
+            col = scratch
+        codes[c] = compact_codes(col, radix)
+    del scratch, keys
     return Histogram(
         quasi_identifiers=qis,
         sensitive=sens,
         codes=codes,
         labels=dict(coding.labels),
-        counts=counts[order],
-        weights=None if weights is None else np.asarray(weights, dtype=float)[order],
+        counts=counts,
+        weights=weights,
     )
 
 
