@@ -35,7 +35,6 @@ from anonweb.core.models.registry import sensitive_figures
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
     equivalence_classes,
-    suppressed_records,
 )
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
 from anonweb.core.risk.reidentification import (
@@ -248,15 +247,22 @@ def assess_histogram(
             raise ParameterError(
                 f"t_distance names columns that are not sensitive: {', '.join(unknown)}"
             )
-    frame = hist.class_frame()
-    star = suppressed_records(frame, qis)
+    star = hist.suppressed_classes(qis)
     kept = np.flatnonzero(~star)
     sizes = hist.class_sizes
     suppressed = int(sizes[star].sum())
-    # one code per kept class: describing a class reads its row of ``frame``
-    frame = frame.iloc[kept].reset_index(drop=True)
+
+    # one code per kept class: describing a class reads its row, built when asked for (a
+    # table of every class would hold a value object per class and QI)
+    def frame(rows: NDArray[Any]) -> pd.DataFrame:
+        return hist.class_frame(kept[rows]).set_axis(rows)
+
     ec = EquivalenceClasses(tuple(qis), np.arange(kept.size, dtype=np.int64), sizes[kept])
-    pop_sizes = None if population is None else population_class_sizes(frame, ec, population)
+    pop_sizes = (
+        None
+        if population is None
+        else population_class_sizes(hist.class_frame(kept), ec, population)
+    )
     if population_size is None and population is not None:
         population_size = len(population)
     uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)

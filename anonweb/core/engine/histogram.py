@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
-from anonweb.core.risk.classes import combine_codes, suppressed_records
+from anonweb.core.risk.classes import combine_codes, no_star_when_all, star_values
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,13 +97,36 @@ class Histogram:
         values = self.labels[name].take(codes)
         return pd.Series(values, name=name, dtype=self.labels[name].dtype)
 
-    def class_frame(self) -> pd.DataFrame:
-        """One row per class: its quasi-identifier values (the classes' order)."""
-        first = self.first_cell
+    def class_frame(self, classes: NDArray[Any] | None = None) -> pd.DataFrame:
+        """One row per class (or per class of ``classes``, positions in the classes' order):
+        its quasi-identifier values."""
+        first = self.first_cell if classes is None else self.first_cell[classes]
         return pd.DataFrame(
             {q: self.column(q, first) for q in self.quasi_identifiers},
             columns=list(self.quasi_identifiers),
         )
+
+    def suppressed_classes(self, quasi_identifiers: Sequence[str] | None = None) -> NDArray[Any]:
+        """Per class, whether it is suppressed records: what
+        :func:`~anonweb.core.risk.classes.suppressed_records` says of :meth:`class_frame`'s
+        rows, found on each column's few distinct values instead of a table of the classes."""
+        qis = [
+            q
+            for q in (self.quasi_identifiers if quasi_identifiers is None else quasi_identifiers)
+            if q in self.quasi_identifiers
+        ]
+        n = self.class_sizes.size
+        if not qis:
+            return np.zeros(n, dtype=bool)
+        first = self.first_cell
+        star = np.ones(n, dtype=bool)
+        for q in qis:
+            labels = self.labels[q]
+            here = star_values(pd.Series(labels, name=q, dtype=labels.dtype))
+            if here is None:
+                return np.zeros(n, dtype=bool)
+            star &= here[self.codes[q][first]]
+        return no_star_when_all(star)
 
     def sensitive_codes(self, name: str) -> NDArray[Any]:
         if name not in self.sensitive:
@@ -419,11 +442,7 @@ def histogram_class_data(
     table with its suppressed records (``*`` in every quasi-identifier of ``star``, by default
     all of them) excluded; they still count in each sensitive column's overall distribution."""
     qis = list(hist.quasi_identifiers if star is None else star)
-    suppressed = (
-        suppressed_records(hist.class_frame(), qis)
-        if qis
-        else np.zeros(hist.class_sizes.size, dtype=bool)
-    )
+    suppressed = hist.suppressed_classes(qis)
     kept = np.flatnonzero(~suppressed)
     renumber = np.full(hist.class_sizes.size, -1, dtype=np.int64)
     renumber[kept] = np.arange(kept.size)
