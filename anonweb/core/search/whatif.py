@@ -282,8 +282,10 @@ class WhatIfTable:
         rows = np.flatnonzero(kept[inv])  # distinct rows of kept classes
         renumber = np.cumsum(kept) - 1
         counts = self._counts(renumber[inv[rows]], len(sizes), rows)
-        # the kept records, one class code each: what the risk builders count rows from
-        codes = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        # one code per kept class, as the risk profile of a histogram has them: the risk
+        # builders count records from the class sizes (a code per record would make the
+        # what-if's memory grow with the rows)
+        codes = np.arange(len(sizes), dtype=np.int64)
         ec = EquivalenceClasses(self.quasi_identifiers, codes, sizes)
         profiles = {}
         for name in self.sensitive:
