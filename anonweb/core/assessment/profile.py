@@ -266,10 +266,16 @@ def assess_histogram(
     if population_size is None and population is not None:
         population_size = len(population)
     uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
-    renumber = np.full(sizes.size, -1, dtype=np.int64)
-    renumber[kept] = np.arange(kept.size)
-    cell_class = renumber[hist.class_of_cell]
-    in_class = cell_class >= 0
+    everything = kept.size == sizes.size  # nothing suppressed: no renumbering, no copies
+    if everything:
+        cell_class = hist.class_of_cell
+    else:
+        renumber = np.full(sizes.size, -1, dtype=np.int64)
+        renumber[kept] = np.arange(kept.size)
+        cell_class = renumber[hist.class_of_cell]
+        in_class = cell_class >= 0
+        cell_class = cell_class[in_class]
+    weights = hist.counts.astype(float) if everything else hist.counts[in_class].astype(float)
     profiles = {}
     for name in sens:
         values, codes = hist.labels[name], hist.sensitive_codes(name)
@@ -280,11 +286,11 @@ def assess_histogram(
         )
         sc = SensitiveCounts.from_codes(
             domain,
-            cell_class[in_class],
-            codes[in_class],
+            cell_class,
+            codes if everything else codes[in_class],
             ec.count,
             classes=ec,
-            weights=hist.counts[in_class].astype(float),
+            weights=weights,
         )
         dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
         div = l_diversity_of(sc, recursive_c=recursive_c)

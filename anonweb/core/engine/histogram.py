@@ -309,6 +309,8 @@ def histogram_of_keys(
     if counts.size == 0 or int(counts.sum()) == 0:
         raise DataError("the table has no rows")
     keys = np.asarray(keys, dtype=np.int64)
+    # the arrays given are let go as soon as their sorted copies exist (when the caller keeps
+    # no other reference): cells of 10^8 records run to tens of millions
     space = 1
     for radix in coding.radices:
         space *= radix
