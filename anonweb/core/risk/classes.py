@@ -13,7 +13,7 @@ through a dense slot table). Hashing tuples of Python objects is avoided.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -64,7 +64,7 @@ def star_values(col: pd.Series) -> NDArray[Any] | None:
     ):
         return None
     # Series.eq, not NumPy's ==: a blank (None, NaN, pd.NA) compares as False, never as NA
-    return col.eq(SUPPRESSED).fillna(False).to_numpy(dtype=bool)
+    return np.asarray(col.eq(SUPPRESSED).fillna(False).to_numpy(dtype=bool))
 
 
 def no_star_when_all(star: NDArray[Any]) -> NDArray[Any]:
@@ -225,7 +225,9 @@ class EquivalenceClasses:
         ]
 
     def describe(
-        self, df: pd.DataFrame, classes: NDArray[Any] | None = None
+        self,
+        df: pd.DataFrame | Callable[[NDArray[Any]], pd.DataFrame],
+        classes: NDArray[Any] | None = None,
     ) -> list[dict[Any, Any]]:
         """QI values (JSON-safe) of the given classes (all by default), one dict per class."""
         idx = self.first_row if classes is None else self.first_row[classes]
