@@ -35,7 +35,6 @@ from anonweb.core.models.registry import sensitive_figures
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
     equivalence_classes,
-    suppressed_records,
 )
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
 from anonweb.core.risk.reidentification import (
@@ -248,22 +247,35 @@ def assess_histogram(
             raise ParameterError(
                 f"t_distance names columns that are not sensitive: {', '.join(unknown)}"
             )
-    frame = hist.class_frame()
-    star = suppressed_records(frame, qis)
+    star = hist.suppressed_classes(qis)
     kept = np.flatnonzero(~star)
     sizes = hist.class_sizes
     suppressed = int(sizes[star].sum())
-    # one code per kept class: describing a class reads its row of ``frame``
-    frame = frame.iloc[kept].reset_index(drop=True)
+
+    # one code per kept class: describing a class reads its row, built when asked for (a
+    # table of every class would hold a value object per class and QI)
+    def frame(rows: NDArray[Any]) -> pd.DataFrame:
+        return hist.class_frame(kept[rows]).set_axis(rows)
+
     ec = EquivalenceClasses(tuple(qis), np.arange(kept.size, dtype=np.int64), sizes[kept])
-    pop_sizes = None if population is None else population_class_sizes(frame, ec, population)
+    pop_sizes = (
+        None
+        if population is None
+        else population_class_sizes(hist.class_frame(kept), ec, population)
+    )
     if population_size is None and population is not None:
         population_size = len(population)
     uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
-    renumber = np.full(sizes.size, -1, dtype=np.int64)
-    renumber[kept] = np.arange(kept.size)
-    cell_class = renumber[hist.class_of_cell]
-    in_class = cell_class >= 0
+    everything = kept.size == sizes.size  # nothing suppressed: no renumbering, no copies
+    if everything:
+        cell_class = hist.class_of_cell
+    else:
+        renumber = np.full(sizes.size, -1, dtype=np.int64)
+        renumber[kept] = np.arange(kept.size)
+        cell_class = renumber[hist.class_of_cell]
+        in_class = cell_class >= 0
+        cell_class = cell_class[in_class]
+    weights = hist.counts.astype(float) if everything else hist.counts[in_class].astype(float)
     profiles = {}
     for name in sens:
         values, codes = hist.labels[name], hist.sensitive_codes(name)
@@ -274,11 +286,11 @@ def assess_histogram(
         )
         sc = SensitiveCounts.from_codes(
             domain,
-            cell_class[in_class],
-            codes[in_class],
+            cell_class,
+            codes if everything else codes[in_class],
             ec.count,
             classes=ec,
-            weights=hist.counts[in_class].astype(float),
+            weights=weights,
         )
         dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
         div = l_diversity_of(sc, recursive_c=recursive_c)

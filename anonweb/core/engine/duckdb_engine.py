@@ -166,13 +166,15 @@ class DuckDBEngine:
             raise
         finally:
             self.con.unregister("anonweb_keys")
-        return histogram_of_keys(
-            qi,
-            sensitive,
-            coding,
+        columns = [
             table.column("__k").to_numpy(),
             table.column("__n").to_numpy(),
             table.column("__w").to_numpy(zero_copy_only=False) if weights else None,
+        ]
+        del table
+        # handed over, not kept here: each array the histogram has sorted is then let go
+        return histogram_of_keys(
+            qi, sensitive, coding, columns.pop(0), columns.pop(0), columns.pop(0)
         )
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:

@@ -8,7 +8,9 @@ k, every risk, l, t, δ and the lattice search are functions of the histogram, a
 number of cells, not of rows: an engine reads the rows once to build it.
 
 Columns are stored as integer codes per cell plus the distinct values (``labels``; code =
-position). A missing value is a value of its own (rows are never dropped). Every engine's result
+position), each column's codes in the smallest integer type that holds its number of values
+(:func:`code_dtype`: one byte per cell for a column of up to 256 values), so a histogram of
+millions of cells costs a few bytes a cell per column. A missing value is a value of its own (rows are never dropped). Every engine's result
 is put in one canonical form (values sorted, missing last; cells sorted by their codes), so the
 same table gives the same histogram, and the same figures to the last bit, on every engine.
 """
@@ -27,15 +29,17 @@ from numpy.typing import NDArray
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
-from anonweb.core.risk.classes import combine_codes, suppressed_records
+from anonweb.core.risk.classes import combine_codes, no_star_when_all, star_values
 
 
 @dataclass(frozen=True, eq=False)
 class Histogram:
     """Records per cell (a distinct combination of QI and sensitive values), columnar.
 
-    ``codes[c][i]`` is the code of column ``c`` in cell ``i``, ``labels[c][code]`` its value;
-    ``counts[i]`` the records in cell ``i``; ``weights[i]`` the sum of the weight column there.
+    ``codes[c][i]`` is the code of column ``c`` in cell ``i``, ``labels[c][code]`` its value
+    (codes in :func:`code_dtype` of the column's values: cast them to ``int64`` before any
+    arithmetic); ``counts[i]`` the records in cell ``i``; ``weights[i]`` the sum of the weight
+    column there.
     """
 
     quasi_identifiers: tuple[str, ...]
@@ -93,13 +97,36 @@ class Histogram:
         values = self.labels[name].take(codes)
         return pd.Series(values, name=name, dtype=self.labels[name].dtype)
 
-    def class_frame(self) -> pd.DataFrame:
-        """One row per class: its quasi-identifier values (the classes' order)."""
-        first = self.first_cell
+    def class_frame(self, classes: NDArray[Any] | None = None) -> pd.DataFrame:
+        """One row per class (or per class of ``classes``, positions in the classes' order):
+        its quasi-identifier values."""
+        first = self.first_cell if classes is None else self.first_cell[classes]
         return pd.DataFrame(
             {q: self.column(q, first) for q in self.quasi_identifiers},
             columns=list(self.quasi_identifiers),
         )
+
+    def suppressed_classes(self, quasi_identifiers: Sequence[str] | None = None) -> NDArray[Any]:
+        """Per class, whether it is suppressed records: what
+        :func:`~anonweb.core.risk.classes.suppressed_records` says of :meth:`class_frame`'s
+        rows, found on each column's few distinct values instead of a table of the classes."""
+        qis = [
+            q
+            for q in (self.quasi_identifiers if quasi_identifiers is None else quasi_identifiers)
+            if q in self.quasi_identifiers
+        ]
+        n = self.class_sizes.size
+        if not qis:
+            return np.zeros(n, dtype=bool)
+        first = self.first_cell
+        star = np.ones(n, dtype=bool)
+        for q in qis:
+            labels = self.labels[q]
+            here = star_values(pd.Series(labels, name=q, dtype=labels.dtype))
+            if here is None:
+                return np.zeros(n, dtype=bool)
+            star &= here[self.codes[q][first]]
+        return no_star_when_all(star)
 
     def sensitive_codes(self, name: str) -> NDArray[Any]:
         if name not in self.sensitive:
@@ -128,6 +155,24 @@ class Histogram:
             if not (a[~a.isna()].astype(str) == b[~b.isna()].astype(str)).all():
                 return False
         return True
+
+
+def code_dtype(n_values: int) -> np.dtype[Any]:
+    """The smallest integer type holding the codes ``0..n_values - 1``: ``uint8`` up to 256
+    values, ``uint16`` up to 65,536, then ``int32`` and ``int64``. Indexing, ``take`` and
+    ``bincount`` read every one of them as they read ``int64``."""
+    if n_values <= 1 << 8:
+        return np.dtype(np.uint8)
+    if n_values <= 1 << 16:
+        return np.dtype(np.uint16)
+    if n_values <= 1 << 31:
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def compact_codes(codes: NDArray[Any], n_values: int) -> NDArray[Any]:
+    """``codes`` (all below ``n_values``) in :func:`code_dtype`, contiguous."""
+    return np.ascontiguousarray(codes, dtype=code_dtype(n_values))
 
 
 def _sorted_values(values: pd.Index) -> NDArray[Any]:
@@ -196,7 +241,10 @@ def build_histogram(
     return Histogram(
         quasi_identifiers=qis,
         sensitive=sens,
-        codes={c: np.ascontiguousarray(k[order]) for c, k in zip(cols, cell_codes, strict=True)},
+        codes={
+            c: compact_codes(k[order], len(canon[c][1]))
+            for c, k in zip(cols, cell_codes, strict=True)
+        },
         labels={c: canon[c][1] for c in cols},
         counts=np.rint(total[order]).astype(np.int64),
         weights=None if wsum is None else wsum[order],
@@ -261,24 +309,37 @@ def histogram_of_keys(
     if counts.size == 0 or int(counts.sum()) == 0:
         raise DataError("the table has no rows")
     keys = np.asarray(keys, dtype=np.int64)
+    # the arrays given are let go as soon as their sorted copies exist (when the caller keeps
+    # no other reference): cells of 10^8 records run to tens of millions
     space = 1
     for radix in coding.radices:
         space *= radix
     order = _order_of_distinct(keys, space)
     keys = keys[order]
+    counts = counts[order]
+    weights = None if weights is None else np.asarray(weights, dtype=float)[order]
+    del order
+    # each column decoded into its small type through one scratch array of the keys' size
     codes = {}
+    scratch = np.empty_like(keys)
     for c, stride, radix in zip(coding.columns, coding.strides, coding.radices, strict=True):
-        col = keys // stride if stride > 1 else keys.copy()
+        if stride > 1:
+            np.floor_divide(keys, stride, out=scratch)
+            col = scratch
+        else:
+            col = keys
         if c != coding.columns[0]:
-            col %= radix
-        codes[c] = col
+            np.remainder(col, radix, out=scratch)
+            col = scratch
+        codes[c] = compact_codes(col, radix)
+    del scratch, keys
     return Histogram(
         quasi_identifiers=qis,
         sensitive=sens,
         codes=codes,
         labels=dict(coding.labels),
-        counts=counts[order],
-        weights=None if weights is None else np.asarray(weights, dtype=float)[order],
+        counts=counts,
+        weights=weights,
     )
 
 
@@ -383,11 +444,7 @@ def histogram_class_data(
     table with its suppressed records (``*`` in every quasi-identifier of ``star``, by default
     all of them) excluded; they still count in each sensitive column's overall distribution."""
     qis = list(hist.quasi_identifiers if star is None else star)
-    suppressed = (
-        suppressed_records(hist.class_frame(), qis)
-        if qis
-        else np.zeros(hist.class_sizes.size, dtype=bool)
-    )
+    suppressed = hist.suppressed_classes(qis)
     kept = np.flatnonzero(~suppressed)
     renumber = np.full(hist.class_sizes.size, -1, dtype=np.int64)
     renumber[kept] = np.arange(kept.size)

@@ -119,7 +119,11 @@ class SensitiveCounts:
 
         ``weights`` counts each row that many times (distinct rows standing for records)."""
         m = len(domain.values)
-        key = class_codes.astype(np.int64, copy=False) * m + value_codes
+        # arrays as long as the triples are made in place, and freed as soon as read: a
+        # histogram of 10^8 records has tens of millions of them
+        key = class_codes.astype(np.int64)  # a copy: the caller's codes are not changed
+        key *= m
+        key += value_codes
         rows = len(key)
         if n_classes * m <= max(4 * rows, 1 << 20):
             dense = np.bincount(key, weights=weights, minlength=n_classes * m)
@@ -130,16 +134,22 @@ class SensitiveCounts:
         elif rows and bool((key[1:] >= key[:-1]).all()):
             # a histogram's cells come in class order (values ascending inside): each pair is
             # a run, summed in the order hashing would (first appearance is ascending here)
-            starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+            new = np.empty(rows, dtype=bool)
+            new[0] = True
+            np.not_equal(key[1:], key[:-1], out=new[1:])
+            starts = np.flatnonzero(new)
+            del new
             key = key[starts]
             cnt = np.add.reduceat(np.asarray(weights, dtype=float), starts)
+            del starts
         else:  # hashing: the triples are sorted below anyway
             inv, key = pd.factorize(key)
             cnt = np.bincount(inv, weights=weights, minlength=len(key))
-        c, v = np.divmod(key, m)
+        triples = list(np.divmod(key, m)) + [cnt]
+        del key, cnt
         sizes = np.bincount(class_codes, weights=weights, minlength=n_classes)
         sizes = np.rint(sizes).astype(np.int64)
-        return cls._sorted(domain, sizes, c, v, cnt, classes)
+        return cls._sorted(domain, sizes, triples, classes)
 
     @classmethod
     def from_histogram(cls, domain: SensitiveDomain, hist: NDArray[Any]) -> SensitiveCounts:
@@ -164,21 +174,19 @@ class SensitiveCounts:
         cls,
         domain: SensitiveDomain,
         sizes: NDArray[Any],
-        c: NDArray[Any],
-        v: NDArray[Any],
-        cnt: NDArray[Any],
+        triples: list[NDArray[Any]],
         classes: EquivalenceClasses | None,
     ) -> SensitiveCounts:
+        """The counts of the (class, value, count) ``triples``, which are consumed: each
+        array is let go once sorted, so no more than about two of them exist twice."""
+        c, v, cnt = triples
+        triples.clear()
         cnt = np.rint(cnt).astype(np.int64)
         order = _by_class_then_count(c, cnt)
-        return cls(
-            domain,
-            sizes,
-            c[order].astype(np.int64),
-            v[order].astype(np.int64),
-            cnt[order],
-            classes,
-        )
+        cnt = cnt[order]
+        c = c[order].astype(np.int64, copy=False)
+        v = v[order].astype(np.int64, copy=False)
+        return cls(domain, sizes, c, v, cnt, classes)
 
     @property
     def attribute(self) -> str:
@@ -480,8 +488,12 @@ def _by_class_then_count(c: NDArray[Any], cnt: NDArray[Any]) -> NDArray[Any]:
     ibits = max(int(n - 1).bit_length(), 1)
     if int(c.min()) < 0 or cbits + nbits + ibits > 63:
         return np.asarray(np.lexsort((-cnt, c)))
-    packed = c.astype(np.int64) << (nbits + ibits)
-    packed |= (top - cnt.astype(np.int64)) << ibits
+    packed = c.astype(np.int64)
+    packed <<= nbits + ibits
+    rank = np.subtract(top, cnt, dtype=np.int64)
+    rank <<= ibits
+    packed |= rank
+    del rank
     packed |= np.arange(n, dtype=np.int64)
     packed.sort()
     packed &= (1 << ibits) - 1

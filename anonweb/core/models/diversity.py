@@ -7,12 +7,13 @@ the worst class's: the smallest l, the largest δ.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
 from anonweb.core.models.counts import SensitiveCounts, counts_for, sensitive_counts
@@ -76,8 +77,14 @@ class LDiversity:
             "top_share": (sc.cnt[starts] / sc.sizes).tolist(),
         }
 
-    def homogeneous(self, df: pd.DataFrame, *, limit: int | None = None) -> list[dict[str, Any]]:
-        """Classes whose members all share one sensitive value: QI values, size and the value."""
+    def homogeneous(
+        self,
+        df: pd.DataFrame | Callable[[NDArray[Any]], pd.DataFrame],
+        *,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Classes whose members all share one sensitive value: QI values, size and the value
+        (``df``: the table, or a function giving its rows at given positions)."""
         sc = self.counts
         if sc.classes is None:
             raise ParameterError("these counts were not grouped from a table")

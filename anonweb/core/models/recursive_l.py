@@ -34,16 +34,20 @@ def recursive_l(sc: SensitiveCounts, c: float) -> NDArray[Any]:
     """Per class, the largest l with r1 < c (r_l + ... + r_m); 0 if not even l = 1."""
     if not c > 0:
         raise ParameterError(f"recursive diversity needs c > 0, got {c}")
-    sizes = sc.sizes[sc.cls]
-    cum = np.cumsum(sc.cnt)
-    before = cum - sc.cnt  # counts of the triples before this one, over all classes
+    # in place over the triples: a histogram of 10^8 records has tens of millions of them
     starts = sc.starts
-    within_before = before - before[starts][sc.cls]
-    tail = sizes - within_before  # r_l + ... + r_m for l = rank of this triple + 1
-    top = sc.cnt[starts][sc.cls]
+    before = np.cumsum(sc.cnt)
+    before -= sc.cnt  # counts of the triples before this one, over all classes
+    before -= before[starts].take(sc.cls)  # ... within its class
+    tail = sc.sizes.take(sc.cls)
+    tail -= before  # r_l + ... + r_m for l = rank of this triple + 1
+    del before
+    bound = np.multiply(tail, c)
+    del tail
     # tail shrinks as l grows, so the ranks that pass form a prefix: count them.
-    ok = top < c * tail
-    return np.bincount(sc.cls, weights=ok, minlength=sc.n_classes).astype(np.int64)
+    ok = sc.cnt[starts].take(sc.cls) < bound
+    del bound
+    return np.bincount(sc.cls[ok], minlength=sc.n_classes).astype(np.int64)
 
 
 def _recursive_spec(column: str | None, value: str) -> dict[str, Any]:

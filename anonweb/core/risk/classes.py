@@ -13,7 +13,7 @@ through a dense slot table). Hashing tuples of Python objects is avoided.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -47,15 +47,28 @@ def suppressed_records(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> ND
         return star
     star[:] = True
     for q in qis:
-        col = df[q]
-        if not (
-            pd.api.types.is_object_dtype(col)
-            or pd.api.types.is_string_dtype(col)
-            or isinstance(col.dtype, pd.CategoricalDtype)
-        ):
-            return np.zeros(len(df), dtype=bool)  # a column of numbers or dates holds no ``*``
-        # Series.eq, not NumPy's ==: a blank (None, NaN, pd.NA) compares as False, never as NA
-        star &= col.eq(SUPPRESSED).fillna(False).to_numpy(dtype=bool)
+        here = star_values(df[q])
+        if here is None:
+            return np.zeros(len(df), dtype=bool)
+        star &= here
+    return no_star_when_all(star)
+
+
+def star_values(col: pd.Series) -> NDArray[Any] | None:
+    """Which values of ``col`` read ``*`` (what :func:`suppressed_records` tests per column);
+    None for a column of numbers or dates, which holds no ``*``."""
+    if not (
+        pd.api.types.is_object_dtype(col)
+        or pd.api.types.is_string_dtype(col)
+        or isinstance(col.dtype, pd.CategoricalDtype)
+    ):
+        return None
+    # Series.eq, not NumPy's ==: a blank (None, NaN, pd.NA) compares as False, never as NA
+    return np.asarray(col.eq(SUPPRESSED).fillna(False).to_numpy(dtype=bool))
+
+
+def no_star_when_all(star: NDArray[Any]) -> NDArray[Any]:
+    """Every row reading ``*`` is no suppression: all rows form one class."""
     if star.all():
         star[:] = False
     return star
@@ -212,11 +225,15 @@ class EquivalenceClasses:
         ]
 
     def describe(
-        self, df: pd.DataFrame, classes: NDArray[Any] | None = None
+        self,
+        df: pd.DataFrame | Callable[[NDArray[Any]], pd.DataFrame],
+        classes: NDArray[Any] | None = None,
     ) -> list[dict[Any, Any]]:
         """QI values (JSON-safe) of the given classes (all by default), one dict per class."""
         idx = self.first_row if classes is None else self.first_row[classes]
-        sub = df.iloc[idx][list(self.quasi_identifiers)]
+        # ``df`` may also be a function giving the rows at given positions (rows built on
+        # demand: a histogram's millions of classes need not be a table to describe a few)
+        sub = (df(idx) if callable(df) else df.iloc[idx])[list(self.quasi_identifiers)]
         return [
             {col: json_value(v) for col, v in zip(sub.columns, row, strict=True)}
             for row in sub.itertuples(index=False, name=None)

@@ -59,6 +59,9 @@ MAX_LATTICE = 2_000_000
 # suppression limit about as many nodes are checked, in 10-30% less time, since a batch pays
 # Python's overhead once for many nodes; not so with table-wide models, see _tag_phase)
 TAG_PATHS = 16
+# the finer nodes' classes one batch of checks rolls up at most (its memory: about a hundred
+# bytes each); a node whose finer node holds more is checked in a batch of its own
+BATCH_CLASSES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -686,11 +689,28 @@ class _Search:
         if len(batched) < 2:
             return {}
         check = self.checker.check_few_histograms if few_histograms else self.checker.check_many
-        got = check(
-            self.nodes[[chunk[j] for j in batched]],
-            [p for j in batched if (p := parents[j]) is not None],
-        )
-        return {chunk[j]: ev for j, ev in zip(batched, got)}
+        out: dict[int, _Eval] = {}
+        # a batch's arrays run over the classes of all its nodes' finer nodes: batches of at
+        # most BATCH_CLASSES of them keep that memory fixed whatever the table (each node is
+        # checked on its own classes, so how nodes are batched changes no result)
+        part: list[int] = []
+        held = 0
+        for pos, j in enumerate(batched):
+            part.append(j)
+            held += len(parents[j])  # type: ignore[arg-type]
+            last = pos == len(batched) - 1
+            if last or held + len(parents[batched[pos + 1]]) > BATCH_CLASSES:  # type: ignore[arg-type]
+                if len(part) == 1:
+                    ev = self.checker.check(self.nodes[chunk[j]], parents[j])
+                    out[chunk[j]] = ev
+                else:
+                    got = check(
+                        self.nodes[[chunk[i] for i in part]],
+                        [p for i in part if (p := parents[i]) is not None],
+                    )
+                    out.update({chunk[i]: ev for i, ev in zip(part, got)})
+                part, held = [], 0
+        return out
 
     def _evaluate_all(self, chunk: list[int]) -> None:
         """Check several nodes, in one batch where they can be, and record every one.

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.engine.histogram import Histogram
+from anonweb.core.engine.histogram import Histogram, code_dtype, compact_codes
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import MISSING, UNCOVERED, Hierarchy
@@ -232,8 +232,10 @@ class EncodedTable:
         qis = []
         for q in hist.quasi_identifiers:
             # the column's distinct values are encoded once; each cell then reads its value's
+            # hierarchy row, in the smallest type that holds the hierarchy's rows
             enc = encode_qi(pd.Series(hist.labels[q], name=q), hierarchies[q])
-            enc.row_index = enc.row_index[hist.codes[q]]
+            rows = compact_codes(enc.row_index, len(hierarchies[q].rows) + 1)
+            enc.row_index = rows.take(hist.codes[q])
             qis.append(enc)
         sens = [(np.asarray(hist.codes[s]), hist.labels[s]) for s in hist.sensitive]
         table = cls.__new__(cls)
@@ -272,8 +274,13 @@ class EncodedTable:
         # which keeps the mixed-radix key space, and so the grouping, small. What is present
         # is found on the hierarchy's few rows; the distinct rows are then read once per level
         base_cols = [base[:, i] for i in range(d)]
+        # per distinct row and level, in the smallest type that holds the level's labels
         self.full_codes = [
-            [lc.take(base_cols[i]) for lc in q.level_codes] for i, q in enumerate(self.qis)
+            [
+                lc.astype(code_dtype(len(labels))).take(base_cols[i])
+                for lc, labels in zip(q.level_codes, q.labels)
+            ]
+            for i, q in enumerate(self.qis)
         ]
         compact: list[NDArray[Any]] = []  # per (QI, level): compacted code per hierarchy code
         self.cards: list[list[int]] = []
@@ -291,7 +298,9 @@ class EncodedTable:
                 self.cards[i].append(int(present.sum()))
         # one row per (QI, level): a node's codes are a few contiguous rows
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
-        dtype = np.int32 if self.all_cards.max() < 2**31 else np.int64
+        # a byte per code while every level has at most 256 values present: whoever combines
+        # codes into keys widens them first (the keys' type is chosen from the key space)
+        dtype = code_dtype(int(self.all_cards.max()))
         self.all_codes = np.empty((len(compact), self.m), dtype=dtype)
         full = [c for levels in self.full_codes for c in levels]
         for r, (to_compact, codes) in enumerate(zip(compact, full)):
@@ -374,16 +383,23 @@ class EncodedTable:
         # a count over the key space is the cheapest way to ids while the space is at most a
         # few times the rows; beyond that, hashing the keys (sorting them costs more)
         if space <= 8 * len(key):
-            counts = np.bincount(key, weights=weights, minlength=space)
-            # weights are positive: a key present has a positive sum. Ids in key order, written
-            # where the keys are (a scatter of the few classes, not a cumulative sum of the
-            # space), and gathered with ``take`` (several times cheaper than indexing)
-            occupied = np.flatnonzero(counts > 0)
+            # the keys present marked in a byte per key (a table over the space costs up to
+            # eight slots a row: bytes, not counts), ids in key order written where the keys
+            # are (a scatter of the few classes, not a cumulative sum of the space) in int32
+            # while they fit, and gathered with ``take`` (several times cheaper than indexing)
+            present = np.zeros(space, dtype=bool)
+            present[key] = True
+            occupied = np.flatnonzero(present)
+            del present
             n_classes = len(occupied)
-            ids = np.empty(space, dtype=np.int64)
+            ids = np.empty(space, dtype=np.int32 if n_classes < 2**31 else np.int64)
             ids[occupied] = np.arange(n_classes)
-            sizes = None if weights is None else counts[occupied]
-            return ids.take(key), n_classes, sizes
+            del occupied
+            inv = ids.take(key).astype(np.int64, copy=False)
+            del ids, key
+            # each class's weights added in row order, as a count over the keys adds them
+            sizes = None if weights is None else np.bincount(inv, weights, minlength=n_classes)
+            return inv, n_classes, sizes
         inv, uniq = pd.factorize(key)
         n_classes = len(uniq)
         if weights is None:
@@ -416,7 +432,7 @@ class EncodedTable:
                 inv = inv_qi[self.base_to_qi]
             assert sizes is not None
             hists = {} if lazy else {j: self.sa_histogram(j, inv, n_classes) for j in sa}
-            source = (self, None, inv) if lazy else None
+            source = (self, None, inv) if lazy and self.sa_values else None
             return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists, inv, source)
         inv, n_classes, sizes = self.group_sizes(levels, parent.rep, parent.sizes)
         assert sizes is not None
@@ -425,7 +441,12 @@ class EncodedTable:
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = parent.rep  # any parent class inside a class represents it
         return ClassTable(
-            tuple(levels), rep, sizes, hists, None, (self, parent, inv) if lazy else None
+            tuple(levels),
+            rep,
+            sizes,
+            hists,
+            None,
+            (self, parent, inv) if lazy and self.sa_values else None,
         )
 
     def classes_many(
@@ -538,6 +559,18 @@ class ClassTable:
 
     def __len__(self) -> int:
         return len(self.sizes)
+
+    def for_rolling_up(self) -> ClassTable:
+        """The same classes holding only what a coarser node is rolled up from (a
+        representative, the size and the sensitive counts per class): nothing per distinct row.
+        Histograms still to come from the distinct rows are built now, so that the class of
+        every distinct row (``inv``, as long as the table) is not kept with the classes."""
+        if self.source is not None and self.source[1] is None:
+            for j in range(len(self.source[0].sa_values)):
+                self.hist(j)
+        if self.inv is None and (self.source is None or self.source[1] is not None):
+            return self
+        return ClassTable(self.levels, self.rep, self.sizes, self.hists, None, self.source)
 
     def hist(self, j: int) -> NDArray[Any]:
         """The (classes x sensitive values) counts of sensitive column ``j``, built if needed."""
@@ -659,6 +692,8 @@ class ClassTableCache:
             self._drop(worst)
         # slots are taken in order until one is dropped: no scan for the first free one
         slot = self.high if self.high < len(self.used) else int(np.argmin(self.used))
+        # the cache is bounded by classes: what it keeps must not grow with the distinct rows
+        ct = ct.for_rolling_up()
         self.packed[slot], self.sizes[slot], self.tables[slot] = packed_node, n, ct
         self.used[slot] = True
         self.count += 1
@@ -748,16 +783,19 @@ def _distinct_rows(
     if space < (1 << 62):
         key = np.zeros(len(cols[0]), dtype=np.int64)
         for col, r in zip(cols, radices):
-            key = key * max(r, 1) + col
+            key *= max(r, 1)
+            key += col
         # hashing, then sorting the few distinct keys: np.unique's order, without sorting every row
         inverse, uniq = pd.factorize(key, sort=True)
         inverse = inverse.astype(np.int64, copy=False)
         counts = np.bincount(inverse, minlength=len(uniq))
         # each distinct row's values read from one of its rows (cheaper than dividing the keys)
         first = _first_index(inverse, len(uniq))
-        base = np.empty((len(uniq), len(cols)), dtype=np.int64, order="F")
+        del key, uniq
+        # every code is below its radix: the smallest type holding the largest radix
+        base = np.empty((len(first), len(cols)), dtype=code_dtype(max(radices)), order="F")
         for j, col in enumerate(cols):
-            np.take(col, first, out=base[:, j])
+            base[:, j] = col.take(first)
         return base, inverse, counts
     matrix = np.column_stack(cols)
     base, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
