@@ -225,6 +225,18 @@ def main() -> int:
     parser.add_argument(
         "--warm", action="store_true", help="open each role's pages a few times before measuring"
     )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="print each page's CPU time per request, measured inside the web processes",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="VIEW",
+        help="with --cpu, run this view (e.g. datasets:detail) under cProfile in the web "
+        "processes and print its heaviest calls",
+    )
     args = parser.parse_args()
 
     database = os.environ.get("DATABASE_URL", "")
@@ -248,6 +260,11 @@ def main() -> int:
             "ANONWEB_CACHE_URL": os.environ.get("ANONWEB_CACHE_URL", broker),
         }
     )
+    cpu_dir = var / "cpu"
+    if args.cpu or args.profile:
+        env["ANONWEB_REQUEST_CPU_DIR"] = str(cpu_dir)
+        if args.profile:
+            env["ANONWEB_REQUEST_PROFILE"] = args.profile
     os.environ.update(env)
     print(f"==> database {database.rsplit('/', 1)[1]}, broker {broker}, files in {var}")
     print(f"==> load average before: {_load()}")
@@ -258,6 +275,7 @@ def main() -> int:
     seeded = _seed(args.users)
     bin_dir = Path(sys.executable).parent
     procs = []
+    wall = args.seconds
     try:
         procs.append(
             subprocess.Popen(
@@ -346,6 +364,9 @@ def main() -> int:
                         for _ in range(args.workers):
                             client.get(path)
         print(f"==> browsing for {args.seconds:.0f} s")
+        # Only the measured browsing is counted (not the logins and the warming).
+        for old in cpu_dir.glob("cpu-*.tsv"):
+            old.unlink()
         stop[0] = time.monotonic() + args.seconds
         threads = [threading.Thread(target=browse, args=c) for c in clients]
         started = time.monotonic()
@@ -367,8 +388,56 @@ def main() -> int:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if args.cpu or args.profile:
+            _report_cpu(cpu_dir, wall)
+        if args.profile:
+            _report_profile(cpu_dir)
         shutil.rmtree(var, ignore_errors=True)
     return 0 if total_errors == 0 else 1
+
+
+def _report_cpu(folder: Path, wall: float) -> None:
+    """CPU per request per view, from the lines the web processes wrote (request_cpu.py)."""
+    rows: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for path in folder.glob("cpu-*.tsv"):
+        for line in path.read_text().splitlines():
+            name, _status, wall_ms, cpu_ms, queries = line.split("\t")
+            rows[name].append((float(wall_ms), float(cpu_ms), int(queries)))
+    if not rows:
+        print("no CPU figures written")
+        return
+    print(
+        f"\n{'view (in the web processes)':<30}{'requests':>9}{'CPU p50':>9}{'CPU p95':>9}"
+        f"{'CPU s':>8}{'wall p50':>10}{'queries':>8}"
+    )
+    total = 0.0
+    for name in sorted(rows, key=lambda n: -sum(r[1] for r in rows[n])):
+        values = rows[name]
+        cpu = [r[1] for r in values]
+        total += sum(cpu) / 1000
+        print(
+            f"{name:<30}{len(values):>9}{_pct(cpu, 50):>9.1f}{_pct(cpu, 95):>9.1f}"
+            f"{sum(cpu) / 1000:>8.1f}{_pct([r[0] for r in values], 50):>10.0f}"
+            f"{statistics.median(r[2] for r in values):>8.0f}"
+        )
+    print(
+        f"web CPU in views: {total:.1f} s over {wall:.0f} s ({total / wall:.2f} of a core; "
+        "middleware outside the counter, gunicorn and the network not counted)"
+    )
+
+
+def _report_profile(folder: Path) -> None:
+    import pstats
+
+    files = sorted(folder.glob("profile-*.pstats"))
+    if not files:
+        print("no profile written (fewer than 20 requests of that view per process?)")
+        return
+    stats = pstats.Stats(str(files[0]))
+    for path in files[1:]:
+        stats.add(str(path))
+    stats.sort_stats("cumulative").print_stats("anonweb", 30)
+    stats.sort_stats("tottime").print_stats(25)
 
 
 def _launch_jobs(n: int, seconds: float) -> list[int]:
