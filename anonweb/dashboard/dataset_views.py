@@ -8,11 +8,12 @@ own pages, at the same addresses."""
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import raw_value_teams, teams_where, user_has_role
-from anonweb.common.charts import profile_risk_charts, view_kind
+from anonweb.common.charts import view_kind
 from anonweb.core.errors import CoreError
 from anonweb.dashboard.dataset_forms import TagForm, UploadForm
 from anonweb.datasets.selectors import (
@@ -20,12 +21,12 @@ from anonweb.datasets.selectors import (
     dataset_error_for,
     dataset_get_for_user,
     hierarchies_for,
-    risk_for_user,
 )
 from anonweb.datasets.services import dataset_set_tags, survey_params
 from anonweb.datasets.storage import load_head_kept
 from anonweb.datasets.uploads import upload_refused
 from anonweb.jobs.models import JobKind
+from anonweb.jobs.profile_page import profile_section
 from anonweb.jobs.retention import dataset_purge
 from anonweb.jobs.selectors import latest_profile, parse_job
 from anonweb.jobs.services import dataset_upload as upload_and_read
@@ -113,12 +114,14 @@ def dataset_detail(request, dataset_id: int):
             "columns": list(frame.columns),
             "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
         }
-    profile_job = latest_profile(dataset=dataset)
-    charts = risk = None
-    if profile_job and profile_job.result.get("risk"):
-        risk = risk_for_user(user=request.user, dataset=dataset, risk=profile_job.result["risk"])
-        # Drawn from the profile as this reader may read it, once per job and view kind.
-        charts = profile_risk_charts(job=profile_job, view=view_kind(internal=raw), risk=risk)
+    profile_job = latest_profile(dataset=dataset, documents=False)
+    # Rendered from the profile as this reader may read it, once per job and view kind (by
+    # the job as it finished), and kept.
+    risk_section = (
+        profile_section(job=profile_job, view=view_kind(internal=raw), purged=dataset.is_purged)
+        if profile_job
+        else None
+    )
 
     hierarchies = hierarchies_for(dataset=dataset)
     return render(
@@ -141,8 +144,9 @@ def dataset_detail(request, dataset_id: int):
                 user=request.user, team=dataset.team, role=Role.DATA_STEWARD
             ),
             "profile_job": profile_job,
-            "risk": risk,
-            "charts": charts,
+            "risk_section": risk_section,
+            # rendered (and escaped) when built
+            "risk_html": mark_safe(risk_section.html) if risk_section else "",
             "jobs": dataset.jobs.defer("params", "result")[:10],
         },
     )

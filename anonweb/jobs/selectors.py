@@ -42,12 +42,13 @@ def job_get_for_user(*, user: User, job_id: int) -> Job:
         raise Http404("No such job.") from None
 
 
-def latest_profile(*, dataset: Dataset) -> Job | None:
-    return (
-        Job.objects.filter(dataset=dataset, kind=JobKind.PROFILE, status=JobStatus.SUCCEEDED)
-        .order_by("-finished_at", "-id")
-        .first()
-    )
+def latest_profile(*, dataset: Dataset, documents: bool = True) -> Job | None:
+    """The dataset's newest finished profile job; with ``documents=False`` without its params
+    and result (a page that shows the kept section reads neither)."""
+    jobs = Job.objects.filter(dataset=dataset, kind=JobKind.PROFILE, status=JobStatus.SUCCEEDED)
+    if not documents:
+        jobs = jobs.defer("params", "result")
+    return jobs.order_by("-finished_at", "-id").first()
 
 
 def parse_job(*, dataset: Dataset) -> Job | None:
