@@ -1,6 +1,7 @@
 from typing import cast
 
 from django import forms
+from django.utils.html import format_html, format_html_join
 
 from anonweb.accounts.models import Team
 from anonweb.datasets.models import ColumnRole
@@ -60,5 +61,33 @@ class TagForm(forms.Form):
         }
 
     def rows(self):
+        """Each column with its selector. An unbound form (every GET of the dataset page) draws
+        its selectors directly: Django's widget templates cost a millisecond per column, the
+        largest part of the page; a bound one (a refused POST) shows what was posted."""
         for i, col in enumerate(self.dataset.columns):
-            yield col, self[f"col_{i}"]
+            name = f"col_{i}"
+            if self.is_bound:
+                yield col, self[name]
+            else:
+                field = cast(forms.ChoiceField, self.fields[name])
+                yield col, _Select(name, field.choices, field.initial)
+
+
+class _Select:
+    """A column's role selector as Django's ``Select`` widget draws it (same name, id, options
+    and selection); ``initial`` as a bound field gives it."""
+
+    def __init__(self, name: str, choices, initial: str):
+        self.initial = initial
+        options = format_html_join(
+            "",
+            '<option value="{}"{}>{}</option>',
+            ((value, " selected" if value == initial else "", label) for value, label in choices),
+        )
+        self._html = format_html('<select name="{}" id="id_{}">{}</select>', name, name, options)
+
+    def __html__(self) -> str:
+        return self._html
+
+    def __str__(self) -> str:
+        return self._html

@@ -8,6 +8,7 @@ own pages, at the same addresses."""
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -23,7 +24,7 @@ from anonweb.datasets.selectors import (
     hierarchies_for,
 )
 from anonweb.datasets.services import dataset_set_tags, survey_params
-from anonweb.datasets.storage import load_head_kept
+from anonweb.datasets.storage import kept_view, load_head_kept
 from anonweb.datasets.uploads import upload_refused
 from anonweb.jobs.models import JobKind
 from anonweb.jobs.profile_page import profile_section
@@ -109,11 +110,15 @@ def dataset_detail(request, dataset_id: int):
     preview = None
     raw = can_see_raw(user=request.user, dataset=dataset)
     if raw and not dataset.is_purged:
-        frame = load_head_kept(dataset.storage_key, PREVIEW_ROWS)  # read once, then kept
-        preview = {
-            "columns": list(frame.columns),
-            "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
-        }
+        # The table never changes under its key: its first rows are read and rendered once.
+        preview = mark_safe(
+            kept_view(
+                dataset.storage_key,
+                "preview-html",
+                PREVIEW_ROWS,
+                lambda: _preview_html(dataset.storage_key),
+            )
+        )
     profile_job = latest_profile(dataset=dataset, documents=False)
     # Rendered from the profile as this reader may read it, once per job and view kind (by
     # the job as it finished), and kept.
@@ -150,6 +155,15 @@ def dataset_detail(request, dataset_id: int):
             "jobs": dataset.jobs.defer("params", "result")[:10],
         },
     )
+
+
+def _preview_html(storage_key) -> str:
+    frame = load_head_kept(storage_key, PREVIEW_ROWS)
+    preview = {
+        "columns": list(frame.columns),
+        "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
+    }
+    return str(render_to_string("datasets/_preview_rows.html", {"preview": preview}))
 
 
 @require_POST

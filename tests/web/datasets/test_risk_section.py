@@ -157,3 +157,30 @@ def test_the_section_of_each_view_is_the_profile_as_that_reader_may_read_it(prof
     assert all(z in internal.html for z in ZIPS)
     assert not any(z in published.html for z in ZIPS)
     assert internal.has_charts and published.has_charts
+
+
+def test_the_tag_selectors_drawn_directly_are_django_s(dataset):
+    import re
+
+    from anonweb.dashboard.dataset_forms import TagForm
+
+    def tags_only(html: str) -> str:
+        return re.sub(r">\s+<", "><", str(html))
+
+    form = TagForm(dataset=dataset)
+    for i, (col, select) in enumerate(form.rows()):
+        assert tags_only(select) == tags_only(form[f"col_{i}"])
+        assert select.initial == dataset.tags.get(col["name"], "")
+    assert 'selected>Identifier' in tags_only(next(form.rows())[1])
+
+
+def test_the_preview_is_rendered_once_per_table_and_goes_with_its_files(client, officer, dataset):
+    from anonweb.datasets.storage import _kept_key, dataset_files_remove
+
+    first = _risk_page(client, officer, dataset)
+    key = _kept_key(dataset.storage_key, "preview-html")
+    cache.set(key, (20, "<p>MARK</p>"))
+    assert b"<p>MARK</p>" in _risk_page(client, officer, dataset).content  # read back
+    assert b"Flo Hart" in first.content
+    dataset_files_remove(dataset.storage_key)
+    assert cache.get(key) is None
