@@ -15,14 +15,14 @@ from anonweb.jobs.services import (
     job_cancel,
     job_create,
     job_public_params,
-    jobs_check_queued,
-    jobs_reap_stale,
+    jobs_check_queued_from_page,
+    jobs_reap_stale_from_page,
     release_attacks_start,
 )
 
 
 def job_list(request):
-    jobs_check_queued()  # a job listed as queued is one a worker may still take
+    jobs_check_queued_from_page()  # a job listed as queued is one a worker may still take
     return render(
         request,
         "jobs/list.html",
@@ -36,7 +36,7 @@ def job_list(request):
 def job_detail(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.QUEUED:
-        jobs_check_queued()
+        jobs_check_queued_from_page()
         job.refresh_from_db()
     # the parameters as the audit trail records them: no secret, seed or source value
     params = job_public_params(job.params or {})
@@ -47,10 +47,10 @@ def job_detail(request, job_id: int):
 def job_status(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.RUNNING:
-        jobs_reap_stale()
+        jobs_reap_stale_from_page()
         job.refresh_from_db()
     elif job.status == JobStatus.QUEUED:
-        jobs_check_queued()
+        jobs_check_queued_from_page()
         job.refresh_from_db()
     return JsonResponse(
         {
