@@ -86,7 +86,7 @@ def main() -> int:
     users = {}
     for username, role in ids["people"]:
         users.setdefault(role, get_user_model().objects.get(username=username))
-    print(f"{'page':<26}{'first ms':>10}{'median ms':>11}{'queries':>9}")
+    print(f"{'page':<26}{'first ms':>10}{'median ms':>11}{'queries':>9}{'KB':>8}")
     for name, role, path in _pages(ids):
         if args.only not in name:
             continue
@@ -98,12 +98,14 @@ def main() -> int:
             with CaptureQueriesContext(connection) as ctx:
                 response = client.get(path)
                 if hasattr(response, "streaming_content"):
-                    b"".join(response.streaming_content)
+                    body = b"".join(response.streaming_content)
+                else:
+                    body = response.content
             times.append((time.perf_counter() - started) * 1000)
             if response.status_code != 200:
                 raise SystemExit(f"{name}: {response.status_code}")
         rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
-        print(f"{name:<26}{times[0]:>10.1f}{rest:>11.1f}{len(ctx):>9}")
+        print(f"{name:<26}{times[0]:>10.1f}{rest:>11.1f}{len(ctx):>9}{len(body) / 1024:>8.0f}")
         if name == args.queries:
             for query in ctx.captured_queries:
                 print(f"    {query['time']}s  {query['sql'][:300]}")
