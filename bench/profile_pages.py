@@ -50,6 +50,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--profile", default="")
+    parser.add_argument(
+        "--profile-repeat", type=int, default=1, help="views of the profiled page summed"
+    )
     parser.add_argument("--only", default="", help="only the pages whose name contains this")
     parser.add_argument("--queries", default="", help="print the SQL of this page's last view")
     parser.add_argument(
@@ -111,9 +114,10 @@ def main() -> int:
                 print(f"    {query['time']}s  {query['sql'][:300]}")
         if name == args.profile:
             profiler = cProfile.Profile(time.thread_time)  # CPU: the machine may be shared
-            profiler.enable()
-            client.get(path)
-            profiler.disable()
+            for _ in range(args.profile_repeat):
+                profiler.enable()
+                client.get(path)
+                profiler.disable()
             stats = pstats.Stats(profiler)
             stats.sort_stats("cumulative").print_stats("anonweb", 25)
             stats.sort_stats("cumulative").print_stats(40)

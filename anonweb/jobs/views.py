@@ -10,7 +10,12 @@ from anonweb.common.paging import page_of
 from anonweb.core.errors import CoreError
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
-from anonweb.jobs.selectors import job_error_for, job_get_for_user, jobs_for_user
+from anonweb.jobs.selectors import (
+    job_error_for,
+    job_get_for_user,
+    job_status_get_for_user,
+    jobs_for_user,
+)
 from anonweb.jobs.services import (
     job_cancel,
     job_create,
@@ -45,7 +50,7 @@ def job_detail(request, job_id: int):
 
 
 def job_status(request, job_id: int):
-    job = job_get_for_user(user=request.user, job_id=job_id)
+    job = job_status_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.RUNNING:
         jobs_reap_stale_from_page()
         job.refresh_from_db()
