@@ -364,6 +364,7 @@ def main() -> int:
                         for _ in range(args.workers):
                             client.get(path)
         print(f"==> browsing for {args.seconds:.0f} s")
+        cpu_before = _tree_cpu(procs[1].pid), _tree_cpu(procs[0].pid), _self_cpu()
         # Only the measured browsing is counted (not the logins and the warming).
         for old in cpu_dir.glob("cpu-*.tsv"):
             old.unlink()
@@ -375,10 +376,18 @@ def main() -> int:
         for t in threads:
             t.join()
         wall = time.monotonic() - started
+        cpu_after = _tree_cpu(procs[1].pid), _tree_cpu(procs[0].pid), _self_cpu()
         load_after = _load()
         still_running = _count_running(jobs)
         _report(results, errors, wall, still_running, len(jobs))
         print(f"load average (1, 5, 15 min) at the end: {load_after} on {os.cpu_count()} cores")
+        served = sum(len(v) for v in results.values())
+        used = [after - before for before, after in zip(cpu_before, cpu_after, strict=True)]
+        print(
+            "CPU per request (user + system, ms): web (gunicorn) "
+            f"{used[0] * 1000 / served:.1f}, worker (celery) {used[1] * 1000 / served:.1f}, "
+            f"load generator {used[2] * 1000 / served:.1f}; PostgreSQL and Redis not counted"
+        )
         total_errors = sum(errors.values())
     finally:
         for p in procs:
@@ -438,6 +447,41 @@ def _report_profile(folder: Path) -> None:
         stats.add(str(path))
     stats.sort_stats("cumulative").print_stats("anonweb", 30)
     stats.sort_stats("tottime").print_stats(25)
+
+
+def _proc_cpu(pid: int) -> tuple[int, float]:
+    """(parent pid, user + system CPU seconds) of a process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every process below it (gunicorn's workers,
+    celery's pool): the server's cost, whatever the wall time under a shared machine's load."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                table[int(entry)] = _proc_cpu(int(entry))
+            except OSError:  # ended meanwhile
+                continue
+    below, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, _) in table.items():
+            if ppid == parent and pid not in below:
+                below.add(pid)
+                frontier.append(pid)
+    return sum(table[pid][1] for pid in below if pid in table)
+
+
+def _self_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _launch_jobs(n: int, seconds: float) -> list[int]:
