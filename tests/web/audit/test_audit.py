@@ -169,6 +169,7 @@ def test_each_audit_row_is_rendered_once_and_read_back_as_rendered(
     built = builds["audit-row"] - before
     second = client.get(reverse("audit:list"))
     assert built >= 1 and builds["audit-row"] - before == built  # the second view built none
+
     def rows(page) -> bytes:  # the table (the page's nonce and token change per view)
         return page.content.split(b"<tbody>")[1].split(b"</tbody>")[0]
 

@@ -171,7 +171,7 @@ def test_the_tag_selectors_drawn_directly_are_django_s(dataset):
     for i, (col, select) in enumerate(form.rows()):
         assert tags_only(select) == tags_only(form[f"col_{i}"])
         assert select.initial == dataset.tags.get(col["name"], "")
-    assert 'selected>Identifier' in tags_only(next(form.rows())[1])
+    assert "selected>Identifier" in tags_only(next(form.rows())[1])
 
 
 def test_the_preview_is_rendered_once_per_table_and_goes_with_its_files(client, officer, dataset):
