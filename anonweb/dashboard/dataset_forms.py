@@ -2,6 +2,7 @@ from typing import cast
 
 from django import forms
 from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from anonweb.accounts.models import Team
 from anonweb.datasets.models import ColumnRole
@@ -85,10 +86,13 @@ class _Select:
             f"{escape(label)}</option>"
             for value, label in choices
         )
-        self._html = f'<select name="{escape(name)}" id="id_{escape(name)}">{options}</select>'
+        self._html = mark_safe(  # every part escaped above
+            f'<select name="{escape(name)}" id="id_{escape(name)}">{options}</select>'
+        )
 
     def __html__(self) -> str:
         return self._html
 
     def __str__(self) -> str:
+        # a template renders str() of what is not a string: it must come back marked safe
         return self._html

@@ -184,3 +184,9 @@ def test_the_preview_is_rendered_once_per_table_and_goes_with_its_files(client, 
     assert b"Flo Hart" in first.content
     dataset_files_remove(dataset.storage_key)
     assert cache.get(key) is None
+
+
+def test_the_officer_s_page_draws_the_tag_selectors_as_markup(client, officer, steward, dataset):
+    page = _risk_page(client, officer, dataset).content
+    assert b'<select name="col_0" id="id_col_0">' in page and b"&lt;select" not in page
+    assert b'<select name="col_0"' not in _risk_page(client, steward, dataset).content
