@@ -118,6 +118,10 @@ MIDDLEWARE = [
     # Last, as django-axes requires: it turns a refused login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
+# Development and benchmarks only (bench/load.py --cpu): each request's CPU time and queries,
+# written per process to the folder named (anonweb/common/request_cpu.py).
+if env_str("ANONWEB_REQUEST_CPU_DIR", ""):
+    MIDDLEWARE.insert(0, "anonweb.common.request_cpu.RequestCpuMiddleware")
 
 ROOT_URLCONF = "anonweb.urls"
 WSGI_APPLICATION = "anonweb.wsgi.application"

@@ -225,6 +225,18 @@ def main() -> int:
     parser.add_argument(
         "--warm", action="store_true", help="open each role's pages a few times before measuring"
     )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="print each page's CPU time per request, measured inside the web processes",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="VIEW",
+        help="with --cpu, run this view (e.g. datasets:detail) under cProfile in the web "
+        "processes and print its heaviest calls",
+    )
     args = parser.parse_args()
 
     database = os.environ.get("DATABASE_URL", "")
@@ -248,6 +260,11 @@ def main() -> int:
             "ANONWEB_CACHE_URL": os.environ.get("ANONWEB_CACHE_URL", broker),
         }
     )
+    cpu_dir = var / "cpu"
+    if args.cpu or args.profile:
+        env["ANONWEB_REQUEST_CPU_DIR"] = str(cpu_dir)
+        if args.profile:
+            env["ANONWEB_REQUEST_PROFILE"] = args.profile
     os.environ.update(env)
     print(f"==> database {database.rsplit('/', 1)[1]}, broker {broker}, files in {var}")
     print(f"==> load average before: {_load()}")
@@ -258,6 +275,7 @@ def main() -> int:
     seeded = _seed(args.users)
     bin_dir = Path(sys.executable).parent
     procs = []
+    wall = args.seconds
     try:
         procs.append(
             subprocess.Popen(
@@ -346,6 +364,10 @@ def main() -> int:
                         for _ in range(args.workers):
                             client.get(path)
         print(f"==> browsing for {args.seconds:.0f} s")
+        cpu_before = _tree_cpu(procs[1].pid), _tree_cpu(procs[0].pid), _self_cpu()
+        # Only the measured browsing is counted (not the logins and the warming).
+        for old in cpu_dir.glob("cpu-*.tsv"):
+            old.unlink()
         stop[0] = time.monotonic() + args.seconds
         threads = [threading.Thread(target=browse, args=c) for c in clients]
         started = time.monotonic()
@@ -354,10 +376,18 @@ def main() -> int:
         for t in threads:
             t.join()
         wall = time.monotonic() - started
+        cpu_after = _tree_cpu(procs[1].pid), _tree_cpu(procs[0].pid), _self_cpu()
         load_after = _load()
         still_running = _count_running(jobs)
         _report(results, errors, wall, still_running, len(jobs))
         print(f"load average (1, 5, 15 min) at the end: {load_after} on {os.cpu_count()} cores")
+        served = sum(len(v) for v in results.values())
+        used = [after - before for before, after in zip(cpu_before, cpu_after, strict=True)]
+        print(
+            "CPU per request (user + system, ms): web (gunicorn) "
+            f"{used[0] * 1000 / served:.1f}, worker (celery) {used[1] * 1000 / served:.1f}, "
+            f"load generator {used[2] * 1000 / served:.1f}; PostgreSQL and Redis not counted"
+        )
         total_errors = sum(errors.values())
     finally:
         for p in procs:
@@ -367,8 +397,91 @@ def main() -> int:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if args.cpu or args.profile:
+            _report_cpu(cpu_dir, wall)
+        if args.profile:
+            _report_profile(cpu_dir)
         shutil.rmtree(var, ignore_errors=True)
     return 0 if total_errors == 0 else 1
+
+
+def _report_cpu(folder: Path, wall: float) -> None:
+    """CPU per request per view, from the lines the web processes wrote (request_cpu.py)."""
+    rows: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for path in folder.glob("cpu-*.tsv"):
+        for line in path.read_text().splitlines():
+            name, _status, wall_ms, cpu_ms, queries = line.split("\t")
+            rows[name].append((float(wall_ms), float(cpu_ms), int(queries)))
+    if not rows:
+        print("no CPU figures written")
+        return
+    print(
+        f"\n{'view (in the web processes)':<30}{'requests':>9}{'CPU p50':>9}{'CPU p95':>9}"
+        f"{'CPU s':>8}{'wall p50':>10}{'queries':>8}"
+    )
+    total = 0.0
+    for name in sorted(rows, key=lambda n: -sum(r[1] for r in rows[n])):
+        values = rows[name]
+        cpu = [r[1] for r in values]
+        total += sum(cpu) / 1000
+        print(
+            f"{name:<30}{len(values):>9}{_pct(cpu, 50):>9.1f}{_pct(cpu, 95):>9.1f}"
+            f"{sum(cpu) / 1000:>8.1f}{_pct([r[0] for r in values], 50):>10.0f}"
+            f"{statistics.median(r[2] for r in values):>8.0f}"
+        )
+    print(
+        f"web CPU in views: {total:.1f} s over {wall:.0f} s ({total / wall:.2f} of a core; "
+        "middleware outside the counter, gunicorn and the network not counted)"
+    )
+
+
+def _report_profile(folder: Path) -> None:
+    import pstats
+
+    files = sorted(folder.glob("profile-*.pstats"))
+    if not files:
+        print("no profile written (fewer than 20 requests of that view per process?)")
+        return
+    stats = pstats.Stats(str(files[0]))
+    for path in files[1:]:
+        stats.add(str(path))
+    stats.sort_stats("cumulative").print_stats("anonweb", 30)
+    stats.sort_stats("tottime").print_stats(25)
+
+
+def _proc_cpu(pid: int) -> tuple[int, float]:
+    """(parent pid, user + system CPU seconds) of a process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every process below it (gunicorn's workers,
+    celery's pool): the server's cost, whatever the wall time under a shared machine's load."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                table[int(entry)] = _proc_cpu(int(entry))
+            except OSError:  # ended meanwhile
+                continue
+    below, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, _) in table.items():
+            if ppid == parent and pid not in below:
+                below.add(pid)
+                frontier.append(pid)
+    return sum(table[pid][1] for pid in below if pid in table)
+
+
+def _self_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _launch_jobs(n: int, seconds: float) -> list[int]:

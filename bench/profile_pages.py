@@ -50,6 +50,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--profile", default="")
+    parser.add_argument(
+        "--profile-repeat", type=int, default=1, help="views of the profiled page summed"
+    )
     parser.add_argument("--only", default="", help="only the pages whose name contains this")
     parser.add_argument("--queries", default="", help="print the SQL of this page's last view")
     parser.add_argument(
@@ -86,7 +89,7 @@ def main() -> int:
     users = {}
     for username, role in ids["people"]:
         users.setdefault(role, get_user_model().objects.get(username=username))
-    print(f"{'page':<26}{'first ms':>10}{'median ms':>11}{'queries':>9}")
+    print(f"{'page':<26}{'first ms':>10}{'median ms':>11}{'queries':>9}{'KB':>8}")
     for name, role, path in _pages(ids):
         if args.only not in name:
             continue
@@ -98,20 +101,23 @@ def main() -> int:
             with CaptureQueriesContext(connection) as ctx:
                 response = client.get(path)
                 if hasattr(response, "streaming_content"):
-                    b"".join(response.streaming_content)
+                    body = b"".join(response.streaming_content)
+                else:
+                    body = response.content
             times.append((time.perf_counter() - started) * 1000)
             if response.status_code != 200:
                 raise SystemExit(f"{name}: {response.status_code}")
         rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
-        print(f"{name:<26}{times[0]:>10.1f}{rest:>11.1f}{len(ctx):>9}")
+        print(f"{name:<26}{times[0]:>10.1f}{rest:>11.1f}{len(ctx):>9}{len(body) / 1024:>8.0f}")
         if name == args.queries:
             for query in ctx.captured_queries:
                 print(f"    {query['time']}s  {query['sql'][:300]}")
         if name == args.profile:
-            profiler = cProfile.Profile()
-            profiler.enable()
-            client.get(path)
-            profiler.disable()
+            profiler = cProfile.Profile(time.thread_time)  # CPU: the machine may be shared
+            for _ in range(args.profile_repeat):
+                profiler.enable()
+                client.get(path)
+                profiler.disable()
             stats = pstats.Stats(profiler)
             stats.sort_stats("cumulative").print_stats("anonweb", 25)
             stats.sort_stats("cumulative").print_stats(40)

@@ -46,8 +46,8 @@ from anonweb.jobs.services import (
     dataset_upload,
     job_cancel,
     job_create,
-    jobs_check_queued,
-    jobs_reap_stale,
+    jobs_check_queued_from_page,
+    jobs_reap_stale_from_page,
     release_attacks_start,
 )
 from anonweb.releases.audit_access import audit_events_for_user
@@ -425,7 +425,7 @@ class JobCollection(PagedView):
             raise ValidationError(
                 {"status": f"one of {', '.join(JobStatus.values)}, got {wanted!r}"}
             )
-        jobs_check_queued()  # a job listed as queued is one a worker may still take
+        jobs_check_queued_from_page()  # a job listed as queued is one a worker may still take
         jobs = jobs_for_user(
             user=request.user,
             dataset_id=whole_number(request, "dataset"),
@@ -440,10 +440,10 @@ class JobDetail(ApiView):
     def get(self, request, job_id: int):
         job = job_get_for_user(user=request.user, job_id=job_id)
         if job.status == JobStatus.RUNNING:
-            jobs_reap_stale()
+            jobs_reap_stale_from_page()
             job.refresh_from_db()
         elif job.status == JobStatus.QUEUED:
-            jobs_check_queued()
+            jobs_check_queued_from_page()
             job.refresh_from_db()
         return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 

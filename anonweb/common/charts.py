@@ -1,7 +1,8 @@
 """Charts for pages, built once per immutable thing they show and kept in Django's cache.
 
 A finished profile job's risk profile and a written release never change, so their plotly
-figures are built on the first view and every later view reads them back: building them costs
+figures (and a profile's whole risk section, :mod:`anonweb.jobs.profile_page`) are built when
+the job finishes or on the first view, and every later view reads them back: building them costs
 tens of milliseconds of CPU, and digesting the data to find them again cost almost as much.
 
 Every entry is keyed by what it shows *and* by the view kind of its reader: ``internal`` (the
@@ -10,20 +11,19 @@ A figure built for one kind is never served to the other."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.cache import cache
 from django.utils.html import format_html, json_script
-
-from anonweb.core.assessment.charts import risk_charts
 
 INTERNAL = "internal"
 PUBLISHED = "published"
 VIEWS = (INTERNAL, PUBLISHED)
 # Bumped whenever what is kept changes shape: older entries are then never read again.
-CHARTS_VERSION = 2
+CHARTS_VERSION = 3
 # Keys name immutable things, so an entry is never stale: the time only bounds the space taken
 # by what nobody opens any more.
 CHART_SECONDS = 7 * 24 * 3600
@@ -47,15 +47,38 @@ def view_key(*, kind: str, ident: str, view: str, part: str) -> str:
     return f"anonweb:{kind}:v{CHARTS_VERSION}:{ident}:{view}:{part}"
 
 
+# While one request builds an entry, the others that miss it wait for it this long (polling
+# the cache) instead of building it too: under load every web thread that opened the page in
+# the same second built the same figures, each on the saturated cores. The lock expires on
+# its own if its holder dies; a waiter that gives up builds the entry itself.
+BUILD_LOCK_SECONDS = 30
+BUILD_WAIT_SECONDS = 10.0
+BUILD_POLL_SECONDS = 0.05
+
+
 def cached_view(key: str, build: Callable[[], T], *, counter: str) -> T:
     """The value kept under ``key``, or ``build()`` kept there now (counted in :data:`builds`).
-    A value is stored wrapped, so that a built ``None`` is kept as well."""
+    A value is stored wrapped, so that a built ``None`` is kept as well. Only one caller at a
+    time builds a missing entry (a lock in the cache); the others wait for it."""
     found = cache.get(key)
     if isinstance(found, tuple) and len(found) == 1:
         return found[0]
-    builds[counter] += 1
-    value = build()
-    cache.set(key, (value,), CHART_SECONDS)
+    lock = f"{key}:building"
+    if not cache.add(lock, 1, BUILD_LOCK_SECONDS):
+        deadline = time.monotonic() + BUILD_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(BUILD_POLL_SECONDS)
+            found = cache.get(key)
+            if isinstance(found, tuple) and len(found) == 1:
+                return found[0]
+            if cache.get(lock) is None:  # its builder failed: build it here
+                break
+    try:
+        builds[counter] += 1
+        value = build()
+        cache.set(key, (value,), CHART_SECONDS)
+    finally:
+        cache.delete(lock)
     return value
 
 
@@ -73,11 +96,3 @@ def charts_markup(charts, *, testid: str = "") -> str:
         )
         for chart in charts or ()
     )
-
-
-def profile_risk_charts(*, job, view: str, risk: Mapping[str, Any]) -> list[dict[Any, Any]]:
-    """The risk charts of finished profile ``job``, from ``risk`` as a reader of ``view`` may
-    read it (the caller passes the matching one)."""
-    ident = f"{job.pk}.{job.created_at.timestamp():.6f}"
-    key = view_key(kind="profile", ident=ident, view=view, part="risk-charts")
-    return cached_view(key, lambda: risk_charts(risk), counter="profile")

@@ -1,6 +1,8 @@
 from typing import cast
 
 from django import forms
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from anonweb.accounts.models import Team
 from anonweb.datasets.models import ColumnRole
@@ -60,5 +62,37 @@ class TagForm(forms.Form):
         }
 
     def rows(self):
+        """Each column with its selector. An unbound form (every GET of the dataset page) draws
+        its selectors directly: Django's widget templates cost a millisecond per column, the
+        largest part of the page; a bound one (a refused POST) shows what was posted."""
         for i, col in enumerate(self.dataset.columns):
-            yield col, self[f"col_{i}"]
+            name = f"col_{i}"
+            if self.is_bound:
+                yield col, self[name]
+            else:
+                field = cast(forms.ChoiceField, self.fields[name])
+                yield col, _Select(name, field.choices, field.initial)
+
+
+class _Select:
+    """A column's role selector as Django's ``Select`` widget draws it (same name, id, options
+    and selection); ``initial`` as a bound field gives it."""
+
+    def __init__(self, name: str, choices, initial: str):
+        self.initial = initial
+        # every value and label escaped here (format_html per option cost as much as a widget)
+        options = "".join(
+            f'<option value="{escape(value)}"{" selected" if value == initial else ""}>'
+            f"{escape(label)}</option>"
+            for value, label in choices
+        )
+        self._html = mark_safe(  # every part escaped above
+            f'<select name="{escape(name)}" id="id_{escape(name)}">{options}</select>'
+        )
+
+    def __html__(self) -> str:
+        return self._html
+
+    def __str__(self) -> str:
+        # a template renders str() of what is not a string: it must come back marked safe
+        return self._html

@@ -8,11 +8,13 @@ own pages, at the same addresses."""
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import raw_value_teams, teams_where, user_has_role
-from anonweb.common.charts import profile_risk_charts, view_kind
+from anonweb.common.charts import view_kind
 from anonweb.core.errors import CoreError
 from anonweb.dashboard.dataset_forms import TagForm, UploadForm
 from anonweb.datasets.selectors import (
@@ -20,12 +22,12 @@ from anonweb.datasets.selectors import (
     dataset_error_for,
     dataset_get_for_user,
     hierarchies_for,
-    risk_for_user,
 )
 from anonweb.datasets.services import dataset_set_tags, survey_params
-from anonweb.datasets.storage import load_head_kept
+from anonweb.datasets.storage import kept_view, load_head_kept
 from anonweb.datasets.uploads import upload_refused
 from anonweb.jobs.models import JobKind
+from anonweb.jobs.profile_page import profile_section
 from anonweb.jobs.retention import dataset_purge
 from anonweb.jobs.selectors import latest_profile, parse_job
 from anonweb.jobs.services import dataset_upload as upload_and_read
@@ -108,17 +110,23 @@ def dataset_detail(request, dataset_id: int):
     preview = None
     raw = can_see_raw(user=request.user, dataset=dataset)
     if raw and not dataset.is_purged:
-        frame = load_head_kept(dataset.storage_key, PREVIEW_ROWS)  # read once, then kept
-        preview = {
-            "columns": list(frame.columns),
-            "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
-        }
-    profile_job = latest_profile(dataset=dataset)
-    charts = risk = None
-    if profile_job and profile_job.result.get("risk"):
-        risk = risk_for_user(user=request.user, dataset=dataset, risk=profile_job.result["risk"])
-        # Drawn from the profile as this reader may read it, once per job and view kind.
-        charts = profile_risk_charts(job=profile_job, view=view_kind(internal=raw), risk=risk)
+        # The table never changes under its key: its first rows are read and rendered once.
+        preview = mark_safe(
+            kept_view(
+                dataset.storage_key,
+                "preview-html",
+                PREVIEW_ROWS,
+                lambda: _preview_html(dataset.storage_key),
+            )
+        )
+    profile_job = latest_profile(dataset=dataset, documents=False)
+    # Rendered from the profile as this reader may read it, once per job and view kind (by
+    # the job as it finished), and kept.
+    risk_section = (
+        profile_section(job=profile_job, view=view_kind(internal=raw), purged=dataset.is_purged)
+        if profile_job
+        else None
+    )
 
     hierarchies = hierarchies_for(dataset=dataset)
     return render(
@@ -141,11 +149,21 @@ def dataset_detail(request, dataset_id: int):
                 user=request.user, team=dataset.team, role=Role.DATA_STEWARD
             ),
             "profile_job": profile_job,
-            "risk": risk,
-            "charts": charts,
+            "risk_section": risk_section,
+            # rendered (and escaped) when built
+            "risk_html": mark_safe(risk_section.html) if risk_section else "",
             "jobs": dataset.jobs.defer("params", "result")[:10],
         },
     )
+
+
+def _preview_html(storage_key) -> str:
+    frame = load_head_kept(storage_key, PREVIEW_ROWS)
+    preview = {
+        "columns": list(frame.columns),
+        "rows": frame.astype(object).where(frame.notna(), "").values.tolist(),
+    }
+    return str(render_to_string("datasets/_preview_rows.html", {"preview": preview}))
 
 
 @require_POST

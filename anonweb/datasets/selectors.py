@@ -9,6 +9,7 @@ from django.http import Http404
 
 from anonweb.accounts.models import Membership, Role
 from anonweb.accounts.selectors import may_see_raw_values
+from anonweb.common.charts import INTERNAL, PUBLISHED
 from anonweb.core.errors import ParameterError
 from anonweb.core.raw_values import Failure, public_result
 from anonweb.datasets.models import Dataset, Hierarchy
@@ -49,8 +50,17 @@ def dataset_error_for(*, dataset: Dataset, officer_teams: frozenset[int]) -> str
 def risk_for_user(*, user: User, dataset: Dataset, risk: dict[str, Any]) -> dict[str, Any]:
     """A risk profile of ``dataset`` as ``user`` may read it: whole for the team's privacy
     officers, its public part (no record or value of the source) for everyone else."""
-    if can_see_raw(user=user, dataset=dataset):
+    internal = can_see_raw(user=user, dataset=dataset)
+    return risk_for_view(risk=risk, view=INTERNAL if internal else PUBLISHED)
+
+
+def risk_for_view(*, risk: dict[str, Any], view: str) -> dict[str, Any]:
+    """A risk profile as a reader of ``view`` may read it (:func:`risk_for_user` says who reads
+    which): whole in the internal view, its public part in the published one."""
+    if view == INTERNAL:
         return risk
+    if view != PUBLISHED:
+        raise ValueError(f"unknown view {view!r}")
     public: dict[str, Any] = public_result(risk)
     return public
 

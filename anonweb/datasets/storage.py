@@ -6,6 +6,7 @@ The Parquet table is read where it is stored: pyarrow opens it through the stora
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +37,8 @@ def parquet_path(storage_key) -> Path:
 
 def dataset_files_remove(storage_key) -> None:
     """Delete every object of the dataset (on a versioned bucket, every version), and what was
-    read from it and kept (:func:`load_distinct_kept`, :func:`load_head_kept`)."""
+    read from it and kept (:func:`load_distinct_kept`, :func:`load_head_kept`,
+    :func:`kept_view`)."""
     files().delete_prefix(dataset_prefix(storage_key))
     cache.delete_many([_kept_key(storage_key, part) for part in KEPT_PARTS])
 
@@ -102,7 +104,7 @@ def load_distinct(storage_key, column: str) -> pd.Series:
 # under its storage key. They are the source's values, so they go with its files
 # (:func:`dataset_files_remove`); the time only bounds the space taken by what is not opened.
 KEPT_SECONDS = 24 * 3600
-KEPT_PARTS = ("distinct", "head")
+KEPT_PARTS = ("distinct", "head", "preview-html")
 
 
 def _kept_key(storage_key, part: str) -> str:
@@ -129,6 +131,20 @@ def load_head_kept(storage_key, rows: int) -> pd.DataFrame:
     head = load_head(storage_key, rows)
     cache.set(key, (rows, head), KEPT_SECONDS)
     return head.copy()
+
+
+def kept_view(storage_key, part: str, rows: int, build: Callable[[], str]) -> str:
+    """What ``build`` makes of the first ``rows`` rows of the stored table (a page's rendered
+    preview of them), made once and kept with the other parts read from the table."""
+    if part not in KEPT_PARTS:
+        raise ValueError(f"unknown kept part {part!r}: {', '.join(KEPT_PARTS)}")
+    key = _kept_key(storage_key, part)
+    kept = cache.get(key)
+    if isinstance(kept, tuple) and kept[0] == rows:
+        return kept[1]
+    made = build()
+    cache.set(key, (rows, made), KEPT_SECONDS)
+    return made
 
 
 def load_head(storage_key, rows: int) -> pd.DataFrame:

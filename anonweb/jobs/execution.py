@@ -14,6 +14,7 @@ from django.utils import timezone
 from anonweb.core.errors import CoreError
 from anonweb.core.raw_values import Failure, failure_of
 from anonweb.jobs.models import Job, JobKind, JobStatus
+from anonweb.jobs.profile_page import profile_section_warm
 from anonweb.jobs.runners import RUNNERS
 from anonweb.jobs.services import (
     JobCancelled,
@@ -103,6 +104,10 @@ def job_execute(*, job_id: int, worker: str) -> None:
         _set_terminal(
             job_id=job_id, status=JobStatus.SUCCEEDED, from_statuses=running, result=result
         )
+        if job.kind == JobKind.PROFILE:
+            # As a release's page parts are built at publication: the first readers of the
+            # dataset page, often many at once, then find its risk section ready.
+            profile_section_warm(job_id=job_id)
     finally:
         stop_heartbeat()
 

@@ -17,6 +17,7 @@ from anonweb.datasets.models import Dataset, Hierarchy
 from anonweb.datasets.purge import scrub_hierarchy_spec, scrub_plan, scrub_result
 from anonweb.datasets.storage import dataset_files_remove
 from anonweb.jobs.models import Job
+from anonweb.jobs.profile_page import profile_sections_forget
 from anonweb.releases.models import Release
 from anonweb.releases.source_figures import release_source_figures_forget
 
@@ -59,6 +60,7 @@ def _remove_files(dataset: Dataset) -> None:
     utility, attack figures and conflict findings' detail)."""
     dataset_files_remove(dataset.storage_key)
     release_source_figures_forget(dataset=dataset)
+    profile_sections_forget(dataset=dataset)
 
 
 def _purge_stored_values(dataset: Dataset) -> dict:

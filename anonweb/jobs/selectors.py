@@ -21,8 +21,7 @@ def jobs_for_user(
 ) -> QuerySet[Job]:
     """The jobs of the teams where the user is an officer or a steward (an analyst sees none),
     newest first; optionally only those of one dataset, or in one state."""
-    teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
-    jobs = Job.objects.filter(team__in=teams)
+    jobs = _visible(user=user)
     if dataset_id is not None:
         jobs = jobs.filter(dataset_id=dataset_id)
     if status is not None:
@@ -35,6 +34,22 @@ def jobs_for_user(
     )
 
 
+def _visible(*, user: User) -> QuerySet[Job]:
+    """The one access rule: the jobs of the teams where the user is an officer or a steward."""
+    teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
+    return Job.objects.filter(team__in=teams)
+
+
+def job_status_get_for_user(*, user: User, job_id: int) -> Job:
+    """A job's own row as its status poll reads it, under :func:`jobs_for_user`'s rule: nothing
+    joined, no params or result (a profile's result is the whole risk profile). Pages poll it
+    every few seconds while a job runs."""
+    try:
+        return _visible(user=user).defer("params", "result").get(pk=job_id)
+    except (Job.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such job.") from None
+
+
 def job_get_for_user(*, user: User, job_id: int) -> Job:
     try:
         return jobs_for_user(user=user).get(pk=job_id)
@@ -42,12 +57,13 @@ def job_get_for_user(*, user: User, job_id: int) -> Job:
         raise Http404("No such job.") from None
 
 
-def latest_profile(*, dataset: Dataset) -> Job | None:
-    return (
-        Job.objects.filter(dataset=dataset, kind=JobKind.PROFILE, status=JobStatus.SUCCEEDED)
-        .order_by("-finished_at", "-id")
-        .first()
-    )
+def latest_profile(*, dataset: Dataset, documents: bool = True) -> Job | None:
+    """The dataset's newest finished profile job; with ``documents=False`` without its params
+    and result (a page that shows the kept section reads neither)."""
+    jobs = Job.objects.filter(dataset=dataset, kind=JobKind.PROFILE, status=JobStatus.SUCCEEDED)
+    if not documents:
+        jobs = jobs.defer("params", "result")
+    return jobs.order_by("-finished_at", "-id").first()
 
 
 def parse_job(*, dataset: Dataset) -> Job | None:

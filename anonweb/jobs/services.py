@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, Q
@@ -435,6 +436,29 @@ def jobs_reap_stale() -> int:
             ),
         )
     return len(ids)
+
+
+# Pages run the queue's checks as they show jobs (the beat task runs them too): at most once in
+# this many seconds across every web process, through a flag in the shared cache. A job is sent
+# again after minutes and reaped after a minute of silence, so a few seconds change nothing a
+# reader sees; running both on every view of the job list and of every job's status did.
+PAGE_CHECK_SECONDS = 5
+
+
+def _due(check: str) -> bool:
+    return bool(cache.add(f"anonweb:jobs:{check}:checked", 1, PAGE_CHECK_SECONDS))
+
+
+def jobs_check_queued_from_page() -> None:
+    """:func:`jobs_check_queued`, unless a page ran it in the last PAGE_CHECK_SECONDS."""
+    if _due("queued"):
+        jobs_check_queued()
+
+
+def jobs_reap_stale_from_page() -> None:
+    """:func:`jobs_reap_stale`, unless a page ran it in the last PAGE_CHECK_SECONDS."""
+    if _due("stale"):
+        jobs_reap_stale()
 
 
 def jobs_check_queued() -> tuple[int, int]:

@@ -10,19 +10,24 @@ from anonweb.common.paging import page_of
 from anonweb.core.errors import CoreError
 from anonweb.jobs.models import JobKind, JobStatus
 from anonweb.jobs.plan_views import plan_check, plan_page
-from anonweb.jobs.selectors import job_error_for, job_get_for_user, jobs_for_user
+from anonweb.jobs.selectors import (
+    job_error_for,
+    job_get_for_user,
+    job_status_get_for_user,
+    jobs_for_user,
+)
 from anonweb.jobs.services import (
     job_cancel,
     job_create,
     job_public_params,
-    jobs_check_queued,
-    jobs_reap_stale,
+    jobs_check_queued_from_page,
+    jobs_reap_stale_from_page,
     release_attacks_start,
 )
 
 
 def job_list(request):
-    jobs_check_queued()  # a job listed as queued is one a worker may still take
+    jobs_check_queued_from_page()  # a job listed as queued is one a worker may still take
     return render(
         request,
         "jobs/list.html",
@@ -36,7 +41,7 @@ def job_list(request):
 def job_detail(request, job_id: int):
     job = job_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.QUEUED:
-        jobs_check_queued()
+        jobs_check_queued_from_page()
         job.refresh_from_db()
     # the parameters as the audit trail records them: no secret, seed or source value
     params = job_public_params(job.params or {})
@@ -45,12 +50,12 @@ def job_detail(request, job_id: int):
 
 
 def job_status(request, job_id: int):
-    job = job_get_for_user(user=request.user, job_id=job_id)
+    job = job_status_get_for_user(user=request.user, job_id=job_id)
     if job.status == JobStatus.RUNNING:
-        jobs_reap_stale()
+        jobs_reap_stale_from_page()
         job.refresh_from_db()
     elif job.status == JobStatus.QUEUED:
-        jobs_check_queued()
+        jobs_check_queued_from_page()
         job.refresh_from_db()
     return JsonResponse(
         {

@@ -23,6 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
 from anonweb.common.charts import (
     INTERNAL,
     PUBLISHED,
@@ -31,6 +34,7 @@ from anonweb.common.charts import (
     charts_markup,
     view_key,
 )
+from anonweb.common.templatetags.display import as_table
 from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, risk_charts
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.releases.gate import release_gate_now
@@ -69,6 +73,10 @@ class ReleaseFragments:
     formats: list[str] = field(default_factory=list)
     # the charts' markup (figure JSON in script elements), escaped once when built
     charts_html: str = ""
+    # the top of the report section (figures, tables, the charts, the alternatives) and the
+    # table of what each step did, rendered once when built (escaped then)
+    report_html: str = ""
+    steps_html: str = ""
 
 
 def release_fragments(
@@ -122,13 +130,28 @@ def _build(release: Release, view: str, report: Mapping[str, Any]) -> ReleaseFra
     if alternatives:
         chart = alternatives_chart(alternatives)
         charts += [chart] if chart else []
+    charts_html = charts_markup(charts)
+    # Everything the section shows is fixed by the release and the report of this view, which
+    # is the internal one exactly for the team's staff.
+    report_html = render_to_string(
+        "releases/_report.html",
+        {
+            "rep": report,
+            "staff": view == INTERNAL,
+            "release": release,
+            "charts_html": mark_safe(charts_html),  # escaped by format_html
+            "alternatives": alternatives,
+        },
+    )
     return ReleaseFragments(
         view=view,
         charts=charts or None,
-        charts_html=charts_markup(charts),
+        charts_html=charts_html,
         alternatives=alternatives,
         disclosing=disclosing(dict(report)),
         formats=formats_offered(release.rows),
+        report_html=str(report_html),
+        steps_html=str(as_table(report.get("steps"))),
     )
 
 

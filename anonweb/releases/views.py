@@ -95,6 +95,8 @@ def release_detail(request, release_id: int):
             "can_review": can_review,
             "charts": charts,
             "charts_html": mark_safe(built.charts_html),  # escaped when built
+            "report_html": mark_safe(built.report_html),  # rendered when built
+            "steps_html": mark_safe(built.steps_html),
             "gate": gate,
             "conflicts": conflicts,
             "conflicts_live": [c for c in conflicts if c["live"]],

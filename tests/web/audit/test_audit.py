@@ -152,3 +152,31 @@ def test_the_action_filter_offers_each_visible_action_once_read_as_distinct_rows
     assert any(
         "SELECT DISTINCT" in q["sql"] and '"action"' in q["sql"] for q in ctx.captured_queries
     )
+
+
+def test_each_audit_row_is_rendered_once_and_read_back_as_rendered(
+    client, officer, analyst, team, other_team
+):
+    from django.core.cache import cache
+
+    from anonweb.common.charts import builds
+
+    audit_record(actor=officer, team=team, action="mine.one", details={"n": 1, "cols": ["a"]})
+    audit_record(actor=None, team=other_team, action="theirs.one")
+    client.force_login(officer)
+    before = builds["audit-row"]
+    first = client.get(reverse("audit:list"))
+    built = builds["audit-row"] - before
+    second = client.get(reverse("audit:list"))
+    assert built >= 1 and builds["audit-row"] - before == built  # the second view built none
+
+    def rows(page) -> bytes:  # the table (the page's nonce and token change per view)
+        return page.content.split(b"<tbody>")[1].split(b"</tbody>")[0]
+
+    assert rows(first) == rows(second) and b"<td>mine.one</td>" in rows(second)
+    cache.clear()
+    assert rows(client.get(reverse("audit:list"))) == rows(first)  # as a fresh render
+    # kept rows never widen what a reader gets: the query decides which rows are listed
+    assert b"theirs.one" not in second.content
+    client.force_login(analyst)
+    assert b"mine.one" not in client.get(reverse("audit:list")).content

@@ -176,14 +176,14 @@ def test_a_gate_that_cannot_recheck_reads_the_source_once(
 
 
 def test_profile_risk_charts_are_built_once_per_view_kind(client, officer, steward, dataset):
-    job = job_create(user=officer, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
-    job_execute(job_id=job.pk, worker="t")
     before = builds["profile"]
+    job = job_create(user=officer, team=dataset.team, kind=JobKind.PROFILE, dataset=dataset)
+    job_execute(job_id=job.pk, worker="t")  # builds both as it finishes
     url = reverse("datasets:detail", args=[dataset.pk])
     for user in (officer, steward, officer, steward):
         client.force_login(user)
         response = client.get(url)
-        assert response.status_code == 200 and response.context["charts"]
+        assert response.status_code == 200 and response.context["risk_section"].has_charts
     assert builds["profile"] == before + 2
 
 
@@ -261,3 +261,21 @@ def test_an_api_list_carries_an_etag_and_answers_304_while_it_is_unchanged(
     release_review(user=steward, release=other, decision="approve", override=OVERRIDE)
     changed = client.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
     assert changed.status_code == 200 and changed["ETag"] != first["ETag"]
+
+
+def test_the_report_section_is_rendered_once_per_view_and_never_crosses_views(
+    client, officer, steward, analyst, release
+):
+    internal = _page(client, officer, release)
+    assert b"source rows" in internal.content  # the internal report's figures
+    kept = cache.get(fragment_key(release=release, view=INTERNAL, part="page"))[0]
+    assert kept.report_html and "source rows" in kept.report_html
+    # Mark the officer's section: its readers show it, an analyst never does.
+    import dataclasses
+
+    marked = dataclasses.replace(kept, report_html="<p>MARK-REPORT</p>", steps_html="MARK-STEPS")
+    cache.set(fragment_key(release=release, view=INTERNAL, part="page"), (marked,))
+    assert b"MARK-REPORT" in _page(client, steward, release).content
+    seen = _page(client, analyst, release)
+    assert b"MARK" not in seen.content and b"source rows" not in seen.content
+    assert b'data-testid="release-steps"' in seen.content and b"released rows" in seen.content
