@@ -82,3 +82,13 @@ def dataset(officer, team):
             "disease": "sensitive",
         },
     )
+
+
+@pytest.fixture
+def queue_checks_off(monkeypatch):
+    """Pages skip the queue's checks, as they do within PAGE_CHECK_SECONDS of the last one: a
+    query count then measures the page, not whether five seconds happened to pass mid-test (the
+    throttle and the checks themselves are tested in tests/web/jobs/test_job_queue_checks.py)."""
+    from anonweb.jobs import services
+
+    monkeypatch.setattr(services, "_due", lambda check: False)

@@ -64,9 +64,20 @@ def releases(officer, steward, dataset):
 
 
 def source_values() -> list[str]:
-    """Cells of the source that no release publishes (names, ZIP codes, exact ages)."""
+    """Cells of the source that no release publishes (names, ZIP codes, exact ages).
+
+    An age is looked for as a cell of its own (">29<"); a page also names releases, datasets,
+    jobs and audit events by number, so an age that is such a number in this run (the database's
+    sequences are not reset between tests) is left out rather than mistaken for a leak."""
+    from anonweb.datasets.models import Dataset
+    from anonweb.releases.models import Release
+
+    numbers = set()
+    for model in (Release, Dataset, Job, AuditEvent):
+        numbers |= set(model.objects.values_list("pk", flat=True))
     df = small_table()
-    return [*df["name"], *df["zip"], *(f">{a}<" for a in df["age"])]
+    ages = [f">{a}<" for a in df["age"] if int(a) not in numbers]
+    return [*df["name"], *df["zip"], *ages]
 
 
 def analyst_answers(client, analyst, releases) -> dict[str, str]:
