@@ -3,7 +3,9 @@
 Variables still win (CI sets DATABASE_URL to PostgreSQL), so the suite runs on either database.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,10 +16,11 @@ os.environ.setdefault(
 
 # Each run anchors its own chain (the test database is made afresh; an anchor of an earlier
 # run would not match it). Processes the tests start inherit the same file.
-os.environ.setdefault(
-    "ANONWEB_AUDIT_ANCHOR",
-    str(Path(tempfile.mkdtemp(prefix="anonweb-audit-")) / "audit-anchor.log"),
-)
+if "ANONWEB_AUDIT_ANCHOR" not in os.environ:
+    _anchor_dir = tempfile.mkdtemp(prefix="anonweb-audit-")
+    os.environ["ANONWEB_AUDIT_ANCHOR"] = str(Path(_anchor_dir) / "audit-anchor.log")
+    # The process that made the folder removes it when it ends (its children inherit the path).
+    atexit.register(shutil.rmtree, _anchor_dir, True)
 os.environ.setdefault("ANONWEB_AUDIT_KEY", "test-only-audit-key-not-for-any-deployment-0123456789")
 
 from anonweb.settings import *  # noqa: E402,F403
