@@ -28,12 +28,14 @@ from anonweb.core.models.counts import (
     SensitiveCounts,
     SensitiveDomain,
     sensitive_counts,
+    whole_sums,
 )
 from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymityResult, k_anonymity_of
 from anonweb.core.models.registry import sensitive_figures
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
+    class_dtype,
     equivalence_classes,
 )
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
@@ -206,6 +208,7 @@ def assess_risk(
             tuple(div.homogeneous(df, limit=disclosing_limit)),
             model_figures(sc),
         )
+        sc.let_go()
     return RiskProfile(
         quasi_identifiers=tuple(qis),
         anonymity=k_anonymity_of(ec),
@@ -270,19 +273,22 @@ def assess_histogram(
     if everything:
         cell_class = hist.class_of_cell
     else:
-        renumber = np.full(sizes.size, -1, dtype=np.int64)
+        renumber = np.full(sizes.size, -1, dtype=class_dtype(kept.size))
         renumber[kept] = np.arange(kept.size)
         cell_class = renumber[hist.class_of_cell]
+        del renumber
         in_class = cell_class >= 0
         cell_class = cell_class[in_class]
-    weights = hist.counts.astype(float) if everything else hist.counts[in_class].astype(float)
+    # whole counts (exact sums), not floats: a histogram of 10^8 records has tens of
+    # millions of cells, and each array over them is hundreds of megabytes
+    weights = hist.counts if everything else hist.counts[in_class]
     profiles = {}
-    for name in sens:
+    for name in sens:  # one column at a time: its per-triple arrays are let go before the next
         values, codes = hist.labels[name], hist.sensitive_codes(name)
         domain = SensitiveDomain(
             str(name),
             values,
-            np.bincount(codes, weights=hist.counts, minlength=len(values)).astype(np.int64),
+            whole_sums(codes, hist.counts, len(values)),
         )
         sc = SensitiveCounts.from_codes(
             domain,
@@ -301,6 +307,7 @@ def assess_histogram(
             tuple(div.homogeneous(frame, limit=disclosing_limit)),
             model_figures(sc),
         )
+        sc.let_go()
     return RiskProfile(
         quasi_identifiers=tuple(qis),
         anonymity=k_anonymity_of(ec),

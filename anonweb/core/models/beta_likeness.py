@@ -65,10 +65,18 @@ def likeness_per_class(data: ClassData, sensitive: str) -> NDArray[Any]:
         return likeness_per_class_dense(*dense)
     sc = data.sensitive(sensitive)
     p = sc.domain.share[sc.val]
-    gain = (sc.share - p) / p
-    over = np.where(gain > -np.log(p) + TOLERANCE, np.inf, gain)
+    # in place: two arrays per triple beside the shares, not five
+    gain = np.subtract(sc.share, p)
+    gain /= p
+    cap = np.log(p, out=p)
+    np.negative(cap, out=cap)
+    cap += TOLERANCE
+    over = gain > cap
+    del cap, p
+    gain[over] = np.inf
+    del over
     out = np.zeros(sc.n_classes)
-    np.maximum.at(out, sc.cls, over)
+    np.maximum.at(out, sc.cls, gain)
     return out
 
 

@@ -35,7 +35,10 @@ from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDoma
 
 def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
     """Per class, max over the values it contains of |log2(p(s|class) / p(s))|."""
-    ratio = np.abs(np.log2(sc.share / sc.domain.share[sc.val]))
+    ratio = sc.domain.share[sc.val]
+    np.divide(sc.share, ratio, out=ratio)  # in place: one array per triple beside the shares
+    np.log2(ratio, out=ratio)
+    np.abs(ratio, out=ratio)
     out = np.zeros(sc.n_classes)
     np.maximum.at(out, sc.cls, ratio)
     return out

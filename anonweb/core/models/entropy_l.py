@@ -35,7 +35,9 @@ TOLERANCE = 1e-12
 def entropy(sc: SensitiveCounts) -> NDArray[Any]:
     """Natural-log entropy of the sensitive attribute within each class."""
     p = sc.share
-    return -np.bincount(sc.cls, weights=p * np.log(p), minlength=sc.n_classes)
+    terms = np.log(p)
+    terms *= p  # in place: p log p with one array per triple beside p
+    return -np.bincount(sc.cls, weights=terms, minlength=sc.n_classes)
 
 
 def entropy_l(sc: SensitiveCounts) -> NDArray[Any]:

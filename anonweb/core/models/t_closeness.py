@@ -67,8 +67,11 @@ def equal_distance(sc: SensitiveCounts) -> NDArray[Any]:
     """Per-class EMD with every pair of values at distance 1."""
     q = sc.domain.share[sc.val]
     n = sc.n_classes
-    present = np.bincount(sc.cls, weights=np.abs(sc.share - q), minlength=n)
     q_present = np.bincount(sc.cls, weights=q, minlength=n)
+    gap = np.subtract(sc.share, q, out=q)  # in place: one array per triple, not three
+    np.abs(gap, out=gap)
+    present = np.bincount(sc.cls, weights=gap, minlength=n)
+    del gap, q
     # Values absent from a class contribute their table share q_i each.
     return np.clip(0.5 * (present + 1.0 - q_present), 0.0, 1.0)
 
@@ -175,7 +178,8 @@ def _level_cost(
     parent_of_child = np.zeros(mc, dtype=np.int64)
     parent_of_child[child_of] = parent_of
     # Class mass on each child node it touches, then the positive surplus per child.
-    ck, cinv = np.unique(sc.cls * mc + child_of[sc.val], return_inverse=True)
+    # int64: the class numbers may be stored in int32, the product not
+    ck, cinv = np.unique(sc.cls.astype(np.int64) * mc + child_of[sc.val], return_inverse=True)
     cinv = cinv.reshape(-1)
     p_child = np.bincount(cinv, weights=sc.share)
     c_cls, c_node = np.divmod(ck, mc)
