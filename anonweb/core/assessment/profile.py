@@ -251,16 +251,23 @@ def assess_histogram(
                 f"t_distance names columns that are not sensitive: {', '.join(unknown)}"
             )
     star = hist.suppressed_classes(qis)
-    kept = np.flatnonzero(~star)
     sizes = hist.class_sizes
     suppressed = int(sizes[star].sum())
+    everything = not suppressed  # nothing suppressed: no renumbering, no copies
+    kept = None if everything else np.flatnonzero(~star)
+    del star
 
     # one code per kept class: describing a class reads its row, built when asked for (a
     # table of every class would hold a value object per class and QI)
     def frame(rows: NDArray[Any]) -> pd.DataFrame:
-        return hist.class_frame(kept[rows]).set_axis(rows)
+        return hist.class_frame(rows if kept is None else kept[rows]).set_axis(rows)
 
-    ec = EquivalenceClasses(tuple(qis), np.arange(kept.size, dtype=np.int64), sizes[kept])
+    n_kept = sizes.size if kept is None else kept.size
+    ec = EquivalenceClasses(
+        tuple(qis),
+        np.arange(n_kept, dtype=class_dtype(n_kept)),
+        sizes if kept is None else sizes[kept],
+    )
     pop_sizes = (
         None
         if population is None
@@ -269,8 +276,7 @@ def assess_histogram(
     if population_size is None and population is not None:
         population_size = len(population)
     uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
-    everything = kept.size == sizes.size  # nothing suppressed: no renumbering, no copies
-    if everything:
+    if kept is None:
         cell_class = hist.class_of_cell
     else:
         renumber = np.full(sizes.size, -1, dtype=class_dtype(kept.size))
@@ -297,6 +303,7 @@ def assess_histogram(
             ec.count,
             classes=ec,
             weights=weights,
+            sizes=ec.sizes,  # the records per class: what the weights sum to in each
         )
         dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
         div = l_diversity_of(sc, recursive_c=recursive_c)

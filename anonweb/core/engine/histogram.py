@@ -97,7 +97,7 @@ class Histogram:
     def first_cell(self) -> NDArray[Any]:
         """One cell of each class (its QI codes describe the class)."""
         ids = self.class_of_cell
-        first = np.empty(self.class_sizes.size, dtype=np.int64)
+        first = np.empty(self.class_sizes.size, dtype=class_dtype(self.cells))
         first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
         return first
 

@@ -13,7 +13,7 @@ occur. A missing sensitive value is a value of its own (an attacker learns "not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, cast
@@ -116,10 +116,13 @@ class SensitiveCounts:
         *,
         classes: EquivalenceClasses | None = None,
         weights: NDArray[Any] | None = None,
+        sizes: NDArray[Any] | None = None,
     ) -> SensitiveCounts:
         """Count each value in each class from per-row codes (sparse: only pairs that occur).
 
-        ``weights`` counts each row that many times (distinct rows standing for records)."""
+        ``weights`` counts each row that many times (distinct rows standing for records).
+        ``sizes``, when the caller has them, are the records per class (the sums of the
+        weights per class), kept instead of summed again."""
         m = len(domain.values)
         rows = len(class_codes)
         # arrays as long as the triples are made in place, and freed as soon as read: a
@@ -158,7 +161,11 @@ class SensitiveCounts:
                 del inv
             triples = list(np.divmod(key, m)) + [cnt]
             del key, cnt
-        if weights is not None and np.asarray(weights).dtype.kind in "iub":
+        if sizes is not None:
+            sizes = np.asarray(sizes, dtype=np.int64)
+            if len(sizes) != n_classes:
+                raise DataError(f"{len(sizes)} class sizes for {n_classes} classes")
+        elif weights is not None and np.asarray(weights).dtype.kind in "iub":
             sizes = whole_sums(class_codes, np.asarray(weights), n_classes)
         else:
             sizes = np.bincount(class_codes, weights=weights, minlength=n_classes)
@@ -202,13 +209,22 @@ class SensitiveCounts:
         if cnt.dtype.kind == "f":
             cnt = np.rint(cnt).astype(np.int64)
         cnt = _narrow_counts(cnt)
+        vtype = code_dtype(len(domain.values))
+        if _ascending(c):
+            # by class first: a class column already in order stays as it is, and each slice
+            # of whole classes is sorted on its own (no order as long as the triples)
+            c = c.astype(class_dtype(len(sizes)), copy=False)
+            cnt_sorted = np.empty_like(cnt)
+            v_sorted = np.empty(len(v), dtype=vtype)
+            for s, e in _class_cuts(c):
+                order = _by_class_then_count(c[s:e], cnt[s:e])
+                cnt_sorted[s:e] = cnt[s:e][order]
+                v_sorted[s:e] = v[s:e][order]
+            return cls(domain, sizes, c, v_sorted, cnt_sorted, classes)
         order = _by_class_then_count(c, cnt)
         cnt = cnt[order]
-        v = v[order].astype(code_dtype(len(domain.values)), copy=False)
-        if _ascending(c):  # by class first: a class column already in order stays as it is
-            c = c.astype(class_dtype(len(sizes)), copy=False)
-        else:
-            c = c[order].astype(class_dtype(len(sizes)), copy=False)
+        v = v[order].astype(vtype, copy=False)
+        c = c[order].astype(class_dtype(len(sizes)), copy=False)
         del order
         return cls(domain, sizes, c, v, cnt, classes)
 
@@ -231,17 +247,33 @@ class SensitiveCounts:
     @cached_property
     def distinct(self) -> NDArray[Any]:
         """Number of distinct values in each class."""
-        return np.bincount(self.cls, minlength=self.n_classes)
+        counted = np.bincount(self.cls, minlength=self.n_classes)
+        return counted.astype(class_dtype(len(self.cls)), copy=False)
 
     @cached_property
     def starts(self) -> NDArray[Any]:
-        d = self.distinct
-        return np.concatenate(([0], np.cumsum(d)[:-1])).astype(np.int64)
+        """Position of each class's first triple (of the next class's, for a class with none)."""
+        out = np.zeros(self.n_classes, dtype=class_dtype(len(self.cls)))
+        np.cumsum(self.distinct[:-1], out=out[1:])
+        return out
 
     @cached_property
     def share(self) -> NDArray[Any]:
         """p(value | class) of each triple (kept once computed: see :meth:`let_go`)."""
         return np.asarray(self.cnt / self.sizes[self.cls])
+
+    def slices(self) -> Iterator[tuple[int, int, int, int]]:
+        """``(s, e, j0, j1)``: triples ``s:e`` are those of classes ``j0:j1``, whole classes
+        of about a million triples each, covering all (a class with no triple is in none:
+        start its figure from zero). A figure summed per class over a slice adds each
+        class's terms in the same order as over all triples, so it is the same to the last
+        bit, with temporaries a slice long instead of as long as the triples."""
+        for s, e in _class_cuts(self.cls):
+            yield s, e, int(self.cls[s]), int(self.cls[e - 1]) + 1
+
+    def slice_share(self, s: int, e: int) -> NDArray[Any]:
+        """:attr:`share` of triples ``s:e``, the same values."""
+        return np.asarray(self.cnt[s:e] / self.sizes[self.cls[s:e]])
 
     def let_go(self) -> None:
         """Forget :attr:`share` (a float per triple, what most figures read): the profile
@@ -529,6 +561,19 @@ def _pair_starts(c: NDArray[Any], v: NDArray[Any], m: int) -> NDArray[Any] | Non
         np.not_equal(key[1:], key[:-1], out=new[s + 1 : s + len(key)])
         last = int(key[-1])
     return new
+
+
+def _class_cuts(c: NDArray[Any]) -> Iterator[tuple[int, int]]:
+    """Ranges ``s:e`` of about :data:`_SLICE` rows covering ``c`` (class numbers in
+    ascending order), each ending where a class does."""
+    n = len(c)
+    s = 0
+    while s < n:
+        e = min(s + _SLICE, n)
+        if e < n:
+            e = int(np.searchsorted(c, c[e - 1], side="right"))
+        yield s, e
+        s = e
 
 
 def _ascending(c: NDArray[Any]) -> bool:
