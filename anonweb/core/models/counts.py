@@ -208,19 +208,20 @@ class SensitiveCounts:
         triples.clear()
         if cnt.dtype.kind == "f":
             cnt = np.rint(cnt).astype(np.int64)
-        cnt = _narrow_counts(cnt)
         vtype = code_dtype(len(domain.values))
         if _ascending(c):
             # by class first: a class column already in order stays as it is, and each slice
-            # of whole classes is sorted on its own (no order as long as the triples)
+            # of whole classes is sorted on its own (no order as long as the triples), the
+            # counts narrowed slice by slice
             c = c.astype(class_dtype(len(sizes)), copy=False)
-            cnt_sorted = np.empty_like(cnt)
+            cnt_sorted = np.empty(len(cnt), dtype=_count_dtype(cnt))
             v_sorted = np.empty(len(v), dtype=vtype)
             for s, e in _class_cuts(c):
                 order = _by_class_then_count(c[s:e], cnt[s:e])
                 cnt_sorted[s:e] = cnt[s:e][order]
                 v_sorted[s:e] = v[s:e][order]
             return cls(domain, sizes, c, v_sorted, cnt_sorted, classes)
+        cnt = cnt.astype(_count_dtype(cnt), copy=False)
         order = _by_class_then_count(c, cnt)
         cnt = cnt[order]
         v = v[order].astype(vtype, copy=False)
@@ -606,12 +607,12 @@ def whole_sums(c: NDArray[Any], w: NDArray[Any], n_classes: int) -> NDArray[Any]
     return out
 
 
-def _narrow_counts(cnt: NDArray[Any]) -> NDArray[Any]:
-    """Counts in ``int32`` when the largest fits (a count of more than 2^31 - 1 records
+def _count_dtype(cnt: NDArray[Any]) -> np.dtype[Any]:
+    """``int32`` for counts when the largest fits (a count of more than 2^31 - 1 records
     keeps ``int64``); sums over them (class sizes, cumulative counts) are taken in ``int64``."""
     if cnt.size == 0 or (int(cnt.max()) < 1 << 31 and int(cnt.min()) >= -(1 << 31)):
-        return cnt.astype(np.int32, copy=False)
-    return cnt.astype(np.int64, copy=False)
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
 
 
 def _by_class_then_count(c: NDArray[Any], cnt: NDArray[Any]) -> NDArray[Any]:
