@@ -128,7 +128,7 @@ class SensitiveCounts:
         # arrays as long as the triples are made in place, and freed as soon as read: a
         # histogram of 10^8 records has tens of millions of them
         new = _pair_starts(class_codes, value_codes, m) if weights is not None else None
-        if new is not None:
+        if new is not None and weights is not None:
             # a histogram's cells come in class order (values ascending inside): each pair is
             # a run of cells, summed in the order hashing would (first appearance is
             # ascending here); one cell per pair, as with one sensitive column, is no sum
