@@ -28,12 +28,14 @@ from anonweb.core.models.counts import (
     SensitiveCounts,
     SensitiveDomain,
     sensitive_counts,
+    whole_sums,
 )
 from anonweb.core.models.diversity import DEFAULT_C, LDiversity, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymityResult, k_anonymity_of
 from anonweb.core.models.registry import sensitive_figures
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
+    class_dtype,
     equivalence_classes,
 )
 from anonweb.core.risk.population import PopulationUniqueness, population_uniqueness
@@ -206,6 +208,7 @@ def assess_risk(
             tuple(div.homogeneous(df, limit=disclosing_limit)),
             model_figures(sc),
         )
+        sc.let_go()
     return RiskProfile(
         quasi_identifiers=tuple(qis),
         anonymity=k_anonymity_of(ec),
@@ -248,16 +251,23 @@ def assess_histogram(
                 f"t_distance names columns that are not sensitive: {', '.join(unknown)}"
             )
     star = hist.suppressed_classes(qis)
-    kept = np.flatnonzero(~star)
     sizes = hist.class_sizes
     suppressed = int(sizes[star].sum())
+    everything = not suppressed  # nothing suppressed: no renumbering, no copies
+    kept = None if everything else np.flatnonzero(~star)
+    del star
 
     # one code per kept class: describing a class reads its row, built when asked for (a
     # table of every class would hold a value object per class and QI)
     def frame(rows: NDArray[Any]) -> pd.DataFrame:
-        return hist.class_frame(kept[rows]).set_axis(rows)
+        return hist.class_frame(rows if kept is None else kept[rows]).set_axis(rows)
 
-    ec = EquivalenceClasses(tuple(qis), np.arange(kept.size, dtype=np.int64), sizes[kept])
+    n_kept = sizes.size if kept is None else kept.size
+    ec = EquivalenceClasses(
+        tuple(qis),
+        np.arange(n_kept, dtype=class_dtype(n_kept)),
+        sizes if kept is None else sizes[kept],
+    )
     pop_sizes = (
         None
         if population is None
@@ -266,23 +276,25 @@ def assess_histogram(
     if population_size is None and population is not None:
         population_size = len(population)
     uniq = None if population_size is None else population_uniqueness(ec.sizes, population_size)
-    everything = kept.size == sizes.size  # nothing suppressed: no renumbering, no copies
-    if everything:
+    if kept is None:
         cell_class = hist.class_of_cell
     else:
-        renumber = np.full(sizes.size, -1, dtype=np.int64)
+        renumber = np.full(sizes.size, -1, dtype=class_dtype(kept.size))
         renumber[kept] = np.arange(kept.size)
         cell_class = renumber[hist.class_of_cell]
+        del renumber
         in_class = cell_class >= 0
         cell_class = cell_class[in_class]
-    weights = hist.counts.astype(float) if everything else hist.counts[in_class].astype(float)
+    # whole counts (exact sums), not floats: a histogram of 10^8 records has tens of
+    # millions of cells, and each array over them is hundreds of megabytes
+    weights = hist.counts if everything else hist.counts[in_class]
     profiles = {}
-    for name in sens:
+    for name in sens:  # one column at a time: its per-triple arrays are let go before the next
         values, codes = hist.labels[name], hist.sensitive_codes(name)
         domain = SensitiveDomain(
             str(name),
             values,
-            np.bincount(codes, weights=hist.counts, minlength=len(values)).astype(np.int64),
+            whole_sums(codes, hist.counts, len(values)),
         )
         sc = SensitiveCounts.from_codes(
             domain,
@@ -291,6 +303,7 @@ def assess_histogram(
             ec.count,
             classes=ec,
             weights=weights,
+            sizes=ec.sizes,  # the records per class: what the weights sum to in each
         )
         dist = t_distance.get(name) if isinstance(t_distance, Mapping) else t_distance
         div = l_diversity_of(sc, recursive_c=recursive_c)
@@ -301,6 +314,7 @@ def assess_histogram(
             tuple(div.homogeneous(frame, limit=disclosing_limit)),
             model_figures(sc),
         )
+        sc.let_go()
     return RiskProfile(
         quasi_identifiers=tuple(qis),
         anonymity=k_anonymity_of(ec),

@@ -119,6 +119,7 @@ class DuckDBEngine:
         require_source_columns(self._columns(rel), qi, sensitive, weights)
         if source_format(source) == "parquet":
             hist = self._keyed_histogram(source, rel, list(qi), list(sensitive), weights)
+            _release_arrow_memory()
             if hist is not None:
                 return hist
         keys = ", ".join(quote(c) for c in cols)
@@ -128,7 +129,10 @@ class DuckDBEngine:
         # each column numbered by its distinct values inside DuckDB, so what comes back is
         # integers per cell plus each column's few distinct values, not the labels per cell
         table = self.con.sql(f"SELECT {keys}, {agg} FROM {rel} GROUP BY ALL").to_arrow_table()
-        return _from_arrow(table, list(qi), list(sensitive), bool(weights))
+        hist = _from_arrow(table, list(qi), list(sensitive), bool(weights))
+        del table
+        _release_arrow_memory()
+        return hist
 
     def _keyed_histogram(
         self, source: Source, rel: str, qi: list[str], sensitive: list[str], weights: str | None
@@ -332,6 +336,15 @@ def _mapped(batch: Any, func: RowMap, start: int) -> Any:
             arrays.append(pa.array(done[c], from_pandas=True))
         fields.append(str(c))
     return pa.Table.from_arrays(arrays, names=fields)
+
+
+def _release_arrow_memory() -> None:
+    """Hand back to the system the pages Arrow's allocator kept from a result already turned
+    into a histogram: it keeps them for reuse otherwise, and what comes next (the risk
+    profile, the search) allocates through NumPy. A few hundred megabytes at 10^8 rows."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _from_arrow(table: Any, qi: list[str], sensitive: list[str], weighted: bool) -> Histogram:

@@ -29,7 +29,13 @@ from numpy.typing import NDArray
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
-from anonweb.core.risk.classes import combine_codes, no_star_when_all, star_values
+from anonweb.core.risk.classes import (
+    class_dtype,
+    code_dtype,
+    combine_codes,
+    no_star_when_all,
+    star_values,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +75,11 @@ class Histogram:
         new[:1] = True
         for col in qi:
             new[1:] |= col[1:] != col[:-1]
-        ids = np.cumsum(new, dtype=np.int64) - 1
+        # a class number per cell in int32 while the cells allow it: half the bytes, and
+        # every reader indexes or counts with it (no arithmetic that could wrap)
+        ids = np.cumsum(new, dtype=class_dtype(self.cells))
+        del new
+        ids -= 1
         sizes = np.bincount(ids, weights=self.counts).astype(np.int64)
         return ids, sizes
 
@@ -87,7 +97,7 @@ class Histogram:
     def first_cell(self) -> NDArray[Any]:
         """One cell of each class (its QI codes describe the class)."""
         ids = self.class_of_cell
-        first = np.empty(self.class_sizes.size, dtype=np.int64)
+        first = np.empty(self.class_sizes.size, dtype=class_dtype(self.cells))
         first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
         return first
 
@@ -155,19 +165,6 @@ class Histogram:
             if not (a[~a.isna()].astype(str) == b[~b.isna()].astype(str)).all():
                 return False
         return True
-
-
-def code_dtype(n_values: int) -> np.dtype[Any]:
-    """The smallest integer type holding the codes ``0..n_values - 1``: ``uint8`` up to 256
-    values, ``uint16`` up to 65,536, then ``int32`` and ``int64``. Indexing, ``take`` and
-    ``bincount`` read every one of them as they read ``int64``."""
-    if n_values <= 1 << 8:
-        return np.dtype(np.uint8)
-    if n_values <= 1 << 16:
-        return np.dtype(np.uint16)
-    if n_values <= 1 << 31:
-        return np.dtype(np.int32)
-    return np.dtype(np.int64)
 
 
 def compact_codes(codes: NDArray[Any], n_values: int) -> NDArray[Any]:

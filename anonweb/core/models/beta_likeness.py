@@ -64,11 +64,16 @@ def likeness_per_class(data: ClassData, sensitive: str) -> NDArray[Any]:
     if dense is not None:
         return likeness_per_class_dense(*dense)
     sc = data.sensitive(sensitive)
-    p = sc.domain.share[sc.val]
-    gain = (sc.share - p) / p
-    over = np.where(gain > -np.log(p) + TOLERANCE, np.inf, gain)
     out = np.zeros(sc.n_classes)
-    np.maximum.at(out, sc.cls, over)
+    for s, e, j0, _j1 in sc.slices():  # whole classes at a time, in place: less memory
+        p = sc.domain.share[sc.val[s:e]]
+        gain = np.subtract(sc.slice_share(s, e), p)
+        gain /= p
+        cap = np.log(p, out=p)
+        np.negative(cap, out=cap)
+        cap += TOLERANCE
+        gain[gain > cap] = np.inf
+        np.maximum.at(out[j0:], sc.cls[s:e] - j0, gain)
     return out
 
 

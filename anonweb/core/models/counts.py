@@ -13,7 +13,7 @@ occur. A missing sensitive value is a value of its own (an attacker learns "not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, cast
@@ -27,6 +27,8 @@ from anonweb.core.io.frame import require_columns
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
     check_columns,
+    class_dtype,
+    code_dtype,
     equivalence_classes,
     group_codes,
 )
@@ -114,41 +116,60 @@ class SensitiveCounts:
         *,
         classes: EquivalenceClasses | None = None,
         weights: NDArray[Any] | None = None,
+        sizes: NDArray[Any] | None = None,
     ) -> SensitiveCounts:
         """Count each value in each class from per-row codes (sparse: only pairs that occur).
 
-        ``weights`` counts each row that many times (distinct rows standing for records)."""
+        ``weights`` counts each row that many times (distinct rows standing for records).
+        ``sizes``, when the caller has them, are the records per class (the sums of the
+        weights per class), kept instead of summed again."""
         m = len(domain.values)
+        rows = len(class_codes)
         # arrays as long as the triples are made in place, and freed as soon as read: a
         # histogram of 10^8 records has tens of millions of them
-        key = class_codes.astype(np.int64)  # a copy: the caller's codes are not changed
-        key *= m
-        key += value_codes
-        rows = len(key)
-        if n_classes * m <= max(4 * rows, 1 << 20):
-            dense = np.bincount(key, weights=weights, minlength=n_classes * m)
-            key = np.flatnonzero(dense)
-            cnt = dense[key]
-        elif weights is None:
-            key, cnt = np.unique(key, return_counts=True)
-        elif rows and bool((key[1:] >= key[:-1]).all()):
+        new = _pair_starts(class_codes, value_codes, m) if weights is not None else None
+        if new is not None and weights is not None:
             # a histogram's cells come in class order (values ascending inside): each pair is
-            # a run, summed in the order hashing would (first appearance is ascending here)
-            new = np.empty(rows, dtype=bool)
-            new[0] = True
-            np.not_equal(key[1:], key[:-1], out=new[1:])
-            starts = np.flatnonzero(new)
+            # a run of cells, summed in the order hashing would (first appearance is
+            # ascending here); one cell per pair, as with one sensitive column, is no sum
+            starts = None if bool(new.all()) else np.flatnonzero(new)
             del new
-            key = key[starts]
-            cnt = np.add.reduceat(np.asarray(weights, dtype=float), starts)
+            if starts is None:
+                c = np.asarray(class_codes)
+                v = np.asarray(value_codes)
+                cnt = _whole(weights)
+            else:
+                c = class_codes[starts]
+                v = value_codes[starts]
+                cnt = np.add.reduceat(_summable(weights), starts)
             del starts
-        else:  # hashing: the triples are sorted below anyway
-            inv, key = pd.factorize(key)
-            cnt = np.bincount(inv, weights=weights, minlength=len(key))
-        triples = list(np.divmod(key, m)) + [cnt]
-        del key, cnt
-        sizes = np.bincount(class_codes, weights=weights, minlength=n_classes)
-        sizes = np.rint(sizes).astype(np.int64)
+            triples = [c, v, cnt]
+        else:
+            key = class_codes.astype(np.int64)  # a copy: the caller's codes are not changed
+            key *= m
+            key += value_codes
+            if n_classes * m <= max(4 * rows, 1 << 20):
+                dense = np.bincount(key, weights=weights, minlength=n_classes * m)
+                key = np.flatnonzero(dense)
+                cnt = dense[key]
+                del dense
+            elif weights is None:
+                key, cnt = np.unique(key, return_counts=True)
+            else:  # hashing: the triples are sorted below anyway
+                inv, key = pd.factorize(key)
+                cnt = np.bincount(inv, weights=weights, minlength=len(key))
+                del inv
+            triples = list(np.divmod(key, m)) + [cnt]
+            del key, cnt
+        if sizes is not None:
+            sizes = np.asarray(sizes, dtype=np.int64)
+            if len(sizes) != n_classes:
+                raise DataError(f"{len(sizes)} class sizes for {n_classes} classes")
+        elif weights is not None and np.asarray(weights).dtype.kind in "iub":
+            sizes = whole_sums(class_codes, np.asarray(weights), n_classes)
+        else:
+            sizes = np.bincount(class_codes, weights=weights, minlength=n_classes)
+            sizes = np.rint(sizes).astype(np.int64)
         return cls._sorted(domain, sizes, triples, classes)
 
     @classmethod
@@ -178,14 +199,34 @@ class SensitiveCounts:
         classes: EquivalenceClasses | None,
     ) -> SensitiveCounts:
         """The counts of the (class, value, count) ``triples``, which are consumed: each
-        array is let go once sorted, so no more than about two of them exist twice."""
+        array is let go once sorted, so no more than about two of them exist twice.
+
+        Stored compact: class numbers in ``int32`` and value codes in the smallest type of the
+        column's values while they fit, counts in ``int32`` while the largest does (sums of
+        them, the class sizes, stay ``int64``)."""
         c, v, cnt = triples
         triples.clear()
-        cnt = np.rint(cnt).astype(np.int64)
+        if cnt.dtype.kind == "f":
+            cnt = np.rint(cnt).astype(np.int64)
+        vtype = code_dtype(len(domain.values))
+        if _ascending(c):
+            # by class first: a class column already in order stays as it is, and each slice
+            # of whole classes is sorted on its own (no order as long as the triples), the
+            # counts narrowed slice by slice
+            c = c.astype(class_dtype(len(sizes)), copy=False)
+            cnt_sorted = np.empty(len(cnt), dtype=_count_dtype(cnt))
+            v_sorted = np.empty(len(v), dtype=vtype)
+            for s, e in _class_cuts(c):
+                order = _by_class_then_count(c[s:e], cnt[s:e])
+                cnt_sorted[s:e] = cnt[s:e][order]
+                v_sorted[s:e] = v[s:e][order]
+            return cls(domain, sizes, c, v_sorted, cnt_sorted, classes)
+        cnt = cnt.astype(_count_dtype(cnt), copy=False)
         order = _by_class_then_count(c, cnt)
         cnt = cnt[order]
-        c = c[order].astype(np.int64, copy=False)
-        v = v[order].astype(np.int64, copy=False)
+        v = v[order].astype(vtype, copy=False)
+        c = c[order].astype(class_dtype(len(sizes)), copy=False)
+        del order
         return cls(domain, sizes, c, v, cnt, classes)
 
     @property
@@ -207,17 +248,40 @@ class SensitiveCounts:
     @cached_property
     def distinct(self) -> NDArray[Any]:
         """Number of distinct values in each class."""
-        return np.bincount(self.cls, minlength=self.n_classes)
+        counted = np.bincount(self.cls, minlength=self.n_classes)
+        return counted.astype(class_dtype(len(self.cls)), copy=False)
 
     @cached_property
     def starts(self) -> NDArray[Any]:
-        d = self.distinct
-        return np.concatenate(([0], np.cumsum(d)[:-1])).astype(np.int64)
+        """Position of each class's first triple (of the next class's, for a class with none)."""
+        out = np.zeros(self.n_classes, dtype=class_dtype(len(self.cls)))
+        np.cumsum(self.distinct[:-1], out=out[1:])
+        return out
 
     @cached_property
     def share(self) -> NDArray[Any]:
-        """p(value | class) of each triple."""
+        """p(value | class) of each triple (kept once computed: see :meth:`let_go`)."""
         return np.asarray(self.cnt / self.sizes[self.cls])
+
+    def slices(self) -> Iterator[tuple[int, int, int, int]]:
+        """``(s, e, j0, j1)``: triples ``s:e`` are those of classes ``j0:j1``, whole classes
+        of about a million triples each, covering all (a class with no triple is in none:
+        start its figure from zero). A figure summed per class over a slice adds each
+        class's terms in the same order as over all triples, so it is the same to the last
+        bit, with temporaries a slice long instead of as long as the triples."""
+        for s, e in _class_cuts(self.cls):
+            yield s, e, int(self.cls[s]), int(self.cls[e - 1]) + 1
+
+    def slice_share(self, s: int, e: int) -> NDArray[Any]:
+        """:attr:`share` of triples ``s:e``, the same values."""
+        return np.asarray(self.cnt[s:e] / self.sizes[self.cls[s:e]])
+
+    def let_go(self) -> None:
+        """Forget :attr:`share` (a float per triple, what most figures read): the profile
+        calls this once a column's figures are measured, so that the counts it keeps (to
+        describe the classes) cost their compact triples alone. Asked again, it is computed
+        again, the same."""
+        self.__dict__.pop("share", None)
 
 
 class ClassData:
@@ -474,10 +538,88 @@ def _compact(codes: NDArray[Any]) -> tuple[NDArray[Any], int]:
     return inv.reshape(-1).astype(np.int64), len(uniq)
 
 
+# rows handled at a time where a sort key is built from several arrays: the temporaries of
+# one slice instead of whole arrays beside the key
+_SLICE = 1 << 20
+
+
+def _pair_starts(c: NDArray[Any], v: NDArray[Any], m: int) -> NDArray[Any] | None:
+    """Where codes sorted by class, then value, start a new (class, value) pair (a flag per
+    row); None when they are not in that order. Read a slice at a time, so that no key as
+    long as the codes is built."""
+    n = len(c)
+    if n == 0:
+        return None
+    new = np.empty(n, dtype=bool)
+    last = -1
+    for s in range(0, n, _SLICE):
+        key = c[s : s + _SLICE].astype(np.int64)
+        key *= m
+        key += v[s : s + _SLICE]
+        if int(key[0]) < last or not bool((key[1:] >= key[:-1]).all()):
+            return None
+        new[s] = int(key[0]) != last
+        np.not_equal(key[1:], key[:-1], out=new[s + 1 : s + len(key)])
+        last = int(key[-1])
+    return new
+
+
+def _class_cuts(c: NDArray[Any]) -> Iterator[tuple[int, int]]:
+    """Ranges ``s:e`` of about :data:`_SLICE` rows covering ``c`` (class numbers in
+    ascending order), each ending where a class does."""
+    n = len(c)
+    s = 0
+    while s < n:
+        e = min(s + _SLICE, n)
+        if e < n:
+            e = int(np.searchsorted(c, c[e - 1], side="right"))
+        yield s, e
+        s = e
+
+
+def _ascending(c: NDArray[Any]) -> bool:
+    """Whether ``c`` never decreases (read a slice at a time)."""
+    for s in range(0, len(c), _SLICE):
+        part = c[s : s + _SLICE + 1]
+        if not bool((part[1:] >= part[:-1]).all()):
+            return False
+    return True
+
+
+def _whole(weights: NDArray[Any]) -> NDArray[Any]:
+    """Per-row weights that are counts of records, as integers."""
+    w = np.asarray(weights)
+    return w if w.dtype.kind in "iub" else np.rint(w).astype(np.int64)
+
+
+def _summable(weights: NDArray[Any]) -> NDArray[Any]:
+    """Weights to sum: counts in ``int64`` (exact), anything else as float."""
+    w = np.asarray(weights)
+    return w.astype(np.int64, copy=False) if w.dtype.kind in "iub" else w.astype(float, copy=False)
+
+
+def whole_sums(c: NDArray[Any], w: NDArray[Any], n_classes: int) -> NDArray[Any]:
+    """Sum of integer weights (counts of records) per code of ``c``, exact in ``int64``:
+    what ``bincount`` with the weights gives, rounded, with no float copy of them."""
+    out = np.zeros(n_classes, dtype=np.int64)
+    for s in range(0, len(c), _SLICE):
+        np.add.at(out, c[s : s + _SLICE], w[s : s + _SLICE].astype(np.int64, copy=False))
+    return out
+
+
+def _count_dtype(cnt: NDArray[Any]) -> np.dtype[Any]:
+    """``int32`` for counts when the largest fits (a count of more than 2^31 - 1 records
+    keeps ``int64``); sums over them (class sizes, cumulative counts) are taken in ``int64``."""
+    if cnt.size == 0 or (int(cnt.max()) < 1 << 31 and int(cnt.min()) >= -(1 << 31)):
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
 def _by_class_then_count(c: NDArray[Any], cnt: NDArray[Any]) -> NDArray[Any]:
     """``np.lexsort((-cnt, c))``: by class, then descending count, ties in their given order.
     Where class, count and position fit in 63 bits together, one sort of the packed integers
-    (NumPy's vectorised sort, several times faster than ``lexsort`` on millions of triples)."""
+    (NumPy's vectorised sort, several times faster than ``lexsort`` on millions of triples),
+    packed a slice at a time."""
     n = len(c)
     if n == 0:
         return np.asarray(np.lexsort((-cnt, c)))
@@ -487,14 +629,16 @@ def _by_class_then_count(c: NDArray[Any], cnt: NDArray[Any]) -> NDArray[Any]:
     nbits = max((top - min(low, 0)).bit_length(), 1)
     ibits = max(int(n - 1).bit_length(), 1)
     if int(c.min()) < 0 or cbits + nbits + ibits > 63:
-        return np.asarray(np.lexsort((-cnt, c)))
-    packed = c.astype(np.int64)
-    packed <<= nbits + ibits
-    rank = np.subtract(top, cnt, dtype=np.int64)
-    rank <<= ibits
-    packed |= rank
-    del rank
-    packed |= np.arange(n, dtype=np.int64)
+        return np.asarray(np.lexsort((-cnt.astype(np.int64), c)))
+    packed = np.empty(n, dtype=np.int64)
+    for s in range(0, n, _SLICE):
+        part = packed[s : s + _SLICE]
+        part[:] = c[s : s + _SLICE]
+        part <<= nbits + ibits
+        rank = np.subtract(top, cnt[s : s + _SLICE], dtype=np.int64)
+        rank <<= ibits
+        part |= rank
+        part |= np.arange(s, s + len(part), dtype=np.int64)
     packed.sort()
     packed &= (1 << ibits) - 1
     return packed

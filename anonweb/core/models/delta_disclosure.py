@@ -35,9 +35,13 @@ from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDoma
 
 def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
     """Per class, max over the values it contains of |log2(p(s|class) / p(s))|."""
-    ratio = np.abs(np.log2(sc.share / sc.domain.share[sc.val]))
     out = np.zeros(sc.n_classes)
-    np.maximum.at(out, sc.cls, ratio)
+    for s, e, j0, _j1 in sc.slices():  # whole classes at a time, in place: less memory
+        ratio = sc.domain.share[sc.val[s:e]]
+        np.divide(sc.slice_share(s, e), ratio, out=ratio)
+        np.log2(ratio, out=ratio)
+        np.abs(ratio, out=ratio)
+        np.maximum.at(out[j0:], sc.cls[s:e] - j0, ratio)
     return out
 
 

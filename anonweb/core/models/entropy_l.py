@@ -34,8 +34,13 @@ TOLERANCE = 1e-12
 
 def entropy(sc: SensitiveCounts) -> NDArray[Any]:
     """Natural-log entropy of the sensitive attribute within each class."""
-    p = sc.share
-    return -np.bincount(sc.cls, weights=p * np.log(p), minlength=sc.n_classes)
+    out = np.zeros(sc.n_classes)
+    for s, e, j0, j1 in sc.slices():  # whole classes at a time: the same sums, less memory
+        p = sc.slice_share(s, e)
+        terms = np.log(p)
+        terms *= p
+        out[j0:j1] = np.bincount(sc.cls[s:e] - j0, weights=terms, minlength=j1 - j0)
+    return -out
 
 
 def entropy_l(sc: SensitiveCounts) -> NDArray[Any]:

@@ -34,20 +34,23 @@ def recursive_l(sc: SensitiveCounts, c: float) -> NDArray[Any]:
     """Per class, the largest l with r1 < c (r_l + ... + r_m); 0 if not even l = 1."""
     if not c > 0:
         raise ParameterError(f"recursive diversity needs c > 0, got {c}")
-    # in place over the triples: a histogram of 10^8 records has tens of millions of them
+    # whole classes at a time: a histogram of 10^8 records has tens of millions of triples
     starts = sc.starts
-    before = np.cumsum(sc.cnt)
-    before -= sc.cnt  # counts of the triples before this one, over all classes
-    before -= before[starts].take(sc.cls)  # ... within its class
-    tail = sc.sizes.take(sc.cls)
-    tail -= before  # r_l + ... + r_m for l = rank of this triple + 1
-    del before
-    bound = np.multiply(tail, c)
-    del tail
-    # tail shrinks as l grows, so the ranks that pass form a prefix: count them.
-    ok = sc.cnt[starts].take(sc.cls) < bound
-    del bound
-    return np.bincount(sc.cls[ok], minlength=sc.n_classes).astype(np.int64)
+    out = np.zeros(sc.n_classes, dtype=np.int64)
+    for s, e, j0, j1 in sc.slices():
+        cnt, local = sc.cnt[s:e], sc.cls[s:e] - j0
+        before = np.cumsum(cnt, dtype=np.int64)
+        before -= cnt  # counts of the triples before this one in the slice
+        before -= before[starts[j0:j1] - s].take(local)  # ... within its class
+        tail = sc.sizes[j0:j1].take(local)
+        tail -= before  # r_l + ... + r_m for l = rank of this triple + 1
+        del before
+        bound = np.multiply(tail, c)
+        del tail
+        # tail shrinks as l grows, so the ranks that pass form a prefix: count them.
+        ok = sc.cnt[starts[j0:j1]].take(local) < bound
+        out[j0:j1] = np.bincount(local[ok], minlength=j1 - j0)
+    return out
 
 
 def _recursive_spec(column: str | None, value: str) -> dict[str, Any]:

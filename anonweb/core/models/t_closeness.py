@@ -65,12 +65,22 @@ def pick_distance(series: pd.Series, hierarchy: Hierarchy | None, distance: str 
 
 def equal_distance(sc: SensitiveCounts) -> NDArray[Any]:
     """Per-class EMD with every pair of values at distance 1."""
-    q = sc.domain.share[sc.val]
     n = sc.n_classes
-    present = np.bincount(sc.cls, weights=np.abs(sc.share - q), minlength=n)
-    q_present = np.bincount(sc.cls, weights=q, minlength=n)
-    # Values absent from a class contribute their table share q_i each.
-    return np.clip(0.5 * (present + 1.0 - q_present), 0.0, 1.0)
+    present, q_present = np.zeros(n), np.zeros(n)
+    for s, e, j0, j1 in sc.slices():  # whole classes at a time: the same sums, less memory
+        q = sc.domain.share[sc.val[s:e]]
+        local = sc.cls[s:e] - j0
+        q_present[j0:j1] = np.bincount(local, weights=q, minlength=j1 - j0)
+        gap = np.subtract(sc.slice_share(s, e), q, out=q)
+        np.abs(gap, out=gap)
+        present[j0:j1] = np.bincount(local, weights=gap, minlength=j1 - j0)
+    # Values absent from a class contribute their table share q_i each: 0.5 (present + 1 -
+    # q_present), in place (the same operations in the same order)
+    present += 1.0
+    present -= q_present
+    del q_present
+    present *= 0.5
+    return np.clip(present, 0.0, 1.0, out=present)
 
 
 def equal_distance_dense(domain: SensitiveDomain, hist: NDArray[Any]) -> NDArray[Any]:
@@ -175,7 +185,8 @@ def _level_cost(
     parent_of_child = np.zeros(mc, dtype=np.int64)
     parent_of_child[child_of] = parent_of
     # Class mass on each child node it touches, then the positive surplus per child.
-    ck, cinv = np.unique(sc.cls * mc + child_of[sc.val], return_inverse=True)
+    # int64: the class numbers may be stored in int32, the product not
+    ck, cinv = np.unique(sc.cls.astype(np.int64) * mc + child_of[sc.val], return_inverse=True)
     cinv = cinv.reshape(-1)
     p_child = np.bincount(cinv, weights=sc.share)
     c_cls, c_node = np.divmod(ck, mc)

@@ -74,6 +74,26 @@ def no_star_when_all(star: NDArray[Any]) -> NDArray[Any]:
     return star
 
 
+def code_dtype(n_values: int) -> np.dtype[Any]:
+    """The smallest integer type holding the codes ``0..n_values - 1``: ``uint8`` up to 256
+    values, ``uint16`` up to 65,536, then ``int32`` and ``int64``. Indexing, ``take`` and
+    ``bincount`` read every one of them as they read ``int64``."""
+    if n_values <= 1 << 8:
+        return np.dtype(np.uint8)
+    if n_values <= 1 << 16:
+        return np.dtype(np.uint16)
+    if n_values <= 1 << 31:
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def class_dtype(n: int) -> np.dtype[Any]:
+    """The signed integer type of numbers up to ``n`` (class numbers, positions, counts of
+    at most ``n``): ``int32`` while they fit, else ``int64``. Signed, so that the difference
+    of two of them cannot wrap."""
+    return np.dtype(np.int32) if n < 1 << 31 else np.dtype(np.int64)
+
+
 def check_columns(df: pd.DataFrame, quasi_identifiers: Sequence[str]) -> list[str]:
     """Validate the frame and the quasi-identifier list; return the QIs as a list."""
     if not isinstance(df, pd.DataFrame):

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.engine.histogram import Histogram, code_dtype, compact_codes
+from anonweb.core.engine.histogram import Histogram, compact_codes
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.io.hierarchy import MISSING, UNCOVERED, Hierarchy
+from anonweb.core.risk.classes import code_dtype
 
 MISSING_LABEL = None  # a missing value stays missing below the root
 _BIG = np.iinfo(np.int64).max
