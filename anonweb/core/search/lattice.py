@@ -12,6 +12,7 @@ import ctypes
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -309,12 +310,9 @@ class EncodedTable:
         self.codes = [
             list(self.all_codes[o : o + len(c)]) for o, c in zip(self.offsets.tolist(), self.cards)
         ]
-        # the same codes one row per distinct row: rolling up gathers a few hundred scattered
-        # rows, and each then costs one or two cache lines instead of one per QI
-        self.row_codes = np.ascontiguousarray(self.all_codes.T)
         self._offsets = [int(o) for o in self.offsets]
         self._cards = [int(c) for c in self.all_cards]
-        self.width = self.row_codes.shape[1]
+        self.width = self.all_codes.shape[0]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         # per distinct row, the hierarchy row of each QI's value: what a class is found by in a
         # population table (:mod:`anonweb.core.models.population_table`)
@@ -332,6 +330,13 @@ class EncodedTable:
                 self.qi_weights = np.bincount(base_to_qi, weights=self.weights, minlength=n_qi)
                 self.qi_first = _first_index(base_to_qi, n_qi)
                 self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
+
+    @cached_property
+    def row_codes(self) -> NDArray[Any]:
+        """The codes one row per distinct row: rolling up gathers a few hundred scattered rows,
+        and each then costs one or two cache lines instead of one per QI. Built on first use
+        (a what-if never rolls up from row codes, and this copy is as large as the codes)."""
+        return np.ascontiguousarray(self.all_codes.T)
 
     def group(
         self, levels: Sequence[int] | NDArray[Any], rows: NDArray[Any] | None = None

@@ -47,7 +47,7 @@ from anonweb.core.models.closeness import t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.diversity import DEFAULT_C, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymity, k_anonymity_of
-from anonweb.core.risk.classes import EquivalenceClasses, json_value
+from anonweb.core.risk.classes import EquivalenceClasses, json_value, size_counts
 from anonweb.core.risk.population import population_uniqueness
 from anonweb.core.risk.reidentification import DEFAULT_THRESHOLDS, risk_of
 from anonweb.core.search.lattice import EncodedTable, _sum_rows
@@ -154,15 +154,25 @@ class WhatIfTable:
         # what-if groups those (10^8 records: 8.9 M of them, against 29.7 M distinct rows) and
         # reads the distinct rows only to count sensitive values. What the search keeps
         # besides, to roll nodes up from row codes, is dropped.
+        # the records each distinct row stands for, as the counts read them
+        self._cell_weights = t.weights.astype(float)
+        # how a distinct row finds its quasi-identifier row: the same row (None), the next of
+        # runs of ``_qi_cells`` rows (the distinct rows come in the order of their quasi-
+        # identifier rows, as a sorted encoding gives them), or ``_cell_qi``
+        self._cell_qi: NDArray[Any] | None = None
+        self._qi_cells: NDArray[Any] | None = None
         if t.base_to_qi is None:  # every distinct row has quasi-identifier values of its own
-            self._qi_codes, self._qi_weights = t.all_codes, t.weights.astype(float)
+            self._qi_codes, self._qi_weights = t.all_codes, self._cell_weights
             self._qi_first: NDArray[Any] | None = None
-            self._cell_qi: NDArray[Any] | None = None
         else:
             self._qi_codes, self._qi_weights = t.qi_codes, t.qi_weights
             self._qi_first = t.qi_first
-            self._cell_qi = t.base_to_qi.astype(code_dtype(len(t.qi_weights)), copy=False)
-        del t.row_codes, t.qi_codes, t.qi_weights, t.qi_first, t.base_to_qi, t.qi_rows
+            b = t.base_to_qi
+            if bool((b[1:] >= b[:-1]).all()):
+                self._qi_cells = np.bincount(b, minlength=len(t.qi_weights))
+            else:
+                self._cell_qi = b.astype(code_dtype(len(t.qi_weights)), copy=False)
+        del t.qi_codes, t.qi_weights, t.qi_first, t.base_to_qi, t.qi_rows
         # the grouping of the nodes asked for last (class of each quasi-identifier row, sizes,
         # sensitive counts): a repeat is answered from it, a coarser node rolled up from it
         self._nodes: OrderedDict[tuple[int, ...], _Node] = OrderedDict()
@@ -184,6 +194,8 @@ class WhatIfTable:
             SensitiveDomain(s, self.table.sa_values[j], self.table.sa_global(j).astype(np.int64))
             for j, s in enumerate(sensitive)
         ]
+        # read as ``_cell_weights`` from here on
+        del t.weights
 
     @property
     def rows(self) -> int:
@@ -371,17 +383,21 @@ class WhatIfTable:
         nsa = len(t.sa_values[j])
         if g.n_classes * nsa > max(t.m, DENSE_MIN):
             return None
-        key = self._cell_classes(g).astype(np.int64)
-        key *= nsa
+        key = self._cell_classes(g, nsa)
         key += t.sa_codes[j]
-        matrix = np.bincount(key, weights=t.weights, minlength=g.n_classes * nsa)
+        matrix = np.bincount(key, weights=self._cell_weights, minlength=g.n_classes * nsa)
         del key
         g.matrices[name] = matrix = np.rint(matrix).astype(np.int64).reshape(g.n_classes, nsa)
         return matrix
 
-    def _cell_classes(self, g: _Node) -> NDArray[Any]:
-        """The class of each distinct row."""
-        return g.inv if self._cell_qi is None else g.inv.take(self._cell_qi)
+    def _cell_classes(self, g: _Node, times: int = 1) -> NDArray[Any]:
+        """The class of each distinct row (int64), multiplied by ``times``."""
+        inv = g.inv.astype(np.int64)
+        if times != 1:
+            inv *= times
+        if self._qi_cells is not None:  # runs: a copy in order, no gather
+            return np.repeat(inv, self._qi_cells)
+        return inv if self._cell_qi is None else inv.take(self._cell_qi)
 
     def _all_counts(self, g: _Node, name: str) -> SensitiveCounts:
         """Sensitive value counts of every class of a node (the models' checks)."""
@@ -397,15 +413,13 @@ class WhatIfTable:
         j = self.sensitive.index(name)
         t = self.table
         inv = self._cell_classes(g)
-        values, weights, n_classes = t.sa_codes[j], t.weights, g.n_classes
+        values, weights, n_classes = t.sa_codes[j], self._cell_weights, g.n_classes
         if kept is not None:
             rows = np.flatnonzero(kept.take(inv))  # distinct rows of kept classes
             renumber = np.cumsum(kept) - 1
             inv = renumber.take(inv.take(rows))
             values, weights, n_classes = values[rows], weights[rows], int(kept.sum())
-        return SensitiveCounts.from_codes(
-            self.domains[j], inv, values, n_classes, weights=weights.astype(float)
-        )
+        return SensitiveCounts.from_codes(self.domains[j], inv, values, n_classes, weights=weights)
 
     def _profile(self, g: _Node, kept: NDArray[Any], node: list[int]) -> RiskProfile:
         sizes = g.sizes[kept]
@@ -496,9 +510,8 @@ def _smallest_within(sizes: NDArray[Any], max_out: int) -> NDArray[Any]:
     every class below the largest k whose smaller classes hold at most ``max_out`` records."""
     if max_out <= 0 or len(sizes) == 0:
         return np.zeros(len(sizes), dtype=bool)
-    counts = np.bincount(sizes)
-    present = np.flatnonzero(counts)
-    below = np.cumsum(present * counts[present])  # records in classes of size <= present[i]
+    present, counts = size_counts(sizes)
+    below = np.cumsum(present * counts)  # records in classes of size <= present[i]
     fits = below <= max_out
     if not fits.any():
         return np.zeros(len(sizes), dtype=bool)
