@@ -790,13 +790,27 @@ def _distinct_rows(
         for col, r in zip(cols, radices):
             key *= max(r, 1)
             key += col
-        # hashing, then sorting the few distinct keys: np.unique's order, without sorting every row
-        inverse, uniq = pd.factorize(key, sort=True)
-        inverse = inverse.astype(np.int64, copy=False)
-        counts = np.bincount(inverse, minlength=len(uniq))
-        # each distinct row's values read from one of its rows (cheaper than dividing the keys)
-        first = _first_index(inverse, len(uniq))
-        del key, uniq
+        if len(key) and bool((key[1:] >= key[:-1]).all()):
+            # rows already in key order (the distinct rows of a sorted encoding, grouped on
+            # their first columns): runs, numbered as a sort numbers them, without hashing
+            new = np.empty(len(key), dtype=bool)
+            new[0] = True
+            np.not_equal(key[1:], key[:-1], out=new[1:])
+            del key
+            first = np.flatnonzero(new)
+            inverse = np.cumsum(new, dtype=np.int64) - 1
+            del new
+            counts = np.diff(np.append(first, len(inverse)))
+        else:
+            # hashing, then sorting the few distinct keys: np.unique's order, without sorting
+            # every row
+            inverse, uniq = pd.factorize(key, sort=True)
+            inverse = inverse.astype(np.int64, copy=False)
+            counts = np.bincount(inverse, minlength=len(uniq))
+            # each distinct row's values read from one of its rows (cheaper than dividing the
+            # keys)
+            first = _first_index(inverse, len(uniq))
+            del key, uniq
         # every code is below its radix: the smallest type holding the largest radix
         base = np.empty((len(first), len(cols)), dtype=code_dtype(max(radices)), order="F")
         for j, col in enumerate(cols):

@@ -172,6 +172,13 @@ class WhatIfTable:
                 self._qi_cells = np.bincount(b, minlength=len(t.qi_weights))
             else:
                 self._cell_qi = b.astype(code_dtype(len(t.qi_weights)), copy=False)
+        # what only a release reads: each quasi-identifier's hierarchy row per input row, and
+        # the records per input row; the sensitive codes copied out of the distinct rows'
+        # matrix, whose quasi-identifier columns are then let go
+        for q in t.qis:
+            q.row_index = np.empty(0, dtype=np.int8)
+        t.row_weights = None
+        t.sa_codes = [np.array(c, copy=True) for c in t.sa_codes]
         del t.qi_codes, t.qi_weights, t.qi_first, t.base_to_qi, t.qi_rows
         # the grouping of the nodes asked for last (class of each quasi-identifier row, sizes,
         # sensitive counts): a repeat is answered from it, a coarser node rolled up from it
