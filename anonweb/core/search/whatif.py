@@ -399,9 +399,7 @@ class WhatIfTable:
 
     def _cell_classes(self, g: _Node, times: int = 1) -> NDArray[Any]:
         """The class of each distinct row (int64), multiplied by ``times``."""
-        inv = g.inv.astype(np.int64)
-        if times != 1:
-            inv *= times
+        inv = np.multiply(g.inv, times, dtype=np.int64)  # widened and multiplied in one pass
         if self._qi_cells is not None:  # runs: a copy in order, no gather
             return np.repeat(inv, self._qi_cells)
         return inv if self._cell_qi is None else inv.take(self._cell_qi)
