@@ -237,11 +237,10 @@ class EquivalenceClasses:
 
     def size_distribution(self) -> list[dict[str, int]]:
         """``[{size, classes, records}]`` ascending by size: the histogram behind k."""
-        counts = np.bincount(self.sizes)
-        sizes = np.flatnonzero(counts)
+        sizes, counts = size_counts(self.sizes)
         return [
-            {"size": int(s), "classes": int(counts[s]), "records": int(s * counts[s])}
-            for s in sizes
+            {"size": int(s), "classes": int(c), "records": int(s * c)}
+            for s, c in zip(sizes.tolist(), counts.tolist())
         ]
 
     def describe(
@@ -281,3 +280,16 @@ def json_value(value: object) -> object:
     if isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
+
+
+def size_counts(sizes: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The class sizes present, ascending, and how many classes have each. A count over the
+    sizes while the largest is not far above the number of classes; else a sort of the sizes
+    (a few classes of 10^7 records each would make the count an array of 10^7 slots)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if len(sizes) == 0 or int(sizes.max()) <= 4 * len(sizes) + 1024:
+        counts = np.bincount(sizes)
+        present = np.flatnonzero(counts)
+        return present, counts[present]
+    present, counts = np.unique(sizes, return_counts=True)
+    return present, counts

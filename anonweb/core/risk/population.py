@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from anonweb.core.errors import ParameterError
+from anonweb.core.risk.classes import size_counts
 
 MODELS = ("pitman", "zayatz", "snb")
 REFERENCES = {
@@ -47,9 +48,8 @@ REFERENCES = {
 
 
 def _histogram(sizes: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
-    counts = np.bincount(sizes)
-    present = np.flatnonzero(counts)
-    return present.astype(float), counts[present].astype(float)
+    present, counts = size_counts(sizes)
+    return present.astype(float), counts.astype(float)
 
 
 def _valid(value: float, population: float) -> bool:

@@ -29,6 +29,7 @@ from anonweb.core.risk.classes import (
     column_codes,
     combine_codes,
     equivalence_classes,
+    size_counts,
 )
 
 DEFAULT_THRESHOLDS = (0.2, 0.1, 0.05, 0.01)
@@ -96,9 +97,8 @@ def records_above(
     sizes: NDArray[Any], thresholds: Sequence[float]
 ) -> tuple[tuple[float, int], ...]:
     """For each threshold, the number of records whose prosecutor risk 1/size exceeds it."""
-    counts = np.bincount(sizes)
-    present = np.flatnonzero(counts)
-    records = present * counts[present]
+    present, counts = size_counts(sizes)
+    records = present * counts
     risk = 1.0 / present
     return tuple((t, int(records[risk > t].sum())) for t in thresholds)
 
@@ -179,10 +179,9 @@ def _estimated_journalist(sizes: NDArray[Any], fraction: float) -> tuple[float, 
     """Largest and mean (over records) estimated journalist risk E[1/F | f]."""
     from anonweb.core.risk.population import individual_risk
 
-    counts = np.bincount(sizes)
-    present = np.flatnonzero(counts)
+    present, counts = size_counts(sizes)
     risk = individual_risk(present, fraction)
-    records = present * counts[present]
+    records = present * counts
     return float(risk.max()), float((risk * records).sum() / records.sum())
 
 

@@ -12,6 +12,7 @@ import ctypes
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -310,12 +311,9 @@ class EncodedTable:
         self.codes = [
             list(self.all_codes[o : o + len(c)]) for o, c in zip(self.offsets.tolist(), self.cards)
         ]
-        # the same codes one row per distinct row: rolling up gathers a few hundred scattered
-        # rows, and each then costs one or two cache lines instead of one per QI
-        self.row_codes = np.ascontiguousarray(self.all_codes.T)
         self._offsets = [int(o) for o in self.offsets]
         self._cards = [int(c) for c in self.all_cards]
-        self.width = self.row_codes.shape[1]
+        self.width = self.all_codes.shape[0]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
         # per distinct row, the hierarchy row of each QI's value: what a class is found by in a
         # population table (:mod:`anonweb.core.models.population_table`)
@@ -333,6 +331,13 @@ class EncodedTable:
                 self.qi_weights = np.bincount(base_to_qi, weights=self.weights, minlength=n_qi)
                 self.qi_first = _first_index(base_to_qi, n_qi)
                 self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
+
+    @cached_property
+    def row_codes(self) -> NDArray[Any]:
+        """The codes one row per distinct row: rolling up gathers a few hundred scattered rows,
+        and each then costs one or two cache lines instead of one per QI. Built on first use
+        (a what-if never rolls up from row codes, and this copy is as large as the codes)."""
+        return np.ascontiguousarray(self.all_codes.T)
 
     def group(
         self, levels: Sequence[int] | NDArray[Any], rows: NDArray[Any] | None = None
@@ -786,13 +791,27 @@ def _distinct_rows(
         for col, r in zip(cols, radices):
             key *= max(r, 1)
             key += col
-        # hashing, then sorting the few distinct keys: np.unique's order, without sorting every row
-        inverse, uniq = pd.factorize(key, sort=True)
-        inverse = inverse.astype(np.int64, copy=False)
-        counts = np.bincount(inverse, minlength=len(uniq))
-        # each distinct row's values read from one of its rows (cheaper than dividing the keys)
-        first = _first_index(inverse, len(uniq))
-        del key, uniq
+        if len(key) and bool((key[1:] >= key[:-1]).all()):
+            # rows already in key order (the distinct rows of a sorted encoding, grouped on
+            # their first columns): runs, numbered as a sort numbers them, without hashing
+            new = np.empty(len(key), dtype=bool)
+            new[0] = True
+            np.not_equal(key[1:], key[:-1], out=new[1:])
+            del key
+            first = np.flatnonzero(new)
+            inverse = np.cumsum(new, dtype=np.int64) - 1
+            del new
+            counts = np.diff(np.append(first, len(inverse)))
+        else:
+            # hashing, then sorting the few distinct keys: np.unique's order, without sorting
+            # every row
+            inverse, uniq = pd.factorize(key, sort=True)
+            inverse = inverse.astype(np.int64, copy=False)
+            counts = np.bincount(inverse, minlength=len(uniq))
+            # each distinct row's values read from one of its rows (cheaper than dividing the
+            # keys)
+            first = _first_index(inverse, len(uniq))
+            del key, uniq
         # every code is below its radix: the smallest type holding the largest radix
         base = np.empty((len(first), len(cols)), dtype=code_dtype(max(radices)), order="F")
         for j, col in enumerate(cols):

@@ -27,7 +27,9 @@ distribution, as ARX does.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +39,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.assessment.charts import homogeneity_histogram
 from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile, model_figures
-from anonweb.core.engine.histogram import Histogram
+from anonweb.core.engine.histogram import Histogram, code_dtype
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
@@ -45,11 +47,18 @@ from anonweb.core.models.closeness import t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.diversity import DEFAULT_C, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymity, k_anonymity_of
-from anonweb.core.risk.classes import EquivalenceClasses, json_value
+from anonweb.core.risk.classes import EquivalenceClasses, json_value, size_counts
 from anonweb.core.risk.population import population_uniqueness
 from anonweb.core.risk.reidentification import DEFAULT_THRESHOLDS, risk_of
-from anonweb.core.search.lattice import EncodedTable
+from anonweb.core.search.lattice import EncodedTable, _sum_rows
 from anonweb.core.search.metrics import make_metric
+
+# nodes whose classes are kept for repeats and roll-ups, and the memory they may take
+NODES_KEPT = 8
+NODES_BYTES = 256 * 2**20
+# a (classes x sensitive values) matrix is counted while no larger than the distinct rows, or
+# than this
+DENSE_MIN = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -138,15 +147,49 @@ class WhatIfTable:
         else:
             self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
             columns = {s: df[s] for s in sensitive}
-        del self.table.row_to_base  # only the distinct rows are needed from here on
-        # a what-if groups each node from the distinct rows' codes (``group``): what the search
-        # keeps besides, to roll nodes up and to group from the distinct QI rows alone, would
-        # be most of the table's memory (10^8 records: 29.7 M distinct rows)
         t = self.table
-        del t.row_codes, t.qi_codes, t.qi_weights, t.qi_first, t.base_to_qi, t.qi_rows
+        del t.row_to_base  # only the distinct rows are needed from here on
+        # A node's classes are unions of distinct quasi-identifier rows (the distinct rows
+        # that differ only in their sensitive values fall in one class at every node), so a
+        # what-if groups those (10^8 records: 8.9 M of them, against 29.7 M distinct rows) and
+        # reads the distinct rows only to count sensitive values. What the search keeps
+        # besides, to roll nodes up from row codes, is dropped.
+        # the records each distinct row stands for, as the counts read them
+        self._cell_weights = t.weights.astype(float)
+        # how a distinct row finds its quasi-identifier row: the same row (None), the next of
+        # runs of ``_qi_cells`` rows (the distinct rows come in the order of their quasi-
+        # identifier rows, as a sorted encoding gives them), or ``_cell_qi``
+        self._cell_qi: NDArray[Any] | None = None
+        self._qi_cells: NDArray[Any] | None = None
+        if t.base_to_qi is None:  # every distinct row has quasi-identifier values of its own
+            self._qi_codes, self._qi_weights = t.all_codes, self._cell_weights
+            self._qi_first: NDArray[Any] | None = None
+        else:
+            self._qi_codes, self._qi_weights = t.qi_codes, t.qi_weights
+            self._qi_first = t.qi_first
+            b = t.base_to_qi
+            if bool((b[1:] >= b[:-1]).all()):
+                self._qi_cells = np.bincount(b, minlength=len(t.qi_weights))
+            else:
+                self._cell_qi = b.astype(code_dtype(len(t.qi_weights)), copy=False)
+        # what only a release reads: each quasi-identifier's hierarchy row per input row, and
+        # the records per input row; the sensitive codes copied out of the distinct rows'
+        # matrix, whose quasi-identifier columns are then let go
+        for q in t.qis:
+            q.row_index = np.empty(0, dtype=np.int8)
+        t.row_weights = None
+        t.sa_codes = [np.array(c, copy=True) for c in t.sa_codes]
+        del t.qi_codes, t.qi_weights, t.qi_first, t.base_to_qi, t.qi_rows
+        # the grouping of the nodes asked for last (class of each quasi-identifier row, sizes,
+        # sensitive counts): a repeat is answered from it, a coarser node rolled up from it
+        self._nodes: OrderedDict[tuple[int, ...], _Node] = OrderedDict()
+        self._nodes_lock = threading.Lock()
         self.quasi_identifiers = tuple(quasi_identifiers)
         self.sensitive = tuple(sensitive)
         self.metric = make_metric(metric, self.table, aggregate)
+        if self._qi_codes is not t.all_codes:
+            # the codes of every distinct row were read by the metric's set-up only
+            del t.all_codes, t.codes
         self.population_size = population_size
         self.thresholds = tuple(thresholds)
         self.recursive_c = recursive_c
@@ -158,6 +201,8 @@ class WhatIfTable:
             SensitiveDomain(s, self.table.sa_values[j], self.table.sa_global(j).astype(np.int64))
             for j, s in enumerate(sensitive)
         ]
+        # read as ``_cell_weights`` from here on
+        del t.weights
 
     @property
     def rows(self) -> int:
@@ -213,9 +258,9 @@ class WhatIfTable:
         t = self.table
         n = t.n
         max_out = math.floor(suppression * n + 1e-9)
-        inv, n_classes = t.group(node)
-        sizes = np.bincount(inv, weights=t.weights, minlength=n_classes).astype(np.int64)
-        data = ClassData(sizes, self._counts(inv, n_classes, None))
+        g = self._node(node)
+        n_classes, sizes = g.n_classes, g.sizes
+        data = ClassData(sizes, lambda name: self._all_counts(g, name))
         if models:
             fail = np.zeros(n_classes, dtype=bool)
             for m in models:
@@ -230,8 +275,7 @@ class WhatIfTable:
         else:
             out = _smallest_within(sizes, max_out)
             required, satisfied = int(sizes[out].sum()), None
-        rep = np.empty(n_classes, dtype=np.int64)
-        rep[inv] = np.arange(len(inv))
+        rep = g.rep
         if self.metric.per_qi:
             values = self.metric.actual(node, rep[out], sizes[out])
             per_qi = {q: float(v) for q, v in zip(self.quasi_identifiers, values)}
@@ -253,48 +297,153 @@ class WhatIfTable:
             loss_per_qi=per_qi,
             metric=self.metric.name,
             rows=n,
-            profile=self._profile(sizes, inv, kept, node, rep) if kept.any() else None,
+            profile=self._profile(g, kept, node) if kept.any() else None,
         )
 
-    def _counts(
-        self, inv: NDArray[Any], n_classes: int, rows: NDArray[Any] | None
-    ) -> Callable[[str], SensitiveCounts]:
-        """Sensitive value counts per class, sparse, from the distinct rows (``rows``: only
-        those), each weighted by the records it stands for."""
-        index = {s: j for j, s in enumerate(self.sensitive)}
+    def _node(self, node: list[int]) -> _Node:
+        """The classes of ``node``: kept from an earlier call, rolled up from a kept finer node
+        (every class of a finer node lies inside one class of a coarser one), or grouped from
+        the distinct quasi-identifier rows."""
+        key = tuple(node)
+        with self._nodes_lock:
+            if key in self._nodes:
+                self._nodes.move_to_end(key)
+                return self._nodes[key]
+            finer = [
+                g for levels, g in self._nodes.items() if all(a <= b for a, b in zip(levels, key))
+            ]
+        parent = min(finer, key=lambda g: g.n_classes, default=None)
+        if (
+            parent is not None
+            and not parent.matrices
+            and 2 * parent.n_classes > len(self._qi_weights)
+        ):
+            parent = None  # as many classes as rows: grouping the rows afresh costs no more
+        g = self._rolled_up(node, parent) if parent is not None else self._grouped(node)
+        with self._nodes_lock:
+            self._nodes[key] = g
+            self._nodes.move_to_end(key)
+            while len(self._nodes) > 1 and (
+                len(self._nodes) > NODES_KEPT
+                or sum(x.nbytes for x in self._nodes.values()) > NODES_BYTES
+            ):
+                self._nodes.popitem(last=False)
+        return g
+
+    def _grouped(self, node: list[int]) -> _Node:
+        inv, n_classes, sizes = self.table.group_sizes(node, None, self._qi_weights, self._qi_codes)
+        assert sizes is not None
+        rep = np.empty(n_classes, dtype=np.int64)
+        rep[inv] = np.arange(len(inv))  # any row of a class represents it
+        if self._qi_first is not None:
+            rep = self._qi_first.take(rep)
+        inv = inv.astype(code_dtype(n_classes), copy=False)
+        return _Node(inv, n_classes, np.rint(sizes).astype(np.int64), rep)
+
+    def _rolled_up(self, node: list[int], parent: _Node) -> _Node:
+        """The classes of ``node`` from those of a finer node: one row per parent class is
+        grouped, and the parent's sensitive counts (classes x values) summed per class."""
         t = self.table
+        # the parent's classes' codes at this node, read from their representative rows
+        codes = np.stack([full[lv].take(parent.rep) for full, lv in zip(t.full_codes, node)])
+        cols = [c.astype(np.int64) for c in codes]
+        cards = [int(c.max()) + 1 if len(c) else 1 for c in cols]
+        space = math.prod(cards)
+        if space < 2**62:  # one key of mixed radix
+            key = np.zeros(parent.n_classes, dtype=np.int64)
+            for c, card in zip(cols, cards):
+                key *= card
+                key += c
+        else:  # too many combinations for one int64: column by column, renumbering
+            key = np.zeros(parent.n_classes, dtype=np.int64)
+            for c, card in zip(cols, cards):
+                key = np.unique(key * card + c, return_inverse=True)[1].astype(np.int64)
+            space = int(key.max()) + 1 if len(key) else 0
+        # classes numbered in key order, as grouping the node afresh numbers them (the codes
+        # are ordered as the compact codes are)
+        if space <= 8 * len(key) + 1024:
+            present = np.zeros(space, dtype=bool)
+            present[key] = True
+            ids = np.cumsum(present) - 1
+            uniq = np.flatnonzero(present)
+            up = ids.take(key)
+        else:
+            uniq, up = np.unique(key, return_inverse=True)
+        n_classes = len(uniq)
+        sizes = np.bincount(up, weights=parent.sizes, minlength=n_classes)
+        rep = np.empty(n_classes, dtype=np.int64)
+        rep[up] = parent.rep
+        inv = up.astype(code_dtype(n_classes)).take(parent.inv)
+        g = _Node(inv, n_classes, np.rint(sizes).astype(np.int64), rep)
+        for name, matrix in parent.matrices.items():
+            g.matrices[name] = np.rint(_sum_rows(matrix, up, n_classes)).astype(np.int64)
+        return g
 
-        def counts(name: str) -> SensitiveCounts:
-            j = index[name]
-            values = t.sa_codes[j] if rows is None else t.sa_codes[j][rows]
-            weights = t.weights if rows is None else t.weights[rows]
-            return SensitiveCounts.from_codes(
-                self.domains[j], inv, values, n_classes, weights=weights.astype(float)
-            )
+    def _matrix(self, g: _Node, name: str) -> NDArray[Any] | None:
+        """Records per (class, sensitive value) of a node, counted once from the distinct
+        rows; None when the matrix would be larger than the distinct rows (then the counts
+        are built sparse, from the distinct rows of the classes asked for)."""
+        if name in g.matrices:
+            return g.matrices[name]
+        j = self.sensitive.index(name)
+        t = self.table
+        nsa = len(t.sa_values[j])
+        if g.n_classes * nsa > max(t.m, DENSE_MIN):
+            return None
+        key = self._cell_classes(g, nsa)
+        key += t.sa_codes[j]
+        matrix = np.bincount(key, weights=self._cell_weights, minlength=g.n_classes * nsa)
+        del key
+        g.matrices[name] = matrix = np.rint(matrix).astype(np.int64).reshape(g.n_classes, nsa)
+        return matrix
 
-        return counts
+    def _cell_classes(self, g: _Node, times: int = 1) -> NDArray[Any]:
+        """The class of each distinct row (int64), multiplied by ``times``."""
+        inv = np.multiply(g.inv, times, dtype=np.int64)  # widened and multiplied in one pass
+        if self._qi_cells is not None:  # runs: a copy in order, no gather
+            return np.repeat(inv, self._qi_cells)
+        return inv if self._cell_qi is None else inv.take(self._cell_qi)
 
-    def _profile(
-        self,
-        all_sizes: NDArray[Any],
-        inv: NDArray[Any],
-        kept: NDArray[Any],
-        node: list[int],
-        rep: NDArray[Any],
-    ) -> RiskProfile:
-        sizes = all_sizes[kept]
-        kept_rep = rep[kept]
-        rows = np.flatnonzero(kept[inv])  # distinct rows of kept classes
-        renumber = np.cumsum(kept) - 1
-        counts = self._counts(renumber[inv[rows]], len(sizes), rows)
+    def _all_counts(self, g: _Node, name: str) -> SensitiveCounts:
+        """Sensitive value counts of every class of a node (the models' checks)."""
+        j = self.sensitive.index(name)
+        matrix = self._matrix(g, name)
+        if matrix is not None:
+            return SensitiveCounts.from_histogram(self.domains[j], matrix)
+        return self._sparse_counts(g, name, None)
+
+    def _sparse_counts(self, g: _Node, name: str, kept: NDArray[Any] | None) -> SensitiveCounts:
+        """Sensitive value counts, sparse, from the distinct rows (of the ``kept`` classes
+        only, renumbered), each weighted by the records it stands for."""
+        j = self.sensitive.index(name)
+        t = self.table
+        inv = self._cell_classes(g)
+        values, weights, n_classes = t.sa_codes[j], self._cell_weights, g.n_classes
+        if kept is not None:
+            rows = np.flatnonzero(kept.take(inv))  # distinct rows of kept classes
+            renumber = np.cumsum(kept) - 1
+            inv = renumber.take(inv.take(rows))
+            values, weights, n_classes = values[rows], weights[rows], int(kept.sum())
+        return SensitiveCounts.from_codes(self.domains[j], inv, values, n_classes, weights=weights)
+
+    def _profile(self, g: _Node, kept: NDArray[Any], node: list[int]) -> RiskProfile:
+        sizes = g.sizes[kept]
+        kept_rep = g.rep[kept]
+        everything = bool(kept.all())
         # one code per kept class, as the risk profile of a histogram has them: the risk
         # builders count records from the class sizes (a code per record would make the
         # what-if's memory grow with the rows)
         codes = np.arange(len(sizes), dtype=np.int64)
         ec = EquivalenceClasses(self.quasi_identifiers, codes, sizes)
         profiles = {}
-        for name in self.sensitive:
-            sc = counts(name)
+        for j, name in enumerate(self.sensitive):
+            matrix = self._matrix(g, name)
+            if matrix is not None:
+                sc = SensitiveCounts.from_histogram(
+                    self.domains[j], matrix if everything else matrix[kept]
+                )
+            else:
+                sc = self._sparse_counts(g, name, None if everything else kept)
             profiles[name] = SensitiveProfile(
                 l_diversity_of(sc, recursive_c=self.recursive_c),
                 t_closeness_of(
@@ -339,14 +488,35 @@ class WhatIfTable:
         return tuple(out)
 
 
+@dataclass
+class _Node:
+    """A node's classes: the class of each distinct quasi-identifier row (``inv``), their
+    sizes, a representative distinct row each, and records per (class, sensitive value) once
+    counted."""
+
+    inv: NDArray[Any]
+    n_classes: int
+    sizes: NDArray[Any]
+    rep: NDArray[Any]
+    matrices: dict[str, NDArray[Any]] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return (
+            self.inv.nbytes
+            + self.sizes.nbytes
+            + self.rep.nbytes
+            + sum(m.nbytes for m in self.matrices.values())
+        )
+
+
 def _smallest_within(sizes: NDArray[Any], max_out: int) -> NDArray[Any]:
     """Classes to suppress so that the smallest kept class is as large as the limit allows:
     every class below the largest k whose smaller classes hold at most ``max_out`` records."""
     if max_out <= 0 or len(sizes) == 0:
         return np.zeros(len(sizes), dtype=bool)
-    counts = np.bincount(sizes)
-    present = np.flatnonzero(counts)
-    below = np.cumsum(present * counts[present])  # records in classes of size <= present[i]
+    present, counts = size_counts(sizes)
+    below = np.cumsum(present * counts)  # records in classes of size <= present[i]
     fits = below <= max_out
     if not fits.any():
         return np.zeros(len(sizes), dtype=bool)

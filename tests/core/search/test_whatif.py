@@ -3,6 +3,8 @@ table computed the long way, and the search's own optimum."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -127,7 +129,13 @@ def test_profile_equals_the_generalized_table_assessed(adult, levels):
     for key in ("k", "classes", "uniques", "class_sizes", "prosecutor_risk", "records_at_risk"):
         assert got[key] == want[key], key
     g, e = got["sensitive"]["occupation"], want["sensitive"]["occupation"]
-    for key in ("l_distinct", "l_recursive", "homogeneous_classes", "t_distance"):
+    for key in (
+        "l_distinct",
+        "l_recursive",
+        "homogeneous_classes",
+        "homogeneous_records",
+        "t_distance",
+    ):
         assert g[key] == e[key], key
     for key in ("l_entropy", "t_closeness", "delta_disclosure"):
         assert g[key] == pytest.approx(e[key], abs=1e-12), key
@@ -223,3 +231,141 @@ def test_alternatives_are_a_pareto_front_of_accepted_nodes(adult):
         optimal_generalization(
             df, quasi_identifiers=QI8, hierarchies=hierarchies, k=5, levels={"age": 0}
         )
+
+
+def _random_table(seed, rows, cards, sensitive_card):
+    """A table of string quasi-identifiers q0.. with three-level hierarchies (value, value // 7,
+    ``*``) and a sensitive column."""
+    rng = np.random.default_rng(seed)
+    cols = {f"q{i}": rng.integers(0, c, rows) for i, c in enumerate(cards)}
+    df = pd.DataFrame({q: [f"v{x}" for x in v] for q, v in cols.items()})
+    df["s"] = [f"s{x}" for x in rng.integers(0, sensitive_card, rows)]
+    hierarchies = {
+        q: Hierarchy(rows=tuple((f"v{x}", f"g{x // 7}", "*") for x in range(c)), attribute=q)
+        for q, c in zip(cols, cards)
+    }
+    return df, hierarchies
+
+
+def _fresh(df, hierarchies, levels, **kw):
+    qis = list(hierarchies)
+    w = WhatIfTable(df, quasi_identifiers=qis, hierarchies=hierarchies, sensitive=["s"])
+    return w.evaluate(levels, **kw).to_dict()
+
+
+def _rolled_up_calls(monkeypatch):
+    calls = []
+    real = WhatIfTable._rolled_up
+
+    def counting(self, node, parent):
+        calls.append(tuple(node))
+        return real(self, node, parent)
+
+    monkeypatch.setattr(WhatIfTable, "_rolled_up", counting)
+    return calls
+
+
+def test_repeats_and_roll_ups_answer_as_a_fresh_table(monkeypatch):
+    """Nodes asked one after the other (a repeat, coarser nodes rolled up from kept ones, a
+    node beside them) give exactly what a table asked for that node alone gives."""
+    df, hierarchies = _random_table(1, 3000, [30, 12, 9, 5], 6)
+    qis = list(hierarchies)
+    w = WhatIfTable(df, quasi_identifiers=qis, hierarchies=hierarchies, sensitive=["s"])
+    rolled = _rolled_up_calls(monkeypatch)
+    asks = [
+        ((0, 0, 0, 0), {"suppression": 0.05, "k": 3}),
+        ((1, 0, 1, 0), {"suppression": 0.05, "k": 3}),
+        ((1, 0, 1, 0), {"suppression": 0.0}),  # a repeat
+        ((1, 1, 1, 0), {"suppression": 0.05, "models": [DistinctL("s", 2)]}),
+        ((2, 1, 1, 1), {"suppression": 0.02, "k": 5}),
+        ((0, 1, 0, 1), {"suppression": 0.05, "k": 2}),  # coarser than the first node only
+        ((1, 1, 1, 0), {"suppression": 0.05, "models": [DistinctL("s", 2)]}),
+    ]
+    for levels, kw in asks:
+        got = w.evaluate(dict(zip(qis, levels)), **kw).to_dict()
+        assert got == _fresh(df, hierarchies, dict(zip(qis, levels)), **kw), levels
+    assert (1, 1, 1, 0) in rolled and (2, 1, 1, 1) in rolled
+    # and one rolled-up node against the generalized table assessed from scratch
+    lv = dict(zip(qis, (2, 1, 1, 1)))
+    got = w.evaluate(lv).to_dict()
+    want = assess_risk(_generalized(df, hierarchies, lv), quasi_identifiers=qis, sensitive=["s"])
+    want = want.to_dict()
+    for key in ("k", "classes", "uniques", "class_sizes", "prosecutor_risk"):
+        assert got[key] == want[key], key
+    for key in (
+        "l_distinct",
+        "l_recursive",
+        "homogeneous_classes",
+        "homogeneous_records",
+        "t_distance",
+    ):
+        assert got["sensitive"]["s"][key] == want["sensitive"]["s"][key], key
+
+
+def test_sparse_counts_when_the_class_matrix_would_outgrow_the_rows(monkeypatch):
+    """With more (class, value) pairs than distinct rows the counts are built sparse, from
+    the distinct rows of the classes kept: the same figures as the matrix gives."""
+    import anonweb.core.search.whatif as whatif
+
+    df, hierarchies = _random_table(2, 2000, [12, 10, 6], 25)
+    qis = list(hierarchies)
+    assert df[qis].drop_duplicates().shape[0] < df.drop_duplicates().shape[0]
+    asks = [
+        ((0, 0, 0), {"suppression": 0.3}),
+        ((0, 0, 0), {"suppression": 0.0, "models": [DistinctL("s", 2)]}),
+        ((1, 0, 0), {"suppression": 0.2, "k": 2}),
+    ]
+    dense = [_fresh(df, hierarchies, dict(zip(qis, lv)), **kw) for lv, kw in asks]
+    monkeypatch.setattr(whatif, "DENSE_MIN", 0)
+    w = WhatIfTable(df, quasi_identifiers=qis, hierarchies=hierarchies, sensitive=["s"])
+    for (lv, kw), want in zip(asks, dense):
+        g = w._node(list(lv))
+        assert w._matrix(g, "s") is None  # the sparse path is the one taken
+        assert w.evaluate(dict(zip(qis, lv)), **kw).to_dict() == want
+    # and against the table assessed from scratch
+    got = w.evaluate(dict.fromkeys(qis, 0)).to_dict()["sensitive"]["s"]
+    want = assess_risk(df, quasi_identifiers=qis, sensitive=["s"]).to_dict()["sensitive"]["s"]
+    for key in (
+        "l_distinct",
+        "l_recursive",
+        "homogeneous_classes",
+        "homogeneous_records",
+        "t_distance",
+    ):
+        assert got[key] == want[key], key
+    assert got["l_entropy"] == pytest.approx(want["l_entropy"], abs=1e-12)
+
+
+def test_roll_up_when_the_key_space_overflows_int64(monkeypatch):
+    """Eight quasi-identifiers of 300 values: a node's generalized combinations do not fit
+    one int64 key, and the roll-up combines them column by column."""
+    cards = [300] * 8
+    df, hierarchies = _random_table(3, 1500, cards, 4)
+    qis = list(hierarchies)
+    w = WhatIfTable(df, quasi_identifiers=qis, hierarchies=hierarchies, sensitive=["s"])
+    rolled = _rolled_up_calls(monkeypatch)
+    w.evaluate(dict.fromkeys(qis, 0))
+    coarser = dict(dict.fromkeys(qis, 0), q7=1)
+    present = [df[q].nunique() for q in qis[:7]] + [
+        df["q7"].str[1:].astype(int).floordiv(7).nunique()
+    ]
+    assert math.prod(present) >= 2**62
+    for kw in ({"suppression": 0.0}, {"suppression": 0.1, "k": 2}):
+        assert w.evaluate(coarser, **kw).to_dict() == _fresh(df, hierarchies, coarser, **kw)
+    assert rolled == [tuple(coarser.values())]
+
+
+def test_distinct_rows_out_of_quasi_identifier_order_are_gathered():
+    """The counts read each distinct row's class by runs when the distinct rows come in the
+    order of their quasi-identifier rows, and by a gather otherwise: the same figures."""
+    df, hierarchies = _random_table(4, 2500, [9, 8, 5], 7)
+    qis = list(hierarchies)
+    asks = [((0, 0, 0), {"suppression": 0.05, "k": 3}), ((1, 0, 1), {"suppression": 0.02})]
+    runs = WhatIfTable(df, quasi_identifiers=qis, hierarchies=hierarchies, sensitive=["s"])
+    assert runs._qi_cells is not None
+    gathered = WhatIfTable(df, quasi_identifiers=qis, hierarchies=hierarchies, sensitive=["s"])
+    gathered._cell_qi = np.repeat(np.arange(len(gathered._qi_cells)), gathered._qi_cells)
+    gathered._qi_cells = None
+    for lv, kw in asks:
+        levels = dict(zip(qis, lv))
+        assert gathered.evaluate(levels, **kw).to_dict() == runs.evaluate(levels, **kw).to_dict()
