@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.assessment.charts import homogeneity_histogram
 from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile, model_figures
-from anonweb.core.engine.histogram import Histogram, code_dtype
+from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
@@ -47,7 +47,7 @@ from anonweb.core.models.closeness import t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.diversity import DEFAULT_C, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymity, k_anonymity_of
-from anonweb.core.risk.classes import EquivalenceClasses, json_value, size_counts
+from anonweb.core.risk.classes import EquivalenceClasses, code_dtype, json_value, size_counts
 from anonweb.core.risk.population import population_uniqueness
 from anonweb.core.risk.reidentification import DEFAULT_THRESHOLDS, risk_of
 from anonweb.core.search.lattice import EncodedTable, _sum_rows

@@ -332,9 +332,7 @@ def test_spark_counts_measures_and_searches_as_pandas_does(tmp_path, spark_engin
     ours = spark_engine.histogram(path, QIS, ["disease", "income"])
     frame = PandasEngine().histogram(df, QIS, ["disease", "income"])
     assert ours.same_as(frame)
-    assert _to_1e12(assess_histogram(ours).to_dict()) == _to_1e12(
-        assess_histogram(frame).to_dict()
-    )
+    assert _to_1e12(assess_histogram(ours).to_dict()) == _to_1e12(assess_histogram(frame).to_dict())
     k, suppression = search
     k = min(k, len(df))
     try:

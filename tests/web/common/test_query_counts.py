@@ -13,10 +13,10 @@ from anonweb.jobs.publication import release_create
 
 pytestmark = pytest.mark.django_db
 
+
 @pytest.fixture(autouse=True)
 def _queue_checks_off(queue_checks_off):
     """Query counts measure the page (see the fixture)."""
-
 
 
 def _queries(client, url) -> int:

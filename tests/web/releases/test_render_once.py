@@ -30,10 +30,10 @@ K_PLAN = {
     ],
 }
 
+
 @pytest.fixture(autouse=True)
 def _queue_checks_off(queue_checks_off):
     """Query counts measure the page (see the fixture)."""
-
 
 
 @pytest.fixture
