@@ -262,7 +262,7 @@ _cache_url = env_str("ANONWEB_CACHE_URL", "")
 if _cache_url.startswith(("redis://", "rediss://")):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "anonweb.common.cache.SharedRedisCache",
             "LOCATION": _cache_url,
             "KEY_PREFIX": "anonweb",
             # A cache that is down fails the request at once instead of holding a worker.
