@@ -2,7 +2,7 @@
 
 Django's Redis backend builds a new ``redis.Redis`` object for every cache call (each one fills
 a table of a few hundred response callbacks): a fifth of a millisecond of CPU per call, and a
-page makes several (its session, its roles, its charts). A client takes a connection from its
+page makes several (its session, its rendered fragments, its charts). A client takes a connection from its
 pool for each command, so one client per pool serves every call the same way."""
 
 from __future__ import annotations
