@@ -13,10 +13,12 @@ Seeds the database as ``bench/load.py`` does (it drops and creates it), then ask
 from __future__ import annotations
 
 import argparse
+import atexit
 import cProfile
 import os
 import pstats
 import secrets
+import shutil
 import statistics
 import sys
 import tempfile
@@ -64,6 +66,7 @@ def main() -> int:
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("set DATABASE_URL (PostgreSQL; the database is dropped and created)")
     var = Path(tempfile.mkdtemp(prefix="anonweb-profile-"))
+    atexit.register(shutil.rmtree, var, True)  # its files are the run's own
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "anonweb.settings",
