@@ -549,16 +549,21 @@ class PopulationUniqueness:
         }
 
 
-def population_uniqueness(sizes: NDArray[Any], population_size: int) -> PopulationUniqueness:
-    """Estimate population uniques from the class sizes of a sample drawn from ``population_size``."""
+def _sample(sizes: NDArray[Any], population_size: int) -> tuple[NDArray[Any], int, int, int]:
+    """The class sizes as int64, the table's rows, the population size checked against them,
+    and the sample uniques."""
     sizes = np.asarray(sizes, dtype=np.int64)
     n = int(sizes.sum())
     if population_size is None or int(population_size) < n:
         raise ParameterError(
             f"population size {population_size} is smaller than the table ({n} rows)"
         )
-    pop = int(population_size)
-    c1 = int(np.count_nonzero(sizes == 1))
+    return sizes, n, int(population_size), int(np.count_nonzero(sizes == 1))
+
+
+def population_uniqueness(sizes: NDArray[Any], population_size: int) -> PopulationUniqueness:
+    """Estimate population uniques from the class sizes of a sample drawn from ``population_size``."""
+    sizes, n, pop, c1 = _sample(sizes, population_size)
     est: tuple[tuple[str, float | None], ...]
     if c1 == 0:
         est = tuple((m, 0.0) for m in MODELS)
@@ -584,14 +589,7 @@ def dankar_uniques(sizes: NDArray[Any], population_size: int) -> float:
     fraction: Pitman's (Zayatz's only if Pitman's fails) up to 10%, Zayatz's and SNB's above.
     A search asks this at every node it checks; the report asks :func:`population_uniqueness`,
     which shows every model."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    n = int(sizes.sum())
-    if population_size is None or int(population_size) < n:
-        raise ParameterError(
-            f"population size {population_size} is smaller than the table ({n} rows)"
-        )
-    pop = int(population_size)
-    c1 = int(np.count_nonzero(sizes == 1))
+    sizes, n, pop, c1 = _sample(sizes, population_size)
     if c1 == 0:
         return 0.0
     if pop == n:
