@@ -8,7 +8,9 @@ when a class lacks a value of the table, since learning that a target does *not*
 a disclosure too.
 
 :class:`DeltaDisclosureCoverage` is a necessary condition of the model that only grows easier to
-meet as classes merge: the search settles sublattices with it before it computes any ratio.
+meet as classes merge: the search settles sublattices with it before it computes any ratio,
+and with the records its specializations must suppress (:mod:`.share_bound`, the upper half of
+the bound being a cap on each value's share).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from anonweb.core.models.base import (
     require_number,
 )
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
+from anonweb.core.models.share_bound import least_failing
 
 
 def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
@@ -162,3 +165,13 @@ class DeltaDisclosureCoverage(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return np.asarray(self.measure(data) * 2.0**self.delta > 1.0 - COVERAGE_MARGIN)
+
+    def least_suppressed(self, data: ClassData, settled: NDArray[Any]) -> NDArray[Any] | None:
+        """The records each class's specializations must suppress, from the upper half of the
+        bound: a class that passes holds c_s < 2**δ p(s) n records of each value s it contains
+        (and none of the others), a cap on its share (:func:`least_failing`)."""
+        dense = data.histogram(self.sensitive)
+        if dense is None:
+            return None
+        domain, hist = dense
+        return least_failing(hist, domain.share * 2.0**self.delta, ~settled)

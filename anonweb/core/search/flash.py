@@ -153,6 +153,9 @@ class _Checker:
             [*(m for m in models if m.per_class and m.monotonic), *implied],
             key=lambda m: not _sizes_only(m),
         )
+        # for nodes already known to pass the monotonic models: the implied ones change no
+        # outcome (a class failing one fails its model, which is checked), so they are skipped
+        self.own_mono = [m for m in self.mono if not any(m is i for i in implied)]
         self.other = [m for m in models if m.per_class and not m.monotonic]
         self.table_wide = [m for m in models if not m.per_class]
         self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
@@ -212,10 +215,15 @@ class _Checker:
         return ClassData(sizes, counts, dense, population)
 
     def check(
-        self, levels: Sequence[int] | NDArray[Any], parent: ClassTable | None = None
+        self,
+        levels: Sequence[int] | NDArray[Any],
+        parent: ClassTable | None = None,
+        settled: bool = False,
     ) -> _Eval:
+        """The node's outcome; ``settled``: the node is known to pass the monotonic models."""
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
-        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), self.mono)
+        mono = self.own_mono if settled else self.mono
+        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono)
 
     def _decide(self, ct: ClassTable, fail: NDArray[Any], mono: Sequence[PrivacyModel]) -> _Eval:
         """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
@@ -227,6 +235,9 @@ class _Checker:
             fail |= ~m.passes(data)
             if sizes[fail].sum() > self.max_out:
                 return _Eval(False, False, ct)
+        least = _least_suppressed(mono, data, fail)
+        if least is not None and least.sum() > self.max_out:
+            return _Eval(False, False, ct)
         for m in self.other:
             fail |= ~m.passes(data)
         ok = bool(sizes[fail].sum() <= self.max_out)
@@ -259,16 +270,20 @@ class _Checker:
                 evals.append(self._decide(ct, fail[lo:hi].copy(), rest))
         return evals
 
-    def check_many(self, nodes: NDArray[Any], parents: Sequence[ClassTable]) -> list[_Eval]:
+    def check_many(
+        self, nodes: NDArray[Any], parents: Sequence[ClassTable], settled: bool = False
+    ) -> list[_Eval]:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
         batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
         sizes = batch.sizes
         reps = [batch.rep[batch.starts[b] : batch.starts[b + 1]] for b in range(len(parents))]
         data = self._data(sizes, batch.hists.__getitem__, self._population(batch.levels, reps))
         fail = np.zeros(len(sizes), dtype=bool)
-        for m in self.mono:
+        mono = self.own_mono if settled else self.mono
+        for m in mono:
             fail |= ~m.passes(data)
-        mono_out = batch.per_node(np.where(fail, sizes, 0))
+        least = _least_suppressed(mono, data, fail)
+        mono_out = batch.per_node(np.where(fail, sizes, 0) if least is None else least)
         for m in self.other:
             fail |= ~m.passes(data)
         ok = batch.per_node(np.where(fail, sizes, 0)) <= self.max_out
@@ -285,6 +300,20 @@ class _Checker:
                 lo, hi = batch.starts[b], batch.starts[b + 1]
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
+
+
+def _least_suppressed(
+    mono: Sequence[PrivacyModel], data: ClassData, fail: NDArray[Any]
+) -> NDArray[Any] | None:
+    """Per class, the most records that any of the monotonic models proves every
+    specialization must suppress in it (``fail``: the classes failing them, wholly); None when
+    none of them says more than which classes fail."""
+    least = None
+    for m in mono:
+        got = m.least_suppressed(data, fail)
+        if got is not None:
+            least = np.maximum(np.where(fail, data.sizes, 0) if least is None else least, got)
+    return least
 
 
 def _sizes_only(model: PrivacyModel) -> bool:
@@ -678,7 +707,9 @@ class _Search:
         if self.time_limit is not None and time.perf_counter() - self.started > self.time_limit:
             raise _Budget
 
-    def _check_batch(self, chunk: list[int], few_histograms: bool = False) -> dict[int, _Eval]:
+    def _check_batch(
+        self, chunk: list[int], few_histograms: bool = False, settled: bool = False
+    ) -> dict[int, _Eval]:
         """Check together the nodes of ``chunk`` that have a finer node's classes cached."""
         if len(chunk) < 2:
             return {}  # nothing to batch: the caller checks the node and looks up its parent
@@ -688,7 +719,6 @@ class _Search:
         ]
         if len(batched) < 2:
             return {}
-        check = self.checker.check_few_histograms if few_histograms else self.checker.check_many
         out: dict[int, _Eval] = {}
         # a batch's arrays run over the classes of all its nodes' finer nodes: batches of at
         # most BATCH_CLASSES of them keep that memory fixed whatever the table (each node is
@@ -701,13 +731,20 @@ class _Search:
             last = pos == len(batched) - 1
             if last or held + len(parents[batched[pos + 1]]) > BATCH_CLASSES:  # type: ignore[arg-type]
                 if len(part) == 1:
-                    ev = self.checker.check(self.nodes[chunk[j]], parents[j])
+                    ev = self.checker.check(self.nodes[chunk[j]], parents[j], settled)
                     out[chunk[j]] = ev
-                else:
-                    got = check(
+                elif few_histograms:
+                    got = self.checker.check_few_histograms(
                         self.nodes[[chunk[i] for i in part]],
                         [p for i in part if (p := parents[i]) is not None],
                     )
+                else:
+                    got = self.checker.check_many(
+                        self.nodes[[chunk[i] for i in part]],
+                        [p for i in part if (p := parents[i]) is not None],
+                        settled,
+                    )
+                if len(part) > 1:
                     out.update({chunk[i]: ev for i, ev in zip(part, got)})
                 part, held = [], 0
         return out
@@ -732,14 +769,16 @@ class _Search:
         """Check several nodes in one batch, then record them in order, as checking them one
         at a time would; False once a node is no longer alive (a solution found earlier in the
         batch beats every later node)."""
-        evals = self._check_batch(chunk)
+        # the bound phase checks only nodes that pass the monotonic models
+        evals = self._check_batch(chunk, settled=True)
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:
                 self.checked += sum(1 for i in chunk[pos:] if i in evals)  # checked, not needed
                 return False
             ev = evals.get(idx)
             if ev is None:
-                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
+                parent = self.cache.parent(self.packed[idx])
+                ev = self.checker.check(self.nodes[idx], parent, settled=True)
             self._record(idx, ev)
         return True
 
