@@ -54,32 +54,35 @@ def least_failing(
     error in choosing S cannot make the result exceed L(C).
     """
     out = np.zeros(len(hist), dtype=np.int64)
-    rows = np.flatnonzero(wanted) if wanted is not None else np.arange(len(hist))
-    if not len(rows):
+    counts = np.asarray(hist if wanted is None else hist[wanted], dtype=float)
+    if not len(counts):
         return out
-    counts = np.asarray(hist[rows], dtype=float)
     caps = np.asarray(caps, dtype=float) * (1.0 + RELATIVE_SLACK) + RELATIVE_SLACK
     n = counts.sum(axis=1)
-    over = counts - caps * n[:, None]  # d_s = c_s - a_s n: positive where the class fails
-    tol = (RELATIVE_SLACK * (n + 1.0))[:, None]
+    over = counts - np.multiply.outer(n, caps)  # d_s = c_s - a_s n: > 0 where the class fails
     # a value the class lacks has d_s + a_s f = -a_s (n - f) <= 0 below n: never in S. The
     # first step, from f = 0, takes the values over their caps; the next ones only for the
-    # classes it found failing
-    f = _newton_step(over, caps, np.zeros(len(rows)), n, tol)
+    # classes whose new f brings more values in
+    on = over > 0
+    f = _newton_step(over, caps, on, n)
     for _ in range(NEWTON_STEPS - 1):
-        more = np.flatnonzero(f > 0)
+        grown = over + np.multiply.outer(f, caps) > 0
+        more = np.flatnonzero((grown & ~on).any(axis=1))
         if not len(more):
             break
-        f[more] = _newton_step(over[more], caps, f[more], n[more], tol[more])
-    out[rows] = np.ceil(f - tol[:, 0]).clip(0, None).astype(np.int64)
+        on[more] = grown[more]
+        f[more] = np.maximum(f[more], _newton_step(over[more], caps, on[more], n[more]))
+    least: NDArray[Any] = np.ceil(f - RELATIVE_SLACK * (n + 1.0)).clip(0, None).astype(np.int64)
+    if wanted is None:
+        return least
+    out[wanted] = least
     return out
 
 
 def _newton_step(
-    over: NDArray[Any], caps: NDArray[Any], f: NDArray[Any], n: NDArray[Any], tol: NDArray[Any]
+    over: NDArray[Any], caps: NDArray[Any], on: NDArray[Any], n: NDArray[Any]
 ) -> NDArray[Any]:
-    """One step of :func:`least_failing`'s Newton method from ``f``, never below ``f``."""
-    on = over > tol - caps * f[:, None]
+    """D_S / (1 - A_S) for the sets S of values ``on`` (0 where A_S reaches 1), at most n."""
     rest = 1.0 - on @ caps
-    step = (over * on).sum(axis=1) / np.maximum(rest, RELATIVE_SLACK)
-    return np.maximum(f, np.where(rest > RELATIVE_SLACK, np.minimum(step, n), 0.0))
+    step = np.einsum("ij,ij->i", over, on) / np.maximum(rest, RELATIVE_SLACK)
+    return np.where(rest > RELATIVE_SLACK, np.minimum(step, n), 0.0)

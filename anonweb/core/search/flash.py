@@ -260,8 +260,19 @@ class _Checker:
         for m in sizes_only:
             fail |= ~m.passes(data)
         out = batch.per_node(np.where(fail, batch.sizes, 0))
+        accepted = np.flatnonzero(out <= self.max_out)
+        if rest and len(accepted) > 1:
+            # the histograms are needed by several nodes: the models that read them decide
+            # those nodes side by side, as one batch (the same outcome as one by one)
+            many = self._decide_tables([batch.table(b) for b in accepted])
+            decided = dict(zip(accepted.tolist(), many))
+        else:
+            decided = {}
         evals = []
         for b in range(len(parents)):
+            if b in decided:
+                evals.append(decided[b])
+                continue
             ct = batch.table(b)
             if out[b] > self.max_out:
                 evals.append(_Eval(False, False, ct))
@@ -275,29 +286,63 @@ class _Checker:
     ) -> list[_Eval]:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
         batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
-        sizes = batch.sizes
-        reps = [batch.rep[batch.starts[b] : batch.starts[b + 1]] for b in range(len(parents))]
-        data = self._data(sizes, batch.hists.__getitem__, self._population(batch.levels, reps))
-        fail = np.zeros(len(sizes), dtype=bool)
+        tables = [batch.table(b) for b in range(len(parents))]
+        hists = batch.hists.__getitem__
         mono = self.own_mono if settled else self.mono
+        return self._decide_many(tables, batch.sizes, batch.node_of, batch.starts, hists, mono)
+
+    def _decide_tables(self, tables: list[ClassTable]) -> list[_Eval]:
+        """:meth:`check_many` for nodes whose classes are at hand, their histograms built node
+        by node as they are read."""
+        lens = [len(t) for t in tables]
+        starts = np.concatenate(([0], np.cumsum(lens)))
+        node_of = np.repeat(np.arange(len(tables)), lens)
+        sizes = np.concatenate([t.sizes for t in tables])
+        built: dict[int, NDArray[Any]] = {}
+
+        def hists(j: int) -> NDArray[Any]:
+            if j not in built:
+                built[j] = np.concatenate([t.hist(j) for t in tables])
+            return built[j]
+
+        return self._decide_many(tables, sizes, node_of, starts, hists, self.mono)
+
+    def _decide_many(
+        self,
+        tables: list[ClassTable],
+        sizes: NDArray[Any],
+        node_of: NDArray[Any],
+        starts: NDArray[Any],
+        hists: Callable[[int], NDArray[Any]],
+        mono: Sequence[PrivacyModel],
+    ) -> list[_Eval]:
+        """The outcome of each node of ``tables``, whose classes lie side by side (node ``b``
+        owns ``starts[b]:starts[b+1]``), each model read once for them all."""
+        reps = [t.rep for t in tables]
+        population = self._population([t.levels for t in tables], reps)
+        data = self._data(sizes, hists, population)
+
+        def per_node(values: NDArray[Any]) -> NDArray[Any]:
+            return np.bincount(node_of, weights=values, minlength=len(tables))
+
+        fail = np.zeros(len(sizes), dtype=bool)
         for m in mono:
             fail |= ~m.passes(data)
         least = _least_suppressed(mono, data, fail)
-        mono_out = batch.per_node(np.where(fail, sizes, 0) if least is None else least)
+        mono_out = per_node(np.where(fail, sizes, 0) if least is None else least)
         for m in self.other:
             fail |= ~m.passes(data)
-        ok = batch.per_node(np.where(fail, sizes, 0)) <= self.max_out
+        ok = per_node(np.where(fail, sizes, 0)) <= self.max_out
         if self.table_wide:
             kept = data.select(~fail)
             for m in self.table_wide:
-                ok &= m.satisfied_in_groups(kept, batch.node_of[~fail], len(parents))
+                ok &= m.satisfied_in_groups(kept, node_of[~fail], len(tables))
         evals = []
-        for b in range(len(parents)):
-            ct = batch.table(b)
+        for b, ct in enumerate(tables):
             if mono_out[b] > self.max_out:
                 evals.append(_Eval(False, False, ct))
             else:
-                lo, hi = batch.starts[b], batch.starts[b + 1]
+                lo, hi = starts[b], starts[b + 1]
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
 
