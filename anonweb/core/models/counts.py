@@ -322,6 +322,10 @@ class ClassData:
             got = self._figures[key] = build()
         return got
 
+    def keep_figures(self, source: ClassData, rows: NDArray[Any]) -> None:
+        """Take the figures ``source`` computed, for its classes ``rows`` (these classes)."""
+        self._figures.update({key: got[rows] for key, got in source._figures.items()})
+
     def record_values(self, name: str, what: str) -> pd.Series:
         """Column ``name`` of each record kept in the classes (aligned with
         :attr:`record_class`), for the models that read a further column per record (survey

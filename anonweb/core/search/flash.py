@@ -156,6 +156,8 @@ class _Checker:
         # for nodes already known to pass the monotonic models: the implied ones change no
         # outcome (a class failing one fails its model, which is checked), so they are skipped
         self.own_mono = [m for m in self.mono if not any(m is i for i in implied)]
+        # every class kept holds at least this many records (see _least_suppressed)
+        self.k = max((m.k for m in self.mono if isinstance(m, KAnonymity)), default=1)
         self.other = [m for m in models if m.per_class and not m.monotonic]
         self.table_wide = [m for m in models if not m.per_class]
         self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
@@ -235,7 +237,7 @@ class _Checker:
             fail |= ~m.passes(data)
             if sizes[fail].sum() > self.max_out:
                 return _Eval(False, False, ct)
-        least = _least_suppressed(mono, data, fail)
+        least = _least_suppressed(mono, data, fail, self.k)
         if least is not None and least.sum() > self.max_out:
             return _Eval(False, False, ct)
         for m in self.other:
@@ -328,10 +330,27 @@ class _Checker:
         fail = np.zeros(len(sizes), dtype=bool)
         for m in mono:
             fail |= ~m.passes(data)
-        least = _least_suppressed(mono, data, fail)
+        # the nodes whose failing classes alone pass the limit need no finer bound
+        closed = per_node(np.where(fail, sizes, 0)) > self.max_out
+        least = _least_suppressed(mono, data, fail | closed[node_of], self.k)
         mono_out = per_node(np.where(fail, sizes, 0) if least is None else least)
-        for m in self.other:
-            fail |= ~m.passes(data)
+        open_nodes = mono_out <= self.max_out
+        if open_nodes.all():
+            for m in self.other:
+                fail |= ~m.passes(data)
+        elif self.other and open_nodes.any():
+            # the other models only for the nodes the monotonic ones leave open (each class
+            # is judged on its own, so the figures are those of the whole batch)
+            rows = np.flatnonzero(open_nodes[node_of])
+            kept_tables = [t for t, o in zip(tables, open_nodes) if o]
+            open_data = self._data(
+                sizes[rows],
+                lambda j: hists(j)[rows],
+                self._population([t.levels for t in kept_tables], [t.rep for t in kept_tables]),
+            )
+            open_data.keep_figures(data, rows)
+            for m in self.other:
+                fail[rows] |= ~m.passes(open_data)
         ok = per_node(np.where(fail, sizes, 0)) <= self.max_out
         if self.table_wide:
             kept = data.select(~fail)
@@ -348,16 +367,23 @@ class _Checker:
 
 
 def _least_suppressed(
-    mono: Sequence[PrivacyModel], data: ClassData, fail: NDArray[Any]
+    mono: Sequence[PrivacyModel], data: ClassData, fail: NDArray[Any], k: int
 ) -> NDArray[Any] | None:
     """Per class, the most records that any of the monotonic models proves every
-    specialization must suppress in it (``fail``: the classes failing them, wholly); None when
-    none of them says more than which classes fail."""
+    specialization must suppress in it, at least those of the classes ``fail`` marks (failing
+    them, or whose node fails already); None when none of them says more than which classes
+    fail."""
     least = None
     for m in mono:
         got = m.least_suppressed(data, fail)
         if got is not None:
             least = np.maximum(np.where(fail, data.sizes, 0) if least is None else least, got)
+    if least is not None and k > 1:
+        # the records kept of a class are those of its parts that pass, k or more each (k
+        # of k-anonymity): a class whose bound keeps fewer than k is suppressed whole. L' = n
+        # where L > n - k is a bound too, and adds up over merges: with A suppressed whole,
+        # L(A + B) <= n_A + L(B) <= n_A + n_B - k unless B is too
+        least = np.where(least > data.sizes - k, data.sizes, least)
     return least
 
 
