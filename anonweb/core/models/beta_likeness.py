@@ -178,7 +178,9 @@ class BetaLikenessCaps(PrivacyModel):
     def passes(self, data: ClassData) -> NDArray[Any]:
         return np.asarray(self.measure(data) > 1.0 - COVERAGE_MARGIN)
 
-    def least_suppressed(self, data: ClassData, settled: NDArray[Any]) -> NDArray[Any] | None:
+    def least_suppressed(
+        self, data: ClassData, settled: NDArray[Any], k: int = 1
+    ) -> NDArray[Any] | None:
         dense = data.histogram(self.sensitive)
         if dense is None:
             return None

@@ -445,7 +445,9 @@ class TClosenessCoverage(PrivacyModel):
     def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) <= self.t + COVERAGE_MARGIN
 
-    def least_suppressed(self, data: ClassData, settled: NDArray[Any]) -> NDArray[Any] | None:
+    def least_suppressed(
+        self, data: ClassData, settled: NDArray[Any], k: int = 1
+    ) -> NDArray[Any] | None:
         """Records each class's specializations must suppress, from its distance E.
 
         Proof. Both distances are convex in the class's distribution q (the equal one is a

@@ -375,7 +375,7 @@ def _least_suppressed(
     fail."""
     least = None
     for m in mono:
-        got = m.least_suppressed(data, fail)
+        got = m.least_suppressed(data, fail, k)
         if got is not None:
             least = np.maximum(np.where(fail, data.sizes, 0) if least is None else least, got)
     if least is not None and k > 1:

@@ -53,6 +53,18 @@ def test_hand_worked_bound():
         _data(domain, hist), np.zeros(1, dtype=bool)
     )
     assert got.tolist() == [5]
+    # with parts of 5 records or more, a part holding the rare value holds more than
+    # 0.1 / 4 * 5 = 0.125 records of it: no bound from that. With parts of 50 or more, more
+    # than 1.25: a class holding 1 record of it cannot keep it in any part, and that record
+    # is suppressed (the other 19 may be kept: 19 / 19 of the common value is within its cap)
+    hist = np.array([[1.0, 19.0]])
+    coverage = DeltaDisclosureCoverage("S", 2.0)
+    assert coverage.least_suppressed(_data(domain, hist), np.zeros(1, dtype=bool), 5).tolist() == [
+        0
+    ]
+    assert coverage.least_suppressed(_data(domain, hist), np.zeros(1, dtype=bool), 50).tolist() == [
+        1
+    ]
 
 
 def _splits(rng, hist_row: np.ndarray, tries: int) -> list[np.ndarray]:
@@ -97,17 +109,19 @@ def test_no_split_of_a_class_suppresses_fewer_records_than_the_bound(seed):
     domain = _domain(list(rng.integers(1, 40, m)))
     hist = rng.integers(0, 6, (6, m)).astype(float) * (rng.random((6, m)) < 0.7)
     hist[hist.sum(axis=1) == 0, 0] = 1.0
+    # the parts kept hold k records or more (k-anonymity beside the model)
+    k = int(rng.integers(1, 6))
     for model, bound in _models(rng, m):
-        least = bound.least_suppressed(_data(domain, hist), np.zeros(len(hist), dtype=bool))
+        least = bound.least_suppressed(_data(domain, hist), np.zeros(len(hist), dtype=bool), k)
         assert (least <= hist.sum(axis=1)).all()
-        # the class itself is one split: a class the bound charges fails the model
-        fails = ~model.passes(_data(domain, hist))
+        # the class itself is one split: a class the bound charges fails the model or k
+        fails = ~model.passes(_data(domain, hist)) | (hist.sum(axis=1) < k)
         assert not ((least > 0) & ~fails).any()
         for row, charged in zip(hist, least):
             for parts in _splits(rng, row, 40):
                 sizes = parts.sum(axis=1)
-                out = sizes[~model.passes(_data(domain, parts))].sum()
-                assert out >= charged, (model, row, parts)
+                out = sizes[~model.passes(_data(domain, parts)) | (sizes < k)].sum()
+                assert out >= charged, (model, k, row, parts)
 
 
 @settings(max_examples=60, deadline=None)
@@ -123,9 +137,10 @@ def test_the_bound_of_a_merge_is_at_most_the_sum_of_its_parts(seed):
     partner = rng.permutation(len(hist))
     merged = hist + hist[partner]
     none = np.zeros(len(hist), dtype=bool)
+    k = int(rng.integers(1, 40))
     for _model, bound in _models(rng, m):
-        alone = bound.least_suppressed(_data(domain, hist), none)
-        both = bound.least_suppressed(_data(domain, merged), none)
+        alone = bound.least_suppressed(_data(domain, hist), none, k)
+        both = bound.least_suppressed(_data(domain, merged), none, k)
         assert (both <= alone + alone[partner]).all()
 
 
