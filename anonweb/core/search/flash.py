@@ -14,7 +14,10 @@ How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009
 * a model that is not monotonic may imply one that is (:meth:`PrivacyModel.implied`; e.g.
   t-closeness needs the values a class contains to cover enough of the table): the implied
   model joins the monotonic ones, so sublattices it rules out are settled without computing
-  the model itself, and since a class failing it fails the model, no outcome changes;
+  the model itself, and since a class failing it fails the model, no outcome changes. Such a
+  model may also bound the records every specialization of a node must suppress in each class
+  (:meth:`PrivacyModel.least_suppressed`: δ-disclosure's and β-likeness's caps on value shares,
+  t-closeness's distance); a node whose bound passes the limit fails with its specializations;
 * every metric has a lower bound (its value ignoring suppression) that only grows upwards, so
   once a solution of loss L is known, every node whose bound is not below L is discarded;
 * grouping a node is one mixed-radix int64 key over the distinct rows and a bincount.
