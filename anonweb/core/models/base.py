@@ -234,6 +234,17 @@ class PrivacyModel(ABC):
         model itself. None by default."""
         return ()
 
+    def least_suppressed(
+        self, data: ClassData, settled: NDArray[Any], k: int = 1
+    ) -> NDArray[Any] | None:
+        """For a monotonic model that can say more than which classes fail it: per class, a
+        lower bound on the records that the node, and every specialization of it, must
+        suppress inside the class, whose sum over a node never grows as classes merge (see
+        :mod:`.share_bound`); it may give 0 for the ``settled`` classes, already known to be
+        suppressed whole. Every class kept holds at least ``k`` records (k-anonymity's k, 1
+        without it). None by default: the records of the classes failing it."""
+        return None
+
     def satisfied(self, data: ClassData) -> bool:
         """Whether the classes, as a table, satisfy the model."""
         return bool(self.satisfied_in_groups(data, np.zeros(len(data), dtype=np.int64), 1)[0])

@@ -17,7 +17,8 @@ The figure of a class is the smallest β it satisfies: its largest gain, or infi
 value's gain passes its ``-ln p(s)`` cap (no β helps then); the table's figure is the largest.
 A merge of classes averages their shares, so generalization never raises the largest gain, but
 suppression can (ARX declares the model monotonic with generalization only): the search checks
-each node.
+each node, after :class:`BetaLikenessCaps`, a necessary condition that stays monotonic with
+suppression, has settled the sublattices it can.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from anonweb.core.models.base import (
     require_number,
 )
 from anonweb.core.models.counts import ClassData, SensitiveDomain
+from anonweb.core.models.share_bound import least_failing
 
 # a gain this close above its bound passes: the shares are ratios of counts, not exact
 TOLERANCE = 1e-12
@@ -129,3 +131,58 @@ class BetaLikeness(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return np.asarray(self.measure(data) <= self.beta + TOLERANCE)
+
+    def implied(self) -> tuple[PrivacyModel, ...]:
+        return (BetaLikenessCaps(self.sensitive, self.beta),)
+
+
+def likeness_caps(share: NDArray[Any], beta: float) -> NDArray[Any]:
+    """The largest share q(s) a class satisfying enhanced β-likeness may hold of each value:
+    p(s) (1 + min(β, -ln p(s))), widened by the check's tolerance."""
+    safe = np.where(share > 0, share, 1.0)
+    return np.asarray(share * (1.0 + np.minimum(beta, -np.log(safe)) + TOLERANCE))
+
+
+# the coverage condition rejects a class only when its caps fall this far below 1
+COVERAGE_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class BetaLikenessCaps(PrivacyModel):
+    """A necessary condition of :class:`BetaLikeness` that only grows easier to meet as
+    classes merge, so the search can treat it as monotonic (even with suppression).
+
+    A class satisfying the model holds q(s) <= cap(s) = p(s) (1 + min(β, -ln p(s))) of each
+    value s it contains. The shares of those values make 1, so the caps of the values a class
+    contains must add up to at least 1; a merge contains every value of its parts, so a merge
+    of classes one of which meets this meets it too. Beyond which classes fail, the caps bound
+    the records any specialization of a node must suppress (:mod:`.share_bound`), a bound
+    whose sum over a node never grows as the node is generalized.
+    """
+
+    sensitive: str
+    beta: float
+    kind = "beta_likeness_caps"
+    monotonic = True
+    worst = "min"
+    fields = ("sensitive", "beta")
+
+    def describe(self) -> str:
+        return f"values that can make an enhanced {self.beta}-like class on {self.sensitive}"
+
+    def measure(self, data: ClassData) -> NDArray[Any]:
+        """The caps of the values each class contains, added up."""
+        domain, present = data.present(self.sensitive)
+        return np.asarray((present * likeness_caps(domain.share, self.beta)).sum(axis=1))
+
+    def passes(self, data: ClassData) -> NDArray[Any]:
+        return np.asarray(self.measure(data) > 1.0 - COVERAGE_MARGIN)
+
+    def least_suppressed(
+        self, data: ClassData, settled: NDArray[Any], k: int = 1
+    ) -> NDArray[Any] | None:
+        dense = data.histogram(self.sensitive)
+        if dense is None:
+            return None
+        domain, hist = dense
+        return least_failing(hist, likeness_caps(domain.share, self.beta), ~settled)

@@ -312,6 +312,19 @@ class ClassData:
         # per class, the records a record of it cannot be told apart from when a blank cell
         # matches every value (sdcMicro's NA rule, after local suppression); None: its size
         self.matching: NDArray[Any] | None = None
+        self._figures: dict[object, NDArray[Any]] = {}
+
+    def figure(self, key: object, build: Callable[[], NDArray[Any]]) -> NDArray[Any]:
+        """A per-class figure computed once for these classes, for a model and the monotonic
+        condition it implies that both read it (t-closeness's distances)."""
+        got = self._figures.get(key)
+        if got is None:
+            got = self._figures[key] = build()
+        return got
+
+    def keep_figures(self, source: ClassData, rows: NDArray[Any]) -> None:
+        """Take the figures ``source`` computed, for its classes ``rows`` (these classes)."""
+        self._figures.update({key: got[rows] for key, got in source._figures.items()})
 
     def record_values(self, name: str, what: str) -> pd.Series:
         """Column ``name`` of each record kept in the classes (aligned with

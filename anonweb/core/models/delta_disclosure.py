@@ -8,7 +8,9 @@ when a class lacks a value of the table, since learning that a target does *not*
 a disclosure too.
 
 :class:`DeltaDisclosureCoverage` is a necessary condition of the model that only grows easier to
-meet as classes merge: the search settles sublattices with it before it computes any ratio.
+meet as classes merge: the search settles sublattices with it before it computes any ratio,
+and with the records its specializations must suppress (:mod:`.share_bound`, the upper half of
+the bound being a cap on each value's share).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from anonweb.core.models.base import (
     require_number,
 )
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
+from anonweb.core.models.share_bound import least_failing
 
 
 def delta_per_class(sc: SensitiveCounts) -> NDArray[Any]:
@@ -162,3 +165,26 @@ class DeltaDisclosureCoverage(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return np.asarray(self.measure(data) * 2.0**self.delta > 1.0 - COVERAGE_MARGIN)
+
+    def least_suppressed(
+        self, data: ClassData, settled: NDArray[Any], k: int = 1
+    ) -> NDArray[Any] | None:
+        """The records each class's specializations must suppress, from the upper half of the
+        bound: a class that passes holds c_s < 2**δ p(s) n records of each value s it contains
+        (and none of the others), a cap on its share (:func:`least_failing`).
+
+        And from the lower half, when the classes kept hold k records or more: a part that
+        passes and holds value s holds more than 2**-δ p(s) k records of it. A class holding
+        no more than that of s cannot pass on any part holding s, so its cap on s is 0 (all
+        its records of s fail). A merge in which s is capped at 0 has it capped at 0 in both
+        parts too (each holds no more of s), so the caps of a merge are at least its parts'
+        and its bound at most the sum of theirs."""
+        dense = data.histogram(self.sensitive)
+        if dense is None:
+            return None
+        domain, hist = dense
+        caps = domain.share * 2.0**self.delta
+        floor = domain.share * 2.0**-self.delta * k * (1.0 - COVERAGE_MARGIN)
+        if k > 1 and (floor > 1.0).any():
+            caps = np.where(hist < floor, 0.0, caps)
+        return least_failing(hist, caps, ~settled)

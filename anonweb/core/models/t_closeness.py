@@ -251,6 +251,16 @@ def _domain_tree_order(
     return got[1]
 
 
+def _dense_distance(
+    dense: tuple[SensitiveDomain, NDArray[Any]], distance: str, hierarchy: Hierarchy | None
+) -> NDArray[Any]:
+    """Each class's EMD from a dense count matrix (equal or hierarchical distance)."""
+    if distance == "hierarchical":
+        assert hierarchy is not None  # checked by the model
+        return hierarchical_distance_dense(*dense, hierarchy)
+    return equal_distance_dense(*dense)
+
+
 def distance_per_class(
     sc: SensitiveCounts, distance: str, hierarchy: Hierarchy | None = None
 ) -> NDArray[Any]:
@@ -337,10 +347,9 @@ class TCloseness(PrivacyModel):
     def measure(self, data: ClassData) -> NDArray[Any]:
         dense = data.histogram(self.sensitive) if self.distance != "ordered" else None
         if dense is not None:
-            if self.distance == "hierarchical":
-                assert self.hierarchy is not None  # checked in __post_init__
-                return hierarchical_distance_dense(*dense, self.hierarchy)
-            return equal_distance_dense(*dense)
+            # read by the coverage condition's bound too: computed once per set of classes
+            key = ("t_closeness", self.sensitive, self.distance, id(self.hierarchy))
+            return data.figure(key, lambda: _dense_distance(dense, self.distance, self.hierarchy))
         return distance_per_class(data.sensitive(self.sensitive), self.distance, self.hierarchy)
 
     def passes(self, data: ClassData) -> NDArray[Any]:
@@ -385,6 +394,9 @@ class TClosenessCoverage(PrivacyModel):
     1 - Q_l, with Q_l the table's share of the level-l nodes the class touches, so the EMD is
     at least the mean of 1 - Q_l over the levels below the root. Merging classes only adds
     values (and nodes), so a merge of classes of which one meets the bound meets it too.
+
+    Beyond which classes fail, the distance itself bounds the records a node's
+    specializations must suppress (:meth:`least_suppressed`).
     """
 
     sensitive: str
@@ -432,3 +444,44 @@ class TClosenessCoverage(PrivacyModel):
 
     def passes(self, data: ClassData) -> NDArray[Any]:
         return self.measure(data) <= self.t + COVERAGE_MARGIN
+
+    def least_suppressed(
+        self, data: ClassData, settled: NDArray[Any], k: int = 1
+    ) -> NDArray[Any] | None:
+        """Records each class's specializations must suppress, from its distance E.
+
+        Proof. Both distances are convex in the class's distribution q (the equal one is a
+        sum of |q_v - p_v|, the hierarchical one a sum of positive parts of sums of q), and
+        at most D, the largest distance of a class holding one value (a convex function on
+        the simplex peaks at a corner). Split a class of n records into parts that pass (f
+        records kept out: the others, n - f, each part within t) and parts that fail: q is
+        the size-weighted mean of the parts, so n E <= (n - f) t + f D, and
+        f >= n (E - t) / (D - t). Summed over a merge, n E is at most the parts' sum
+        (convexity), so the bound of a merge is at most the sum of its parts' bounds.
+        """
+        dense = data.histogram(self.sensitive)
+        if dense is None:
+            return None
+        model = TCloseness(self.sensitive, self.t, self.distance, self.hierarchy)
+        domain, hist = dense
+        # the model's own figures (computed once for the classes), read in its favour: the
+        # threshold raised by its tolerance and more, the largest distance raised too
+        t = self.t + TOLERANCE + COVERAGE_MARGIN
+        largest = _largest_distance(domain, self.distance, self.hierarchy) + COVERAGE_MARGIN
+        if largest <= t:
+            return np.zeros(len(hist), dtype=np.int64)
+        sizes = hist.sum(axis=1)
+        over = np.maximum(model.measure(data) - t, 0.0) / (largest - t)
+        least = np.ceil(sizes * over - COVERAGE_MARGIN * (sizes + 1.0))
+        return np.asarray(np.where(settled, 0, least.clip(0, None)), dtype=np.int64)
+
+
+def _largest_distance(domain: SensitiveDomain, distance: str, hierarchy: Hierarchy | None) -> float:
+    """The largest distance a class can have from the table: that of a class of one value."""
+    return domain.cached(
+        ("largest distance", distance, id(hierarchy)),
+        lambda: (
+            hierarchy,
+            float(_dense_distance((domain, np.eye(len(domain.values))), distance, hierarchy).max()),
+        ),
+    )[1]

@@ -14,7 +14,10 @@ How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009
 * a model that is not monotonic may imply one that is (:meth:`PrivacyModel.implied`; e.g.
   t-closeness needs the values a class contains to cover enough of the table): the implied
   model joins the monotonic ones, so sublattices it rules out are settled without computing
-  the model itself, and since a class failing it fails the model, no outcome changes;
+  the model itself, and since a class failing it fails the model, no outcome changes. Such a
+  model may also bound the records every specialization of a node must suppress in each class
+  (:meth:`PrivacyModel.least_suppressed`: δ-disclosure's and β-likeness's caps on value shares,
+  t-closeness's distance); a node whose bound passes the limit fails with its specializations;
 * every metric has a lower bound (its value ignoring suppression) that only grows upwards, so
   once a solution of loss L is known, every node whose bound is not below L is discarded;
 * grouping a node is one mixed-radix int64 key over the distinct rows and a bincount.
@@ -153,6 +156,11 @@ class _Checker:
             [*(m for m in models if m.per_class and m.monotonic), *implied],
             key=lambda m: not _sizes_only(m),
         )
+        # for nodes already known to pass the monotonic models: the implied ones change no
+        # outcome (a class failing one fails its model, which is checked), so they are skipped
+        self.own_mono = [m for m in self.mono if not any(m is i for i in implied)]
+        # every class kept holds at least this many records (see _least_suppressed)
+        self.k = max((m.k for m in self.mono if isinstance(m, KAnonymity)), default=1)
         self.other = [m for m in models if m.per_class and not m.monotonic]
         self.table_wide = [m for m in models if not m.per_class]
         self.sa_index = {s: i for i, s in enumerate(table.sensitive)}
@@ -212,10 +220,15 @@ class _Checker:
         return ClassData(sizes, counts, dense, population)
 
     def check(
-        self, levels: Sequence[int] | NDArray[Any], parent: ClassTable | None = None
+        self,
+        levels: Sequence[int] | NDArray[Any],
+        parent: ClassTable | None = None,
+        settled: bool = False,
     ) -> _Eval:
+        """The node's outcome; ``settled``: the node is known to pass the monotonic models."""
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
-        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), self.mono)
+        mono = self.own_mono if settled else self.mono
+        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono)
 
     def _decide(self, ct: ClassTable, fail: NDArray[Any], mono: Sequence[PrivacyModel]) -> _Eval:
         """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
@@ -227,6 +240,9 @@ class _Checker:
             fail |= ~m.passes(data)
             if sizes[fail].sum() > self.max_out:
                 return _Eval(False, False, ct)
+        least = _least_suppressed(mono, data, fail, self.k)
+        if least is not None and least.sum() > self.max_out:
+            return _Eval(False, False, ct)
         for m in self.other:
             fail |= ~m.passes(data)
         ok = bool(sizes[fail].sum() <= self.max_out)
@@ -249,8 +265,19 @@ class _Checker:
         for m in sizes_only:
             fail |= ~m.passes(data)
         out = batch.per_node(np.where(fail, batch.sizes, 0))
+        accepted = np.flatnonzero(out <= self.max_out)
+        if rest and len(accepted) > 1:
+            # the histograms are needed by several nodes: the models that read them decide
+            # those nodes side by side, as one batch (the same outcome as one by one)
+            many = self._decide_tables([batch.table(b) for b in accepted])
+            decided = dict(zip(accepted.tolist(), many))
+        else:
+            decided = {}
         evals = []
         for b in range(len(parents)):
+            if b in decided:
+                evals.append(decided[b])
+                continue
             ct = batch.table(b)
             if out[b] > self.max_out:
                 evals.append(_Eval(False, False, ct))
@@ -259,32 +286,108 @@ class _Checker:
                 evals.append(self._decide(ct, fail[lo:hi].copy(), rest))
         return evals
 
-    def check_many(self, nodes: NDArray[Any], parents: Sequence[ClassTable]) -> list[_Eval]:
+    def check_many(
+        self, nodes: NDArray[Any], parents: Sequence[ClassTable], settled: bool = False
+    ) -> list[_Eval]:
         """:meth:`check` for several nodes at once (each rolled up from its given finer node)."""
         batch = self.table.classes_many(nodes, parents, list(self.sa_index.values()))
-        sizes = batch.sizes
-        reps = [batch.rep[batch.starts[b] : batch.starts[b + 1]] for b in range(len(parents))]
-        data = self._data(sizes, batch.hists.__getitem__, self._population(batch.levels, reps))
+        tables = [batch.table(b) for b in range(len(parents))]
+        hists = batch.hists.__getitem__
+        mono = self.own_mono if settled else self.mono
+        return self._decide_many(tables, batch.sizes, batch.node_of, batch.starts, hists, mono)
+
+    def _decide_tables(self, tables: list[ClassTable]) -> list[_Eval]:
+        """:meth:`check_many` for nodes whose classes are at hand, their histograms built node
+        by node as they are read."""
+        lens = [len(t) for t in tables]
+        starts = np.concatenate(([0], np.cumsum(lens)))
+        node_of = np.repeat(np.arange(len(tables)), lens)
+        sizes = np.concatenate([t.sizes for t in tables])
+        built: dict[int, NDArray[Any]] = {}
+
+        def hists(j: int) -> NDArray[Any]:
+            if j not in built:
+                built[j] = np.concatenate([t.hist(j) for t in tables])
+            return built[j]
+
+        return self._decide_many(tables, sizes, node_of, starts, hists, self.mono)
+
+    def _decide_many(
+        self,
+        tables: list[ClassTable],
+        sizes: NDArray[Any],
+        node_of: NDArray[Any],
+        starts: NDArray[Any],
+        hists: Callable[[int], NDArray[Any]],
+        mono: Sequence[PrivacyModel],
+    ) -> list[_Eval]:
+        """The outcome of each node of ``tables``, whose classes lie side by side (node ``b``
+        owns ``starts[b]:starts[b+1]``), each model read once for them all."""
+        reps = [t.rep for t in tables]
+        population = self._population([t.levels for t in tables], reps)
+        data = self._data(sizes, hists, population)
+
+        def per_node(values: NDArray[Any]) -> NDArray[Any]:
+            return np.bincount(node_of, weights=values, minlength=len(tables))
+
         fail = np.zeros(len(sizes), dtype=bool)
-        for m in self.mono:
+        for m in mono:
             fail |= ~m.passes(data)
-        mono_out = batch.per_node(np.where(fail, sizes, 0))
-        for m in self.other:
-            fail |= ~m.passes(data)
-        ok = batch.per_node(np.where(fail, sizes, 0)) <= self.max_out
+        # the nodes whose failing classes alone pass the limit need no finer bound
+        closed = per_node(np.where(fail, sizes, 0)) > self.max_out
+        least = _least_suppressed(mono, data, fail | closed[node_of], self.k)
+        mono_out = per_node(np.where(fail, sizes, 0) if least is None else least)
+        open_nodes = mono_out <= self.max_out
+        if open_nodes.all():
+            for m in self.other:
+                fail |= ~m.passes(data)
+        elif self.other and open_nodes.any():
+            # the other models only for the nodes the monotonic ones leave open (each class
+            # is judged on its own, so the figures are those of the whole batch)
+            rows = np.flatnonzero(open_nodes[node_of])
+            kept_tables = [t for t, o in zip(tables, open_nodes) if o]
+            open_data = self._data(
+                sizes[rows],
+                lambda j: hists(j)[rows],
+                self._population([t.levels for t in kept_tables], [t.rep for t in kept_tables]),
+            )
+            open_data.keep_figures(data, rows)
+            for m in self.other:
+                fail[rows] |= ~m.passes(open_data)
+        ok = per_node(np.where(fail, sizes, 0)) <= self.max_out
         if self.table_wide:
             kept = data.select(~fail)
             for m in self.table_wide:
-                ok &= m.satisfied_in_groups(kept, batch.node_of[~fail], len(parents))
+                ok &= m.satisfied_in_groups(kept, node_of[~fail], len(tables))
         evals = []
-        for b in range(len(parents)):
-            ct = batch.table(b)
+        for b, ct in enumerate(tables):
             if mono_out[b] > self.max_out:
                 evals.append(_Eval(False, False, ct))
             else:
-                lo, hi = batch.starts[b], batch.starts[b + 1]
+                lo, hi = starts[b], starts[b + 1]
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
+
+
+def _least_suppressed(
+    mono: Sequence[PrivacyModel], data: ClassData, fail: NDArray[Any], k: int
+) -> NDArray[Any] | None:
+    """Per class, the most records that any of the monotonic models proves every
+    specialization must suppress in it, at least those of the classes ``fail`` marks (failing
+    them, or whose node fails already); None when none of them says more than which classes
+    fail."""
+    least = None
+    for m in mono:
+        got = m.least_suppressed(data, fail, k)
+        if got is not None:
+            least = np.maximum(np.where(fail, data.sizes, 0) if least is None else least, got)
+    if least is not None and k > 1:
+        # the records kept of a class are those of its parts that pass, k or more each (k
+        # of k-anonymity): a class whose bound keeps fewer than k is suppressed whole. L' = n
+        # where L > n - k is a bound too, and adds up over merges: with A suppressed whole,
+        # L(A + B) <= n_A + L(B) <= n_A + n_B - k unless B is too
+        least = np.where(least > data.sizes - k, data.sizes, least)
+    return least
 
 
 def _sizes_only(model: PrivacyModel) -> bool:
@@ -678,7 +781,9 @@ class _Search:
         if self.time_limit is not None and time.perf_counter() - self.started > self.time_limit:
             raise _Budget
 
-    def _check_batch(self, chunk: list[int], few_histograms: bool = False) -> dict[int, _Eval]:
+    def _check_batch(
+        self, chunk: list[int], few_histograms: bool = False, settled: bool = False
+    ) -> dict[int, _Eval]:
         """Check together the nodes of ``chunk`` that have a finer node's classes cached."""
         if len(chunk) < 2:
             return {}  # nothing to batch: the caller checks the node and looks up its parent
@@ -688,7 +793,6 @@ class _Search:
         ]
         if len(batched) < 2:
             return {}
-        check = self.checker.check_few_histograms if few_histograms else self.checker.check_many
         out: dict[int, _Eval] = {}
         # a batch's arrays run over the classes of all its nodes' finer nodes: batches of at
         # most BATCH_CLASSES of them keep that memory fixed whatever the table (each node is
@@ -701,13 +805,20 @@ class _Search:
             last = pos == len(batched) - 1
             if last or held + len(parents[batched[pos + 1]]) > BATCH_CLASSES:  # type: ignore[arg-type]
                 if len(part) == 1:
-                    ev = self.checker.check(self.nodes[chunk[j]], parents[j])
+                    ev = self.checker.check(self.nodes[chunk[j]], parents[j], settled)
                     out[chunk[j]] = ev
-                else:
-                    got = check(
+                elif few_histograms:
+                    got = self.checker.check_few_histograms(
                         self.nodes[[chunk[i] for i in part]],
                         [p for i in part if (p := parents[i]) is not None],
                     )
+                else:
+                    got = self.checker.check_many(
+                        self.nodes[[chunk[i] for i in part]],
+                        [p for i in part if (p := parents[i]) is not None],
+                        settled,
+                    )
+                if len(part) > 1:
                     out.update({chunk[i]: ev for i, ev in zip(part, got)})
                 part, held = [], 0
         return out
@@ -732,14 +843,16 @@ class _Search:
         """Check several nodes in one batch, then record them in order, as checking them one
         at a time would; False once a node is no longer alive (a solution found earlier in the
         batch beats every later node)."""
-        evals = self._check_batch(chunk)
+        # the bound phase checks only nodes that pass the monotonic models
+        evals = self._check_batch(chunk, settled=True)
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:
                 self.checked += sum(1 for i in chunk[pos:] if i in evals)  # checked, not needed
                 return False
             ev = evals.get(idx)
             if ev is None:
-                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
+                parent = self.cache.parent(self.packed[idx])
+                ev = self.checker.check(self.nodes[idx], parent, settled=True)
             self._record(idx, ev)
         return True
 

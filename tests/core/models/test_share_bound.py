@@ -1,0 +1,177 @@
+"""The records a node's specializations must suppress: under δ-disclosure's and enhanced
+β-likeness's caps on value shares (:mod:`anonweb.core.models.share_bound`) and under
+t-closeness's distance (:meth:`TClosenessCoverage.least_suppressed`). The search rejects a
+node and all its specializations on this bound, so it must never exceed what any split of a
+class really suppresses, and its sum must never grow as classes merge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anonweb.core.io.hierarchy import Hierarchy
+from anonweb.core.models.beta_likeness import BetaLikeness, BetaLikenessCaps, likeness_caps
+from anonweb.core.models.counts import ClassData, SensitiveDomain
+from anonweb.core.models.delta_disclosure import DeltaDisclosure, DeltaDisclosureCoverage
+from anonweb.core.models.share_bound import least_failing
+from anonweb.core.models.t_closeness import TCloseness
+
+
+def _domain(counts: list[int]) -> SensitiveDomain:
+    return SensitiveDomain(
+        "S", pd.Index([f"v{i}" for i in range(len(counts))]), np.asarray(counts, dtype=np.int64)
+    )
+
+
+def _data(domain: SensitiveDomain, hist: np.ndarray) -> ClassData:
+    return ClassData(hist.sum(axis=1), histograms=lambda name: (domain, hist))
+
+
+def test_hand_worked_bound():
+    # two values, each half the table; enhanced 1-likeness caps each at 0.5 (1 + ln 2) = 0.8466
+    # of a class. A class of 9 + 1 records: keeping f records out, the other 10 - f may hold at
+    # most 0.8466 (10 - f) of the first value, so 9 - 0.8466 (10 - f) <= f: f >= 3.48, 4
+    # records. With 4 out, 5 + 1 are kept (5 <= 5.08); with 3, 6 of 7 would be (6 > 5.93)
+    domain = _domain([50, 50])
+    hist = np.array([[9.0, 1.0], [5.0, 5.0], [1.0, 0.0]])
+    model = BetaLikenessCaps("S", 1.0)
+    assert model.least_suppressed(_data(domain, hist), np.zeros(3, dtype=bool)).tolist() == [
+        4,
+        0,
+        1,
+    ]
+    # the settled classes (suppressed whole already) are left at 0
+    settled = np.array([False, False, True])
+    assert model.least_suppressed(_data(domain, hist), settled).tolist() == [4, 0, 0]
+    # 2-disclosure: a class may hold at most 4 p(s) of a value: a value with a share of 10%
+    # in a class of 10 holding 7 of it: 7 - 0.4 (10 - f) <= f gives f >= 5
+    domain = _domain([10, 90])
+    hist = np.array([[7.0, 3.0]])
+    got = DeltaDisclosureCoverage("S", 2.0).least_suppressed(
+        _data(domain, hist), np.zeros(1, dtype=bool)
+    )
+    assert got.tolist() == [5]
+    # with parts of 5 records or more, a part holding the rare value holds more than
+    # 0.1 / 4 * 5 = 0.125 records of it: no bound from that. With parts of 50 or more, more
+    # than 1.25: a class holding 1 record of it cannot keep it in any part, and that record
+    # is suppressed (the other 19 may be kept: 19 / 19 of the common value is within its cap)
+    hist = np.array([[1.0, 19.0]])
+    coverage = DeltaDisclosureCoverage("S", 2.0)
+    assert coverage.least_suppressed(_data(domain, hist), np.zeros(1, dtype=bool), 5).tolist() == [
+        0
+    ]
+    assert coverage.least_suppressed(_data(domain, hist), np.zeros(1, dtype=bool), 50).tolist() == [
+        1
+    ]
+
+
+def _splits(rng, hist_row: np.ndarray, tries: int) -> list[np.ndarray]:
+    """Random ways to split one class's records into parts (each a parts x values matrix)."""
+    records = np.repeat(np.arange(len(hist_row)), hist_row.astype(int))
+    out = []
+    for _ in range(tries):
+        parts = int(rng.integers(1, len(records) + 1))
+        label = rng.integers(0, parts, len(records))
+        matrix = np.zeros((parts, len(hist_row)))
+        np.add.at(matrix, (label, records), 1.0)
+        out.append(matrix[matrix.sum(axis=1) > 0])
+    return out
+
+
+def _tree(m: int) -> Hierarchy:
+    """Values v0..v(m-1) under two inner nodes, then the root."""
+    return Hierarchy(
+        rows=tuple((f"v{i}", "low" if i < m // 2 else "high", "*") for i in range(m)),
+        attribute="S",
+    )
+
+
+def _models(rng, m: int):
+    beta = float(rng.uniform(0.2, 3.0))
+    delta = float(rng.uniform(0.3, 3.0))
+    t = float(rng.uniform(0.02, 0.5))
+    out = [
+        (BetaLikeness("S", beta), BetaLikenessCaps("S", beta)),
+        (DeltaDisclosure("S", delta), DeltaDisclosureCoverage("S", delta)),
+        (TCloseness("S", t), None),
+        (TCloseness("S", t, "hierarchical", _tree(m)), None),
+    ]
+    return [(model, bound or model.implied()[0]) for model, bound in out]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 1_000_000))
+def test_no_split_of_a_class_suppresses_fewer_records_than_the_bound(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 6))
+    domain = _domain(list(rng.integers(1, 40, m)))
+    hist = rng.integers(0, 6, (6, m)).astype(float) * (rng.random((6, m)) < 0.7)
+    hist[hist.sum(axis=1) == 0, 0] = 1.0
+    # the parts kept hold k records or more (k-anonymity beside the model)
+    k = int(rng.integers(1, 6))
+    for model, bound in _models(rng, m):
+        least = bound.least_suppressed(_data(domain, hist), np.zeros(len(hist), dtype=bool), k)
+        assert (least <= hist.sum(axis=1)).all()
+        # the class itself is one split: a class the bound charges fails the model or k
+        fails = ~model.passes(_data(domain, hist)) | (hist.sum(axis=1) < k)
+        assert not ((least > 0) & ~fails).any()
+        for row, charged in zip(hist, least):
+            for parts in _splits(rng, row, 40):
+                sizes = parts.sum(axis=1)
+                out = sizes[~model.passes(_data(domain, parts)) | (sizes < k)].sum()
+                assert out >= charged, (model, k, row, parts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 1_000_000))
+def test_the_bound_of_a_merge_is_at_most_the_sum_of_its_parts(seed):
+    # what lets the search treat it as monotonic: a node within the suppression limit on the
+    # bound has every generalization within it too
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 8))
+    domain = _domain(list(rng.integers(1, 200, m)))
+    hist = rng.integers(0, 30, (40, m)).astype(float) * (rng.random((40, m)) < 0.5)
+    hist[hist.sum(axis=1) == 0, int(rng.integers(0, m))] = 1.0
+    partner = rng.permutation(len(hist))
+    merged = hist + hist[partner]
+    none = np.zeros(len(hist), dtype=bool)
+    k = int(rng.integers(1, 40))
+    for _model, bound in _models(rng, m):
+        alone = bound.least_suppressed(_data(domain, hist), none, k)
+        both = bound.least_suppressed(_data(domain, merged), none, k)
+        assert (both <= alone + alone[partner]).all()
+
+
+def test_the_bound_reaches_the_whole_class_when_the_caps_cannot_cover_it():
+    # a class of values whose caps add up to less than 1 fails in every split: the coverage
+    # conditions of both models are the bound's special case
+    domain = _domain([1, 1, 98])
+    hist = np.array([[3.0, 2.0, 0.0]])
+    caps = likeness_caps(domain.share, 1.0)
+    assert caps[:2].sum() < 1
+    assert least_failing(hist, caps).tolist() == [5]
+    assert not BetaLikenessCaps("S", 1.0).passes(_data(domain, hist)).any()
+
+
+def test_beta_likeness_implies_its_caps():
+    (caps,) = BetaLikeness("S", 1.5).implied()
+    assert isinstance(caps, BetaLikenessCaps) and caps.monotonic
+    assert caps.to_dict() == {"model": "beta_likeness_caps", "sensitive": "S", "beta": 1.5}
+
+
+def test_hand_worked_distance_bound():
+    # equal-distance 0.2-closeness over two values, each half the table: a class of one value
+    # is at distance 0.5, the largest there is. A class of 8 + 2 records is at 0.3: keeping f
+    # out, 10 * 0.3 <= (10 - f) 0.2 + 0.5 f gives f >= 10 / 3, 4 records (with 4 out of 8 + 2,
+    # 4 + 2 are kept, at 1/6 <= 0.2)
+    domain = _domain([50, 50])
+    hist = np.array([[8.0, 2.0], [6.0, 4.0], [3.0, 0.0]])
+    (bound,) = TCloseness("S", 0.2).implied()
+    got = bound.least_suppressed(_data(domain, hist), np.zeros(3, dtype=bool))
+    assert got.tolist() == [4, 0, 3]
+
+
+def test_ordered_t_closeness_offers_no_bound():
+    assert TCloseness("S", 0.2, "ordered").implied() == ()
