@@ -51,7 +51,7 @@ from anonweb.core.conflicts.engine_check import (
     TableRelease,
     engine_release_conflicts,
 )
-from anonweb.core.conflicts.release import ConflictCheck, EarlierRelease
+from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck, EarlierRelease
 from anonweb.core.engine.base import Engine, Source
 from anonweb.core.findings import BLOCK, Finding
 
@@ -190,7 +190,10 @@ def engine_conflicts(
     connection ``connect()`` gives): the report's entry (counts only) and the check, or why it
     was not run (:data:`CONFLICTS_NOT_RUN`, the check None)."""
     if not earlier:
-        return {"run": True, "checked": [], "findings": {}, "note": "no earlier live release"}, None
+        nothing = ConflictCheck(ids={NEW_LABEL: None}, statuses={NEW_LABEL: "new"})
+        return {"run": True, "checked": [], "findings": {}, "note": "no earlier live release"}, (
+            nothing
+        )
     reason = NO_LINEAGE_KEPT
     if new is not None:
         try:
