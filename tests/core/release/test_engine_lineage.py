@@ -6,6 +6,9 @@ out of core (aggregates solved against every record) blocks the release with the
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
+
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -218,3 +221,63 @@ def test_a_csv_source_on_duckdb_keeps_no_lineage_and_stays_blocked(tmp_path):
     assert "kept no lineage" in made.report["conflicts"]["reason"]
     assert "conflicts_unchecked" in {f.code for f in made.gate.findings}
     assert not list(tmp_path.glob(".*rows*"))  # nothing left beside the release
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyspark") is None or shutil.which("java") is None,
+    reason="Spark needs pyspark and a Java runtime",
+)
+def test_spark_keeps_the_lineage_and_is_checked_as_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    from anonweb.core.engine.spark_engine import SparkEngine
+
+    spark = SparkEngine(master="local[2]")
+    try:
+        df = table()
+        # a folder of two Parquet files: each row's position counts the first file's rows
+        folder = tmp_path / "source"
+        folder.mkdir()
+        df.iloc[:150].to_parquet(folder / "part-0.parquet", index=False)
+        df.iloc[150:].to_parquet(folder / "part-1.parquet", index=False)
+        frame, rows = shifted(df, 2)
+        earlier = [
+            EarlierRelease("release 1", "approved", 41, frame, rows, quasi_identifiers=("age",))
+        ]
+        _, made = release(spark, tmp_path, earlier=earlier, source=folder)
+    finally:
+        spark.close()
+        spark.spark.stop()
+    written = pd.read_parquet(made.path)
+    lineage = pq.read_table(made.lineage_path).column(LINEAGE_COLUMN).to_numpy()
+    assert sorted(lineage) == list(range(N))
+    source = df.iloc[lineage].reset_index(drop=True)
+    assert written["visit"].tolist() == source["visit"].tolist()
+    memory = release_conflicts(
+        df,
+        frame=written,
+        rows=lineage,
+        earlier=earlier,
+        quasi_identifiers=["age", "sex"],
+        plan_quasi_identifiers=["age", "sex"],
+        sensitive=["disease"],
+    )
+    assert made.conflicts is not None and made.conflicts.public
+    assert made.conflicts.private == memory.private and made.conflicts.public == memory.public
+
+
+def test_duckdb_numbers_the_rows_of_a_folder_of_parquet_files_in_order(tmp_path):
+    df = table()
+    folder = tmp_path / "source"
+    folder.mkdir()
+    for i, start in enumerate(range(0, N, 130)):
+        df.iloc[start : start + 130].to_parquet(folder / f"part-{i}.parquet", index=False)
+    engine = DuckDBEngine(memory_limit="300MB")
+    try:
+        _, made = release(engine, tmp_path, source=folder)
+    finally:
+        engine.close()
+    written = pd.read_parquet(made.path)
+    lineage = pq.read_table(made.lineage_path).column(LINEAGE_COLUMN).to_numpy()
+    assert sorted(lineage) == list(range(N))
+    assert written["visit"].tolist() == df["visit"].iloc[lineage].tolist()
