@@ -139,19 +139,30 @@ def _load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     types = {str(r[0]): str(r[1]) for r in described if str(r[0]) != "__pos"}
     columns = tuple(types)
     shown = tuple(c for c in qis if c in types)
-    order = ", ".join(f"{q(c)} NULLS LAST" for c in shown)
-    cls = f"dense_rank() OVER (ORDER BY {order})" if shown else "1"
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT l.__row, p.*, {cls} AS __c "
-        f"FROM {published} AS p JOIN {lineage} AS l ON p.__pos = l.__pos"
-    )
+    joined = f"SELECT l.__row, p.* FROM {published} AS p JOIN {lineage} AS l ON p.__pos = l.__pos"
+    if shown:
+        # each class numbered once (a table of the classes, not a sort of the rows), with its
+        # size; each row finds its class by its values, a missing value matching a missing one
+        keys = ", ".join(q(c) for c in shown)
+        on = " AND ".join(f"r.{q(c)} IS NOT DISTINCT FROM k.{q(c)}" for c in shown)
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name}_classes AS SELECT {keys}, "
+            f"row_number() OVER () AS __c, __n FROM (SELECT {keys}, count(*) AS __n "
+            f"FROM {published} GROUP BY ALL)"
+        )
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT r.*, k.__c, k.__n FROM ({joined}) "
+            f"AS r JOIN {name}_classes AS k ON {on}"
+        )
+        con.execute(f"DROP TABLE {name}_classes")
+    else:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, 1 AS __c, count(*) OVER () AS __n "
+            f"FROM ({joined})"
+        )
     for view in (published, lineage):
         if view.startswith("anonweb_conflict_in_"):
             con.unregister(view)
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, count(*) OVER (PARTITION BY __c) "
-        f"AS __n FROM {name}"
-    )
     return _Loaded(release.label, name, columns, shown, types)
 
 
@@ -175,6 +186,20 @@ def _cast(column: str, types: Mapping[str, str], other: Mapping[str, str]) -> st
     return f"CAST({q(column)} AS VARCHAR)"
 
 
+# Types whose values are equal exactly when their texts are (the in-memory check compares
+# cells as text): compared as they are, which spares DuckDB writing each cell out.
+_SAME_AS_TEXT = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "BOOLEAN")
+
+
+def _as_text(column: str, types: Mapping[str, str], other: Mapping[str, str], alias: str) -> str:
+    """``alias.column`` compared with the other release's as the in-memory check compares
+    cells (as text): as it is when both are of one such type."""
+    kind = types.get(column)
+    if kind == other.get(column) and kind in _SAME_AS_TEXT:
+        return f"{alias}.{q(column)}"
+    return f"CAST({alias}.{q(column)} AS VARCHAR)"
+
+
 def _frame(con: Any, sql: str) -> pd.DataFrame:
     return pd.DataFrame(con.execute(sql).fetchdf())
 
@@ -193,6 +218,11 @@ def _records(con: Any, shared: str, cells: pd.DataFrame, keys: Sequence[str]) ->
     return tuple(int(r) for r in rows)
 
 
+def _common(a: _Loaded, b: _Loaded) -> list[str]:
+    """The published columns both releases have, in ``a``'s order."""
+    return [c for c in a.columns if c in b.columns]
+
+
 def _find_join(con: Any, a: _Loaded, b: _Loaded, shared: str, n: int) -> Join | None:
     """How ``a`` and ``b`` join (:func:`~.linkage.find_join`, counted in the engine); the
     shared table gets ``lk``, whether each shared record is joined one to one."""
@@ -205,17 +235,13 @@ def _find_join(con: Any, a: _Loaded, b: _Loaded, shared: str, n: int) -> Join | 
         if int(down) == 0:
             con.execute(f"ALTER TABLE {shared} ADD COLUMN lk BOOLEAN DEFAULT true")
             return Join("row order", (), np.ones(0, dtype=bool))
-    common = [c for c in a.columns if c in b.columns]
+    common = _common(a, b)
     agreeing: list[str] = []
     if common:
         same = ", ".join(
-            f"avg(CASE WHEN CAST(x.{q(c)} AS VARCHAR) IS NOT DISTINCT FROM "
-            f"CAST(y.{q(c)} AS VARCHAR) THEN 1.0 ELSE 0.0 END)"
-            for c in common
+            f"avg(CASE WHEN __same{i} THEN 1.0 ELSE 0.0 END)" for i in range(len(common))
         )
-        (row,) = con.execute(
-            f"SELECT {same} FROM {a.name} AS x JOIN {b.name} AS y ON x.__row = y.__row"
-        ).fetchall()
+        (row,) = con.execute(f"SELECT {same} FROM {shared}").fetchall()
         agreeing = [c for c, share in zip(common, row, strict=True) if share >= AGREEMENT]
     linked = _linked(con, a, b, agreeing) if agreeing else 0
     if not linked:
@@ -266,9 +292,16 @@ def pair_findings_out_of_core(
     if not a.qis or not b.qis:
         return []
     shared = f"anonweb_conflict_shared_{next(_ids)}"
+    # each shared column's cells compared in the same pass, as the in-memory check compares
+    # them (as text), for whether the column joins the releases
     values = ", ".join(
         [f"x.{q(s)} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
         + [f"y.{q(s)} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
+        + [
+            f"({_as_text(c, a.types, b.types, 'x')} IS NOT DISTINCT FROM "
+            f"{_as_text(c, b.types, a.types, 'y')}) AS __same{i}"
+            for i, c in enumerate(_common(a, b))
+        ]
     )
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.__row AS row, x.__pos AS pa, "
