@@ -26,7 +26,7 @@ from anonweb.core.conflicts.release import (
     release_conflicts,
     release_label,
 )
-from anonweb.core.engine.duckdb_engine import DuckDBEngine
+from anonweb.core.engine.select import make_engine
 from anonweb.core.errors import DataError
 from anonweb.core.release.steps import Plan
 from anonweb.releases.models import Release, ReleaseStatus
@@ -116,10 +116,11 @@ def release_conflict_check_out_of_core(
     releases of ``dataset`` other than ``exclude_id``, counted by DuckDB
     (:func:`anonweb.core.conflicts.engine_check.engine_release_conflicts`). Raises
     :class:`~anonweb.core.conflicts.engine_check.NotOutOfCore` for what it cannot count."""
-    engine = DuckDBEngine()
+    # DuckDB's memory limit and spill folder as the deployment sets them for its engine
+    engine = make_engine("duckdb", table)
     try:
         return engine_release_conflicts(
-            engine.con,
+            engine.con,  # type: ignore[attr-defined]
             TableRelease(NEW_LABEL, table, rows, tuple(plan.get("quasi_identifiers") or ())),
             earlier=earlier_releases(dataset=dataset, exclude_id=exclude_id, in_memory=False),
             source_rows=source_rows,

@@ -30,9 +30,9 @@ from anonweb.core.attacks.options import AttackOptions, attack_options
 from anonweb.core.conflicts.engine_check import TableRelease
 from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck
 from anonweb.core.engine.base import Engine, NodeRelease, Source, WriteResult
-from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.histogram import Histogram, histogram_class_data
 from anonweb.core.engine.lineage import LINEAGE_WRITTEN, split_lineage
+from anonweb.core.engine.select import make_engine
 from anonweb.core.errors import CoreError, ParameterError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies, spec_is_fixed
 from anonweb.core.release.engine_evidence import (
@@ -393,8 +393,8 @@ def _conflict_connection(engine: Engine) -> Iterator[Callable[[], Any]]:
         con = getattr(engine, "con", None)
         if engine.name == "duckdb" and con is not None:
             return con
-        if not own:
-            own.append(DuckDBEngine())
+        if not own:  # DuckDB's memory limit and spill folder as set for its engine
+            own.append(make_engine("duckdb", ""))
         return own[0].con
 
     try:
