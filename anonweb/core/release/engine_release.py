@@ -162,8 +162,10 @@ def make_engine_release(
     The internal report has the evidence :func:`make_release` gives, computed at scale or
     stating that it was not run and why (:mod:`anonweb.core.release.engine_evidence`):
     ``attacks`` (default: the plan's own ``attacks``), ``reconstruction``, ``conflicts``
-    against ``earlier`` (the earlier live releases of the source, or a function returning them)
-    and ``lineage``."""
+    against ``earlier`` (the earlier live releases of the source, or a function returning them:
+    checked out of core, their records read from their files or tables) and ``lineage``. Beside
+    ``out`` the engine writes the release's lineage (``lineage_path``: the source row of each
+    row written, never in the release itself), which the caller keeps privately."""
     report_progress = progress or (lambda fraction, what: None)
     thresholds = thresholds or PolicyThresholds()
     order = [*plan.quasi_identifiers, *plan.sensitive, *tags]
