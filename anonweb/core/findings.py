@@ -49,8 +49,9 @@ CODES: dict[str, str] = {
     ),
     "conflicts_unchecked": (
         "A release written out of core was not checked for conflicts with the earlier live "
-        "releases of its source (an engine keeps no record of which source row each row is); "
-        "make it in memory, or withdraw the earlier releases, for the check."
+        "releases of its source: a part of the check does not run out of core (exact inference "
+        "and differencing of published aggregates), or a release's lineage is not kept or "
+        "cannot be read; make it in memory, or withdraw the earlier releases, for the check."
     ),
     "no_quasi_identifiers": (
         "No column is tagged or listed as a quasi-identifier, so the re-identification risk of "

@@ -42,6 +42,7 @@ def release_create(
     recipients=(),
     source=None,
     engine: str = "pandas",
+    lineage_file: Path | None = None,
 ) -> Release:
     """Files first (atomically renamed into place), then the row, its conflict findings, its
     audit event and the job's success in one transaction; if the row cannot be written the
@@ -58,7 +59,8 @@ def release_create(
     of the team receives it).
 
     ``frame`` is the released table, or the Parquet file an out-of-core ``engine`` wrote it to
-    (its rows are then never held in memory here, and its utility is not measured).
+    (its rows are then never held in memory here, and its utility is not measured), with
+    ``lineage_file``, the source row of each of its rows (kept privately).
 
     ``job`` must be running under the claim of the worker calling this: a job that the reaper
     failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
@@ -84,7 +86,12 @@ def release_create(
         recipient=recipient,
     )
     stored = write_release_objects(
-        release.storage_key, frame, source_rows=source_rows, aggregates=aggregates, dp=dp
+        release.storage_key,
+        frame,
+        source_rows=source_rows,
+        aggregates=aggregates,
+        dp=dp,
+        lineage_file=lineage_file,
     )
     release.sha256 = stored.sha256
     found = None

@@ -31,7 +31,7 @@ from anonweb.jobs.publication import release_create
 from anonweb.jobs.services import JobCancelled, pending_hierarchy_name
 from anonweb.releases.attacks import release_attacks_run, save_control_rows
 from anonweb.releases.budget import charge_spend
-from anonweb.releases.conflicts import earlier_release_names, earlier_releases
+from anonweb.releases.conflicts import earlier_releases
 from anonweb.releases.fragments import release_fragments_warm
 from anonweb.releases.gate import thresholds_for
 from anonweb.releases.models import Release
@@ -214,10 +214,12 @@ def _anonymize_on_engine(
 ) -> dict:
     """The release made out of core (:func:`~anonweb.core.release.engine_release.make_engine_release`):
     the engine reads the stored Parquet copy and writes the release as Parquet, from which the
-    stored formats are written batch by batch. The attacks run on a sample of the source read
-    by the engine; the conflict check, which needs which source row each released row is, is
-    not run, and the gate blocks the release while the source has other live releases (see
-    :mod:`anonweb.core.release.engine_evidence`). Utility is measured on first view."""
+    stored formats are written batch by batch, and the source row of each released row is kept
+    privately beside them. The attacks run on a sample of the source read by the engine; the
+    conflict check against the other live releases of the source runs out of core, joining
+    their files by lineage (what it cannot count out of core blocks the release with the
+    reason: see :mod:`anonweb.core.release.engine_evidence`). Utility is measured on first
+    view."""
     dataset = job.dataset
     assert dataset is not None
     path, _ = stored_parquet(dataset.storage_key)
@@ -237,8 +239,9 @@ def _anonymize_on_engine(
             thresholds=thresholds_for(team=dataset.team),
             progress=lambda fraction, what: progress(5 + round(80 * fraction), what),
             secrets=secrets,
-            # read once the release is written, so a release written meanwhile is counted
-            earlier=lambda: earlier_release_names(dataset=dataset),
+            # read once the release is written, so a release written meanwhile is counted; the
+            # records of each are read from its files by the check out of core
+            earlier=lambda: earlier_releases(dataset=dataset, in_memory=False),
         )
         progress(85, "writing the release")
         release = release_create(
@@ -253,6 +256,8 @@ def _anonymize_on_engine(
             recipient=job.params.get("recipient", ""),
             recipients=job.params.get("recipients") or [],
             engine=made.engine,
+            lineage_file=None if made.lineage_path is None else Path(made.lineage_path),
+            conflicts=made.conflicts,
         )
     finally:
         engine.close()

@@ -17,13 +17,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonweb.core.conflicts.engine_check import TableRelease, engine_release_conflicts
 from anonweb.core.conflicts.inference import Aggregate
 from anonweb.core.conflicts.release import (
+    NEW_LABEL,
     ConflictCheck,
     EarlierRelease,
     release_conflicts,
     release_label,
 )
+from anonweb.core.engine.select import make_engine
 from anonweb.core.errors import DataError
 from anonweb.core.release.steps import Plan
 from anonweb.releases.models import Release, ReleaseStatus
@@ -60,32 +63,21 @@ def label_for(other: Release, dataset) -> str:
     return f"{release_label(other.version)} of {other.dataset.name}"
 
 
-def earlier_release_names(*, dataset) -> list[EarlierRelease]:
-    """The live releases of the source of ``dataset`` named, with their status and id, without
-    their lineage: what a release made out of core reports it was not checked against (it
-    reads none of their records)."""
-    return [
-        EarlierRelease(
-            label_for(other, dataset),
-            other.status,
-            other.pk,
-            quasi_identifiers=tuple((other.plan or {}).get("quasi_identifiers") or ()),
-        )
-        for other in live_releases(dataset=dataset)
-    ]
-
-
-def earlier_releases(*, dataset, exclude_id: int | None = None) -> list[EarlierRelease]:
+def earlier_releases(
+    *, dataset, exclude_id: int | None = None, in_memory: bool = True
+) -> list[EarlierRelease]:
     """The live releases of the source of ``dataset`` (see :func:`live_releases`) with their
     lineage, as the core's checks read them. A lineage that cannot be read is handed on with
-    the reason: the conflict check refuses it, the reconstruction leaves it out."""
+    the reason: the conflict check refuses it, the reconstruction leaves it out. Without
+    ``in_memory``, a record-level release's published rows (and an engine's source rows) are
+    named by their files on the local disk, for the check out of core, not read."""
     out = []
     for other in live_releases(dataset=dataset, exclude_id=exclude_id):
         label = label_for(other, dataset)
         qis = tuple((other.plan or {}).get("quasi_identifiers") or ())
         try:
-            lineage = load_lineage(other.storage_key, label=label)
-        except (OSError, ValueError, DataError) as exc:
+            lineage = load_lineage(other.storage_key, label=label, in_memory=in_memory)
+        except (OSError, ValueError, KeyError, DataError) as exc:
             out.append(
                 EarlierRelease(label, other.status, other.pk, quasi_identifiers=qis, error=str(exc))
             )
@@ -100,9 +92,46 @@ def earlier_releases(*, dataset, exclude_id: int | None = None) -> list[EarlierR
                 lineage.aggregates,
                 lineage.dp,
                 qis,
+                table_file=lineage.table_file,
+                rows_file=lineage.rows_file,
             )
         )
     return out
+
+
+def release_conflict_check_out_of_core(
+    *,
+    dataset,
+    table: str,
+    rows: str,
+    plan: Mapping[str, Any],
+    source_rows: int,
+    source_columns: Sequence[str],
+    k: int | None = None,
+    l: int | None = None,  # noqa: E741 (the literature's letter)
+    exclude_id: int | None = None,
+) -> ConflictCheck:
+    """:func:`release_conflict_check` of a release an engine wrote (its published ``table``
+    and its ``rows``, the source rows, as Parquet files on the local disk) against the live
+    releases of ``dataset`` other than ``exclude_id``, counted by DuckDB
+    (:func:`anonweb.core.conflicts.engine_check.engine_release_conflicts`). Raises
+    :class:`~anonweb.core.conflicts.engine_check.NotOutOfCore` for what it cannot count."""
+    # DuckDB's memory limit and spill folder as the deployment sets them for its engine
+    engine = make_engine("duckdb", table)
+    try:
+        return engine_release_conflicts(
+            engine.con,  # type: ignore[attr-defined]
+            TableRelease(NEW_LABEL, table, rows, tuple(plan.get("quasi_identifiers") or ())),
+            earlier=earlier_releases(dataset=dataset, exclude_id=exclude_id, in_memory=False),
+            source_rows=source_rows,
+            source_columns=source_columns,
+            quasi_identifiers=dataset.quasi_identifiers,
+            sensitive=[*dataset.sensitive, *(plan.get("sensitive") or [])],
+            k=k,
+            l=l,
+        )
+    finally:
+        engine.close()
 
 
 def release_conflict_check(

@@ -31,15 +31,20 @@ from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
 from anonweb.audit.services import audit_record
 from anonweb.core.attacks.gate import ATTACK_CODES, attack_findings
+from anonweb.core.conflicts.engine_check import NotOutOfCore
 from anonweb.core.conflicts.gate import status_text
-from anonweb.core.conflicts.release import GATE_NEW_LABEL, NEW_LABEL
+from anonweb.core.conflicts.release import GATE_NEW_LABEL, NEW_LABEL, ConflictCheck
 from anonweb.core.errors import CoreError
 from anonweb.core.findings import BLOCK, Finding
 from anonweb.core.release.policy import PolicyThresholds
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.storage import load_frame
 from anonweb.releases.attacks import release_attacks_get
-from anonweb.releases.conflicts import live_releases, release_conflict_check
+from anonweb.releases.conflicts import (
+    live_releases,
+    release_conflict_check,
+    release_conflict_check_out_of_core,
+)
 from anonweb.releases.models import ConflictFinding, Release, ReleasePolicy, ReleaseStatus
 from anonweb.releases.storage import load_lineage
 
@@ -184,6 +189,7 @@ def _source(release: Release) -> pd.DataFrame | None:
 
 
 NOT_RECHECKED = "not_rechecked"
+UNCHECKED = "conflicts_unchecked"  # the gate's code for a check an engine did not run
 
 
 class NotRechecked(Exception):
@@ -193,6 +199,8 @@ class NotRechecked(Exception):
 def _recheck(release: Release, thresholds: PolicyThresholds) -> dict[str, Any]:
     """The release's conflict check run again against the other live releases, as gate findings
     with the ids of the releases each involves. Raises :class:`NotRechecked` if it cannot."""
+    if (release.report or {}).get("engine") not in (None, "pandas"):
+        return _findings_of(release, _recheck_out_of_core(release, thresholds))
     source = _source(release)
     if source is None:
         raise NotRechecked("the source's raw data was purged")
@@ -217,6 +225,36 @@ def _recheck(release: Release, thresholds: PolicyThresholds) -> dict[str, Any]:
     except CoreError as exc:
         log.warning("conflict check of release %s could not run again: %s", release.pk, exc)
         raise NotRechecked(str(exc)) from exc
+    return _findings_of(release, check)
+
+
+def _recheck_out_of_core(release: Release, thresholds: PolicyThresholds) -> ConflictCheck:
+    """The check of a release an engine wrote, run again out of core from its files (a table
+    past one machine's memory is never read whole to re-check it)."""
+    dataset = release.dataset
+    if dataset.is_purged:
+        raise NotRechecked("the source's raw data was purged")
+    lineage = load_lineage(release.storage_key, label=NEW_LABEL, in_memory=False)
+    if lineage.table_file is None or lineage.rows_file is None:
+        raise NotRechecked("this release's lineage is not kept")
+    try:
+        return release_conflict_check_out_of_core(
+            dataset=dataset,
+            table=lineage.table_file,
+            rows=lineage.rows_file,
+            plan=release.plan or {},
+            source_rows=int(dataset.rows),
+            source_columns=dataset.column_names,
+            k=thresholds.k,
+            l=thresholds.l,
+            exclude_id=release.pk,
+        )
+    except (NotOutOfCore, CoreError) as exc:
+        raise NotRechecked(str(exc)) from exc
+
+
+def _findings_of(release: Release, check: ConflictCheck) -> dict[str, Any]:
+    """A check's gate findings with the ids of the releases each involves."""
     ids = {(GATE_NEW_LABEL if label == NEW_LABEL else label): i for label, i in check.ids.items()}
     ids[GATE_NEW_LABEL] = release.pk
     findings = check.gate_findings()
@@ -319,7 +357,14 @@ def release_gate_now(*, release: Release) -> GateNow:
     for finding, ids in _recorded(release, live):
         if (finding["code"], frozenset(ids)) not in found:
             conflicts.append(finding)
-    kept = [f for f in release.findings if not str(f.get("code", "")).startswith(CONFLICT_PREFIX)]
+    # the check run now replaces the one recorded, and a check an engine could not run when the
+    # release was written (conflicts_unchecked) once it has run
+    kept = [
+        f
+        for f in release.findings
+        if not str(f.get("code", "")).startswith(CONFLICT_PREFIX)
+        and not (rechecked is not None and f.get("code") == UNCHECKED)
+    ]
     if attacks is not None:
         # The newest attack figures (an on-demand run's, else the publishing job's) against the
         # policy's caps as they stand, in place of those recorded when the release was written.

@@ -29,7 +29,13 @@ from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
 from anonweb.releases.selectors import conflicts_for
 from anonweb.releases.services import release_record_signoff
-from anonweb.releases.storage import DERIVED_SOURCE, LINEAGE_FILE, PRIVATE_DIR, release_prefix
+from anonweb.releases.storage import (
+    DERIVED_SOURCE,
+    LINEAGE_FILE,
+    PRIVATE_DIR,
+    SOURCE_ROWS_PARQUET,
+    release_prefix,
+)
 from anonweb.releases.utility import UTILITY_FILE
 
 # The file whose SHA-256 is recorded on the release (and in its creation event) at publication.
@@ -38,6 +44,8 @@ RECORDED_FILE = "data.csv"
 # What each private file is, in the report's words (the published ones: see file_roles).
 PRIVATE_FILE_ROLES = {
     f"{PRIVATE_DIR}/source_rows.npy": "the source row of each published row (conflict checks)",
+    f"{PRIVATE_DIR}/{SOURCE_ROWS_PARQUET}": "the source row of each published row, as the "
+    "engine that wrote the release kept it (conflict checks)",
     f"{PRIVATE_DIR}/aggregates.npz": "the figures it published over groups of source records "
     "(conflict checks)",
     f"{PRIVATE_DIR}/{LINEAGE_FILE}": "what kind of output it is (conflict checks)",

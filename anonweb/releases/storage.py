@@ -20,6 +20,7 @@ from django.conf import settings
 
 from anonweb.common.files import Stored, files
 from anonweb.core.conflicts.inference import Aggregate
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 
 # The CSV protections live in the core's release path; imported here for the writers.
 from anonweb.core.io.export import (  # noqa: F401
@@ -59,6 +60,10 @@ def release_object(storage_key, name: str) -> str:
 
 PRIVATE_DIR = "private"  # never served: how published rows map to source rows
 LINEAGE_FILE = "lineage.json"
+# The source row of each published row of a release an engine wrote (one Parquet column,
+# :data:`~anonweb.core.engine.lineage.LINEAGE_COLUMN`, in data.parquet's row order); a release
+# made in memory keeps them as source_rows.npy.
+SOURCE_ROWS_PARQUET = "source_rows.parquet"
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ def write_release_objects(
     source_rows: np.ndarray | None = None,
     aggregates: Sequence[Aggregate] = (),
     dp: bool = False,
+    lineage_file: Path | None = None,
 ) -> ReleaseObjects:
     """Write the release in every stored format of
     :data:`~anonweb.core.io.export.EXPORT_FORMATS` (data.parquet, data.csv) and the lineage,
@@ -103,7 +109,8 @@ def write_release_objects(
     The release's lineage is kept privately so that later releases can be checked for
     conflicts with this one: ``source_rows[j]`` is the source row of published row ``j``;
     ``aggregates`` what it published about numeric columns over groups of source records (their
-    members and figures); ``dp`` marks a differentially private output.
+    members and figures); ``dp`` marks a differentially private output; ``lineage_file`` is
+    the source rows of an engine's release as it wrote them (:data:`SOURCE_ROWS_PARQUET`).
 
     The published files go last, the CSV at the very end: a release whose CSV is stored has
     every other file. ``df`` may be the Parquet file (or folder) an engine wrote the release
@@ -115,6 +122,10 @@ def write_release_objects(
     try:
         (tmp / PRIVATE_DIR).mkdir()
         _write_lineage(tmp / PRIVATE_DIR, source_rows, aggregates, dp)
+        if lineage_file is not None:
+            shutil.copyfile(lineage_file, tmp / PRIVATE_DIR / SOURCE_ROWS_PARQUET)
+            meta = json.loads((tmp / PRIVATE_DIR / LINEAGE_FILE).read_text())
+            (tmp / PRIVATE_DIR / LINEAGE_FILE).write_text(json.dumps(meta | {"record_level": True}))
         for fmt in EXPORT_FORMATS.values():
             if fmt.stored and isinstance(df, Path):
                 export_parquet_file(df, fmt, tmp / fmt.file_name)
@@ -208,12 +219,32 @@ class Lineage:
     rows: np.ndarray | None
     aggregates: tuple[Aggregate, ...]
     dp: bool
+    table_file: str | None = None  # data.parquet on the local disk, when left unread
+    rows_file: str | None = None  # source_rows.parquet on the local disk, when left unread
 
 
-def load_lineage(storage_key, *, label: str) -> Lineage:
+def load_lineage(storage_key, *, label: str, in_memory: bool = True) -> Lineage:
+    """A release's lineage. ``in_memory``: its published rows and source rows read; otherwise,
+    for the check out of core on a local disk, where its published rows and an engine's
+    source rows are (``table_file``, ``rows_file``), unread."""
     meta = read_private_json(storage_key, LINEAGE_FILE) or {}
     rows = read_private_array(storage_key, "source_rows.npy")
-    frame = None if rows is None else read_release_table(storage_key)
+    rows_file = None
+    parquet_rows = private_name(storage_key, SOURCE_ROWS_PARQUET)
+    if rows is None and files().exists(parquet_rows):
+        path, fs = files().arrow_location(parquet_rows)
+        if in_memory or fs is not None:
+            rows = _read_parquet(parquet_rows)[LINEAGE_COLUMN].to_numpy(dtype=np.int64)
+        else:
+            rows_file = path
+    table_file = None
+    if not in_memory and (rows is not None or rows_file is not None):
+        path, fs = files().arrow_location(release_object(storage_key, "data.parquet"))
+        table_file = path if fs is None else None
+    if rows_file is not None and table_file is None:
+        rows = _read_parquet(parquet_rows)[LINEAGE_COLUMN].to_numpy(dtype=np.int64)
+        rows_file = None
+    frame = None if rows is None or table_file is not None else read_release_table(storage_key)
     aggregates: list[Aggregate] = []
     if meta.get("aggregates"):
         raw = _read_bytes(release_object(storage_key, f"{PRIVATE_DIR}/aggregates.npz"))
@@ -230,7 +261,9 @@ def load_lineage(storage_key, *, label: str) -> Lineage:
                         float(spec.get("precision", 0.0)),
                     )
                 )
-    return Lineage(frame, rows, tuple(aggregates), bool(meta.get("dp", False)))
+    return Lineage(
+        frame, rows, tuple(aggregates), bool(meta.get("dp", False)), table_file, rows_file
+    )
 
 
 def _read_bytes(name: str) -> bytes:

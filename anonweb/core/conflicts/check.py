@@ -128,10 +128,15 @@ def check_conflicts(
     ]
     for a, b in _pairs(records, new):
         findings += pair_findings(a, b, sensitive=list(sensitive), k=k, l=l, unlinked_k=unlinked_k)
-    findings.sort(key=lambda f: (_ORDER[f.type], f.releases, f.columns))
     return ConflictReport(
-        tuple(findings), tuple(incomplete), tuple(v.label for v in releases), notes
+        tuple(sorted_findings(findings)), tuple(incomplete), tuple(v.label for v in releases), notes
     )
+
+
+def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
+    """Findings in the order every report lists them: by type, then releases and columns (ties
+    keep the order they were found in)."""
+    return sorted(findings, key=lambda f: (_ORDER[f.type], f.releases, f.columns))
 
 
 def _validate(

@@ -142,7 +142,7 @@ def pair_findings(
     labels = (a.label, b.label)
     out: list[Finding] = []
     if k is not None:
-        small = (ec.record_sizes() < k) & (size_a >= k) & (size_b >= k)
+        small = below_k(ec.record_sizes(), size_a, size_b, k)
         if join is not None and (small & join.linked).any():
             hit = small & join.linked
             out.append(_k_finding("linkage", rows, hit, ec, k, labels, join))
@@ -158,6 +158,21 @@ def pair_findings(
     return out
 
 
+def below_k(
+    joint: NDArray[Any], size_a: NDArray[Any], size_b: NDArray[Any], k: int
+) -> NDArray[Any]:
+    """Joined classes of fewer than ``k`` people whose class in each release alone holds at
+    least ``k``: what the combination adds (per record in memory, per joined class out of
+    core)."""
+    return np.asarray((joint < k) & (size_a >= k) & (size_b >= k))
+
+
+def below_l(joined: NDArray[Any], alone_ok: NDArray[Any], l_min: int) -> NDArray[Any]:
+    """Joined (or intersected) value sets of fewer than ``l_min`` values where each release
+    alone shows at least ``l_min`` (``alone_ok``)."""
+    return np.asarray((joined < l_min) & alone_ok)
+
+
 def _k_finding(
     kind: str,
     rows: NDArray[Any],
@@ -168,25 +183,38 @@ def _k_finding(
     join: Join | None,
 ) -> Finding:
     sizes = ec.record_sizes()[hit]
+    return k_finding(kind, rows_of_subset(rows, hit), int(sizes.min()), k, labels, join)
+
+
+def k_finding(
+    kind: str,
+    records: tuple[int, ...],
+    smallest: int,
+    k: int,
+    labels: tuple[str, str],
+    join: Join | None,
+) -> Finding:
+    """The k finding of a pair: ``records`` (source rows, ascending) fall in joined classes of
+    fewer than ``k`` people, the smallest of ``smallest``."""
     a, b = labels
     if join is not None:
         text = (
             f"{a} and {b} can be joined row by row ({join.describe()}); joined, "
-            f"{int(hit.sum())} record(s) fall in classes of fewer than {k} people (smallest: "
-            f"{int(sizes.min())}) although each release alone keeps them among at least {k}"
+            f"{len(records)} record(s) fall in classes of fewer than {k} people (smallest: "
+            f"{smallest}) although each release alone keeps them among at least {k}"
         )
     else:
         text = (
             f"{a} and {b} generalize the quasi-identifiers differently: an attacker who knows a "
-            f"person's values places them in a class of each, and {int(hit.sum())} record(s) "
-            f"share both classes with fewer than {k} people (smallest: {int(sizes.min())}). The "
+            f"person's values places them in a class of each, and {len(records)} record(s) "
+            f"share both classes with fewer than {k} people (smallest: {smallest}). The "
             "releases cannot be joined row by row today; any join (a shared key, external "
             "data) would expose these records"
         )
-    facts: dict[str, object] = {"k": k, "k_joined": int(sizes.min())}
+    facts: dict[str, object] = {"k": k, "k_joined": smallest}
     if join is not None:
         facts.update(link=join.how, link_columns=list(join.columns))
-    return Finding(kind, tuple(int(r) for r in rows[hit]), text, labels, (), facts=facts)
+    return Finding(kind, records, text, labels, (), facts=facts)
 
 
 def _released_codes(
@@ -237,20 +265,34 @@ def _linked_l(
         alone_ok &= _distinct(ca, va)[ia] >= l_min
     if vb is not None:
         alone_ok &= _distinct(cb, vb)[ib] >= l_min
-    hit = (joined < l_min) & alone_ok & join.linked
+    hit = below_l(joined, alone_ok, l_min) & join.linked
     if not hit.any():
         return None
+    return linked_l_finding(
+        (a.label, b.label), s, rows_of_subset(rows, hit), l_min, int(joined[hit].min()), join
+    )
+
+
+def linked_l_finding(
+    labels: tuple[str, str],
+    s: str,
+    records: tuple[int, ...],
+    l_min: int,
+    l_joined: int,
+    join: Join,
+) -> Finding:
+    """The l finding of two releases joined row by row: ``records`` fall in joined classes with
+    fewer than ``l_min`` distinct ``s`` values (the fewest: ``l_joined``)."""
+    a, b = labels
     text = (
-        f"{a.label} and {b.label} can be joined row by row ({join.describe()}); joined, "
-        f"{int(hit.sum())} record(s) fall in classes with fewer than {l_min} distinct {s} "
+        f"{a} and {b} can be joined row by row ({join.describe()}); joined, "
+        f"{len(records)} record(s) fall in classes with fewer than {l_min} distinct {s} "
         f"values{' (the value is disclosed)' if l_min == 2 else ''}, though each release alone "
         f"shows at least {l_min}"
     )
-    facts: dict[str, object] = {"l": l_min, "l_joined": int(joined[hit].min()), "link": join.how}
+    facts: dict[str, object] = {"l": l_min, "l_joined": l_joined, "link": join.how}
     facts["link_columns"] = list(join.columns)
-    return Finding(
-        "linkage", rows_of_subset(rows, hit), text, (a.label, b.label), (s,), facts=facts
-    )
+    return Finding("linkage", records, text, labels, (s,), facts=facts)
 
 
 def _one_side(a: RecordRelease, b: RecordRelease, s: str) -> _SideCodes | None:
@@ -280,20 +322,29 @@ def _composition(
     l_min = 2 if l is None else l
     common = common_values(ca, va, cb, vb, ca[ia], cb[ib])
     alone_ok = (_distinct(ca, va)[ia] >= l_min) & (_distinct(cb, vb)[ib] >= l_min)
-    hit = (common < l_min) & alone_ok
+    hit = below_l(common, alone_ok, l_min)
     if not hit.any():
         return None
+    return composition_finding(
+        (a.label, b.label), s, rows_of_subset(rows, hit), l_min, int(common[hit].min())
+    )
+
+
+def composition_finding(
+    labels: tuple[str, str], s: str, records: tuple[int, ...], l_min: int, l_combined: int
+) -> Finding:
+    """The composition attack's finding: for ``records`` the two classes an attacker places
+    them in share fewer than ``l_min`` values of ``s`` (the fewest: ``l_combined``)."""
+    a, b = labels
     text = (
         f"an attacker who knows these people's quasi-identifiers finds their class in "
-        f"{a.label} and in {b.label}; their {s} must be a value both classes hold, and for "
-        f"{int(hit.sum())} record(s) fewer than {l_min} such values remain"
+        f"{a} and in {b}; their {s} must be a value both classes hold, and for "
+        f"{len(records)} record(s) fewer than {l_min} such values remain"
         f"{' (the value is disclosed)' if l_min == 2 else ''}, though each release alone "
         f"shows at least {l_min}"
     )
-    facts: dict[str, object] = {"l": l_min, "l_combined": int(common[hit].min())}
-    return Finding(
-        "intersection", rows_of_subset(rows, hit), text, (a.label, b.label), (s,), facts=facts
-    )
+    facts: dict[str, object] = {"l": l_min, "l_combined": l_combined}
+    return Finding("intersection", records, text, labels, (s,), facts=facts)
 
 
 def rows_of_subset(rows: NDArray[Any], mask: NDArray[Any]) -> tuple[int, ...]:

@@ -48,7 +48,8 @@ class EarlierRelease:
     published rows and ``rows[j]`` the source row of row ``j`` (both None for an aggregate
     table), the ``aggregates`` it published (labelled ``label``), ``dp`` if differentially
     private, ``quasi_identifiers`` its plan's, ``status`` its review status and ``id`` its
-    identifier for the caller. ``error`` says why its lineage could not be read (then the
+    identifier for the caller (``table_file`` and ``rows_file``: where the check out of core
+    reads its rows and lineage instead). ``error`` says why its lineage could not be read (then the
     conflict check refuses to run, and the reconstruction leaves it out)."""
 
     label: str
@@ -60,6 +61,11 @@ class EarlierRelease:
     dp: bool = False
     quasi_identifiers: tuple[str, ...] = ()
     error: str | None = None
+    # Where the check out of core reads a record-level release without holding it: its
+    # published rows (Parquet) and its lineage (Parquet), when ``frame`` and ``rows`` are not
+    # given (:mod:`anonweb.core.conflicts.engine_check`).
+    table_file: str | None = None
+    rows_file: str | None = None
 
     def aligned_rows(self, source_rows: int) -> bool:
         """Its records are rows of a source of ``source_rows`` rows (not another upload)."""
@@ -212,9 +218,18 @@ def release_conflicts(
     report = check_conflicts(
         source, views, sensitive=sensitive, k=k, l=l, new=NEW_LABEL, unlinked_k=False
     )
+    return finish_check(out, report, _l_alone(views, sensitive))
+
+
+def finish_check(
+    out: ConflictCheck, report: ConflictReport, l_alone: Mapping[tuple[str, str], Any]
+) -> ConflictCheck:
+    """``out`` (its ``ids`` and ``statuses`` filled in) with the core's ``report``: its public
+    and private findings, in the same order. ``l_alone[(label, column)]`` is the distinct l of
+    each record-level release alone, per sensitive column it shows. The check in memory and the
+    one out of core (:mod:`anonweb.core.conflicts.engine_check`) both end here."""
     out.report = report
     out.notes += list(report.notes)
-    l_alone = _l_alone(views, sensitive)
     for finding in report.findings:
         private = finding.to_dict()
         columns_l = {
@@ -227,7 +242,7 @@ def release_conflicts(
         out.public.append(
             public_finding(
                 private,
-                labels={r: ids[r] for r in finding.releases if r in ids},
+                labels={r: out.ids[r] for r in finding.releases if r in out.ids},
                 l_by_release=columns_l,
             )
         )
@@ -245,8 +260,15 @@ def _qis(
     (a plan that lists none is still checked), as the release shows them."""
     if frame is None:
         return ()
+    return shown_qis(plan_qis, [str(c) for c in frame.columns], tagged)
+
+
+def shown_qis(
+    plan_qis: Sequence[str], columns: Sequence[str], tagged: Sequence[str]
+) -> tuple[str, ...]:
+    """The tagged quasi-identifiers with the plan's, among a release's ``columns``."""
     wanted = dict.fromkeys([*tagged, *plan_qis])
-    return tuple(q for q in wanted if q in frame.columns)
+    return tuple(q for q in wanted if q in columns)
 
 
 def _l_alone(views: Sequence[ReleaseView], sensitive: Sequence[str]) -> dict[tuple[str, str], Any]:

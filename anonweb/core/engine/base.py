@@ -58,7 +58,10 @@ class NodeRelease:
     a column per QI, the generalized labels) and, with ``suppress_below``, every class smaller
     than that. ``drop`` names columns left out of the release. With ``shuffle_seed`` the rows are
     written in a random order drawn from it (so two releases cannot be joined by row position);
-    without it, in whatever order the engine reads them."""
+    without it, in whatever order the engine reads them. With ``lineage``, the written file has
+    one more column of that name: the source row (the row's position in the table as read) of
+    each row written, for the release's private lineage (see
+    :func:`anonweb.core.engine.lineage.split_lineage`)."""
 
     mappings: Sequence[ColumnMapping]
     quasi_identifiers: Sequence[str]
@@ -67,6 +70,7 @@ class NodeRelease:
     extra: Mapping[str, Any] = field(default_factory=dict)
     drop: Sequence[str] = ()
     shuffle_seed: int | None = None
+    lineage: str | None = None
 
     def kept(self, names: Sequence[str]) -> list[str]:
         """The columns of a source with ``names`` that the release writes, in source order."""

@@ -181,9 +181,39 @@ class DuckDBEngine:
             qi, sensitive, coding, columns.pop(0), columns.pop(0), columns.pop(0)
         )
 
+    def _numbered(self, source: Source, rel: str, column: str) -> str:
+        """``rel`` with ``column``, each row's position in the table as it is read (the
+        positions :meth:`map_rows` and :meth:`sample_rows` give): a Parquet file's row
+        numbers, after the rows of the files before it in a folder."""
+        if isinstance(source, pd.DataFrame):
+            numbered = source.assign(**{column: np.arange(len(source), dtype=np.int64)})
+            self.con.register("anonweb_source", numbered)
+            return "anonweb_source"
+        if source_format(source) != "parquet":
+            raise ValueError(
+                "the DuckDB engine numbers the rows of Parquet files and tables, not of a CSV "
+                "file: convert it to Parquet to keep the release's lineage"
+            )
+        files = [str(f) for f in _parquet_files(source)]
+        read = (
+            f"read_parquet([{', '.join(literal(f) for f in files)}], file_row_number = true, "
+            "filename = true)"
+        )
+        offsets, start = [], 0
+        for f in files:
+            offsets.append(f"({literal(f)}, {start})")
+            start += _parquet_rows(f)
+        return (
+            f"(SELECT s.* EXCLUDE (file_row_number, filename), s.file_row_number + o.start AS "
+            f"{quote(column)} FROM {read} AS s JOIN (VALUES {', '.join(offsets)}) AS o(f, start) "
+            "ON s.filename = o.f)"
+        )
+
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
         rel = self._relation(source)
         names = self._columns(rel)
+        if node.lineage is not None:
+            rel = self._numbered(source, rel, node.lineage)
         qis = list(node.quasi_identifiers)
         mapped = {m.column for m in node.mappings}
         for i, m in enumerate(node.mappings):
@@ -199,6 +229,8 @@ class DuckDBEngine:
                 )
             else:
                 select.append(f"s.{quote(c)}")
+        if node.lineage is not None:
+            select.append(f"s.{quote(node.lineage)}")
         generalized = f"SELECT {', '.join(select)} FROM {rel} AS s {' '.join(joins)}"
         part = ", ".join(quote(q) for q in qis)
         conds = []
@@ -218,7 +250,7 @@ class DuckDBEngine:
             f"AS {quote(c)}"
             if c in mapped
             else quote(c)
-            for c in node.kept(names)
+            for c in [*node.kept(names), *([node.lineage] if node.lineage else [])]
         )
         self.con.execute(
             f"CREATE OR REPLACE TEMP VIEW anonweb_release AS SELECT * FROM ({flagged})"
@@ -450,3 +482,10 @@ def _key_batches(
             if weights:
                 arrays.append(batch.column(weights).cast(pa.float64()))
             yield pa.RecordBatch.from_arrays(arrays, names=["__k"] + ([weights] if weights else []))
+
+
+def _parquet_rows(path: str) -> int:
+    """Rows of a Parquet file, from its footer."""
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)

@@ -90,6 +90,8 @@ class PandasEngine:
                 col[drop] = SUPPRESSED
                 out[q] = col
         out = out[node.kept([str(c) for c in out.columns])]
+        if node.lineage is not None:
+            out[node.lineage] = np.arange(len(out), dtype=np.int64)
         if node.shuffle_seed is not None:
             order = np.random.default_rng(node.shuffle_seed).permutation(len(out))
             out = out.iloc[order].reset_index(drop=True)

@@ -99,6 +99,8 @@ class SparkEngine:
 
         df = self._frame(source)
         names = list(df.columns)
+        if node.lineage is not None:
+            df = self._numbered(source, df, node.lineage)
         qis = list(node.quasi_identifiers)
         mapped = {m.column for m in node.mappings}
         for i, m in enumerate(node.mappings):
@@ -131,7 +133,7 @@ class SparkEngine:
             F.when(F.col("__drop"), F.lit(SUPPRESSED)).otherwise(F.col(c).cast("string")).alias(c)
             if c in mapped
             else F.col(c)
-            for c in node.kept(names)
+            for c in [*node.kept(names), *([node.lineage] if node.lineage else [])]
         ]
         df = df.cache()
         try:
@@ -146,6 +148,32 @@ class SparkEngine:
         finally:
             df.unpersist()
         return WriteResult(str(out), int(row[0]), int(row[1] or 0))
+
+    def _numbered(self, source: Source, df: Any, column: str) -> Any:
+        """``df`` with ``column``, each row's position in the table as the other engines read
+        it: its row number in its Parquet file (Spark's ``_metadata.row_index``), after the
+        rows of the files before it in a folder (in name order)."""
+        import pyarrow.parquet as pq
+        from pyspark.sql import functions as F
+
+        if source_format(source) != "parquet" or isinstance(source, pd.DataFrame):
+            raise ValueError(
+                "the Spark engine numbers the rows of Parquet files, not of a CSV file or a "
+                "table: convert it to Parquet to keep the release's lineage"
+            )
+        path = Path(source)
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        starts, start = [], 0
+        for f in files:
+            starts.append((f.name, start))
+            start += int(pq.ParquetFile(str(f)).metadata.num_rows)
+        offsets = self.spark.createDataFrame(starts, schema="__file string, __start long")
+        name = F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1)
+        numbered = df.select("*", name.alias("__file"), F.col("_metadata.row_index").alias("__i"))
+        numbered = numbered.join(F.broadcast(offsets), "__file")
+        return numbered.withColumn(column, F.col("__i") + F.col("__start")).drop(
+            "__file", "__i", "__start"
+        )
 
     def sample_rows(
         self, source: Source, columns: Sequence[str], n: int, seed: int

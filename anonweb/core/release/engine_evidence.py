@@ -7,28 +7,35 @@ not run and why (never left out, so that no reader takes a missing check for a p
   random sample of the source's records read by the engine (the targets and the singling-out
   group are drawn from it, as they are drawn from the whole table in memory), against the
   release's distinct combinations over the attacked columns counted by the engine, with each
-  numeric column's tolerance a share of its range over every row. The engine keeps no lineage
-  (which record each row is), so a person counts as linked when the row picked agrees with them
-  on every attacked column, which can only count more successes than the lineage would; and no
-  control is held out (the release holds every record).
+  numeric column's tolerance a share of its range over every row. The attacks do not read the
+  release's lineage (which record each row is), so a person counts as linked when the row
+  picked agrees with them on every attacked column, which can only count more successes than
+  the lineage would; and no control is held out (the release holds every record).
 * **Reconstruction**: from the aggregates the releases publish. An engine publishes none; an
   earlier release's aggregates would be solved against every record's values in memory, so
   with any of them the reconstruction is not run, and says so.
-* **Conflicts**: the check against the earlier live releases joins their records with this
-  release's by lineage, which an engine does not keep: with any earlier live release the
-  check is not run, and the gate blocks the release (:func:`conflicts_unchecked`) until it is
-  made in memory; with none there is nothing to conflict with.
+* **Conflicts**: the check against the earlier live releases, run out of core
+  (:mod:`anonweb.core.conflicts.engine_check`): DuckDB joins this release's records with each
+  earlier record-level release's (made by an engine or in memory) by their lineage and counts
+  the joined classes; the findings are decided and worded by the in-memory check's own
+  functions, and become the gate's findings as in memory. Not out of core, and blocking the
+  release (:func:`conflicts_unchecked`, naming the kind) until it is made in memory or the
+  earlier releases are withdrawn: exact inference and differencing, when an earlier live
+  release publishes aggregates (they are solved against every record's values in memory); an
+  earlier release whose lineage cannot be read; and a release whose lineage the engine did not
+  keep (a CSV source on DuckDB). Differentially private releases are left out, as in memory.
 * **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns reads every
   record in memory: not run, and said so.
-* **Lineage**: the records written, the plan's and the files' SHA-256, so the release can be
-  traced to the exact plan and source it was made from.
+* **Lineage**: the records written, whether the source row of each was kept (privately, in a
+  Parquet file beside the release: :mod:`anonweb.core.engine.lineage`), the plan's and the
+  files' SHA-256, so the release can be traced to the exact plan and source it was made from.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +46,23 @@ from anonweb.core.attacks.matching import is_numeric
 from anonweb.core.attacks.options import AttackOptions
 from anonweb.core.attacks.records import Combos
 from anonweb.core.attacks.run import DEFAULT_TARGETS, NO_CONTROL, SINGLING_OUT_GROUP, run_attacks
-from anonweb.core.conflicts.release import EarlierRelease
+from anonweb.core.conflicts.engine_check import (
+    NotOutOfCore,
+    TableRelease,
+    engine_release_conflicts,
+)
+from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck, EarlierRelease
 from anonweb.core.engine.base import Engine, Source
 from anonweb.core.findings import BLOCK, Finding
 
 NO_LINEAGE = (
-    "An engine keeps no record of which source row each released row is: a person counts as "
-    "linked when the row picked agrees with them on every attacked column (never fewer "
-    "successes than with the lineage)."
+    "The attacks out of core do not read which source row each released row is: a person "
+    "counts as linked when the row picked agrees with them on every attacked column (never "
+    "fewer successes than with the lineage)."
+)
+NO_SOURCE_ROWS = (
+    "Which source row each released row is was not kept (the engine numbers the rows of "
+    "Parquet files and tables only): later releases cannot be checked against this one."
 )
 CONTROL_NOT_HELD = (
     "The plan asks for a control held out, which an engine does not do (it writes every record "
@@ -58,9 +74,12 @@ RECONSTRUCTION_NOT_RUN = (
     "in memory (the pandas engine) for this check."
 )
 CONFLICTS_NOT_RUN = (
-    "Not run: the check against earlier releases joins their records with this release's by "
-    "which source row each one is, which an engine does not keep. Make the release in memory "
-    "(the pandas engine), or withdraw the earlier releases, for this check."
+    "Not run out of core: {reason}. Make the release in memory (the pandas engine), or "
+    "withdraw the earlier releases, for this check."
+)
+NO_LINEAGE_KEPT = (
+    "the check joins the releases' records by which source row each one is, and this engine "
+    "kept no lineage for the release"
 )
 
 
@@ -153,18 +172,58 @@ def engine_reconstruction(earlier: Sequence[EarlierRelease]) -> dict[str, Any]:
     }
 
 
-def engine_conflicts(earlier: Sequence[EarlierRelease]) -> dict[str, Any]:
-    """Whether the check against the earlier live releases ran: it has nothing to compare with
-    when there are none; otherwise it is not run (see :data:`CONFLICTS_NOT_RUN`)."""
+def engine_conflicts(
+    earlier: Sequence[EarlierRelease],
+    *,
+    new: TableRelease | None,
+    connect: Callable[[], Any],
+    source_rows: int,
+    source_columns: Sequence[str],
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str],
+    k: int | None,
+    l: int | None,  # noqa: E741 (the literature's letter)
+) -> tuple[dict[str, Any], ConflictCheck | None]:
+    """The check of the release ``new`` (its file and lineage file, or None when the engine
+    kept no lineage) against the ``earlier`` live releases, counted out of core
+    (:func:`~anonweb.core.conflicts.engine_check.engine_release_conflicts` on the DuckDB
+    connection ``connect()`` gives): the report's entry (counts only) and the check, or why it
+    was not run (:data:`CONFLICTS_NOT_RUN`, the check None)."""
     if not earlier:
-        return {"run": True, "checked": [], "findings": {}, "note": "no earlier live release"}
+        nothing = ConflictCheck(ids={NEW_LABEL: None}, statuses={NEW_LABEL: "new"})
+        return {"run": True, "checked": [], "findings": {}, "note": "no earlier live release"}, (
+            nothing
+        )
+    reason = NO_LINEAGE_KEPT
+    if new is not None:
+        try:
+            check = engine_release_conflicts(
+                connect(),
+                new,
+                earlier=earlier,
+                source_rows=source_rows,
+                source_columns=source_columns,
+                quasi_identifiers=quasi_identifiers,
+                sensitive=sensitive,
+                k=k,
+                l=l,
+            )
+        except NotOutOfCore as why:
+            reason = str(why)
+        else:
+            return {
+                "run": True,
+                **check.summary(),
+                "out_of_core": True,
+                "notes": check.notes,
+            }, check
     return {
         "run": False,
         "checked": [],
         "earlier": [e.label for e in earlier],
         "findings": {},
-        "reason": CONFLICTS_NOT_RUN,
-    }
+        "reason": CONFLICTS_NOT_RUN.format(reason=reason),
+    }, None
 
 
 def conflicts_unchecked(conflicts: Mapping[str, Any], *, engine: str) -> list[Finding]:
@@ -178,24 +237,25 @@ def conflicts_unchecked(conflicts: Mapping[str, Any], *, engine: str) -> list[Fi
             BLOCK,
             f"This release, written by the {engine} engine, was not checked for conflicts with "
             f"{len(earlier)} earlier live release(s) of its source ({', '.join(earlier)}). "
-            + CONFLICTS_NOT_RUN,
+            + str(conflicts.get("reason") or CONFLICTS_NOT_RUN.format(reason=NO_LINEAGE_KEPT)),
             facts={"engine": engine, "releases": earlier},
         )
     ]
 
 
 def engine_lineage(
-    *, source: Source, released: str, plan: Mapping[str, Any], rows: int
+    *, source: Source, released: str, plan: Mapping[str, Any], rows: int, kept: bool
 ) -> dict[str, Any]:
     """The lineage of an engine release in counts and digests: the records written (each the
-    source's), the SHA-256 of the plan, of the source's file(s) and of the written release."""
+    source's), whether which source row each one is was ``kept`` (privately, beside the
+    release), the SHA-256 of the plan, of the source's file(s) and of the written release."""
     plan_text = json.dumps(plan, sort_keys=True, separators=(",", ":"), default=str)
     return {
         "records": rows,
         "dp": False,
         "aggregates": [],
-        "source_rows": None,
-        "source_rows_note": NO_LINEAGE,
+        "source_rows": "kept privately" if kept else None,
+        **({} if kept else {"source_rows_note": NO_SOURCE_ROWS}),
         "plan_sha256": hashlib.sha256(plan_text.encode()).hexdigest(),
         "source_sha256": files_sha256(source),
         "release_sha256": files_sha256(released),

@@ -15,7 +15,8 @@ import dataclasses
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,12 @@ from numpy.typing import NDArray
 
 from anonweb.core.assessment.profile import assess_histogram
 from anonweb.core.attacks.options import AttackOptions, attack_options
-from anonweb.core.engine.base import Engine, NodeRelease, Source
+from anonweb.core.conflicts.engine_check import TableRelease
+from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck
+from anonweb.core.engine.base import Engine, NodeRelease, Source, WriteResult
 from anonweb.core.engine.histogram import Histogram, histogram_class_data
+from anonweb.core.engine.lineage import LINEAGE_WRITTEN, split_lineage
+from anonweb.core.engine.select import make_engine
 from anonweb.core.errors import CoreError, ParameterError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies, spec_is_fixed
 from anonweb.core.release.engine_evidence import (
@@ -44,6 +49,7 @@ from anonweb.core.release.make import (
     attacked_columns,
     lineage_summary,
     perturbed_columns,
+    tagged,
 )
 from anonweb.core.release.plan import (
     DROP,
@@ -53,7 +59,13 @@ from anonweb.core.release.plan import (
     plan_to_dict,
     validate_plan,
 )
-from anonweb.core.release.policy import PolicyResult, PolicyThresholds, evaluate_engine_release
+from anonweb.core.release.policy import (
+    QUASI_IDENTIFIER,
+    SENSITIVE,
+    PolicyResult,
+    PolicyThresholds,
+    evaluate_engine_release,
+)
 from anonweb.core.release.publish import scrub_report
 from anonweb.core.release.report import published_report
 from anonweb.core.release.run import PlanReport, as_text, one_type_per_column, population_after
@@ -80,11 +92,16 @@ class EngineRelease:
     published: dict[str, Any]
     gate: PolicyResult
     engine: str
+    # which source row each row of ``path`` is (a Parquet file of one column, kept privately
+    # beside the release), or None when the engine could not number the source's rows
+    lineage_path: str | None = None
+    # the check against the earlier live releases, when it ran out of core and found any
+    conflicts: ConflictCheck | None = None
 
     def lineage(self) -> dict[str, Any]:
         """The lineage in counts: the rows are the source's records; which record each one is
-        is not kept on an engine (it would be a table as long as the source), but the plan's,
-        the source's and the release's digests are (the report's ``lineage``)."""
+        is kept in a private file (``lineage_path``), and the plan's, the source's and the
+        release's digests in the report's ``lineage``."""
         out = lineage_summary(None, (), dp=False)
         out |= self.report.get("lineage") or {}
         out["records"] = self.rows
@@ -145,8 +162,10 @@ def make_engine_release(
     The internal report has the evidence :func:`make_release` gives, computed at scale or
     stating that it was not run and why (:mod:`anonweb.core.release.engine_evidence`):
     ``attacks`` (default: the plan's own ``attacks``), ``reconstruction``, ``conflicts``
-    against ``earlier`` (the earlier live releases of the source, or a function returning them)
-    and ``lineage``."""
+    against ``earlier`` (the earlier live releases of the source, or a function returning them:
+    checked out of core, their records read from their files or tables) and ``lineage``. Beside
+    ``out`` the engine writes the release's lineage (``lineage_path``: the source row of each
+    row written, never in the release itself), which the caller keeps privately."""
     report_progress = progress or (lambda fraction, what: None)
     thresholds = thresholds or PolicyThresholds()
     order = [*plan.quasi_identifiers, *plan.sensitive, *tags]
@@ -264,7 +283,7 @@ def _engine_release(
         node, drop=tuple(c for c in columns if c not in kept), shuffle_seed=shuffle
     )
     report_progress(0.6, f"writing the release ({engine.name})")
-    written = engine.write_release(source, node, out)
+    written, lineage_path = _write_with_lineage(engine, source, node, Path(out))
     report_progress(0.8, "measuring the released table")
     after, checks = _engine_risk_after(read, str(out), plan, kept, models, model_sensitive)
     for entry in reports:
@@ -292,9 +311,27 @@ def _engine_release(
     others = list(earlier() if callable(earlier) else earlier)
     internal["reconstruction"] = engine_reconstruction(others)
     report_progress(STAGES["conflicts"], "checking for conflicts with earlier releases")
-    internal["conflicts"] = engine_conflicts(others)
+    source_columns = engine.columns(origin)
+    with _conflict_connection(engine) as connect:
+        internal["conflicts"], conflicts = engine_conflicts(
+            others,
+            new=None
+            if lineage_path is None
+            else TableRelease(NEW_LABEL, str(out), lineage_path, tuple(plan.quasi_identifiers)),
+            connect=connect,
+            source_rows=rows_in,
+            source_columns=source_columns,
+            quasi_identifiers=tagged(tags, source_columns, QUASI_IDENTIFIER),
+            sensitive=[*tagged(tags, source_columns, SENSITIVE), *plan.sensitive],
+            k=thresholds.k,
+            l=thresholds.l,
+        )
     internal["lineage"] = engine_lineage(
-        source=origin, released=str(out), plan=plan_to_dict(plan), rows=written.rows
+        source=origin,
+        released=str(out),
+        plan=plan_to_dict(plan),
+        rows=written.rows,
+        kept=lineage_path is not None,
     )
     report_progress(STAGES["gate"], "checking the release against the team's release policy")
 
@@ -312,9 +349,61 @@ def _engine_release(
         report=published,
         internal_report=internal,
         attacks=internal["attacks"],
-        conflicts=conflicts_unchecked(internal["conflicts"], engine=engine.name),
+        conflicts=[
+            *conflicts_unchecked(internal["conflicts"], engine=engine.name),
+            *(conflicts.gate_findings() if conflicts is not None else ()),
+        ],
     )
-    return EngineRelease(str(out), written.rows, internal, published, gate, engine.name)
+    return EngineRelease(
+        str(out), written.rows, internal, published, gate, engine.name, lineage_path, conflicts
+    )
+
+
+def _write_with_lineage(
+    engine: Engine, source: Source, node: NodeRelease, out: Path
+) -> tuple[WriteResult, str | None]:
+    """The release written to ``out`` and, beside it, its lineage (the source row of each row
+    written, :mod:`anonweb.core.engine.lineage`); without it when the engine cannot number the
+    source's rows (a CSV file on DuckDB)."""
+    numbered = out.with_name(f".{out.name}.rows")
+    try:
+        written = engine.write_release(
+            source, dataclasses.replace(node, lineage=LINEAGE_WRITTEN), numbered
+        )
+    except ValueError as why:
+        if "numbers the rows" not in str(why):
+            raise
+        return engine.write_release(source, node, out), None
+    lineage = out.with_name(f"{out.stem}.lineage.parquet")
+    try:
+        split_lineage(numbered, out, lineage)
+    finally:
+        if numbered.is_dir():
+            shutil.rmtree(numbered, ignore_errors=True)
+        else:
+            numbered.unlink(missing_ok=True)
+    return dataclasses.replace(written, path=str(out)), str(lineage)
+
+
+@contextmanager
+def _conflict_connection(engine: Engine) -> Iterator[Callable[[], Any]]:
+    """A DuckDB connection for the conflict check, opened when first asked for: the DuckDB
+    engine's own (its memory limit and spill folder), else a DuckDB engine's of its own."""
+    own: list[Any] = []
+
+    def connect() -> Any:
+        con = getattr(engine, "con", None)
+        if engine.name == "duckdb" and con is not None:
+            return con
+        if not own:  # DuckDB's memory limit and spill folder as set for its engine
+            own.append(make_engine("duckdb", ""))
+        return own[0].con
+
+    try:
+        yield connect
+    finally:
+        for e in own:
+            e.close()
 
 
 def _row_pass(

@@ -284,11 +284,13 @@ def test_the_attacks_read_a_bounded_sample_of_the_source(tmp_path):
     assert attacks["linkage"]["targets"] == 300
 
 
-def test_an_engine_release_with_earlier_releases_is_blocked_unchecked(tmp_path):
+def test_an_engine_release_is_blocked_unchecked_when_an_earlier_lineage_cannot_be_read(tmp_path):
     from anonweb.core.conflicts.release import EarlierRelease
 
     df = _table(7, 400)
-    earlier = [EarlierRelease("release 1", "approved", 1)]
+    # the check runs out of core (tests/core/release/test_engine_lineage.py), but not against a
+    # release whose lineage is unreadable: the gate blocks and says why
+    earlier = [EarlierRelease("release 1", "approved", 1, error="its files are missing")]
     plan = {**_plan(), "attacks": {"holdout": 0.2}}
     engine = DuckDBEngine()
     try:
@@ -298,6 +300,7 @@ def test_an_engine_release_with_earlier_releases_is_blocked_unchecked(tmp_path):
     conflicts = made.report["conflicts"]
     assert conflicts["run"] is False and conflicts["earlier"] == ["release 1"]
     assert "not run" in conflicts["reason"].lower()
+    assert "lineage of release 1 cannot be read (its files are missing)" in conflicts["reason"]
     blocking = [f for f in made.gate.blocking if f.code == "conflicts_unchecked"]
     assert len(blocking) == 1 and "release 1" in blocking[0].message
     # the control the plan asked for is not held out on an engine: said, not hidden

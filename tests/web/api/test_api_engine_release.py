@@ -14,9 +14,18 @@ import pandas as pd
 import pytest
 from django.test import Client
 
+from anonweb.common.files import files
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.services import dataset_set_tags
 from anonweb.jobs.models import Job, JobKind
+from anonweb.releases.models import Release
+from anonweb.releases.storage import (
+    SOURCE_ROWS_PARQUET,
+    private_name,
+    release_dir,
+    remove_release_files,
+)
 from tests.core.release.test_engine_release import close, rows
 from tests.web.api.test_api import run_queued, upload
 from tests.web.api.test_api_releases import api
@@ -64,11 +73,12 @@ def table() -> pd.DataFrame:
     )
 
 
-def release_with(officer, monkeypatch, engine: str) -> dict:
+def release_with(officer, monkeypatch, engine: str, name: str = "") -> dict:
     """Upload, tag, assess and release with ``engine`` forced; the release's figures and rows."""
     monkeypatch.setenv("ANONWEB_ENGINE", engine)
     client = api(officer)
-    body = upload(client, name=f"people ({engine})", df=table(), filename="people.csv").json()
+    name = name or f"people ({engine})"
+    body = upload(client, name=name, df=table(), filename="people.csv").json()
     run_queued()
     dataset = Dataset.objects.get(pk=body["id"])
     dataset_set_tags(user=officer, dataset=dataset, tags=TAGS)
@@ -137,12 +147,34 @@ def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeyp
     assert set(memory["release"]["report"]["attacks"]) <= set(report["attacks"])
     assert report["reconstruction"]["determined"] == 0
     assert len(report["lineage"]["release_sha256"]) == 64
-    # the same file's release in memory is live: the engine did not check conflicts with it,
-    # says so, and the gate blocks until the release is made in memory
-    assert report["conflicts"]["run"] is False
-    assert report["conflicts"]["earlier"] == ["release 1 of people (pandas)"]
-    codes = {f["code"] for f in ours["release"]["findings"] if f["severity"] == "block"}
-    assert "conflicts_unchecked" in codes
+    # the same file's release in memory is live: the engine release was checked against it out
+    # of core, by its lineage (the same node on both: nothing is found)
+    first = Release.objects.get(pk=memory["release"]["id"])
+    second = Release.objects.get(pk=ours["release"]["id"])
+    assert report["conflicts"]["run"] is True and report["conflicts"]["out_of_core"] is True
+    assert report["conflicts"]["checked"] == [first.pk] == second.conflicts_checked
+    codes = {f["code"] for f in ours["release"]["findings"]}
+    assert not {c for c in codes if c.startswith("conflict")}
+    # its lineage is kept privately (the source row of each row, as written) and never offered
+    lineage = pd.read_parquet(release_dir(second.storage_key) / "private" / SOURCE_ROWS_PARQUET)
+    assert sorted(lineage[LINEAGE_COLUMN]) == list(range(600))
+    assert LINEAGE_COLUMN not in ours["parquet"].columns
+    written = pd.read_parquet(release_dir(second.storage_key) / "data.parquet")
+    source = table().iloc[lineage[LINEAGE_COLUMN].to_numpy()].reset_index(drop=True)
+    assert written["disease"].tolist() == source["disease"].tolist()
+    # a later release made in memory reads it and is checked against both
+    later = release_with(officer, monkeypatch, "pandas", name="people (again)")
+    third = Release.objects.get(pk=later["release"]["id"])
+    assert third.conflicts_checked == [first.pk, second.pk]
+    # the engine release's gate now: its check run again out of core
+    client = api(officer)
+    gate = client.get(f"/api/v1/releases/{second.pk}/gate/").json()
+    assert gate["rechecked"] is True, gate
+    assert [c["id"] for c in gate["checked"]] == [first.pk, third.pk]
+    assert not [f for f in gate["findings"] if f["code"].startswith("conflict")]
+    # removing the release's files removes its lineage too
+    remove_release_files(second.storage_key)
+    assert not files().exists(private_name(second.storage_key, SOURCE_ROWS_PARQUET))
 
 
 @pytest.mark.slow

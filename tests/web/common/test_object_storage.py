@@ -22,6 +22,8 @@ from pathlib import Path
 
 import boto3
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -31,6 +33,7 @@ from moto.server import ThreadedMotoServer
 
 from anonweb.audit.models import AuditEvent
 from anonweb.common.files import ObjectExists, files
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.services import dataset_create, dataset_set_tags
 from anonweb.datasets.storage import load_distinct, load_frame, load_head
@@ -38,7 +41,15 @@ from anonweb.jobs.execution import job_execute
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.jobs.retention import dataset_purge
 from anonweb.releases.services import release_review
-from anonweb.releases.storage import release_object, release_prefix, write_release_objects
+from anonweb.releases.storage import (
+    SOURCE_ROWS_PARQUET,
+    load_lineage,
+    read_private_json,
+    release_object,
+    release_prefix,
+    remove_release_files,
+    write_release_objects,
+)
 from anonweb.releases.storage_sweep import LEFTOVER_AGE, sweep_storage
 from tests.web.conftest import csv_upload
 from tests.web.releases.test_published_report import OVERRIDE, launch
@@ -260,6 +271,27 @@ def test_row_less_folders_in_the_bucket_are_swept_once_old(s3, s3_dataset, offic
     assert _versions(s3, f"{orphan}/") == []
     assert _keys(s3, release_prefix(release.storage_key)), "a release's own objects stay"
     assert _keys(s3, f"datasets/{s3_dataset.storage_key}/"), "a dataset's own objects stay"
+
+
+def test_an_engine_releases_lineage_is_stored_read_and_removed_with_it(s3, tmp_path):
+    # An engine writes the release and, beside it, the source row of each of its rows: both go
+    # into the bucket through the storage, a later release in memory reads the lineage back
+    # (a bucket is read, not named as a local file), and removing the release removes it.
+    key = uuid.uuid4()
+    written = tmp_path / "release.parquet"
+    pd.DataFrame({"age": ["20-29", "30-39", "20-29"]}).to_parquet(written, index=False)
+    lineage = tmp_path / "release.lineage.parquet"
+    pq.write_table(pa.table({LINEAGE_COLUMN: pa.array([2, 0, 1], pa.int64())}), lineage)
+    write_release_objects(key, written, lineage_file=lineage)
+    stored = release_object(key, f"private/{SOURCE_ROWS_PARQUET}")
+    assert stored in _keys(s3, release_prefix(key))
+    for in_memory in (True, False):
+        read = load_lineage(key, label="release 1", in_memory=in_memory)
+        assert read.rows.tolist() == [2, 0, 1] and read.rows_file is None
+        assert read.table_file is None and read.frame["age"].tolist() == ["20-29", "30-39", "20-29"]
+    assert read_private_json(key, "lineage.json")["record_level"]
+    remove_release_files(key)
+    assert _versions(s3, f"{release_prefix(key)}/") == []
 
 
 # The local backend keeps the same promises.

@@ -1,0 +1,394 @@
+"""Counting what :mod:`.linkage` decides on, out of core: two record-level releases joined by
+their lineage in DuckDB (see :mod:`.engine_check` for the check of a release against the earlier
+ones).
+
+Each release becomes a DuckDB table of its rows with their source row, position, class (on the
+quasi-identifiers it shows) and class size. A pair's shared records (the join on the source row)
+are read as :func:`~.linkage.find_join` reads them (the same order, or shared columns whose cells
+agree and single records out), and counted per joined class (a class in each release, and whether
+its records are joined one to one): its size and its two classes' sizes alone, the distinct
+sensitive values the join shows, and for releases that cannot be joined the values both classes
+hold. :func:`~.linkage.below_k` and :func:`~.linkage.below_l` decide on those counts, the records
+of the classes found are read back, and :func:`~.linkage.k_finding`,
+:func:`~.linkage.linked_l_finding` and :func:`~.linkage.composition_finding` word the findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from anonweb.core.conflicts.findings import Finding
+from anonweb.core.conflicts.linkage import (
+    AGREEMENT,
+    MIN_ORDERED,
+    Join,
+    below_k,
+    below_l,
+    composition_finding,
+    k_finding,
+    linked_l_finding,
+)
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
+
+_ids = count()
+
+
+@dataclass(frozen=True)
+class TableRelease:
+    """A record-level release as the check reads it out of core: ``table`` its published rows
+    (a Parquet file, or a table in memory) and ``rows`` its lineage (a Parquet file of
+    :data:`LINEAGE_COLUMN`, or an array: the source row of each row of ``table``)."""
+
+    label: str
+    table: str | Path | pd.DataFrame
+    rows: str | Path | NDArray[Any]
+    quasi_identifiers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """A release as a DuckDB table ``name``: ``__row`` (source row), ``__pos`` (its position
+    in the release), the published ``columns``, ``__c`` (its class on ``qis``) and ``__n``
+    (that class's size)."""
+
+    label: str
+    name: str
+    columns: tuple[str, ...]
+    qis: tuple[str, ...]
+    types: Mapping[str, str]
+
+
+def q(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def scalar(con: Any, sql: str) -> Any:
+    rows = con.execute(sql).fetchall()
+    return rows[0][0] if rows else None
+
+
+def relation(con: Any, source: str | Path | pd.DataFrame | NDArray[Any], column: str | None) -> str:
+    """A SQL relation of ``source`` with ``__pos``, each row's position (and, for a lineage,
+    only ``column`` as ``__row``). A table in memory is registered under the name returned
+    (unregister it once read)."""
+    if isinstance(source, pd.DataFrame | np.ndarray):
+        frame = (
+            pd.DataFrame({"__row": np.asarray(source, dtype=np.int64)})
+            if isinstance(source, np.ndarray)
+            else source.reset_index(drop=True)
+        )
+        name = f"anonweb_conflict_in_{next(_ids)}"
+        con.register(name, frame.assign(__pos=np.arange(len(frame), dtype=np.int64)))
+        return name
+    read = f"read_parquet({literal(str(source))}, file_row_number = true)"
+    if column is not None:
+        return f"(SELECT {q(column)} AS __row, file_row_number AS __pos FROM {read})"
+    return f"(SELECT * EXCLUDE (file_row_number), file_row_number AS __pos FROM {read})"
+
+
+def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
+    name = f"anonweb_conflict_{next(_ids)}"
+    published = relation(con, release.table, None)
+    lineage = relation(con, release.rows, LINEAGE_COLUMN)
+    described = con.execute(f"DESCRIBE SELECT * FROM {published}").fetchall()
+    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) != "__pos"}
+    columns = tuple(types)
+    shown = tuple(c for c in qis if c in types)
+    joined = f"SELECT l.__row, p.* FROM {published} AS p JOIN {lineage} AS l ON p.__pos = l.__pos"
+    if shown:
+        # each class numbered once (a table of the classes, not a sort of the rows), with its
+        # size; each row finds its class by its values, a missing value matching a missing one
+        keys = ", ".join(q(c) for c in shown)
+        on = " AND ".join(f"r.{q(c)} IS NOT DISTINCT FROM k.{q(c)}" for c in shown)
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name}_classes AS SELECT {keys}, "
+            f"row_number() OVER () AS __c, __n FROM (SELECT {keys}, count(*) AS __n "
+            f"FROM {published} GROUP BY ALL)"
+        )
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT r.*, k.__c, k.__n FROM ({joined}) "
+            f"AS r JOIN {name}_classes AS k ON {on}"
+        )
+        con.execute(f"DROP TABLE {name}_classes")
+    else:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, 1 AS __c, count(*) OVER () AS __n "
+            f"FROM ({joined})"
+        )
+    for view in (published, lineage):
+        if view.startswith("anonweb_conflict_in_"):
+            con.unregister(view)
+    return _Loaded(release.label, name, columns, shown, types)
+
+
+def drop_tables(con: Any, *names: str) -> None:
+    for name in names:
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def _distinct(column: str) -> str:
+    """Distinct values of ``column`` in a group, a missing value counted as one (as the
+    privacy models count them)."""
+    c = q(column) if not column.startswith("__") else column
+    return f"(count(DISTINCT {c}) + max(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END))"
+
+
+def _cast(column: str, types: Mapping[str, str], other: Mapping[str, str]) -> str:
+    """``column`` comparable with the other release's: as it is when both have one type, as
+    text otherwise."""
+    if types.get(column) == other.get(column):
+        return q(column)
+    return f"CAST({q(column)} AS VARCHAR)"
+
+
+# Types whose values are equal exactly when their texts are (the in-memory check compares
+# cells as text): compared as they are, which spares DuckDB writing each cell out.
+_SAME_AS_TEXT = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "BOOLEAN")
+
+
+def _as_text(column: str, types: Mapping[str, str], other: Mapping[str, str], alias: str) -> str:
+    """``alias.column`` compared with the other release's as the in-memory check compares
+    cells (as text): as it is when both are of one such type."""
+    kind = types.get(column)
+    if kind == other.get(column) and kind in _SAME_AS_TEXT:
+        return f"{alias}.{q(column)}"
+    return f"CAST({alias}.{q(column)} AS VARCHAR)"
+
+
+def _frame(con: Any, sql: str) -> pd.DataFrame:
+    return pd.DataFrame(con.execute(sql).fetchdf())
+
+
+def _records(con: Any, shared: str, cells: pd.DataFrame, keys: Sequence[str]) -> tuple[int, ...]:
+    """The source rows, ascending, of the shared records in ``cells`` (matched on ``keys``)."""
+    name = f"anonweb_conflict_hits_{next(_ids)}"
+    con.register(name, cells[list(keys)].reset_index(drop=True))
+    try:
+        on = " AND ".join(f"s.{k} = h.{k}" for k in keys)
+        rows = con.execute(
+            f"SELECT s.row FROM {shared} AS s JOIN {name} AS h ON {on} ORDER BY s.row"
+        ).fetchnumpy()["row"]
+    finally:
+        con.unregister(name)
+    return tuple(int(r) for r in rows)
+
+
+def _common(a: _Loaded, b: _Loaded) -> list[str]:
+    """The published columns both releases have, in ``a``'s order."""
+    return [c for c in a.columns if c in b.columns]
+
+
+def _find_join(con: Any, a: _Loaded, b: _Loaded, shared: str, n: int) -> Join | None:
+    """How ``a`` and ``b`` join (:func:`~.linkage.find_join`, counted in the engine); the
+    shared table gets ``lk``, whether each shared record is joined one to one."""
+    if n >= MIN_ORDERED:
+        down = scalar(
+            con,
+            f"SELECT count(*) FROM (SELECT pb < lag(pb) OVER (ORDER BY pa) AS down "
+            f"FROM {shared}) WHERE down",
+        )
+        if int(down) == 0:
+            con.execute(f"ALTER TABLE {shared} ADD COLUMN lk BOOLEAN DEFAULT true")
+            return Join("row order", (), np.ones(0, dtype=bool))
+    common = _common(a, b)
+    agreeing: list[str] = []
+    if common:
+        same = ", ".join(
+            f"avg(CASE WHEN __same{i} THEN 1.0 ELSE 0.0 END)" for i in range(len(common))
+        )
+        (row,) = con.execute(f"SELECT {same} FROM {shared}").fetchall()
+        agreeing = [c for c, share in zip(common, row, strict=True) if share >= AGREEMENT]
+    linked = _linked(con, a, b, agreeing) if agreeing else 0
+    if not linked:
+        con.execute(f"ALTER TABLE {shared} ADD COLUMN lk BOOLEAN DEFAULT false")
+        return None
+    alone = [c for c in agreeing if len(agreeing) > 1 and _linked(con, a, b, [c])]
+    _linked(con, a, b, agreeing, into=shared)
+    return Join("columns", tuple(alone or agreeing), np.ones(0, dtype=bool))
+
+
+def _linked(
+    con: Any, a: _Loaded, b: _Loaded, columns: Sequence[str], *, into: str | None = None
+) -> int:
+    """Shared records whose values in ``columns`` (as text) occur once in each release and
+    agree; with ``into``, that table's ``lk`` marks them."""
+    keys = [f"CAST({q(c)} AS VARCHAR)" for c in columns]
+    part = ", ".join(keys)
+    named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
+
+    def counted(t: _Loaded) -> str:
+        return f"(SELECT __row, {named}, count(*) OVER (PARTITION BY {part}) AS __m FROM {t.name})"
+
+    same = " AND ".join(f"x.__k{i} IS NOT DISTINCT FROM y.__k{i}" for i in range(len(keys)))
+    linked = (
+        f"SELECT x.__row FROM {counted(a)} AS x JOIN {counted(b)} AS y ON x.__row = y.__row "
+        f"WHERE x.__m = 1 AND y.__m = 1 AND {same}"
+    )
+    if into is None:
+        return int(scalar(con, f"SELECT count(*) FROM ({linked})"))
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {into} AS SELECT s.*, (l.__row IS NOT NULL) AS lk "
+        f"FROM {into} AS s LEFT JOIN ({linked}) AS l ON s.row = l.__row"
+    )
+    return 1
+
+
+def pair_findings_out_of_core(
+    con: Any,
+    a: _Loaded,
+    b: _Loaded,
+    *,
+    sensitive: Sequence[str],
+    k: int | None,
+    l: int | None,  # noqa: E741 (the literature's letter)
+    unlinked_k: bool,
+) -> list[Finding]:
+    """:func:`~.linkage.pair_findings` of two loaded releases, counted by DuckDB."""
+    if not a.qis or not b.qis:
+        return []
+    shared = f"anonweb_conflict_shared_{next(_ids)}"
+    # each shared column's cells compared in the same pass, as the in-memory check compares
+    # them (as text), for whether the column joins the releases
+    values = ", ".join(
+        [f"x.{q(s)} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
+        + [f"y.{q(s)} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
+        + [
+            f"({_as_text(c, a.types, b.types, 'x')} IS NOT DISTINCT FROM "
+            f"{_as_text(c, b.types, a.types, 'y')}) AS __same{i}"
+            for i, c in enumerate(_common(a, b))
+        ]
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.__row AS row, x.__pos AS pa, "
+        f"y.__pos AS pb, x.__c AS ca, y.__c AS cb, x.__n AS na, y.__n AS nb"
+        f"{', ' + values if values else ''} FROM {a.name} AS x JOIN {b.name} AS y "
+        "ON x.__row = y.__row"
+    )
+    try:
+        n = int(scalar(con, f"SELECT count(*) FROM {shared}"))
+        if not n:
+            return []
+        join = _find_join(con, a, b, shared, n)
+        labels = (a.label, b.label)
+        out: list[Finding] = []
+        if k is not None:
+            cells = _frame(
+                con,
+                f"SELECT ca, cb, lk, sum(count(*)) OVER (PARTITION BY ca, cb) AS joint, "
+                f"any_value(na) AS na, any_value(nb) AS nb FROM {shared} GROUP BY ca, cb, lk",
+            )
+            small = below_k(cells["joint"].to_numpy(), cells["na"], cells["nb"], k)
+            hit = small & cells["lk"].to_numpy(dtype=bool)
+            if join is not None and hit.any():
+                found = cells[hit]
+                records = _records(con, shared, found, ("ca", "cb", "lk"))
+                out.append(
+                    k_finding("linkage", records, int(found["joint"].min()), k, labels, join)
+                )
+            elif unlinked_k and join is None and small.any():
+                found = cells[small]
+                records = _records(con, shared, found, ("ca", "cb", "lk"))
+                smallest = int(found["joint"].min())
+                out.append(k_finding("intersection", records, smallest, k, labels, None))
+        l_min = 2 if l is None else l
+        for i, s in enumerate(sensitive):
+            if join is not None:
+                f = _linked_l(con, a, b, s, i, shared, join, l_min)
+            else:
+                f = _composition(con, a, b, s, shared, l_min)
+            if f is not None:
+                out.append(f)
+        return out
+    finally:
+        drop_tables(con, shared)
+
+
+def _alone(con: Any, t: _Loaded, s: str) -> str:
+    """Distinct values of ``s`` in each class of ``t`` alone (over all its rows)."""
+    return f"(SELECT __c, {_distinct(s)} AS d FROM {t.name} GROUP BY __c)"
+
+
+def _linked_l(
+    con: Any, a: _Loaded, b: _Loaded, s: str, i: int, shared: str, join: Join, l_min: int
+) -> Finding | None:
+    has_a, has_b = s in a.columns, s in b.columns
+    if not (has_a or has_b):
+        return None
+    # Joined, the attacker sees the released values of both rows; take A's where it has them.
+    value = f"__va{i}" if has_a else f"__vb{i}"
+    cells = _frame(
+        con,
+        f"WITH j AS (SELECT ca, cb, {_distinct(value)} AS dj FROM {shared} GROUP BY ca, cb), "
+        f"c AS (SELECT DISTINCT ca, cb, lk FROM {shared}) "
+        f"SELECT c.ca, c.cb, c.lk, j.dj"
+        + (", da.d AS da" if has_a else "")
+        + (", db.d AS db" if has_b else "")
+        + " FROM c JOIN j ON c.ca = j.ca AND c.cb = j.cb"
+        + (f" JOIN {_alone(con, a, s)} AS da ON da.__c = c.ca" if has_a else "")
+        + (f" JOIN {_alone(con, b, s)} AS db ON db.__c = c.cb" if has_b else ""),
+    )
+    alone_ok = np.ones(len(cells), dtype=bool)
+    if has_a:
+        alone_ok &= cells["da"].to_numpy() >= l_min
+    if has_b:
+        alone_ok &= cells["db"].to_numpy() >= l_min
+    hit = below_l(cells["dj"].to_numpy(), alone_ok, l_min) & cells["lk"].to_numpy(dtype=bool)
+    if not hit.any():
+        return None
+    found = cells[hit]
+    records = _records(con, shared, found, ("ca", "cb", "lk"))
+    return linked_l_finding((a.label, b.label), s, records, l_min, int(found["dj"].min()), join)
+
+
+def _composition(
+    con: Any, a: _Loaded, b: _Loaded, s: str, shared: str, l_min: int
+) -> Finding | None:
+    if s not in a.columns or s not in b.columns:
+        return None
+    va, vb = _cast(s, a.types, b.types), _cast(s, b.types, a.types)
+    cells = _frame(
+        con,
+        f"WITH p AS (SELECT DISTINCT ca, cb FROM {shared}), "
+        f"va AS (SELECT DISTINCT __c AS ca, {va} AS v FROM {a.name}), "
+        f"vb AS (SELECT DISTINCT __c AS cb, {vb} AS v FROM {b.name}), "
+        "common AS (SELECT p.ca, p.cb, count(*) AS n FROM p JOIN va ON va.ca = p.ca "
+        "JOIN vb ON vb.cb = p.cb AND vb.v IS NOT DISTINCT FROM va.v GROUP BY p.ca, p.cb) "
+        "SELECT p.ca, p.cb, coalesce(common.n, 0) AS common, da.d AS da, db.d AS db FROM p "
+        "LEFT JOIN common ON common.ca = p.ca AND common.cb = p.cb "
+        f"JOIN {_alone(con, a, s)} AS da ON da.__c = p.ca "
+        f"JOIN {_alone(con, b, s)} AS db ON db.__c = p.cb",
+    )
+    alone_ok = (cells["da"].to_numpy() >= l_min) & (cells["db"].to_numpy() >= l_min)
+    hit = below_l(cells["common"].to_numpy(), alone_ok, l_min)
+    if not hit.any():
+        return None
+    found = cells[hit]
+    records = _records(con, shared, found, ("ca", "cb"))
+    return composition_finding((a.label, b.label), s, records, l_min, int(found["common"].min()))
+
+
+def l_alone(con: Any, t: _Loaded, sensitive: Sequence[str]) -> dict[tuple[str, str], int]:
+    """Distinct l of a release alone per sensitive column it shows (its fewest values in a
+    class), as the in-memory check gives it."""
+    out: dict[tuple[str, str], int] = {}
+    if not t.qis:
+        return out
+    for s in sensitive:
+        if s in t.columns and s not in t.qis:
+            least = scalar(con, f"SELECT min(d) FROM {_alone(con, t, s)}")
+            if least is not None:
+                out[(t.label, s)] = int(least)
+    return out
