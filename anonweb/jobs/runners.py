@@ -217,7 +217,8 @@ def _anonymize_on_engine(
     stored formats are written batch by batch. The attacks run on a sample of the source read
     by the engine; the conflict check, which needs which source row each released row is, is
     not run, and the gate blocks the release while the source has other live releases (see
-    :mod:`anonweb.core.release.engine_evidence`). Utility is measured on first view."""
+    :mod:`anonweb.core.release.engine_evidence`). Its utility is measured by the engine at
+    publication, from the columns' counts of both tables."""
     dataset = job.dataset
     assert dataset is not None
     path, _ = stored_parquet(dataset.storage_key)
@@ -253,6 +254,7 @@ def _anonymize_on_engine(
             recipient=job.params.get("recipient", ""),
             recipients=job.params.get("recipients") or [],
             engine=made.engine,
+            measured_by=(engine, path),
         )
     finally:
         engine.close()

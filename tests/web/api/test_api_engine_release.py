@@ -14,9 +14,13 @@ import pandas as pd
 import pytest
 from django.test import Client
 
+from anonweb.common.files import files
 from anonweb.datasets.models import Dataset
 from anonweb.datasets.services import dataset_set_tags
 from anonweb.jobs.models import Job, JobKind
+from anonweb.releases.models import Release
+from anonweb.releases.storage import private_name, read_private_json
+from anonweb.releases.utility import UTILITY_FILE, release_utility_get
 from tests.core.release.test_engine_release import close, rows
 from tests.web.api.test_api import run_queued, upload
 from tests.web.api.test_api_releases import api
@@ -88,6 +92,10 @@ def release_with(officer, monkeypatch, engine: str) -> dict:
     assert job["status"] == "succeeded", job
     stored = Job.objects.get(pk=launched.json()["job"])
     assert stored.result["engine"] == engine
+    # measured at publication (by the engine on an engine's release), before anyone read it
+    stored_release = Release.objects.get(pk=job["release"])
+    utility = read_private_json(stored_release.storage_key, UTILITY_FILE)
+    assert utility is not None and utility["utility"]["columns"], utility
     release = client.get(f"/api/v1/releases/{job['release']}/").json()
     csv = client.get(f"/api/v1/releases/{job['release']}/download/")
     assert csv.status_code == 200
@@ -99,6 +107,8 @@ def release_with(officer, monkeypatch, engine: str) -> dict:
     release_page = page.get(f"/releases/{job['release']}/").content.decode()
     return {
         "release": release,
+        "utility": utility["utility"],
+        "stored_release": stored_release,
         "assessment": assessed,
         "csv": pd.read_csv(io.BytesIO(b"".join(csv.streaming_content))),
         "parquet": pd.read_parquet(io.BytesIO(b"".join(parquet.streaming_content))),
@@ -126,6 +136,23 @@ def same_figures(memory: dict, ours: dict, engine: str) -> None:
     assert (risk["k"], risk["classes"]) == (before["k"], before["classes"])
     assert f'data-testid="job-engine">{engine}<' in ours["job_page"]
     assert f'data-testid="release-engine">{engine}<' in ours["release_page"]
+    same_utility(memory["utility"], ours["utility"])
+
+
+def same_utility(memory: dict, ours: dict) -> None:
+    """The engine's release measures the utility the in-memory one does (its rows are the
+    same multiset), except which cells changed: its rows are not matched to source rows."""
+    assert memory["matched"] and not ours["matched"]
+    for key in ("rows_original", "rows_released", "records_suppressed", "information_loss"):
+        close(memory[key], ours[key], key)
+    assert [c["column"] for c in memory["columns"]] == [c["column"] for c in ours["columns"]]
+    for a, b in zip(memory["columns"], ours["columns"], strict=True):
+        assert b["changed"] is None and a["changed"] is not None
+        strip = {"changed", "changed_share"}
+        close(
+            {k: v for k, v in a.items() if k not in strip},
+            {k: v for k, v in b.items() if k not in strip},
+        )
 
 
 def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeypatch):
@@ -143,6 +170,11 @@ def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeyp
     assert report["conflicts"]["earlier"] == ["release 1 of people (pandas)"]
     codes = {f["code"] for f in ours["release"]["findings"] if f["severity"] == "block"}
     assert "conflicts_unchecked" in codes
+    # a release without its stored utility has it measured again on the first view, by DuckDB
+    # for a source it streams (ANONWEB_ENGINE names it here): the same figures
+    stored = ours["stored_release"]
+    files().delete(private_name(stored.storage_key, UTILITY_FILE))
+    assert release_utility_get(release=stored) == ours["utility"]
 
 
 @pytest.mark.slow
