@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_scale.py [--rows 10000000] [--engines pandas,duckdb,spark]
         [--memory-limit 1GB] [--pandas-max-rows 20000000] [--data /tmp/scale/rows-N.parquet]
         [--tasks upload,assess,search,release,whatif] [--spark-master local-cluster[2,1,1024]]
-        [--spark-driver-memory 3g] [--pyarrow-max-rows 20000000]
+        [--spark-driver-memory 3g] [--spark-partitions 64] [--pyarrow-max-rows 20000000]
 
 Generates N rows (default 10⁷; ``--rows 100000000`` for 10⁸) of 8 quasi-identifiers with
 Adult-like cardinalities and skew plus a sensitive column, written as Parquet in chunks of a
@@ -42,8 +42,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -365,6 +367,7 @@ def main() -> None:
     ap.add_argument("--pyarrow-max-rows", type=int, default=20_000_000)
     ap.add_argument("--spark-master", default=None, help="e.g. local-cluster[2,1,1024]")
     ap.add_argument("--spark-driver-memory", default=None, help="e.g. 3g")
+    ap.add_argument("--spark-partitions", type=int, default=None, help="e.g. 64")
     ap.add_argument("--worker", nargs=4, metavar=("ENGINE", "TASK", "PATH", "LIMIT"))
     ap.add_argument("--upload-worker", nargs=2, metavar=("MODE", "CSV"))
     args = ap.parse_args()
@@ -374,17 +377,36 @@ def main() -> None:
     if args.upload_worker:
         print(json.dumps(upload_worker(*args.upload_worker)))
         return
+    path = Path(args.data or f"/tmp/scale/rows-{args.rows}.parquet")
+    path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
+    home = None
     if args.spark_master:
         import pyspark
 
         env["ANONWEB_SPARK_MASTER"] = args.spark_master
-        env.setdefault("SPARK_HOME", str(Path(pyspark.__file__).parent))
+        if "SPARK_HOME" not in env:
+            # a local cluster's workers keep each executor's folder (logs, spilled data) in
+            # SPARK_HOME/work: a home of this run's own (links to the wheel's parts) keeps them
+            # out of the installed package, and they go with it
+            home = Path(tempfile.mkdtemp(prefix="spark-home-"))
+            for part in Path(pyspark.__file__).parent.iterdir():
+                if part.name != "work":
+                    (home / part.name).symlink_to(part)
+            env["SPARK_HOME"] = str(home)
     if args.spark_driver_memory:
         env["ANONWEB_SPARK_DRIVER_MEMORY"] = args.spark_driver_memory
-    path = Path(args.data or f"/tmp/scale/rows-{args.rows}.parquet")
+    if args.spark_partitions:
+        env["ANONWEB_SPARK_SHUFFLE_PARTITIONS"] = str(args.spark_partitions)
+    try:
+        run(args, path, env)
+    finally:
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, path: Path, env: dict[str, str]) -> None:
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         generate(path, args.rows)
         print(f"generated {args.rows:,} rows in {time.perf_counter() - t:.1f} s: {path}")
@@ -392,7 +414,7 @@ def main() -> None:
     spark = env.get("ANONWEB_SPARK_MASTER", "local[2]")
     print(
         f"{args.rows:,} rows, 8 QIs, load {load:.1f}, DuckDB memory_limit {args.memory_limit}, "
-        f"Spark {spark}"
+        f"Spark {spark} ({env.get('ANONWEB_SPARK_SHUFFLE_PARTITIONS', 'default')} parts)"
     )
     results: dict = {}
     for task in args.tasks.split(","):
