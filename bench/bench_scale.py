@@ -345,6 +345,8 @@ def worker(engine_name: str, task: str, path: str, memory_limit: str) -> dict:
             try:
                 written = engine.write_release(path, node_release(r, hist, h), target)
             finally:
+                if target.is_dir():  # Spark writes a folder of parts
+                    shutil.rmtree(target, ignore_errors=True)
                 target.unlink(missing_ok=True)
             out["figures"]["written"] = [written.rows, written.suppressed]
     out["wall"] = time.perf_counter() - started
@@ -431,7 +433,9 @@ def run(args: argparse.Namespace, path: Path, env: dict[str, str]) -> None:
                 env=env,
             )
             if proc.returncode != 0:
-                print(f"{task:7} {engine:7} failed: {proc.stderr.strip().splitlines()[-1:]}")
+                # the Python lines of the error (a Spark error's Java frames are indented)
+                lines = [x for x in proc.stderr.strip().splitlines() if x and x[0] not in " \t"]
+                print(f"{task:7} {engine:7} failed: {lines[-4:]}")
                 continue
             results[task, engine] = json.loads(proc.stdout.strip().splitlines()[-1])
         base = results.get((task, "pandas"))
