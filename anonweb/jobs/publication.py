@@ -21,7 +21,7 @@ from anonweb.releases.storage import (
     write_private_json,
     write_release_objects,
 )
-from anonweb.releases.utility import utility_measure_at_publication
+from anonweb.releases.utility import utility_measure_at_publication, utility_measure_on_engine
 
 
 def release_create(
@@ -43,6 +43,7 @@ def release_create(
     source=None,
     engine: str = "pandas",
     lineage_file: Path | None = None,
+    measured_by=None,
 ) -> Release:
     """Files first (atomically renamed into place), then the row, its conflict findings, its
     audit event and the job's success in one transaction; if the row cannot be written the
@@ -59,8 +60,10 @@ def release_create(
     of the team receives it).
 
     ``frame`` is the released table, or the Parquet file an out-of-core ``engine`` wrote it to
-    (its rows are then never held in memory here, and its utility is not measured), with
-    ``lineage_file``, the source row of each of its rows (kept privately).
+    (its rows are then never held in memory here), with ``lineage_file``, the source row of
+    each of its rows (kept privately). ``measured_by`` is then that engine and the local path of
+    the source it read: the utility is measured by the engine from the columns' counts, stored
+    as ``source``'s is.
 
     ``job`` must be running under the claim of the worker calling this: a job that the reaper
     failed meanwhile publishes nothing (JobLost), so no release ever belongs to a failed job."""
@@ -98,6 +101,11 @@ def release_create(
     try:
         if source is not None:
             utility_measure_at_publication(release=release, source=source)
+        elif measured_by is not None and isinstance(frame, Path):
+            engine_used, source_path = measured_by
+            utility_measure_on_engine(
+                release=release, engine=engine_used, source=source_path, released=frame
+            )
         for _attempt in range(3):
             try:
                 with transaction.atomic():

@@ -218,8 +218,8 @@ def _anonymize_on_engine(
     privately beside them. The attacks run on a sample of the source read by the engine; the
     conflict check against the other live releases of the source runs out of core, joining
     their files by lineage (what it cannot count out of core blocks the release with the
-    reason: see :mod:`anonweb.core.release.engine_evidence`). Utility is measured on first
-    view."""
+    reason: see :mod:`anonweb.core.release.engine_evidence`). Its utility is measured by the
+    engine at publication, from the columns' counts of both tables."""
     dataset = job.dataset
     assert dataset is not None
     path, _ = stored_parquet(dataset.storage_key)
@@ -258,6 +258,7 @@ def _anonymize_on_engine(
             engine=made.engine,
             lineage_file=None if made.lineage_path is None else Path(made.lineage_path),
             conflicts=made.conflicts,
+            measured_by=(engine, path),
         )
     finally:
         engine.close()

@@ -5,16 +5,22 @@ It is computed from the source, so it is never part of the published report. The
 publishes a release measures it (:func:`utility_measure_at_publication`) with the core's
 :func:`~anonweb.core.utility.measures.release_utility` from the source it holds, the released
 table and the private row mapping, before the release's row is committed, and keeps it beside the
-lineage in the release's private folder (never served), since neither file changes. A release
-published without it (before it was measured at publication, or when that failed) gets it from
-its first staff reader, computed the same way from the stored source. It quotes the source, so
-it goes when the source is purged
+lineage in the release's private folder (never served), since neither file changes. A release an
+out-of-core engine made is measured by that engine at publication
+(:func:`utility_measure_on_engine`, the core's
+:func:`~anonweb.core.utility.measures.engine_release_utility`: the same measures from the
+columns' counts, neither table read into memory). A release published without it (before it
+was measured at publication, or when that failed) gets it from its first staff reader,
+computed the same way from the stored source (by the engine ``ANONWEB_ENGINE`` picks for a
+large stored source on the local disk, in memory otherwise). It quotes the source, so it goes
+when the source is purged
 (:func:`anonweb.releases.source_figures.release_source_figures_forget`)."""
 
 from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -22,18 +28,22 @@ from django.core.cache import cache
 
 from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.common.charts import INTERNAL, cached_view, charts_markup, view_key
+from anonweb.common.files import files
+from anonweb.core.engine.base import Engine
+from anonweb.core.engine.select import choose_engine, make_engine
 from anonweb.core.errors import CoreError
 from anonweb.core.io.hierarchy_builders import resolve_hierarchies
 from anonweb.core.raw_values import public_utility
 from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.utility.charts import utility_charts
-from anonweb.core.utility.measures import release_utility
-from anonweb.datasets.storage import load_frame
+from anonweb.core.utility.measures import engine_release_utility, release_utility
+from anonweb.datasets.storage import load_frame, stored_parquet
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
     read_private_array,
     read_private_json,
     read_release_table,
+    release_object,
     write_private_json,
 )
 
@@ -108,6 +118,65 @@ def utility_measure_at_publication(*, release: Release, source: pd.DataFrame) ->
     return True
 
 
+def utility_measure_on_engine(
+    *, release: Release, engine: Engine, source: str | Path, released: str | Path
+) -> bool:
+    """Measure and store the utility of ``release`` while it is being published, as
+    :func:`utility_measure_at_publication` does, for a release ``engine`` wrote out of core:
+    ``source`` is the table it read, ``released`` the Parquet it wrote (local files). A failure
+    never stops the publication (logged; the first staff reader computes it)."""
+    try:
+        as_stored = json.loads(json.dumps({"plan": release.plan, "report": release.report}))
+        utility = _engine_utility(engine, source, released, as_stored["plan"], as_stored["report"])
+        _store(release, utility)
+    except Exception:
+        log.warning(
+            "release %s of dataset %s: its utility could not be measured on the %s engine at "
+            "publication; the first staff reader will compute it",
+            release.storage_key,
+            release.dataset_id,
+            engine.name,
+            exc_info=True,
+        )
+        return False
+    return True
+
+
+def _engine_utility(
+    engine: Engine, source: str | Path, released: str | Path, plan: dict | None, report: dict
+) -> dict[str, Any]:
+    try:
+        plan_obj = plan_from_dict(plan) if plan else None
+    except CoreError:
+        plan_obj = None
+    # an engine runs the search, whose loss is in its report: no hierarchy is rebuilt
+    return engine_release_utility(
+        engine, source, released, report=report or {}, plan=plan_obj
+    ).to_dict()
+
+
+def _compute_on_engine(release: Release, plan: dict | None, report: dict) -> dict[str, Any] | None:
+    """The utility of a release made out of core, measured by the engine that would read its
+    stored source, when that is a streaming engine and both tables are local files; None
+    otherwise (the caller reads them into memory)."""
+    try:
+        source, fs = stored_parquet(release.dataset.storage_key)
+    except (FileNotFoundError, CoreError):
+        return None
+    name = release_object(release.storage_key, "data.parquet")
+    if fs is not None or not files().exists(name):
+        return None
+    released, released_fs = files().arrow_location(name)
+    chosen = choose_engine(None, source)
+    if released_fs is not None or chosen == "pandas":
+        return None
+    engine = make_engine(chosen, source)
+    try:
+        return _engine_utility(engine, source, released, plan, report)
+    finally:
+        engine.close()
+
+
 def _store(release: Release, utility: dict[str, Any]) -> None:
     write_private_json(
         release.storage_key, UTILITY_FILE, {"version": UTILITY_VERSION, "utility": utility}
@@ -124,6 +193,14 @@ def _compute(
     """The utility of ``release`` from its stored files and ``source`` (read from the dataset's
     storage when not given); its plan and report unless others are given."""
 
+    if source is None and (release.published_report or {}).get("engine", "pandas") != "pandas":
+        measured = _compute_on_engine(
+            release,
+            release.plan if plan is None else plan,
+            release.report if report is None else report,
+        )
+        if measured is not None:
+            return measured
     released = read_release_table(release.storage_key)
     if released is None:
         return None

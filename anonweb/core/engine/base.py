@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.engine.columns import ColumnCounts
 from anonweb.core.engine.histogram import Histogram
 
 # What an engine reads: a table in memory, or the path of a Parquet or CSV file (or a folder of
@@ -109,6 +110,20 @@ class Engine(Protocol):
     ) -> pd.DataFrame: ...
 
     def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]: ...
+
+    # Single columns counted, for a release's utility (:mod:`anonweb.core.engine.columns`):
+    # which of ``columns`` hold numbers (from the schema), the distinct values and counts of
+    # the columns in ``values`` and the number summaries of the numeric ones in ``numbers``
+    # (one pass), and the finite numbers of each column counted in its bins (``edges``).
+    def numeric_columns(self, source: Source, columns: Sequence[str]) -> list[str]: ...
+
+    def column_counts(
+        self, source: Source, *, values: Sequence[str], numbers: Sequence[str]
+    ) -> dict[str, ColumnCounts]: ...
+
+    def bin_counts(
+        self, source: Source, edges: Mapping[str, NDArray[np.float64]]
+    ) -> dict[str, NDArray[np.int64]]: ...
 
     def close(self) -> None: ...
 

@@ -6,7 +6,7 @@ release is written by DuckDB straight to Parquet."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from anonweb.core.engine.base import (
     sample_positions,
     source_format,
 )
+from anonweb.core.engine.columns import ColumnCounts, NumberSummary
 from anonweb.core.engine.histogram import (
     Histogram,
     KeyCoding,
@@ -40,6 +41,24 @@ MAP_BATCH_ROWS = 500_000
 
 
 _NOT_KEYABLE = "value not among the distinct values read"
+# DuckDB's types that pandas reads as numbers (DECIMAL it reads as Python decimals, text)
+NUMERIC_TYPES = frozenset(
+    [
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "FLOAT",
+        "DOUBLE",
+    ]
+)
+FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE"})
 
 
 class _NotKeyable(Exception):
@@ -306,6 +325,81 @@ class DuckDBEngine:
         row = self.con.execute(f"SELECT {parts} FROM {rel}").fetchone() or ()
         return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
 
+    def _types(self, rel: str) -> dict[str, str]:
+        rows = self.con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def numeric_columns(self, source: Source, columns: Sequence[str]) -> list[str]:
+        types = self._types(self._relation(source))
+        return [c for c in columns if types[c] in NUMERIC_TYPES]
+
+    def column_counts(
+        self, source: Source, *, values: Sequence[str], numbers: Sequence[str]
+    ) -> dict[str, ColumnCounts]:
+        """One pass for the rows, the blanks of ``values`` and the summaries of the numeric
+        columns of ``numbers``, then one grouping per column of ``values`` (a blank is NULL or,
+        in a column of floats, NaN: pandas reads both as missing)."""
+        rel = self._relation(source)
+        types = self._types(rel)
+        names = list(dict.fromkeys([*values, *numbers]))
+        numeric = {c: types[c] in NUMERIC_TYPES for c in names}
+        present = {c: _present(c, types[c]) for c in values}
+        summed = [c for c in numbers if numeric[c]]
+        parts = ["count(*)"] + [f"count(*) FILTER (WHERE {present[c]})" for c in values]
+        for c in summed:
+            x, keep = f"CAST({quote(c)} AS DOUBLE)", f"isfinite(CAST({quote(c)} AS DOUBLE))"
+            parts += [
+                f"{agg} FILTER (WHERE {keep})"
+                for agg in (
+                    "count(*)",
+                    f"min({x})",
+                    f"max({x})",
+                    f"bool_and({x} = floor({x}))",
+                    f"avg({x})",
+                    f"stddev_pop({x})",
+                )
+            ]
+        row = list(self.con.execute(f"SELECT {', '.join(parts)} FROM {rel}").fetchall()[0])
+        rows = int(row.pop(0))
+        missing = {c: rows - int(row.pop(0)) for c in values}
+        summaries = {c: _summary([row.pop(0) for _ in range(6)]) for c in summed}
+        counted: dict[str, pd.Series] = {}
+        for c in values:
+            table = self.con.sql(
+                f"SELECT {quote(c)} AS v, count(*) AS n FROM {rel} WHERE {present[c]} GROUP BY ALL"
+            ).to_arrow_table()
+            counts = table.column("n").to_numpy().astype(np.int64)
+            index = pd.Index(table.column("v").to_pandas()) if len(counts) else pd.Index([])
+            counted[c] = pd.Series(counts, index=index, dtype=np.int64)
+            del table
+        return {
+            c: ColumnCounts(rows, numeric[c], counted.get(c), missing.get(c, 0), summaries.get(c))
+            for c in names
+        }
+
+    def bin_counts(
+        self, source: Source, edges: Mapping[str, NDArray[np.float64]]
+    ) -> dict[str, NDArray[np.int64]]:
+        """Each column's finite numbers counted in its bins, in one pass."""
+        rel = self._relation(source)
+        parts: list[str] = []
+        for c, e in edges.items():
+            x = f"CAST({quote(c)} AS DOUBLE)"
+            lits = [f"CAST({literal(repr(float(v)))} AS DOUBLE)" for v in e]
+            for i in range(len(e) - 1):
+                upper = "<=" if i == len(e) - 2 else "<"
+                parts.append(
+                    f"count(*) FILTER (WHERE isfinite({x}) AND {x} >= {lits[i]} "
+                    f"AND {x} {upper} {lits[i + 1]})"
+                )
+        if not parts:
+            return {}
+        row = list(self.con.execute(f"SELECT {', '.join(parts)} FROM {rel}").fetchall()[0])
+        out = {}
+        for c, e in edges.items():
+            out[c] = np.array([int(row.pop(0)) for _ in range(len(e) - 1)], dtype=np.int64)
+        return out
+
     def map_rows(self, source: Source, func: RowMap, out: str | Path) -> str:
         """The table streamed through the row-wise map ``func`` a part at a time, in the table's
         order (each part with the positions of its rows), written as Parquet to ``out``.
@@ -345,6 +439,23 @@ class DuckDBEngine:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def _present(column: str, kind: str) -> str:
+    """The condition a cell of ``column`` (of DuckDB type ``kind``) is not blank."""
+    if kind in FLOAT_TYPES:
+        return f"{quote(column)} IS NOT NULL AND NOT isnan({quote(column)})"
+    return f"{quote(column)} IS NOT NULL"
+
+
+def _summary(row: list[Any]) -> NumberSummary:
+    """A :class:`NumberSummary` from the six aggregates ``column_counts`` asks for."""
+    finite = int(row[0])
+    if not finite:
+        return NumberSummary(0, float("nan"), float("nan"), True, float("nan"), float("nan"))
+    return NumberSummary(
+        finite, float(row[1]), float(row[2]), bool(row[3]), float(row[4]), float(row[5])
+    )
 
 
 def _mapped(batch: Any, func: RowMap, start: int) -> Any:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.engine.base import (
     NodeRelease,
@@ -15,6 +16,13 @@ from anonweb.core.engine.base import (
     WriteResult,
     sample_positions,
     source_format,
+)
+from anonweb.core.engine.columns import (
+    ColumnCounts,
+    bin_counts,
+    finite_numbers,
+    is_numeric,
+    series_counts,
 )
 from anonweb.core.engine.histogram import Histogram, histogram_of_frame
 from anonweb.core.risk.classes import SUPPRESSED, group_codes
@@ -123,6 +131,24 @@ class PandasEngine:
         done = func(df, np.arange(len(df), dtype=np.int64))
         done.to_parquet(out, index=False)
         return str(out)
+
+    def numeric_columns(self, source: Source, columns: Sequence[str]) -> list[str]:
+        df = self._frame(source, columns if not isinstance(source, pd.DataFrame) else None)
+        return [c for c in columns if is_numeric(df[c])]
+
+    def column_counts(
+        self, source: Source, *, values: Sequence[str], numbers: Sequence[str]
+    ) -> dict[str, ColumnCounts]:
+        names = list(dict.fromkeys([*values, *numbers]))
+        df = self._frame(source, names if not isinstance(source, pd.DataFrame) else None)
+        return {c: series_counts(df[c], distinct=c in values, numbers=c in numbers) for c in names}
+
+    def bin_counts(
+        self, source: Source, edges: Mapping[str, NDArray[np.float64]]
+    ) -> dict[str, NDArray[np.int64]]:
+        names = list(edges)
+        df = self._frame(source, names if not isinstance(source, pd.DataFrame) else None)
+        return {c: bin_counts(finite_numbers(df[c]), np.asarray(edges[c])) for c in names}
 
     def close(self) -> None:
         return None

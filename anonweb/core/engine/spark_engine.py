@@ -2,7 +2,10 @@
 
 The master comes from ``ANONWEB_SPARK_MASTER`` (default ``local[2]``), or ``SPARK_REMOTE`` for
 Spark Connect; the driver's memory from ``ANONWEB_SPARK_DRIVER_MEMORY`` (default ``3g``: the
-histogram of 10⁷ rows has millions of cells, and 1g, Spark's default, is not enough for them). One SparkSession serves the process (a JVM takes seconds to start); only the
+histogram of 10⁷ rows has millions of cells, and 1g, Spark's default, is not enough for them);
+the parts a grouping is shuffled into from ``ANONWEB_SPARK_SHUFFLE_PARTITIONS`` (default 8,
+merged by adaptive execution; given, exactly that many: executors of 1 GiB send the driver the
+10⁷-row histogram's cells in 64 parts, not 8). One SparkSession serves the process (a JVM takes seconds to start); only the
 histogram (one row per distinct combination) is collected to the driver, and the release is
 written by the executors as a folder of Parquet files.
 """
@@ -13,13 +16,16 @@ import contextlib
 import gc
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.columns import ColumnCounts, NumberSummary
 from anonweb.core.engine.duckdb_engine import _from_arrow
 from anonweb.core.engine.histogram import Histogram, require_source_columns
 from anonweb.core.risk.classes import SUPPRESSED
@@ -40,9 +46,14 @@ def spark_session(master: str | None = None) -> Any:
         builder = builder.remote(remote)
     else:
         builder = builder.master(master or os.environ.get("ANONWEB_SPARK_MASTER", DEFAULT_MASTER))
+        partitions = os.environ.get("ANONWEB_SPARK_SHUFFLE_PARTITIONS", "").strip()
+        if partitions:
+            # as many parts as asked: each executor sends the driver one part's cells at a
+            # time, which must fit in its heap (adaptive execution would merge them again)
+            builder = builder.config("spark.sql.adaptive.coalescePartitions.enabled", "false")
         builder = (
             builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.sql.shuffle.partitions", partitions or "8")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
             # the histogram (one row per cell: millions for a large table) is collected here
@@ -198,8 +209,109 @@ class SparkEngine:
             row = df.agg(*[(F.max(c) - F.min(c)).cast("double") for c in columns]).collect()[0]
         return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
 
+    def numeric_columns(self, source: Source, columns: Sequence[str]) -> list[str]:
+        kinds = dict(self._frame(source).dtypes)
+        return [c for c in columns if kinds[c] in _NUMERIC]
+
+    def column_counts(
+        self, source: Source, *, values: Sequence[str], numbers: Sequence[str]
+    ) -> dict[str, ColumnCounts]:
+        """One job for the rows, the blanks of ``values`` and the summaries of the numeric
+        columns of ``numbers``, then one grouping per column of ``values`` (a blank is null
+        or, in a column of floats, NaN: pandas reads both as missing)."""
+        from pyspark.sql import functions as F
+
+        df = self._frame(source)
+        kinds = dict(df.dtypes)
+        names = list(dict.fromkeys([*values, *numbers]))
+        present = {c: _present(c, kinds[c]) for c in values}
+        summed = [c for c in numbers if kinds[c] in _NUMERIC]
+        parts = [F.count(F.lit(1))]
+        parts += [F.count(F.when(present[c], 1)) for c in values]
+        for c in summed:
+            x = F.col(c).cast("double")
+            keep = _finite(x)
+            kept = F.when(keep, x)
+            parts += [
+                F.count(kept),
+                F.min(kept),
+                F.max(kept),
+                F.min(F.when(keep, (x == F.floor(x)).cast("int"))),
+                F.avg(kept),
+                F.stddev_pop(kept),
+            ]
+        with _collected_sockets():
+            row = list(df.agg(*parts).collect()[0])
+        rows = int(row.pop(0))
+        missing = {c: rows - int(row.pop(0)) for c in values}
+        summaries = {c: _summary([row.pop(0) for _ in range(6)]) for c in summed}
+        counted: dict[str, pd.Series] = {}
+        for c in values:
+            grouped = df.where(present[c]).groupBy(F.col(c).alias("v")).agg(F.count(F.lit(1)))
+            table = _to_arrow(grouped.toDF("v", "n"))
+            counts = table.column("n").to_numpy().astype(np.int64)
+            index = pd.Index(table.column("v").to_pandas()) if len(counts) else pd.Index([])
+            counted[c] = pd.Series(counts, index=index, dtype=np.int64)
+        return {
+            c: ColumnCounts(
+                rows, kinds[c] in _NUMERIC, counted.get(c), missing.get(c, 0), summaries.get(c)
+            )
+            for c in names
+        }
+
+    def bin_counts(
+        self, source: Source, edges: Mapping[str, NDArray[np.float64]]
+    ) -> dict[str, NDArray[np.int64]]:
+        """Each column's finite numbers counted in its bins, in one job."""
+        from pyspark.sql import functions as F
+
+        parts = []
+        for c, e in edges.items():
+            x = F.col(c).cast("double")
+            for i in range(len(e) - 1):
+                lo, hi = F.lit(float(e[i])), F.lit(float(e[i + 1]))
+                inside = (x >= lo) & ((x <= hi) if i == len(e) - 2 else (x < hi))
+                parts.append(F.count(F.when(_finite(x) & inside, 1)))
+        if not parts:
+            return {}
+        with _collected_sockets():
+            row = list(self._frame(source).agg(*parts).collect()[0])
+        out = {}
+        for c, e in edges.items():
+            out[c] = np.array([int(row.pop(0)) for _ in range(len(e) - 1)], dtype=np.int64)
+        return out
+
     def close(self) -> None:
         return None  # the session serves the whole process
+
+
+# Spark's types that pandas reads as numbers (decimals it reads as Python decimals, text)
+_NUMERIC = frozenset({"tinyint", "smallint", "int", "bigint", "float", "double"})
+
+
+def _present(column: str, kind: str) -> Any:
+    """Whether a cell of ``column`` (of Spark type ``kind``) is not blank."""
+    from pyspark.sql import functions as F
+
+    if kind in ("float", "double"):
+        return F.col(column).isNotNull() & ~F.isnan(F.col(column))
+    return F.col(column).isNotNull()
+
+
+def _finite(x: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    inf = float("inf")
+    return x.isNotNull() & ~F.isnan(x) & (x != F.lit(inf)) & (x != F.lit(-inf))
+
+
+def _summary(row: list[Any]) -> NumberSummary:
+    finite = int(row[0])
+    if not finite:
+        return NumberSummary(0, float("nan"), float("nan"), True, float("nan"), float("nan"))
+    return NumberSummary(
+        finite, float(row[1]), float(row[2]), bool(row[3]), float(row[4]), float(row[5])
+    )
 
 
 def _to_arrow(df: Any) -> Any:

@@ -13,6 +13,13 @@ stewards), never part of the published report.
   every shared bin, a blank being one more bin), not only the values shown. ``changed`` counts
   the cells that differ from their source row, when the caller knows which source row each
   released row comes from (``source_rows``; a shuffled release keeps it privately).
+* **In memory or on an engine alike**: each side of a column is first counted (its distinct
+  values, or its numbers' summary and then their counts in the shared bins:
+  :mod:`anonweb.core.engine.columns`), and :func:`compare_counts` makes every figure from those
+  counts. :func:`release_utility` counts the tables it holds as the pandas engine does;
+  :func:`engine_release_utility` has an engine (DuckDB, Spark) count a release it wrote out of
+  core and its source where they are, so the figures are the same and neither table is read
+  into memory.
 * **Information loss per quasi-identifier** is the search's own figure (its metric objects,
   :mod:`anonweb.core.search.metrics`), combined by the same aggregate the search minimised; for
   a generalization to fixed levels it is computed by the what-if table (the same metric
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +40,16 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonweb.core.dp.mechanisms import MISSING, cell_labels
+from anonweb.core.engine.base import Engine, Source
+from anonweb.core.engine.columns import (
+    ColumnCounts,
+    NumberSummary,
+    bin_counts,
+    finite_numbers,
+    is_numeric,
+    series_counts,
+)
+from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.counts import SensitiveDomain
@@ -187,7 +204,7 @@ def release_utility(
     steps = [dict(s) for s in report.get("steps") or []]
     measured = aggregated(steps, plan_obj)
     qis = _quasi_identifiers(report, plan_obj)
-    loss = _loss(source, steps, hierarchies)
+    loss = _loss([str(c) for c in source.columns], lambda qis: source, steps, hierarchies)
     per_qi = loss.per_qi if loss is not None else {}
     columns: list[ColumnUtility] = []
     matched = False
@@ -218,6 +235,82 @@ def release_utility(
     )
 
 
+def engine_release_utility(
+    engine: Engine,
+    source: Source,
+    released: Source,
+    *,
+    report: Mapping[str, Any],
+    plan: Plan | Mapping[str, Any] | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    top: int = TOP,
+    bins: int = BINS,
+) -> ReleaseUtility:
+    """The utility of a release an engine wrote (``released``, a Parquet file or folder) against
+    its ``source``, neither read into memory: what :func:`release_utility` measures, from what
+    ``engine`` counts of each column (distinct values, number summaries, numbers in bins: one
+    pass or one grouping per column over each table) and the released quasi-identifiers'
+    histogram (its suppressed records). The measures are :func:`compare_counts`', as in
+    memory. Released rows are not matched to source rows (cells changed are not counted), and
+    a release of figures (DP statistics), which an engine does not make, is refused."""
+    if top < 1 or bins < 1:
+        raise ParameterError("top and bins must be at least 1")
+    plan_obj = plan if isinstance(plan, Plan) or plan is None else plan_from_dict(plan)
+    steps = [dict(s) for s in report.get("steps") or []]
+    if aggregated(steps, plan_obj):
+        raise ParameterError("a release of DP statistics is measured in memory")
+    qis = _quasi_identifiers(report, plan_obj)
+    source_columns, released_columns = engine.columns(source), engine.columns(released)
+    loss = _loss(source_columns, lambda names: engine.histogram(source, names), steps, hierarchies)
+    per_qi = loss.per_qi if loss is not None else {}
+    names = [c for c in released_columns if c in source_columns]
+    numeric_o = set(engine.numeric_columns(source, names))
+    numeric_r = set(engine.numeric_columns(released, names))
+    need = {c: counts_needed(c in numeric_o, c in numeric_r) for c in names}
+    counted_o = engine.column_counts(
+        source,
+        values=[c for c in names if need[c].original_values],
+        numbers=[c for c in names if need[c].original_numbers],
+    )
+    counted_r = engine.column_counts(
+        released,
+        values=[c for c in names if need[c].released_values],
+        numbers=[c for c in names if need[c].released_numbers],
+    )
+    edges = {c: column_edges(counted_o[c], counted_r[c], bins) for c in names}
+    binned = {c: e for c, e in edges.items() if e is not None}
+    bins_o = engine.bin_counts(source, binned)
+    bins_r = engine.bin_counts(released, {c: binned[c] for c in binned if need[c].released_numbers})
+    columns = tuple(
+        compare_counts(
+            str(c),
+            counted_o[c],
+            counted_r[c],
+            edges=edges[c],
+            original_bins=bins_o.get(c),
+            released_bins=bins_r.get(c),
+            top=top,
+            quasi_identifier=c in qis,
+            information_loss=per_qi.get(str(c)),
+        )
+        for c in names
+    )
+    present = [q for q in qis if q in released_columns]
+    suppressed = 0
+    if present:
+        hist = engine.histogram(released, present)
+        suppressed = int(hist.class_sizes[hist.suppressed_classes(present)].sum())
+    return ReleaseUtility(
+        rows_original=engine.row_count(source),
+        rows_released=engine.row_count(released),
+        records_suppressed=suppressed,
+        columns=columns,
+        loss=loss,
+        dp=(),
+        matched=False,
+    )
+
+
 def _quasi_identifiers(report: Mapping[str, Any], plan: Plan | None) -> list[str]:
     if plan is not None:
         return [str(q) for q in plan.quasi_identifiers]
@@ -242,26 +335,15 @@ def _aligned(
 # -- columns -----------------------------------------------------------------------------------
 
 
-def _numeric(values: pd.Series) -> bool:
-    return bool(
-        pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values)
-    )
-
-
-def _finite(values: pd.Series) -> NDArray[np.float64]:
-    out = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    return np.asarray(out[np.isfinite(out)], dtype=np.float64)
-
-
-def shared_edges(a: NDArray[np.float64], b: NDArray[np.float64], bins: int) -> NDArray[Any]:
-    """At most ``bins`` equal-width bins over the range of both sides: on whole numbers, bins of
-    whole-number width starting at the smallest value (ages read [18, 22[, not [18, 21.55[);
-    one bin when the range is a point."""
-    both = np.concatenate([a, b])
-    if not len(both):
+def edges_of(sides: Sequence[NumberSummary], bins: int) -> NDArray[Any]:
+    """At most ``bins`` equal-width bins over the range of the finite numbers of every side: on
+    whole numbers, bins of whole-number width starting at the smallest value (ages read
+    [18, 22[, not [18, 21.55[); one bin when the range is a point."""
+    present = [s for s in sides if s.finite]
+    if not present:
         return np.array([0.0, 1.0])
-    lo, hi = float(both.min()), float(both.max())
-    if bool(np.all(both == np.floor(both))) and hi - lo < 1e15:
+    lo, hi = min(s.low for s in present), max(s.high for s in present)
+    if all(s.whole for s in present) and hi - lo < 1e15:
         width = max(1, math.ceil((hi - lo + 1) / bins))
         count = math.ceil((hi - lo + 1) / width)
         return np.asarray(lo + width * np.arange(count + 1), dtype=float)
@@ -270,9 +352,10 @@ def shared_edges(a: NDArray[np.float64], b: NDArray[np.float64], bins: int) -> N
     return np.linspace(lo, hi, bins + 1)
 
 
-def _histogram(values: pd.Series, edges: NDArray[Any]) -> Distribution:
-    finite = _finite(values)
-    counts, _ = np.histogram(finite, bins=edges)
+def _histogram(side: ColumnCounts, edges: NDArray[Any], counts: NDArray[np.int64]) -> Distribution:
+    """A numeric side as its histogram: ``counts`` of its finite numbers in the bins of
+    ``edges``, its other cells (blanks, NaN, infinities) missing."""
+    finite = side.numbers.finite if side.numbers is not None else 0
     last = len(edges) - 2  # numpy's last bin holds its right edge
     labels = tuple(
         f"[{lo:.6g}, {hi:.6g}{']' if i == last else '['}"
@@ -282,8 +365,8 @@ def _histogram(values: pd.Series, edges: NDArray[Any]) -> Distribution:
         kind="histogram",
         labels=labels,
         counts=tuple(int(c) for c in counts),
-        total=len(values),
-        missing=len(values) - len(finite),
+        total=side.rows,
+        missing=side.rows - finite,
         edges=tuple(float(e) for e in edges),
     )
 
@@ -313,9 +396,17 @@ def labels_of(values: pd.Series) -> NDArray[Any]:
     return out
 
 
-def _label_counts(labels: NDArray[Any]) -> pd.Series:
-    counts = pd.Series(labels, dtype=object).value_counts(sort=False)
-    # most frequent first, ties by label, so that the same data gives the same chart
+def label_counts(side: ColumnCounts) -> pd.Series:
+    """A side's cells counted by their label as :func:`cell_labels` writes them (each distinct
+    value labelled once; blanks ``(missing)``): most frequent first, ties by label, so that
+    the same data gives the same chart."""
+    if side.values is None:
+        raise ValueError("the column's distinct values were not counted")
+    named = cell_labels(pd.Series(np.asarray(side.values.index, dtype=object), dtype=object))
+    counts = pd.Series(side.values.to_numpy(dtype=np.int64), index=named.to_numpy(dtype=object))
+    if side.missing:
+        counts = pd.concat([counts, pd.Series([side.missing], index=[MISSING], dtype=np.int64)])
+    counts = counts.groupby(level=0, sort=False).sum()
     keys = np.asarray([str(v) for v in counts.index], dtype=object)
     order = np.lexsort((keys, -counts.to_numpy()))
     return counts.iloc[order]
@@ -357,58 +448,86 @@ def total_variation(p: Mapping[Any, float], q: Mapping[Any, float]) -> float:
     return float(equal_distance_dense(domain, released)[0])
 
 
-def column_utility(
-    original: pd.Series,
-    released: pd.Series,
+@dataclass(frozen=True)
+class CountsNeeded:
+    """What a column comparison reads of each side: distinct values (``*_values``) or the
+    number summary (``*_numbers``; then bins), from whether each side holds numbers."""
+
+    original_values: bool
+    original_numbers: bool
+    released_values: bool
+    released_numbers: bool
+
+
+def counts_needed(original_numeric: bool, released_numeric: bool) -> CountsNeeded:
+    both = original_numeric and released_numeric
+    return CountsNeeded(
+        original_values=not original_numeric,
+        original_numbers=original_numeric,
+        released_values=not both,
+        released_numbers=both,
+    )
+
+
+def column_edges(original: ColumnCounts, released: ColumnCounts, bins: int) -> NDArray[Any] | None:
+    """The bins a comparison counts numbers in: over both sides when both hold numbers, over
+    the source's alone when only it does (its numbers released as text), else none."""
+    if not original.numeric or original.numbers is None:
+        return None
+    if released.numeric and released.numbers is not None:
+        return edges_of([original.numbers, released.numbers], bins)
+    return edges_of([original.numbers], bins)
+
+
+def compare_counts(
+    name: str,
+    original: ColumnCounts,
+    released: ColumnCounts,
     *,
-    aligned: pd.Series | None = None,
+    edges: NDArray[Any] | None,
+    original_bins: NDArray[np.int64] | None,
+    released_bins: NDArray[np.int64] | None,
     top: int = TOP,
-    bins: int = BINS,
+    changed: int | None = None,
     quasi_identifier: bool = False,
     information_loss: float | None = None,
 ) -> ColumnUtility:
-    """One column compared (``aligned``: the source values of the released rows, in order)."""
-    if aligned is not None and len(aligned) != len(released):
-        raise ParameterError("the aligned source column must have one value per released row")
-    changed = None
+    """One column compared from what was counted of each side (:func:`counts_needed`; numbers
+    counted in the bins of :func:`column_edges`), in memory or by an engine alike.
+    ``changed`` is the count of cells that differ from their source row, when known."""
     mean = std = None
-    if _numeric(original) and _numeric(released):
+    if original.numeric and released.numeric:
+        assert edges is not None and original_bins is not None and released_bins is not None
+        assert original.numbers is not None and released.numbers is not None
         suppressed = 0  # a numeric column holds no "*"
-        if aligned is not None:
-            # numbers compared as numbers (1 and 1.0 are the same value), blanks as equal
-            x = pd.to_numeric(aligned, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            y = pd.to_numeric(released, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            changed = int((~((x == y) | (np.isnan(x) & np.isnan(y)))).sum())
-        a, b = _finite(original), _finite(released)
-        edges = shared_edges(a, b, bins)
-        orig, rel = _histogram(original, edges), _histogram(released, edges)
+        orig = _histogram(original, edges, original_bins)
+        rel = _histogram(released, edges, released_bins)
         p = dict(enumerate(orig.counts)) | {"missing": orig.missing}
         q = dict(enumerate(rel.counts)) | {"missing": rel.missing}
         tvd: float | None = total_variation(p, q)
         kind = "numeric"
-        if len(a) and len(b):
-            mean = (float(a.mean()), float(b.mean()))
-            std = (float(a.std()), float(b.std()))  # population standard deviations
+        a, b = original.numbers, released.numbers
+        if a.finite and b.finite:
+            mean = (a.mean, b.mean)
+            std = (a.std, b.std)  # population standard deviations
     else:
         kind = "categorical"
-        rel_labels = labels_of(released)
-        suppressed = int((rel_labels == SUPPRESSED).sum())
-        if aligned is not None:
-            changed = int((labels_of(aligned) != rel_labels).sum())
-        rel_counts = _label_counts(rel_labels)
-        if _numeric(original):
+        rel_counts = label_counts(released)
+        suppressed = int(rel_counts.get(SUPPRESSED, 0))
+        if original.numeric:
             # numbers released as text (intervals, "*"): the source stays a histogram, the
             # released intervals are shown in the order of their values
-            orig = _histogram(original, shared_edges(_finite(original), np.zeros(0), bins))
-            rel = _categories(rel_counts, len(released), max(top, GENERALIZED_TOP), by_value=True)
+            assert edges is not None and original_bins is not None
+            orig = _histogram(original, edges, original_bins)
+            rel = _categories(rel_counts, released.rows, max(top, GENERALIZED_TOP), by_value=True)
             tvd = None
         else:
-            rel = _categories(rel_counts, len(released), top)
-            orig_counts = _label_counts(labels_of(original))
-            orig = _categories(orig_counts, len(original), top)
+            rel = _categories(rel_counts, released.rows, top)
+            orig_counts = label_counts(original)
+            orig = _categories(orig_counts, original.rows, top)
             tvd = total_variation(orig_counts.to_dict(), rel_counts.to_dict())
     return ColumnUtility(
-        column=str(original.name if original.name is not None else released.name),
+        column=name,
         kind=kind,
         original=orig,
         released=rel,
@@ -422,14 +541,64 @@ def column_utility(
     )
 
 
+def column_utility(
+    original: pd.Series,
+    released: pd.Series,
+    *,
+    aligned: pd.Series | None = None,
+    top: int = TOP,
+    bins: int = BINS,
+    quasi_identifier: bool = False,
+    information_loss: float | None = None,
+) -> ColumnUtility:
+    """One column compared in memory (``aligned``: the source values of the released rows, in
+    order): each side counted as the pandas engine counts it, then :func:`compare_counts`."""
+    if aligned is not None and len(aligned) != len(released):
+        raise ParameterError("the aligned source column must have one value per released row")
+    need = counts_needed(is_numeric(original), is_numeric(released))
+    o = series_counts(original, distinct=need.original_values, numbers=need.original_numbers)
+    r = series_counts(released, distinct=need.released_values, numbers=need.released_numbers)
+    edges = column_edges(o, r, bins)
+    o_bins = r_bins = None
+    if edges is not None:
+        o_bins = bin_counts(finite_numbers(original), edges)
+        if need.released_numbers:
+            r_bins = bin_counts(finite_numbers(released), edges)
+    changed = None
+    if aligned is not None:
+        if o.numeric and r.numeric:
+            # numbers compared as numbers (1 and 1.0 are the same value), blanks as equal
+            x = pd.to_numeric(aligned, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            y = pd.to_numeric(released, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            changed = int((~((x == y) | (np.isnan(x) & np.isnan(y)))).sum())
+        else:
+            changed = int((labels_of(aligned) != labels_of(released)).sum())
+    return compare_counts(
+        str(original.name if original.name is not None else released.name),
+        o,
+        r,
+        edges=edges,
+        original_bins=o_bins,
+        released_bins=r_bins,
+        top=top,
+        changed=changed,
+        quasi_identifier=quasi_identifier,
+        information_loss=information_loss,
+    )
+
+
 # -- information loss --------------------------------------------------------------------------
 
 
 def _loss(
-    source: pd.DataFrame,
+    columns: Sequence[str],
+    table: Callable[[list[str]], pd.DataFrame | Histogram],
     steps: Sequence[Mapping[str, Any]],
     hierarchies: Mapping[str, Hierarchy] | None,
 ) -> LossSummary | None:
+    """The loss the search reported, or for a generalization to fixed levels the what-if
+    table's at those levels, on ``table(quasi_identifiers)`` (the source in memory, or the
+    histogram an engine counts)."""
     for entry in steps:
         if entry.get("kind") == "optimal_generalization" and entry.get("loss_per_qi"):
             per_qi = {str(k): float(v) for k, v in entry["loss_per_qi"].items()}
@@ -455,14 +624,18 @@ def _loss(
             entry.get("kind") == "generalize"
             and isinstance(levels, Mapping)
             and hierarchies
-            and set(levels) <= set(hierarchies) & set(source.columns)
+            and set(levels) <= set(hierarchies) & set(columns)
         ):
-            return _fixed_levels_loss(source, int(entry.get("step", 0)), levels, hierarchies)
+            qis = [str(c) for c in levels]
+            return _fixed_levels_loss(table(qis), int(entry.get("step", 0)), levels, hierarchies)
     return None
 
 
 def _fixed_levels_loss(
-    source: pd.DataFrame, step: int, levels: Mapping[str, Any], hierarchies: Mapping[str, Hierarchy]
+    source: pd.DataFrame | Histogram,
+    step: int,
+    levels: Mapping[str, Any],
+    hierarchies: Mapping[str, Hierarchy],
 ) -> LossSummary:
     from anonweb.core.search.whatif import WhatIfTable
 

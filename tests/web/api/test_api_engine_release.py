@@ -23,9 +23,11 @@ from anonweb.releases.models import Release
 from anonweb.releases.storage import (
     SOURCE_ROWS_PARQUET,
     private_name,
+    read_private_json,
     release_dir,
     remove_release_files,
 )
+from anonweb.releases.utility import UTILITY_FILE, release_utility_get
 from tests.core.release.test_engine_release import close, rows
 from tests.web.api.test_api import run_queued, upload
 from tests.web.api.test_api_releases import api
@@ -98,6 +100,10 @@ def release_with(officer, monkeypatch, engine: str, name: str = "") -> dict:
     assert job["status"] == "succeeded", job
     stored = Job.objects.get(pk=launched.json()["job"])
     assert stored.result["engine"] == engine
+    # measured at publication (by the engine on an engine's release), before anyone read it
+    stored_release = Release.objects.get(pk=job["release"])
+    utility = read_private_json(stored_release.storage_key, UTILITY_FILE)
+    assert utility is not None and utility["utility"]["columns"], utility
     release = client.get(f"/api/v1/releases/{job['release']}/").json()
     csv = client.get(f"/api/v1/releases/{job['release']}/download/")
     assert csv.status_code == 200
@@ -109,6 +115,8 @@ def release_with(officer, monkeypatch, engine: str, name: str = "") -> dict:
     release_page = page.get(f"/releases/{job['release']}/").content.decode()
     return {
         "release": release,
+        "utility": utility["utility"],
+        "stored_release": stored_release,
         "assessment": assessed,
         "csv": pd.read_csv(io.BytesIO(b"".join(csv.streaming_content))),
         "parquet": pd.read_parquet(io.BytesIO(b"".join(parquet.streaming_content))),
@@ -136,6 +144,23 @@ def same_figures(memory: dict, ours: dict, engine: str) -> None:
     assert (risk["k"], risk["classes"]) == (before["k"], before["classes"])
     assert f'data-testid="job-engine">{engine}<' in ours["job_page"]
     assert f'data-testid="release-engine">{engine}<' in ours["release_page"]
+    same_utility(memory["utility"], ours["utility"])
+
+
+def same_utility(memory: dict, ours: dict) -> None:
+    """The engine's release measures the utility the in-memory one does (its rows are the
+    same multiset), except which cells changed: its rows are not matched to source rows."""
+    assert memory["matched"] and not ours["matched"]
+    for key in ("rows_original", "rows_released", "records_suppressed", "information_loss"):
+        close(memory[key], ours[key], key)
+    assert [c["column"] for c in memory["columns"]] == [c["column"] for c in ours["columns"]]
+    for a, b in zip(memory["columns"], ours["columns"], strict=True):
+        assert b["changed"] is None and a["changed"] is not None
+        strip = {"changed", "changed_share"}
+        close(
+            {k: v for k, v in a.items() if k not in strip},
+            {k: v for k, v in b.items() if k not in strip},
+        )
 
 
 def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeypatch):
@@ -172,6 +197,11 @@ def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeyp
     assert gate["rechecked"] is True, gate
     assert [c["id"] for c in gate["checked"]] == [first.pk, third.pk]
     assert not [f for f in gate["findings"] if f["code"].startswith("conflict")]
+    # a release without its stored utility has it measured again on the first view, by DuckDB
+    # for a source it streams (ANONWEB_ENGINE names it here): the same figures
+    stored = ours["stored_release"]
+    files().delete(private_name(stored.storage_key, UTILITY_FILE))
+    assert release_utility_get(release=stored) == ours["utility"]
     # removing the release's files removes its lineage too
     remove_release_files(second.storage_key)
     assert not files().exists(private_name(second.storage_key, SOURCE_ROWS_PARQUET))
