@@ -424,22 +424,25 @@ class WhatIfTable:
         if g.n_classes * nsa > max(self._entries, DENSE_MIN):
             return None
         matrix = np.zeros((g.n_classes, nsa), dtype=np.int64)
+        inv = _wide(g.inv)
         for v in range(nsa):
-            column = self._value_column(g, cells, v)
+            column = self._value_column(inv, g.n_classes, cells, v)
             if column is not None:
                 matrix[:, v] = column
         g.matrices[name] = matrix
         return matrix
 
     @staticmethod
-    def _value_column(g: _Node, cells: ValueCells, v: int) -> NDArray[Any] | None:
-        """Records of value ``v`` per class of a node (None when no row holds it): the
-        classes of the rows holding it, counted with their records (sums of whole numbers,
-        exact in a double)."""
+    def _value_column(
+        inv: NDArray[Any], n_classes: int, cells: ValueCells, v: int
+    ) -> NDArray[Any] | None:
+        """Records of value ``v`` per class of a node whose rows are in classes ``inv``
+        (None when no row holds it): the classes of the rows holding it, counted with their
+        records (sums of whole numbers, exact in a double)."""
         rows, counts = cells.value(v)
         if not len(rows):
             return None
-        summed = np.bincount(g.inv.take(rows), weights=counts, minlength=g.n_classes)
+        summed = np.bincount(inv.take(rows), weights=counts, minlength=n_classes)
         return np.rint(summed).astype(np.int64)
 
     def _all_counts(self, g: _Node, name: str) -> SensitiveCounts:
@@ -464,16 +467,17 @@ class WhatIfTable:
         # a triple of its own, read without counting over the classes
         single = cells.unique and g.n_classes == len(self._qi_weights)
         renumber = None if kept is None or not single else np.cumsum(kept) - 1
+        inv = g.inv if single else _wide(g.inv)
         for v in range(cells.n_values):
             if single:
                 rows, counts = cells.value(v)
-                where = g.inv.take(rows)
+                where = inv.take(rows)
                 if kept is not None and renumber is not None:
                     inside = kept.take(where)
                     where, counts = renumber.take(where[inside]), counts[inside]
                 where = where.astype(class_dtype(n_classes), copy=False)
             else:
-                column = self._value_column(g, cells, v)
+                column = self._value_column(inv, g.n_classes, cells, v)
                 if column is None:
                     continue
                 if kept is not None:
@@ -582,6 +586,12 @@ class _Node:
             + self.rep.nbytes
             + sum(m.nbytes for m in self.matrices.values())
         )
+
+
+def _wide(inv: NDArray[Any]) -> NDArray[Any]:
+    """Class numbers as ``bincount`` reads them (``intp``): widened once per node, not once
+    per value for every entry gathered."""
+    return inv.astype(np.intp, copy=False)
 
 
 def _smallest_within(sizes: NDArray[Any], max_out: int) -> NDArray[Any]:
