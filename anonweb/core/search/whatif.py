@@ -3,8 +3,9 @@
 A privacy officer picks a generalization level per quasi-identifier and a suppression limit and
 sees at once what the release would look like: k, classes, records suppressed, l, t, δ,
 prosecutor risk and information loss. Nothing here is a second definition: the classes come from
-the search's :class:`~anonweb.core.search.lattice.EncodedTable` (grouping the distinct rows,
-never the records), the figures from the risk profile's builders
+the search's :class:`~anonweb.core.search.lattice.EncodedTable` (grouping the distinct
+quasi-identifier rows, never the records; a histogram's cells are read only as each sensitive
+column's per-value counts, :mod:`anonweb.core.engine.value_cells`), the figures from the risk profile's builders
 (:mod:`anonweb.core.assessment.profile`), the privacy models' own ``passes`` and the search's
 metrics (:mod:`anonweb.core.search.metrics`). :class:`WhatIfTable` encodes the table once; each
 :meth:`WhatIfTable.evaluate` then touches only the distinct rows, so a caller that keeps the
@@ -222,6 +223,10 @@ class WhatIfTable:
         if self._qi_codes is not t.all_codes:
             # the codes of every distinct row were read by the metric's set-up only
             del t.all_codes, t.codes
+        else:
+            # the hierarchy codes of a class's rows are read through the compacted codes the
+            # grouping keeps: one code matrix over the rows, not two
+            t.full_codes = []
         self.population_size = population_size
         self.thresholds = tuple(thresholds)
         self.recursive_c = recursive_c
@@ -371,14 +376,14 @@ class WhatIfTable:
         if self._qi_first is not None:
             rep = self._qi_first.take(rep)
         inv = inv.astype(code_dtype(n_classes), copy=False)
-        return _Node(inv, n_classes, np.rint(sizes).astype(np.int64), rep)
+        return _Node(n_classes, np.rint(sizes).astype(np.int64), rep, built=inv)
 
     def _rolled_up(self, node: list[int], parent: _Node) -> _Node:
         """The classes of ``node`` from those of a finer node: one row per parent class is
         grouped, and the parent's sensitive counts (classes x values) summed per class."""
         t = self.table
         # the parent's classes' codes at this node, read from their representative rows
-        codes = np.stack([full[lv].take(parent.rep) for full, lv in zip(t.full_codes, node)])
+        codes = np.stack([t.level_codes(i, lv, parent.rep) for i, lv in enumerate(node)])
         cols = [c.astype(np.int64) for c in codes]
         cards = [int(c.max()) + 1 if len(c) else 1 for c in cols]
         space = math.prod(cards)
@@ -406,8 +411,7 @@ class WhatIfTable:
         sizes = np.bincount(up, weights=parent.sizes, minlength=n_classes)
         rep = np.empty(n_classes, dtype=np.int64)
         rep[up] = parent.rep
-        inv = up.astype(code_dtype(n_classes)).take(parent.inv)
-        g = _Node(inv, n_classes, np.rint(sizes).astype(np.int64), rep)
+        g = _Node.rolled_up(parent, up, n_classes, np.rint(sizes).astype(np.int64), rep)
         for name, matrix in parent.matrices.items():
             g.matrices[name] = np.rint(_sum_rows(matrix, up, n_classes)).astype(np.int64)
         return g
@@ -554,7 +558,7 @@ class WhatIfTable:
         for j, v in zip(which, sc.val[sc.starts[which]]):
             qis = {}
             for i, (q, lv) in enumerate(zip(t.qis, node)):
-                label = q.labels[lv][t.full_codes[i][lv][rep[j]]]
+                label = q.labels[lv][t.level_codes(i, lv, rep[j : j + 1])[0]]
                 qis[q.name] = json_value(label)
             out.append(
                 {
@@ -568,20 +572,50 @@ class WhatIfTable:
 
 @dataclass
 class _Node:
-    """A node's classes: the class of each distinct quasi-identifier row (``inv``), their
-    sizes, a representative distinct row each, and records per (class, sensitive value) once
-    counted."""
+    """A node's classes: their sizes, a representative distinct row each, records per (class,
+    sensitive value) once counted, and the class of each distinct quasi-identifier row
+    (``inv``). A node rolled up from a finer one builds ``inv`` when first read (most take
+    their counts from the finer node's and never read it): until then it holds the class of
+    each class of the nearest grouped node, and that node's classes per row."""
 
-    inv: NDArray[Any]
     n_classes: int
     sizes: NDArray[Any]
     rep: NDArray[Any]
     matrices: dict[str, NDArray[Any]] = field(default_factory=dict)
+    built: NDArray[Any] | None = None
+    via: tuple[NDArray[Any], NDArray[Any]] | None = None
+
+    @classmethod
+    def rolled_up(
+        cls, parent: _Node, up: NDArray[Any], n_classes: int, sizes: NDArray[Any], rep: NDArray[Any]
+    ) -> _Node:
+        """A coarser node whose classes hold the parent's (class ``up[c]`` holds the parent's
+        class ``c``)."""
+        if parent.via is not None:
+            parent_up, rows = parent.via
+            via = (up.take(parent_up), rows)
+        else:
+            assert parent.built is not None
+            via = (up, parent.built)
+        return cls(n_classes, sizes, rep, via=via)
+
+    @property
+    def inv(self) -> NDArray[Any]:
+        if self.built is None:
+            assert self.via is not None
+            up, rows = self.via
+            # two threads may both build it: the same array either way
+            self.built = up.astype(code_dtype(self.n_classes)).take(rows)
+            self.via = None
+        return self.built
 
     @property
     def nbytes(self) -> int:
+        held = self.built.nbytes if self.built is not None else 0
+        if self.via is not None:  # the rows' classes of a grouped node, maybe let go there
+            held += self.via[0].nbytes + self.via[1].nbytes
         return (
-            self.inv.nbytes
+            held
             + self.sizes.nbytes
             + self.rep.nbytes
             + sum(m.nbytes for m in self.matrices.values())
