@@ -68,7 +68,7 @@ class Histogram:
         return int(self.counts.sum())
 
     @cached_property
-    def _classes(self) -> tuple[NDArray[Any], NDArray[Any]]:
+    def _classes(self) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
         # cells are sorted by their codes, QIs first: a class is a run of consecutive cells
         qi = [self.codes[q] for q in self.quasi_identifiers]
         new = np.zeros(self.cells, dtype=bool)
@@ -78,10 +78,13 @@ class Histogram:
         # a class number per cell in int32 while the cells allow it: half the bytes, and
         # every reader indexes or counts with it (no arithmetic that could wrap)
         ids = np.cumsum(new, dtype=class_dtype(self.cells))
-        del new
         ids -= 1
-        sizes = np.bincount(ids, weights=self.counts).astype(np.int64)
-        return ids, sizes
+        # each class's first cell, and its records summed over its run of cells in int64
+        # (exact; no class number or count widened per cell, as a bincount would)
+        first = np.flatnonzero(new).astype(class_dtype(self.cells))
+        del new
+        sizes = np.add.reduceat(np.asarray(self.counts, dtype=np.int64), first)
+        return ids, sizes, first
 
     @property
     def class_of_cell(self) -> NDArray[Any]:
@@ -93,13 +96,10 @@ class Histogram:
         """Records per class."""
         return self._classes[1]
 
-    @cached_property
+    @property
     def first_cell(self) -> NDArray[Any]:
-        """One cell of each class (its QI codes describe the class)."""
-        ids = self.class_of_cell
-        first = np.empty(self.class_sizes.size, dtype=class_dtype(self.cells))
-        first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
-        return first
+        """The first cell of each class (its QI codes describe the class)."""
+        return self._classes[2]
 
     def column(self, name: str, cells: NDArray[Any] | None = None) -> pd.Series:
         """The values of column ``name`` per cell (or per cell of ``cells``)."""

@@ -285,6 +285,8 @@ class EncodedTable:
             for i, q in enumerate(self.qis)
         ]
         compact: list[NDArray[Any]] = []  # per (QI, level): compacted code per hierarchy code
+        # per QI and level: the hierarchy code of each compacted code (the inverse)
+        self.present_codes: list[list[NDArray[Any]]] = []
         self.cards: list[list[int]] = []
         # per QI: records per hierarchy row (the last one for missing values)
         self.row_records: list[NDArray[Any]] = []
@@ -293,11 +295,13 @@ class EncodedTable:
             self.row_records.append(records.astype(np.int64))
             rows_present = records > 0
             self.cards.append([])
+            self.present_codes.append([])
             for lc, labels in zip(q.level_codes, q.labels):
                 present = np.zeros(len(labels), dtype=bool)
                 present[lc[rows_present]] = True
                 compact.append(np.cumsum(present) - 1)
                 self.cards[i].append(int(present.sum()))
+                self.present_codes[i].append(np.flatnonzero(present))
         # one row per (QI, level): a node's codes are a few contiguous rows
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
         # a byte per code while every level has at most 256 values present: whoever combines
@@ -331,6 +335,15 @@ class EncodedTable:
                 self.qi_weights = np.bincount(base_to_qi, weights=self.weights, minlength=n_qi)
                 self.qi_first = _first_index(base_to_qi, n_qi)
                 self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
+
+    def level_codes(self, i: int, level: int, rows: NDArray[Any]) -> NDArray[Any]:
+        """The hierarchy codes (``full_codes[i][level]``) of the distinct rows ``rows``; read
+        through the compacted codes once ``full_codes`` is let go (an empty list: a what-if
+        keeps one copy of the codes, the compacted one its grouping reads)."""
+        if self.full_codes:
+            return np.asarray(self.full_codes[i][level].take(rows))
+        compacted = self.all_codes[self._offsets[i] + level].take(rows)
+        return np.asarray(self.present_codes[i][level].take(compacted))
 
     @cached_property
     def row_codes(self) -> NDArray[Any]:

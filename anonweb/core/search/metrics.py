@@ -170,7 +170,7 @@ class LossMetric(Metric):
         for i, lv in enumerate(levels):
             raw = self.level_sums[i][lv]
             if len(rep_out):
-                leaves = self.leaves[i][lv][self.table.full_codes[i][lv][rep_out]]
+                leaves = self.leaves[i][lv][self.table.level_codes(i, lv, rep_out)]
                 raw += int((w * (self.size[i] - leaves)).sum())
             out[i] = self._normalize(i, raw)
         return out

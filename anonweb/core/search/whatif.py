@@ -3,8 +3,9 @@
 A privacy officer picks a generalization level per quasi-identifier and a suppression limit and
 sees at once what the release would look like: k, classes, records suppressed, l, t, δ,
 prosecutor risk and information loss. Nothing here is a second definition: the classes come from
-the search's :class:`~anonweb.core.search.lattice.EncodedTable` (grouping the distinct rows,
-never the records), the figures from the risk profile's builders
+the search's :class:`~anonweb.core.search.lattice.EncodedTable` (grouping the distinct
+quasi-identifier rows, never the records; a histogram's cells are read only as each sensitive
+column's per-value counts, :mod:`anonweb.core.engine.value_cells`), the figures from the risk profile's builders
 (:mod:`anonweb.core.assessment.profile`), the privacy models' own ``passes`` and the search's
 metrics (:mod:`anonweb.core.search.metrics`). :class:`WhatIfTable` encodes the table once; each
 :meth:`WhatIfTable.evaluate` then touches only the distinct rows, so a caller that keeps the
@@ -40,6 +41,13 @@ from numpy.typing import NDArray
 from anonweb.core.assessment.charts import homogeneity_histogram
 from anonweb.core.assessment.profile import RiskProfile, SensitiveProfile, model_figures
 from anonweb.core.engine.histogram import Histogram
+from anonweb.core.engine.value_cells import (
+    ValueCells,
+    is_identity,
+    qi_histogram,
+    sensitive_cells,
+    value_cells,
+)
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.base import PrivacyModel
@@ -47,7 +55,13 @@ from anonweb.core.models.closeness import t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.diversity import DEFAULT_C, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymity, k_anonymity_of
-from anonweb.core.risk.classes import EquivalenceClasses, code_dtype, json_value, size_counts
+from anonweb.core.risk.classes import (
+    EquivalenceClasses,
+    class_dtype,
+    code_dtype,
+    json_value,
+    size_counts,
+)
 from anonweb.core.risk.population import population_uniqueness
 from anonweb.core.risk.reidentification import DEFAULT_THRESHOLDS, risk_of
 from anonweb.core.search.lattice import EncodedTable, _sum_rows
@@ -134,51 +148,70 @@ class WhatIfTable:
         disclosing_limit: int = 20,
     ) -> None:
         sensitive = [s for s in sensitive if s not in quasi_identifiers]
+        # A node's classes are unions of distinct quasi-identifier rows (the distinct rows
+        # that differ only in their sensitive values fall in one class at every node), so a
+        # what-if groups those (10^8 records: 8.9 M of them, against 29.7 M cells) and counts
+        # sensitive values per class from each column's (row, value, count) entries.
         if isinstance(df, Histogram):
-            # any engine's histogram: its memory is the cells', never the rows'
+            # any engine's histogram: encoded over its quasi-identifier rows, so that nothing
+            # built here grows with the cells but the sensitive columns' compact entries
             if list(df.quasi_identifiers) != list(quasi_identifiers) or list(df.sensitive) != list(
                 sensitive
             ):
                 raise ParameterError(
                     "the histogram was counted over other quasi-identifiers or sensitive columns"
                 )
-            self.table = EncodedTable.from_histogram(df, hierarchies)
+            self.table = EncodedTable.from_histogram(qi_histogram(df), hierarchies)
+            t = self.table
             columns = {s: pd.Series(df.labels[s], name=s) for s in sensitive}
-        else:
-            self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
-            columns = {s: df[s] for s in sensitive}
-        t = self.table
-        del t.row_to_base  # only the distinct rows are needed from here on
-        # A node's classes are unions of distinct quasi-identifier rows (the distinct rows
-        # that differ only in their sensitive values fall in one class at every node), so a
-        # what-if groups those (10^8 records: 8.9 M of them, against 29.7 M distinct rows) and
-        # reads the distinct rows only to count sensitive values. What the search keeps
-        # besides, to roll nodes up from row codes, is dropped.
-        # the records each distinct row stands for, as the counts read them
-        self._cell_weights = t.weights.astype(float)
-        # how a distinct row finds its quasi-identifier row: the same row (None), the next of
-        # runs of ``_qi_cells`` rows (the distinct rows come in the order of their quasi-
-        # identifier rows, as a sorted encoding gives them), or ``_cell_qi``
-        self._cell_qi: NDArray[Any] | None = None
-        self._qi_cells: NDArray[Any] | None = None
-        if t.base_to_qi is None:  # every distinct row has quasi-identifier values of its own
-            self._qi_codes, self._qi_weights = t.all_codes, self._cell_weights
+            self._sa_values = [df.labels[s] for s in sensitive]
+            # the rows encoded are the histogram's classes, unless two of its values name
+            # one hierarchy row (39 and '39'): then the entries are read through the merge
+            merged = t.m < len(t.row_to_base) or not is_identity(t.row_to_base)
+            self._cells = [
+                sensitive_cells(df, s).through(t.row_to_base, t.m)
+                if merged
+                else sensitive_cells(df, s)
+                for s in sensitive
+            ]
+            self._qi_codes, self._qi_weights = t.all_codes, t.weights
             self._qi_first: NDArray[Any] | None = None
         else:
-            self._qi_codes, self._qi_weights = t.qi_codes, t.qi_weights
-            self._qi_first = t.qi_first
-            b = t.base_to_qi
-            if bool((b[1:] >= b[:-1]).all()):
-                self._qi_cells = np.bincount(b, minlength=len(t.qi_weights))
+            self.table = EncodedTable(df, list(quasi_identifiers), hierarchies, sensitive)
+            t = self.table
+            columns = {s: df[s] for s in sensitive}
+            self._sa_values = list(t.sa_values)
+            if t.base_to_qi is None:  # every distinct row has quasi-identifier values of its own
+                self._qi_codes, self._qi_weights = t.all_codes, t.weights
+                self._qi_first = None
+                row_of = np.arange(t.m, dtype=np.int64)
             else:
-                self._cell_qi = b.astype(code_dtype(len(t.qi_weights)), copy=False)
+                self._qi_codes, self._qi_weights = t.qi_codes, t.qi_weights
+                self._qi_first = t.qi_first
+                row_of = t.base_to_qi
+            n_qi = len(self._qi_weights)
+            self._cells = [
+                value_cells(
+                    row_of,
+                    t.sa_codes[j],
+                    t.weights,
+                    len(t.sa_values[j]),
+                    n_qi,
+                    unique=len(sensitive) == 1,
+                )
+                for j in range(len(sensitive))
+            ]
+            del row_of
+        # entries per sensitive column (the distinct rows the table was reduced to): what
+        # decides between a dense (classes x values) count and sparse triples
+        self._entries = max((c.entries for c in self._cells), default=t.m)
+        del t.row_to_base  # only the distinct rows are needed from here on
         # what only a release reads: each quasi-identifier's hierarchy row per input row, and
-        # the records per input row; the sensitive codes copied out of the distinct rows'
-        # matrix, whose quasi-identifier columns are then let go
+        # the records per input row
         for q in t.qis:
             q.row_index = np.empty(0, dtype=np.int8)
         t.row_weights = None
-        t.sa_codes = [np.array(c, copy=True) for c in t.sa_codes]
+        t.sa_codes = []
         del t.qi_codes, t.qi_weights, t.qi_first, t.base_to_qi, t.qi_rows
         # the grouping of the nodes asked for last (class of each quasi-identifier row, sizes,
         # sensitive counts): a repeat is answered from it, a coarser node rolled up from it
@@ -190,6 +223,10 @@ class WhatIfTable:
         if self._qi_codes is not t.all_codes:
             # the codes of every distinct row were read by the metric's set-up only
             del t.all_codes, t.codes
+        else:
+            # the hierarchy codes of a class's rows are read through the compacted codes the
+            # grouping keeps: one code matrix over the rows, not two
+            t.full_codes = []
         self.population_size = population_size
         self.thresholds = tuple(thresholds)
         self.recursive_c = recursive_c
@@ -198,11 +235,12 @@ class WhatIfTable:
         # an empty column of the same type: what picks the t-closeness distance
         self.sa_types = {s: columns[s].iloc[:0] for s in sensitive}
         self.domains = [
-            SensitiveDomain(s, self.table.sa_values[j], self.table.sa_global(j).astype(np.int64))
+            SensitiveDomain(s, self._sa_values[j], self._cells[j].totals())
             for j, s in enumerate(sensitive)
         ]
-        # read as ``_cell_weights`` from here on
-        del t.weights
+        # read as ``_qi_weights`` from here on
+        if self._qi_weights is not t.weights:
+            del t.weights
 
     @property
     def rows(self) -> int:
@@ -338,14 +376,14 @@ class WhatIfTable:
         if self._qi_first is not None:
             rep = self._qi_first.take(rep)
         inv = inv.astype(code_dtype(n_classes), copy=False)
-        return _Node(inv, n_classes, np.rint(sizes).astype(np.int64), rep)
+        return _Node(n_classes, np.rint(sizes).astype(np.int64), rep, built=inv)
 
     def _rolled_up(self, node: list[int], parent: _Node) -> _Node:
         """The classes of ``node`` from those of a finer node: one row per parent class is
         grouped, and the parent's sensitive counts (classes x values) summed per class."""
         t = self.table
         # the parent's classes' codes at this node, read from their representative rows
-        codes = np.stack([full[lv].take(parent.rep) for full, lv in zip(t.full_codes, node)])
+        codes = np.stack([t.level_codes(i, lv, parent.rep) for i, lv in enumerate(node)])
         cols = [c.astype(np.int64) for c in codes]
         cards = [int(c.max()) + 1 if len(c) else 1 for c in cols]
         space = math.prod(cards)
@@ -373,36 +411,43 @@ class WhatIfTable:
         sizes = np.bincount(up, weights=parent.sizes, minlength=n_classes)
         rep = np.empty(n_classes, dtype=np.int64)
         rep[up] = parent.rep
-        inv = up.astype(code_dtype(n_classes)).take(parent.inv)
-        g = _Node(inv, n_classes, np.rint(sizes).astype(np.int64), rep)
+        g = _Node.rolled_up(parent, up, n_classes, np.rint(sizes).astype(np.int64), rep)
         for name, matrix in parent.matrices.items():
             g.matrices[name] = np.rint(_sum_rows(matrix, up, n_classes)).astype(np.int64)
         return g
 
     def _matrix(self, g: _Node, name: str) -> NDArray[Any] | None:
-        """Records per (class, sensitive value) of a node, counted once from the distinct
-        rows; None when the matrix would be larger than the distinct rows (then the counts
-        are built sparse, from the distinct rows of the classes asked for)."""
+        """Records per (class, sensitive value) of a node, counted once from the column's
+        entries, a value at a time; None when the matrix would be larger than the distinct
+        rows (then the counts are built sparse, see :meth:`_sparse_counts`)."""
         if name in g.matrices:
             return g.matrices[name]
         j = self.sensitive.index(name)
-        t = self.table
-        nsa = len(t.sa_values[j])
-        if g.n_classes * nsa > max(t.m, DENSE_MIN):
+        cells = self._cells[j]
+        nsa = cells.n_values
+        if g.n_classes * nsa > max(self._entries, DENSE_MIN):
             return None
-        key = self._cell_classes(g, nsa)
-        key += t.sa_codes[j]
-        matrix = np.bincount(key, weights=self._cell_weights, minlength=g.n_classes * nsa)
-        del key
-        g.matrices[name] = matrix = np.rint(matrix).astype(np.int64).reshape(g.n_classes, nsa)
+        matrix = np.zeros((g.n_classes, nsa), dtype=np.int64)
+        inv = _wide(g.inv)
+        for v in range(nsa):
+            column = self._value_column(inv, g.n_classes, cells, v)
+            if column is not None:
+                matrix[:, v] = column
+        g.matrices[name] = matrix
         return matrix
 
-    def _cell_classes(self, g: _Node, times: int = 1) -> NDArray[Any]:
-        """The class of each distinct row (int64), multiplied by ``times``."""
-        inv = np.multiply(g.inv, times, dtype=np.int64)  # widened and multiplied in one pass
-        if self._qi_cells is not None:  # runs: a copy in order, no gather
-            return np.repeat(inv, self._qi_cells)
-        return inv if self._cell_qi is None else inv.take(self._cell_qi)
+    @staticmethod
+    def _value_column(
+        inv: NDArray[Any], n_classes: int, cells: ValueCells, v: int
+    ) -> NDArray[Any] | None:
+        """Records of value ``v`` per class of a node whose rows are in classes ``inv``
+        (None when no row holds it): the classes of the rows holding it, counted with their
+        records (sums of whole numbers, exact in a double)."""
+        rows, counts = cells.value(v)
+        if not len(rows):
+            return None
+        summed = np.bincount(inv.take(rows), weights=counts, minlength=n_classes)
+        return np.rint(summed).astype(np.int64)
 
     def _all_counts(self, g: _Node, name: str) -> SensitiveCounts:
         """Sensitive value counts of every class of a node (the models' checks)."""
@@ -413,18 +458,55 @@ class WhatIfTable:
         return self._sparse_counts(g, name, None)
 
     def _sparse_counts(self, g: _Node, name: str, kept: NDArray[Any] | None) -> SensitiveCounts:
-        """Sensitive value counts, sparse, from the distinct rows (of the ``kept`` classes
-        only, renumbered), each weighted by the records it stands for."""
+        """Sensitive value counts as (class, value, count) triples of the classes present
+        (of the ``kept`` classes only, renumbered): each value's counts per class, laid out
+        class by class with the values in order inside (the order a dense count gives)."""
         j = self.sensitive.index(name)
-        t = self.table
-        inv = self._cell_classes(g)
-        values, weights, n_classes = t.sa_codes[j], self._cell_weights, g.n_classes
-        if kept is not None:
-            rows = np.flatnonzero(kept.take(inv))  # distinct rows of kept classes
-            renumber = np.cumsum(kept) - 1
-            inv = renumber.take(inv.take(rows))
-            values, weights, n_classes = values[rows], weights[rows], int(kept.sum())
-        return SensitiveCounts.from_codes(self.domains[j], inv, values, n_classes, weights=weights)
+        cells = self._cells[j]
+        sizes = g.sizes if kept is None else g.sizes[kept]
+        n_classes = len(sizes)
+        found: list[tuple[int, NDArray[Any], NDArray[Any]]] = []
+        per_class = np.zeros(n_classes, dtype=np.int64)  # values present in each class
+        # a class per quasi-identifier row, and a value at most once per row: each entry is
+        # a triple of its own, read without counting over the classes
+        single = cells.unique and g.n_classes == len(self._qi_weights)
+        renumber = None if kept is None or not single else np.cumsum(kept) - 1
+        inv = g.inv if single else _wide(g.inv)
+        for v in range(cells.n_values):
+            if single:
+                rows, counts = cells.value(v)
+                where = inv.take(rows)
+                if kept is not None and renumber is not None:
+                    inside = kept.take(where)
+                    where, counts = renumber.take(where[inside]), counts[inside]
+                where = where.astype(class_dtype(n_classes), copy=False)
+            else:
+                column = self._value_column(inv, g.n_classes, cells, v)
+                if column is None:
+                    continue
+                if kept is not None:
+                    column = column[kept]
+                where = np.flatnonzero(column).astype(class_dtype(n_classes))
+                counts = column.take(where)
+                del column
+            found.append((v, where, counts))
+            per_class[where] += 1
+        total = int(per_class.sum())
+        fill = np.cumsum(per_class) - per_class  # each class's first triple
+        del per_class
+        c = np.empty(total, dtype=class_dtype(n_classes))
+        val = np.empty(total, dtype=code_dtype(cells.n_values))
+        cnt = np.empty(total, dtype=class_dtype(self.table.n + 1))
+        while found:
+            v, where, counts = found.pop(0)
+            dest = fill.take(where)
+            c[dest], val[dest], cnt[dest] = where, v, counts
+            fill[where] += 1
+            del dest, where, counts
+        del fill
+        return SensitiveCounts.from_codes(
+            self.domains[j], c, val, n_classes, weights=cnt, sizes=sizes
+        )
 
     def _profile(self, g: _Node, kept: NDArray[Any], node: list[int]) -> RiskProfile:
         sizes = g.sizes[kept]
@@ -476,7 +558,7 @@ class WhatIfTable:
         for j, v in zip(which, sc.val[sc.starts[which]]):
             qis = {}
             for i, (q, lv) in enumerate(zip(t.qis, node)):
-                label = q.labels[lv][t.full_codes[i][lv][rep[j]]]
+                label = q.labels[lv][t.level_codes(i, lv, rep[j : j + 1])[0]]
                 qis[q.name] = json_value(label)
             out.append(
                 {
@@ -490,24 +572,60 @@ class WhatIfTable:
 
 @dataclass
 class _Node:
-    """A node's classes: the class of each distinct quasi-identifier row (``inv``), their
-    sizes, a representative distinct row each, and records per (class, sensitive value) once
-    counted."""
+    """A node's classes: their sizes, a representative distinct row each, records per (class,
+    sensitive value) once counted, and the class of each distinct quasi-identifier row
+    (``inv``). A node rolled up from a finer one builds ``inv`` when first read (most take
+    their counts from the finer node's and never read it): until then it holds the class of
+    each class of the nearest grouped node, and that node's classes per row."""
 
-    inv: NDArray[Any]
     n_classes: int
     sizes: NDArray[Any]
     rep: NDArray[Any]
     matrices: dict[str, NDArray[Any]] = field(default_factory=dict)
+    built: NDArray[Any] | None = None
+    via: tuple[NDArray[Any], NDArray[Any]] | None = None
+
+    @classmethod
+    def rolled_up(
+        cls, parent: _Node, up: NDArray[Any], n_classes: int, sizes: NDArray[Any], rep: NDArray[Any]
+    ) -> _Node:
+        """A coarser node whose classes hold the parent's (class ``up[c]`` holds the parent's
+        class ``c``)."""
+        if parent.via is not None:
+            parent_up, rows = parent.via
+            via = (up.take(parent_up), rows)
+        else:
+            assert parent.built is not None
+            via = (up, parent.built)
+        return cls(n_classes, sizes, rep, via=via)
+
+    @property
+    def inv(self) -> NDArray[Any]:
+        if self.built is None:
+            assert self.via is not None
+            up, rows = self.via
+            # two threads may both build it: the same array either way
+            self.built = up.astype(code_dtype(self.n_classes)).take(rows)
+            self.via = None
+        return self.built
 
     @property
     def nbytes(self) -> int:
+        held = self.built.nbytes if self.built is not None else 0
+        if self.via is not None:  # the rows' classes of a grouped node, maybe let go there
+            held += self.via[0].nbytes + self.via[1].nbytes
         return (
-            self.inv.nbytes
+            held
             + self.sizes.nbytes
             + self.rep.nbytes
             + sum(m.nbytes for m in self.matrices.values())
         )
+
+
+def _wide(inv: NDArray[Any]) -> NDArray[Any]:
+    """Class numbers as ``bincount`` reads them (``intp``): widened once per node, not once
+    per value for every entry gathered."""
+    return inv.astype(np.intp, copy=False)
 
 
 def _smallest_within(sizes: NDArray[Any], max_out: int) -> NDArray[Any]:
