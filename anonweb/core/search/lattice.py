@@ -826,7 +826,7 @@ def _distinct_rows(
             inverse = np.cumsum(new, dtype=np.int64) - 1
             del new
             counts = np.diff(np.append(first, len(inverse)))
-        elif len(key) <= _HASHED_RECORDS:
+        elif 0 < len(key) <= _HASHED_RECORDS:
             # few rows (a small table's distinct records): sorting them costs a third of
             # hashing them and then sorting the distinct keys; the same numbering, in key order
             order = np.argsort(key)
