@@ -265,7 +265,7 @@ _SETULB: list[Any] = []  # scipy's L-BFGS-B routine when driven directly, or Non
 def _setulb() -> Any:
     if not _SETULB:
         import scipy
-        from scipy.optimize import _lbfgsb  # type: ignore[attr-defined]
+        from scipy.optimize import _lbfgsb
 
         major, minor = (int(v) for v in scipy.__version__.split(".")[:2])
         _SETULB.append(_lbfgsb.setulb if (major, minor) == (1, 15) else None)
