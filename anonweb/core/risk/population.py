@@ -88,12 +88,19 @@ def _loglik(p: _Partition, theta: float, alpha: float) -> float:
     return _loglik_at(p, theta, alpha, theta + p.i * alpha)
 
 
-def _loglik_at(p: _Partition, theta: float, alpha: float, steps: NDArray[Any]) -> float:
-    """:func:`_loglik` inside the parameter space, ``steps`` being theta + i alpha, i < u."""
+def _loglik_at(
+    p: _Partition,
+    theta: float,
+    alpha: float,
+    steps: NDArray[Any],
+    scratch: NDArray[Any] | None = None,
+) -> float:
+    """:func:`_loglik` inside the parameter space, ``steps`` being theta + i alpha, i < u
+    (``scratch``, as long as ``steps``, takes their logarithms instead of a new array)."""
     from scipy import special
 
     j, fj, n = p.j, p.fj, p.n
-    first = float(np.log(steps).sum())
+    first = float(np.log(steps, out=scratch).sum())
     rising = float(special.gammaln(theta + n) - special.gammaln(theta + 1))
     sizes_part = float((fj * (special.gammaln(j - alpha) - special.gammaln(1 - alpha))).sum())
     return first - rising + sizes_part
@@ -122,18 +129,23 @@ def ewens_theta(sizes: NDArray[Any]) -> float | None:
 
 
 def _pitman_gradient(
-    p: _Partition, theta: float, alpha: float, steps: NDArray[Any]
+    p: _Partition,
+    theta: float,
+    alpha: float,
+    steps: NDArray[Any],
+    scratch: NDArray[Any] | None = None,
 ) -> tuple[float, float]:
     """d logL / d theta and d logL / d alpha of ``pitman_loglik``, summed term by term (valid at
     alpha = 0 too, where the digamma shortcut of the score equations divides by alpha);
-    ``steps`` is theta + i alpha, i < u, which the log-likelihood at the same point reads too."""
+    ``steps`` is theta + i alpha, i < u, which the log-likelihood at the same point reads too
+    (``scratch``, as long as ``steps``, holds the terms instead of new arrays)."""
     from scipy import special
 
     j, fj, n, i = p.j, p.fj, p.n, p.i
-    inv = 1.0 / steps
+    inv = np.divide(1.0, steps, out=scratch)
     d_theta = float(inv.sum()) - float(special.digamma(theta + n) - special.digamma(theta + 1))
     tail = float((fj * (special.digamma(j - alpha) - special.digamma(1 - alpha))).sum())
-    return d_theta, float((i * inv).sum()) - tail
+    return d_theta, float(np.multiply(i, inv, out=inv).sum()) - tail
 
 
 def _pitman_maximise(
@@ -143,20 +155,20 @@ def _pitman_maximise(
     (L-BFGS-B) from each start, over 0 <= alpha < 1 and theta > -alpha. The search runs in
     (log(theta + alpha), alpha), which keeps theta > -alpha a box bound and scales theta, which
     spans orders of magnitude, like alpha."""
-    from scipy import optimize
-
     p = _Partition.of(sizes)
+    terms = np.empty((2, len(p.i)))
 
     def negative(x: NDArray[Any]) -> tuple[float, NDArray[Any]]:
         phi, a = math.exp(float(x[0])), float(x[1])
         t = phi - a
         if not (0 <= a < 1 and t > -a) or (a == 0 and t <= 0):
             return 1e300, np.zeros(2)
-        steps = t + p.i * a
-        value = _loglik_at(p, t, a, steps)
+        # theta + i alpha, and each term after it, written in two arrays kept for the fit
+        steps = np.add(np.multiply(p.i, a, out=terms[0]), t, out=terms[0])
+        value = _loglik_at(p, t, a, steps, terms[1])
         if not math.isfinite(value):
             return 1e300, np.zeros(2)
-        d_t, d_a = _pitman_gradient(p, t, a, steps)
+        d_t, d_a = _pitman_gradient(p, t, a, steps, terms[1])
         # theta = phi - alpha: d/d log phi = phi d/dtheta; d/dalpha at fixed phi = d_a - d_t.
         return -value, -np.array([d_t * phi, d_a - d_t])
 
@@ -167,19 +179,97 @@ def _pitman_maximise(
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            r = optimize.minimize(
-                negative,
-                np.array([math.log(t0 + a0), a0]),
-                jac=True,
-                method="L-BFGS-B",
-                bounds=[(-30.0, 40.0), (0.0, 1.0 - 1e-9)],
-                options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 2000},
-            )
-        a = float(r.x[1])
-        t = math.exp(float(r.x[0])) - a
+            x = _minimise_bounded(negative, np.array([math.log(t0 + a0), a0]))
+        a = float(x[1])
+        t = math.exp(float(x[0])) - a
         if math.isfinite(_loglik(p, t, a)):
             found.append((t, a))
     return found
+
+
+# the box the fit searches in (log(theta + alpha), alpha), and its stopping rules
+_BOUNDS = ((-30.0, 40.0), (0.0, 1.0 - 1e-9))
+_FTOL, _GTOL, _MAXITER = 1e-15, 1e-9, 2000
+
+
+def _minimise_bounded(negative: Any, x0: NDArray[Any]) -> NDArray[Any]:
+    """The minimum of ``negative`` (value and gradient) from ``x0`` over :data:`_BOUNDS`, as
+    ``scipy.optimize.minimize(negative, x0, jac=True, method="L-BFGS-B", bounds=_BOUNDS,
+    options={"ftol": _FTOL, "gtol": _GTOL, "maxiter": _MAXITER}).x`` finds it.
+
+    With scipy 1.15's L-BFGS-B (its C ``setulb``), the routine is driven here as ``minimize``
+    drives it, without ``minimize``'s wrapping of the function (a copy, a comparison and
+    several conversions per evaluation, and the setup of each call): the same steps from the
+    same values, so the same point to the last bit (a test compares the two), in about two
+    thirds of the time. A fit runs L-BFGS-B from eight starts at every node a search checks.
+    Other scipy versions go through ``minimize`` itself."""
+    setulb = _setulb()
+    if setulb is None:
+        from scipy import optimize
+
+        r = optimize.minimize(
+            negative,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=list(_BOUNDS),
+            options={"ftol": _FTOL, "gtol": _GTOL, "maxiter": _MAXITER},
+        )
+        return np.asarray(r.x)
+    m, n = 10, 2  # minimize's default number of corrections; two parameters
+    low = np.array([b[0] for b in _BOUNDS])
+    high = np.array([b[1] for b in _BOUNDS])
+    kinds = np.full(n, 2, dtype=np.int32)  # bounded on both sides
+    x = np.clip(np.asarray(x0, dtype=np.float64).ravel(), low, high)
+    factr = _FTOL / np.finfo(float).eps
+    wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m, np.float64)
+    iwa = np.zeros(3 * n, dtype=np.int32)
+    task = np.zeros(2, dtype=np.int32)
+    ln_task = np.zeros(2, dtype=np.int32)
+    lsave = np.zeros(4, dtype=np.int32)
+    isave = np.zeros(44, dtype=np.int32)
+    dsave = np.zeros(29, dtype=np.float64)
+    # minimize evaluates at the start once, then again only where the point moved
+    at = x.copy()
+    f, g = _value_and_gradient(negative, at)
+    evaluations, iterations = 1, 0
+    while True:
+        g = g.astype(np.float64)
+        setulb(m, x, low, high, kinds, f, g, factr, _GTOL, wa, iwa, task, lsave, isave, dsave,
+               20, ln_task)  # fmt: skip
+        if task[0] == 3:  # the value and gradient at x
+            if not np.array_equal(x, at):
+                at = x.copy()
+                f, g = _value_and_gradient(negative, at)
+                evaluations += 1
+        elif task[0] == 1:  # a new iterate
+            iterations += 1
+            if iterations >= _MAXITER or evaluations > 15000:
+                task[0], task[1] = 5, 504 if iterations >= _MAXITER else 502
+        else:
+            return x
+
+
+def _value_and_gradient(negative: Any, x: NDArray[Any]) -> tuple[float, NDArray[Any]]:
+    """``negative`` at ``x`` converted as ``minimize`` converts it: the value a scalar, the
+    gradient an array of floats."""
+    value, gradient = negative(np.copy(x))
+    if not np.isscalar(value):
+        value = np.asarray(value).item()
+    return value, np.atleast_1d(gradient).astype(np.float64)
+
+
+_SETULB: list[Any] = []  # scipy's L-BFGS-B routine when driven directly, or None
+
+
+def _setulb() -> Any:
+    if not _SETULB:
+        import scipy
+        from scipy.optimize import _lbfgsb
+
+        major, minor = (int(v) for v in scipy.__version__.split(".")[:2])
+        _SETULB.append(_lbfgsb.setulb if (major, minor) == (1, 15) else None)
+    return _SETULB[0]
 
 
 _BLAS: list[Any] = []  # the BLAS thread pools, found once scipy is loaded

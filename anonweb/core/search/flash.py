@@ -224,13 +224,22 @@ class _Checker:
         levels: Sequence[int] | NDArray[Any],
         parent: ClassTable | None = None,
         settled: bool = False,
+        table_wide: bool = True,
     ) -> _Eval:
-        """The node's outcome; ``settled``: the node is known to pass the monotonic models."""
+        """The node's classes and verdict. ``settled``: the node is known to pass the monotonic
+        models. Without ``table_wide``, the table-wide models are not asked (they decide only
+        ``ok``, never which classes are suppressed): for a node already known to satisfy them."""
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
         mono = self.own_mono if settled else self.mono
-        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono)
+        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono, table_wide)
 
-    def _decide(self, ct: ClassTable, fail: NDArray[Any], mono: Sequence[PrivacyModel]) -> _Eval:
+    def _decide(
+        self,
+        ct: ClassTable,
+        fail: NDArray[Any],
+        mono: Sequence[PrivacyModel],
+        table_wide: bool = True,
+    ) -> _Eval:
         """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
         monotonic models (those not among ``mono``)."""
         sizes = ct.sizes
@@ -246,7 +255,7 @@ class _Checker:
         for m in self.other:
             fail |= ~m.passes(data)
         ok = bool(sizes[fail].sum() <= self.max_out)
-        if ok and self.table_wide:
+        if ok and table_wide and self.table_wide:
             kept = data.select(~fail)
             ok = all(m.satisfied(kept) for m in self.table_wide)
         return _Eval(True, ok, ct, fail)
@@ -646,8 +655,11 @@ def _result(
     started: float,
 ) -> SearchResult:
     qis = tuple(q.name for q in table.qis)
-    # regroup from the distinct rows once, to map suppression back to every record
-    final = checker.check(node)
+    # the classes as grouped from the distinct rows, to map suppression back to every record:
+    # the node's own check when it grouped them so, else a regrouping; the table-wide models
+    # have accepted the node already and change no class's suppression, so they are not asked
+    # again (population uniqueness fits its model once per check)
+    final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
     assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
     # ``take``: several times cheaper than indexing, over a million records
     out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)

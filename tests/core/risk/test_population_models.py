@@ -282,3 +282,46 @@ def test_a_vanishing_denominator_in_hoshinos_start_leaves_the_other_starts():
     reached = pitman_loglik(sizes, *fit)
     assert reached >= pitman_loglik(sizes, *_independent_pitman_mle(sizes)) - 1e-6
     assert np.isfinite(pitman_uniques(sizes, 1270, fit=fit))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_fit_steps_are_scipys_l_bfgs_b_to_the_last_bit(cases, seed):
+    """The fit drives scipy's L-BFGS-B routine itself (without minimize's wrapping): from
+    every start it must reach exactly the point ``scipy.optimize.minimize`` reaches."""
+    from anonweb.core.risk import population
+
+    rng = np.random.default_rng(seed)
+    sizes = [cases["stroke"], cases["drugs"]][seed % 2] if seed < 2 else None
+    if sizes is None:
+        sizes = rng.geometric(rng.uniform(0.2, 0.8), int(rng.integers(20, 3000)))
+    p = population._Partition.of(sizes)
+
+    def negative(x):
+        phi, a = float(np.exp(x[0])), float(x[1])
+        t = phi - a
+        if not (0 <= a < 1 and t > -a):
+            return 1e300, np.zeros(2)
+        steps = t + p.i * a
+        value = population._loglik_at(p, t, a, steps)
+        if not np.isfinite(value):
+            return 1e300, np.zeros(2)
+        d_t, d_a = population._pitman_gradient(p, t, a, steps)
+        return -value, -np.array([d_t * phi, d_a - d_t])
+
+    for start in ([np.log(5.0), 0.5], [np.log(50.0), 0.1], [2.0, 0.9], [45.0, 1.5]):
+        x0 = np.array(start)
+        with np.errstate(all="ignore"):
+            ours = population._minimise_bounded(negative, x0)
+            theirs = optimize.minimize(
+                negative,
+                x0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=list(population._BOUNDS),
+                options={
+                    "ftol": population._FTOL,
+                    "gtol": population._GTOL,
+                    "maxiter": population._MAXITER,
+                },
+            ).x
+        assert ours.tobytes() == np.asarray(theirs).tobytes()
