@@ -9,8 +9,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from anonweb.accounts.models import Membership, Role
-from anonweb.accounts.selectors import roles_by_team
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import roles_by_team, team_ids_where
 from anonweb.common.charts import INTERNAL, VIEWS, view_kind
 from anonweb.core.errors import CoreError
 from anonweb.core.release.report import (
@@ -47,15 +47,18 @@ def releases_for_user(
     and those naming a group of the team they are in. Newest first; optionally only those of
     one dataset, or in one state; ``documents`` False leaves out the JSON documents (a list
     that shows none of them). Every page, list, download and API answer reads this."""
-    staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
-    analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
-    received = Release.objects.filter(
-        Q(recipients=[]) | Q(recipient_users=user) | Q(recipient_groups__members=user)
-    ).values("pk")
-    releases = Release.objects.filter(
-        Q(team__in=staff_teams)
-        | Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED, pk__in=received)
-    )
+    staff_teams = team_ids_where(user=user, roles=STAFF_ROLES)
+    # a team where the user is also staff already shows every release: no analyst condition
+    analyst_teams = [
+        t for t in team_ids_where(user=user, roles=(Role.ANALYST,)) if t not in staff_teams
+    ]
+    visible = Q(team__in=staff_teams)
+    if analyst_teams:
+        received = Release.objects.filter(
+            Q(recipients=[]) | Q(recipient_users=user) | Q(recipient_groups__members=user)
+        ).values("pk")
+        visible |= Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED, pk__in=received)
+    releases = Release.objects.filter(visible)
     if dataset_id is not None:
         releases = releases.filter(dataset_id=dataset_id)
     if status is not None:

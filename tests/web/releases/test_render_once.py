@@ -252,6 +252,53 @@ def test_pages_cost_a_bounded_number_of_queries(
         assert not response.streaming or b"".join(response.streaming_content)
 
 
+@pytest.mark.parametrize(
+    ("who", "page"),
+    [
+        ("analyst", "release list"),
+        ("analyst", "release"),
+        ("analyst", "download"),
+        ("steward", "home"),
+        ("steward", "audit"),
+        ("officer", "release"),
+        ("officer", "job list"),
+        ("officer", "risk"),
+    ],
+)
+def test_pages_filter_on_the_readers_teams_without_reading_the_memberships_again(
+    client, request, release, dataset, who, page
+):
+    """The lists and pages scope their queries by the ids of the reader's teams, from the
+    roles read once (and kept across requests): no query of theirs reads the memberships."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = {
+        "release": reverse("releases:detail", args=[release.pk]),
+        "risk": reverse("datasets:detail", args=[dataset.pk]),
+        "audit": reverse("audit:list"),
+        "download": reverse("releases:download", args=[release.pk]),
+        "release list": reverse("releases:list"),
+        "home": reverse("home"),
+        "job list": reverse("jobs:list"),
+    }[page]
+    client.force_login(request.getfixturevalue(who))
+    first = client.get(url)
+    assert first.status_code == 200
+    assert not first.streaming or b"".join(first.streaming_content)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+        assert response.status_code == 200
+        assert not response.streaming or b"".join(response.streaming_content)
+    # the home page lists the user's teams (a membership query of its own, joined to teams)
+    reads = [
+        q["sql"]
+        for q in ctx.captured_queries
+        if '"accounts_membership"' in q["sql"] and '"accounts_team"."name"' not in q["sql"]
+    ]
+    assert reads == []
+
+
 def test_an_api_list_carries_an_etag_and_answers_304_while_it_is_unchanged(
     analyst, steward, officer, dataset, release
 ):
