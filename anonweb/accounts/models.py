@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import models
@@ -45,12 +45,12 @@ class MembershipQuerySet(models.QuerySet["Membership"]):
         return deleted
 
     def _raw_delete(self, using: Any) -> int:
-        deleted = super()._raw_delete(using)  # type: ignore[misc]  # Django's own
+        deleted = super()._raw_delete(using)
         roles_changed()
         return int(deleted)
 
-    def bulk_create(self, *args: Any, **kwargs: Any) -> list[Membership]:
-        made = super().bulk_create(*args, **kwargs)
+    def bulk_create(self, *args: Any, **kwargs: Any) -> list[Membership]:  # type: ignore[override]  # passed through as given
+        made = cast(list[Membership], super().bulk_create(*args, **kwargs))
         roles_changed()
         return made
 

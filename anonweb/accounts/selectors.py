@@ -59,7 +59,7 @@ def roles_by_team(*, user: User | AnonymousUser) -> Mapping[int, frozenset[str]]
         return memo[user.pk]
     shared = memo is not None and settings.ANONWEB_ROLES_CACHE and not request_wrote_roles.get()
     version = None
-    if shared:
+    if shared and memo is not None:
         key = _roles_key(user)
         kept = cache.get_many([ROLES_VERSION_KEY, key])
         version = kept.get(ROLES_VERSION_KEY)
