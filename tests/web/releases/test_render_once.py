@@ -331,3 +331,24 @@ def test_the_report_section_is_rendered_once_per_view_and_never_crosses_views(
     seen = _page(client, analyst, release)
     assert b"MARK" not in seen.content and b"source rows" not in seen.content
     assert b'data-testid="release-steps"' in seen.content and b"released rows" in seen.content
+
+
+def test_the_compare_with_list_reads_the_versions_numbers_titles_and_states_only(
+    officer, dataset, published
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from anonweb.accounts.selectors import roles_read_once
+    from anonweb.releases.selectors import release_versions_for_user
+
+    other = launch(officer, dataset, K_PLAN, "k again")
+    with roles_read_once():
+        release_versions_for_user(user=officer, release=other)  # the roles, read once
+        with CaptureQueriesContext(connection) as ctx:
+            versions = list(release_versions_for_user(user=officer, release=other))
+    assert [(v.pk, v.version, v.title, v.get_status_display()) for v in versions] == [
+        (published.pk, published.version, published.title, published.get_status_display())
+    ]
+    (sql,) = [q["sql"] for q in ctx.captured_queries]
+    assert " JOIN " not in sql and '"report"' not in sql and '"requested_by_id"' not in sql
