@@ -46,7 +46,8 @@ def releases_for_user(
     they receive: those naming no recipients (every analyst of the team), those naming them,
     and those naming a group of the team they are in. Newest first; optionally only those of
     one dataset, or in one state; ``documents`` False leaves out the JSON documents (a list
-    that shows none of them). Every page, list, download and API answer reads this."""
+    that shows none of them, and of the rows it joins only their names). Every page, list,
+    download and API answer reads this."""
     staff_teams = team_ids_where(user=user, roles=STAFF_ROLES)
     # a team where the user is also staff already shows every release: no analyst condition
     analyst_teams = [
@@ -65,11 +66,21 @@ def releases_for_user(
         releases = releases.filter(status=status)
     # Every condition is a subquery (IN), so a release is one row without DISTINCT, which
     # made PostgreSQL compare whole rows, their JSON reports included, on every page.
+    releases = releases.select_related("team", "dataset", "requested_by", "reviewed_by")
     if not documents:
-        releases = releases.defer(*DOCUMENTS)
-    return releases.select_related("team", "dataset", "requested_by", "reviewed_by").order_by(
-        "-created_at", "-id"
-    )
+        releases = releases.only(*_list_fields())
+    return releases.order_by("-created_at", "-id")
+
+
+# What a list of releases reads of the rows it joins: their names. Every column of the release
+# but its documents is read, so a list never queries a row again for one of them.
+JOINED_NAMES = ("team__name", "team__slug", "dataset__name", "dataset__team")
+JOINED_NAMES += ("requested_by__username", "reviewed_by__username")
+
+
+def _list_fields() -> tuple[str, ...]:
+    own = tuple(f.name for f in Release._meta.concrete_fields if f.name not in DOCUMENTS)
+    return own + JOINED_NAMES
 
 
 def release_datasets_for_user(*, user: User) -> list[tuple[int, str, str]]:

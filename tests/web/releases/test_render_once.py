@@ -352,3 +352,24 @@ def test_the_compare_with_list_reads_the_versions_numbers_titles_and_states_only
     ]
     (sql,) = [q["sql"] for q in ctx.captured_queries]
     assert " JOIN " not in sql and '"report"' not in sql and '"requested_by_id"' not in sql
+
+
+@pytest.mark.parametrize(("who", "page"), [("analyst", "release list"), ("steward", "home")])
+def test_release_lists_read_only_the_names_of_the_rows_they_join(
+    client, request, release, who, page
+):
+    """A list shows the dataset's and the people's names: not the dataset's column profiles and
+    tags, nor the users' password hashes, read and built for every row."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(request.getfixturevalue(who))
+    url = reverse({"release list": "releases:list", "home": "home"}[page])
+    client.get(url)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200 and f"v{release.version}".encode() in response.content
+    listed = [q["sql"] for q in ctx.captured_queries if 'FROM "releases_release"' in q["sql"]]
+    assert listed
+    for sql in listed:
+        assert '"datasets_dataset"."columns"' not in sql and '"auth_user"."password"' not in sql
