@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
-from anonweb.common.forms import form_fields_html
+from anonweb.common.form_markup import form_fields_html
 from anonweb.core.errors import CoreError, PlanError
 from anonweb.core.io.jsontext import json_loads
 from anonweb.core.release.plan import plan_from_json, plan_to_dict, step_kinds, step_schemas

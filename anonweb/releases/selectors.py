@@ -74,8 +74,14 @@ def releases_for_user(
 
 # What a list of releases reads of the rows it joins: their names. Every column of the release
 # but its documents is read, so a list never queries a row again for one of them.
-JOINED_NAMES = ("team__name", "team__slug", "dataset__name", "dataset__team")
-JOINED_NAMES += ("requested_by__username", "reviewed_by__username")
+JOINED_NAMES = (
+    "team__name",
+    "team__slug",
+    "dataset__name",
+    "dataset__team",
+    "requested_by__username",
+    "reviewed_by__username",
+)
 
 
 def _list_fields() -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_for_user, user_has_role
-from anonweb.common.forms import form_fields_html
+from anonweb.common.form_markup import form_fields_html
 from anonweb.common.paging import page_of
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import EXPORT_FORMATS, download_format

@@ -7,7 +7,7 @@ from django import forms
 from django.template import engines
 
 from anonweb.common.charts import builds
-from anonweb.common.forms import form_fields_html
+from anonweb.common.form_markup import form_fields_html
 from anonweb.jobs.plan_views import SuggestForm
 from anonweb.releases.views import LinkForm
 
