@@ -259,6 +259,7 @@ STORAGES = {
 # a Redis database for it (say the broker's server, another database number). Unset: each
 # process keeps its own in memory, which is right for one development server and for tests.
 _cache_url = env_str("ANONWEB_CACHE_URL", "")
+ANONWEB_ROLES_CACHE = False
 if _cache_url.startswith(("redis://", "rediss://")):
     CACHES = {
         "default": {
@@ -273,6 +274,9 @@ if _cache_url.startswith(("redis://", "rediss://")):
     # every request. Only with a shared cache: a cache in each process's memory would keep a
     # session that another process logged out.
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    # Each user's roles are kept there across requests, under a version every membership write
+    # changes (anonweb.accounts.roles_version): only with a shared cache, for the same reason.
+    ANONWEB_ROLES_CACHE = True
 elif _cache_url:
     raise ImproperlyConfigured(
         f"ANONWEB_CACHE_URL={_cache_url!r} is not supported: use redis://host:6379/1 "

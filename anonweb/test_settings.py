@@ -39,3 +39,6 @@ STORAGES = {
 # Serve static files straight from the finders: no collectstatic before a test run.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+# The tests run in one process, whose cache every request reads: the roles are kept across
+# requests as they are with a shared cache, so every page test reads them that way.
+ANONWEB_ROLES_CACHE = True

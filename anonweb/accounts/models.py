@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import models
+
+from anonweb.accounts.roles_version import roles_changed
 
 
 class Role(models.TextChoices):
@@ -27,6 +30,36 @@ class Team(models.Model):
         return self.name
 
 
+class MembershipQuerySet(models.QuerySet["Membership"]):
+    """Writes that bypass a membership's save and delete (and so the signals) change the
+    version of the roles kept across requests too (:mod:`anonweb.accounts.roles_version`)."""
+
+    def update(self, **kwargs: Any) -> int:
+        count = super().update(**kwargs)
+        roles_changed()
+        return count
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        deleted = super().delete()
+        roles_changed()
+        return deleted
+
+    def _raw_delete(self, using: Any) -> int:
+        deleted = super()._raw_delete(using)
+        roles_changed()
+        return int(deleted)
+
+    def bulk_create(self, *args: Any, **kwargs: Any) -> list[Membership]:  # type: ignore[override]  # passed through as given
+        made = cast(list[Membership], super().bulk_create(*args, **kwargs))
+        roles_changed()
+        return made
+
+    def bulk_update(self, *args: Any, **kwargs: Any) -> int:
+        count = super().bulk_update(*args, **kwargs)
+        roles_changed()
+        return count
+
+
 class Membership(models.Model):
     # Not fields: set on an instance by the services (which audit the change themselves) and by
     # the pre_save signal (the role before a direct save), read back by the signals.
@@ -39,6 +72,8 @@ class Membership(models.Model):
     )
     role = models.CharField(max_length=32, choices=Role.choices)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -10,7 +10,7 @@ from django.dispatch import receiver
 
 from anonweb.accounts.lockout import lockout_seconds
 from anonweb.accounts.models import Membership
-from anonweb.accounts.selectors import roles_forget
+from anonweb.accounts.roles_version import roles_changed
 from anonweb.accounts.services import audit_membership
 from anonweb.audit.services import audit_record
 from anonweb.common.security import client_address
@@ -48,8 +48,9 @@ def _audit_direct_save(sender, instance: Membership, created: bool, raw=False, *
 @receiver(post_delete, sender=Membership)
 def _forget_roles(sender, **kwargs):
     # Every save or deletion, through the services or not: the rest of the request reads the
-    # roles as they are now.
-    roles_forget()
+    # roles as they are now, and so does every later request (the roles kept across requests
+    # are read under the version this changes).
+    roles_changed()
 
 
 @receiver(post_delete, sender=Membership)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 from django.http import Http404
 
-from anonweb.accounts.models import Membership, Role
-from anonweb.accounts.selectors import may_see_raw_values
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import may_see_raw_values, team_ids_where
 from anonweb.common.charts import INTERNAL, PUBLISHED
 from anonweb.core.errors import ParameterError
 from anonweb.core.raw_values import Failure, public_result
@@ -21,7 +21,7 @@ STAFF_ROLES = (Role.PRIVACY_OFFICER, Role.DATA_STEWARD)
 
 
 def datasets_for_user(*, user: User) -> QuerySet[Dataset]:
-    teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
+    teams = team_ids_where(user=user, roles=STAFF_ROLES)
     return Dataset.objects.filter(team__in=teams).select_related("team", "uploaded_by")
 
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
+from anonweb.common.form_markup import form_fields_html
 from anonweb.core.errors import CoreError, PlanError
 from anonweb.core.io.jsontext import json_loads
 from anonweb.core.release.plan import plan_from_json, plan_to_dict, step_kinds, step_schemas
@@ -230,6 +231,7 @@ def plan_page(request, *, dataset_id: int):
             "dataset": dataset,
             "form": form,
             "suggest": suggest,
+            "suggest_html": form_fields_html(suggest),
             "kinds": step_kinds(),
             "privacy": privacy,
             "ledger": ledger_for(dataset),

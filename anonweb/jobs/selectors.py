@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 from django.http import Http404
 
-from anonweb.accounts.models import Membership
+from anonweb.accounts.selectors import team_ids_where
 from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.jobs.models import Job, JobKind, JobStatus
 from anonweb.releases.selectors import DOCUMENTS
@@ -36,7 +36,7 @@ def jobs_for_user(
 
 def _visible(*, user: User) -> QuerySet[Job]:
     """The one access rule: the jobs of the teams where the user is an officer or a steward."""
-    teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
+    teams = team_ids_where(user=user, roles=STAFF_ROLES)
     return Job.objects.filter(team__in=teams)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from anonweb.accounts.models import Membership, Role
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import team_ids_where
 from anonweb.audit.models import AuditEvent
 from anonweb.datasets.selectors import STAFF_ROLES
 from anonweb.releases.models import ReleaseStatus
@@ -46,18 +47,20 @@ def _visible(user) -> Q:
     other role) only the approval and downloads of the releases they can download (those they
     receive): nothing
     about raw datasets, jobs, or pending and rejected releases."""
-    staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
-    analyst_teams = (
-        Membership.objects.filter(user=user, role=Role.ANALYST)
-        .exclude(team__in=staff_teams)
-        .values("team")
-    )
-    downloadable = [
-        str(pk)
-        for pk in releases_for_user(user=user)
-        .filter(team__in=analyst_teams, status=ReleaseStatus.APPROVED)
-        .values_list("pk", flat=True)
+    staff_teams = team_ids_where(user=user, roles=STAFF_ROLES)
+    analyst_teams = [
+        t for t in team_ids_where(user=user, roles=(Role.ANALYST,)) if t not in staff_teams
     ]
+    downloadable = (
+        [
+            str(pk)
+            for pk in releases_for_user(user=user)
+            .filter(team__in=analyst_teams, status=ReleaseStatus.APPROVED)
+            .values_list("pk", flat=True)
+        ]
+        if analyst_teams
+        else []
+    )
     return (
         Q(team__in=staff_teams)
         | Q(

@@ -9,8 +9,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from anonweb.accounts.models import Membership, Role
-from anonweb.accounts.selectors import roles_by_team
+from anonweb.accounts.models import Role
+from anonweb.accounts.selectors import roles_by_team, team_ids_where
 from anonweb.common.charts import INTERNAL, VIEWS, view_kind
 from anonweb.core.errors import CoreError
 from anonweb.core.release.report import (
@@ -46,27 +46,47 @@ def releases_for_user(
     they receive: those naming no recipients (every analyst of the team), those naming them,
     and those naming a group of the team they are in. Newest first; optionally only those of
     one dataset, or in one state; ``documents`` False leaves out the JSON documents (a list
-    that shows none of them). Every page, list, download and API answer reads this."""
-    staff_teams = Membership.objects.filter(user=user, role__in=STAFF_ROLES).values("team")
-    analyst_teams = Membership.objects.filter(user=user, role=Role.ANALYST).values("team")
-    received = Release.objects.filter(
-        Q(recipients=[]) | Q(recipient_users=user) | Q(recipient_groups__members=user)
-    ).values("pk")
-    releases = Release.objects.filter(
-        Q(team__in=staff_teams)
-        | Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED, pk__in=received)
-    )
+    that shows none of them, and of the rows it joins only their names). Every page, list,
+    download and API answer reads this."""
+    staff_teams = team_ids_where(user=user, roles=STAFF_ROLES)
+    # a team where the user is also staff already shows every release: no analyst condition
+    analyst_teams = [
+        t for t in team_ids_where(user=user, roles=(Role.ANALYST,)) if t not in staff_teams
+    ]
+    visible = Q(team__in=staff_teams)
+    if analyst_teams:
+        received = Release.objects.filter(
+            Q(recipients=[]) | Q(recipient_users=user) | Q(recipient_groups__members=user)
+        ).values("pk")
+        visible |= Q(team__in=analyst_teams, status=ReleaseStatus.APPROVED, pk__in=received)
+    releases = Release.objects.filter(visible)
     if dataset_id is not None:
         releases = releases.filter(dataset_id=dataset_id)
     if status is not None:
         releases = releases.filter(status=status)
     # Every condition is a subquery (IN), so a release is one row without DISTINCT, which
     # made PostgreSQL compare whole rows, their JSON reports included, on every page.
+    releases = releases.select_related("team", "dataset", "requested_by", "reviewed_by")
     if not documents:
-        releases = releases.defer(*DOCUMENTS)
-    return releases.select_related("team", "dataset", "requested_by", "reviewed_by").order_by(
-        "-created_at", "-id"
-    )
+        releases = releases.only(*_list_fields())
+    return releases.order_by("-created_at", "-id")
+
+
+# What a list of releases reads of the rows it joins: their names. Every column of the release
+# but its documents is read, so a list never queries a row again for one of them.
+JOINED_NAMES = (
+    "team__name",
+    "team__slug",
+    "dataset__name",
+    "dataset__team",
+    "requested_by__username",
+    "reviewed_by__username",
+)
+
+
+def _list_fields() -> tuple[str, ...]:
+    own = tuple(f.name for f in Release._meta.concrete_fields if f.name not in DOCUMENTS)
+    return own + JOINED_NAMES
 
 
 def release_datasets_for_user(*, user: User) -> list[tuple[int, str, str]]:
@@ -251,11 +271,14 @@ def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release,
 
 def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Release]:
     """The other versions of the release's source the user can see (for "compare with": their
-    numbers, titles and states, not their documents)."""
+    numbers, titles and states only: nothing joined, no other column, which made this list
+    cost more than the release page's own row)."""
     return (
         releases_for_user(user=user, documents=False)
         .filter(dataset_id=release.dataset_id)
         .exclude(pk=release.pk)
+        .select_related(None)
+        .only("id", "version", "title", "status")
         .order_by("-version")
     )
 

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import teams_for_user, user_has_role
+from anonweb.common.form_markup import form_fields_html
 from anonweb.common.paging import page_of
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import EXPORT_FORMATS, download_format
@@ -84,6 +85,7 @@ def release_detail(request, release_id: int):
     utility, utility_charts, utility_charts_html = view.utility_page
     charts, alternatives = built.charts, built.alternatives
     formats = [EXPORT_FORMATS[f] for f in built.formats]
+    link_form = LinkForm(formats=[f.name for f in formats])
     return render(
         request,
         "releases/detail.html",
@@ -110,7 +112,8 @@ def release_detail(request, release_id: int):
             "links": release_links_for(release=release) if staff else [],
             "can_issue_link": release.status == ReleaseStatus.APPROVED
             and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD),
-            "link_form": LinkForm(formats=[f.name for f in formats]),
+            "link_form": link_form,
+            "link_form_html": form_fields_html(link_form),
         },
     )
 

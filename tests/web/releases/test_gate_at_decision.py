@@ -179,6 +179,35 @@ def test_an_unchanged_state_is_checked_once_and_a_change_is_checked_again(
     assert runs.count(second.pk) == 1
 
 
+def test_an_unchanged_state_reads_the_whole_gate_kept_and_a_status_change_shows_at_once(
+    pair, steward
+):
+    """The gate is kept whole under its state: a second look reads no recorded conflict
+    finding, and gives the same findings, releases checked and notes; a status change of
+    another release of the source is a new state, seen on the next look."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first, second = pair
+    one = release_gate_now(release=first)
+    with CaptureQueriesContext(connection) as ctx:
+        again = release_gate_now(release=first)
+    assert not any("releases_conflictfinding" in q["sql"] for q in ctx.captured_queries)
+    assert (again.findings, again.checked, again.notes, again.version, again.rechecked) == (
+        one.findings,
+        one.checked,
+        one.notes,
+        one.version,
+        one.rechecked,
+    )
+    assert [c["status"] for c in again.checked] == ["pending"]
+    assert codes(again.findings) == {"conflict_linkage"}
+    release_reject(user=steward, release=second, note="no")
+    after = release_gate_now(release=first)
+    assert after.checked == () and after.version != one.version
+    assert codes(after.findings) == set()
+
+
 def test_the_comparison_gives_each_side_its_gate_as_it_stands(pair, steward):
     first, second = pair
     release_approve(user=steward, release=second, override=JUSTIFICATION)

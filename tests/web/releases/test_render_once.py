@@ -252,6 +252,53 @@ def test_pages_cost_a_bounded_number_of_queries(
         assert not response.streaming or b"".join(response.streaming_content)
 
 
+@pytest.mark.parametrize(
+    ("who", "page"),
+    [
+        ("analyst", "release list"),
+        ("analyst", "release"),
+        ("analyst", "download"),
+        ("steward", "home"),
+        ("steward", "audit"),
+        ("officer", "release"),
+        ("officer", "job list"),
+        ("officer", "risk"),
+    ],
+)
+def test_pages_filter_on_the_readers_teams_without_reading_the_memberships_again(
+    client, request, release, dataset, who, page
+):
+    """The lists and pages scope their queries by the ids of the reader's teams, from the
+    roles read once (and kept across requests): no query of theirs reads the memberships."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = {
+        "release": reverse("releases:detail", args=[release.pk]),
+        "risk": reverse("datasets:detail", args=[dataset.pk]),
+        "audit": reverse("audit:list"),
+        "download": reverse("releases:download", args=[release.pk]),
+        "release list": reverse("releases:list"),
+        "home": reverse("home"),
+        "job list": reverse("jobs:list"),
+    }[page]
+    client.force_login(request.getfixturevalue(who))
+    first = client.get(url)
+    assert first.status_code == 200
+    assert not first.streaming or b"".join(first.streaming_content)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+        assert response.status_code == 200
+        assert not response.streaming or b"".join(response.streaming_content)
+    # the home page lists the user's teams (a membership query of its own, joined to teams)
+    reads = [
+        q["sql"]
+        for q in ctx.captured_queries
+        if '"accounts_membership"' in q["sql"] and '"accounts_team"."name"' not in q["sql"]
+    ]
+    assert reads == []
+
+
 def test_an_api_list_carries_an_etag_and_answers_304_while_it_is_unchanged(
     analyst, steward, officer, dataset, release
 ):
@@ -284,3 +331,45 @@ def test_the_report_section_is_rendered_once_per_view_and_never_crosses_views(
     seen = _page(client, analyst, release)
     assert b"MARK" not in seen.content and b"source rows" not in seen.content
     assert b'data-testid="release-steps"' in seen.content and b"released rows" in seen.content
+
+
+def test_the_compare_with_list_reads_the_versions_numbers_titles_and_states_only(
+    officer, dataset, published
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from anonweb.accounts.selectors import roles_read_once
+    from anonweb.releases.selectors import release_versions_for_user
+
+    other = launch(officer, dataset, K_PLAN, "k again")
+    with roles_read_once():
+        release_versions_for_user(user=officer, release=other)  # the roles, read once
+        with CaptureQueriesContext(connection) as ctx:
+            versions = list(release_versions_for_user(user=officer, release=other))
+    assert [(v.pk, v.version, v.title, v.get_status_display()) for v in versions] == [
+        (published.pk, published.version, published.title, published.get_status_display())
+    ]
+    (sql,) = [q["sql"] for q in ctx.captured_queries]
+    assert " JOIN " not in sql and '"report"' not in sql and '"requested_by_id"' not in sql
+
+
+@pytest.mark.parametrize(("who", "page"), [("analyst", "release list"), ("steward", "home")])
+def test_release_lists_read_only_the_names_of_the_rows_they_join(
+    client, request, release, who, page
+):
+    """A list shows the dataset's and the people's names: not the dataset's column profiles and
+    tags, nor the users' password hashes, read and built for every row."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(request.getfixturevalue(who))
+    url = reverse({"release list": "releases:list", "home": "home"}[page])
+    client.get(url)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200 and f"v{release.version}".encode() in response.content
+    listed = [q["sql"] for q in ctx.captured_queries if 'FROM "releases_release"' in q["sql"]]
+    assert listed
+    for sql in listed:
+        assert '"datasets_dataset"."columns"' not in sql and '"auth_user"."password"' not in sql
