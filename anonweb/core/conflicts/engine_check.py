@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.conflicts.check import ConflictReport, sorted_findings
 from anonweb.core.conflicts.engine_linkage import (
+    NotOutOfCore,
     TableRelease,
     drop_tables,
     l_alone,
@@ -38,6 +39,8 @@ from anonweb.core.conflicts.engine_linkage import (
     scalar,
 )
 from anonweb.core.conflicts.findings import Finding
+
+__all__ = ["LINEAGE_COLUMN", "NotOutOfCore", "TableRelease", "engine_release_conflicts"]
 from anonweb.core.conflicts.release import (
     DEFAULT_K,
     DEFAULT_L,
@@ -55,10 +58,6 @@ AGGREGATES_NOT_OUT_OF_CORE = (
     "exact inference and differencing (the aggregates {releases} publish are solved against "
     "every record's values in memory, which an engine does not do)"
 )
-
-
-class NotOutOfCore(Exception):
-    """A part of the check that cannot run out of core: the message names it and why."""
 
 
 @contextmanager

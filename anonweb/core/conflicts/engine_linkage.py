@@ -99,8 +99,31 @@ def relation(con: Any, source: str | Path | pd.DataFrame | NDArray[Any], column:
     return f"(SELECT * EXCLUDE (file_row_number), file_row_number AS __pos FROM {read})"
 
 
+class NotOutOfCore(Exception):
+    """A part of the check that cannot run out of core: the message names it and why."""
+
+
+# The columns each release's table gains here (its source row, position, class and class
+# size), and the row number DuckDB reads a Parquet file with: a released column of one of
+# these names would be read in their place, and the counts would be of the wrong column.
+RESERVED_COLUMNS = ("__row", "__pos", "__c", "__n", "file_row_number")
+
+
 def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     name = f"anonweb_conflict_{next(_ids)}"
+    columns_of = (
+        list(release.table.columns)
+        if isinstance(release.table, pd.DataFrame)
+        else [str(r[0]) for r in con.execute(
+            f"DESCRIBE SELECT * FROM read_parquet({literal(str(release.table))})"
+        ).fetchall()]
+    )  # fmt: skip
+    taken = [str(c) for c in columns_of if str(c) in RESERVED_COLUMNS]
+    if taken:
+        raise NotOutOfCore(
+            f"{release.label} has a column named {', '.join(taken)}, a name the check out of "
+            "core gives its own columns"
+        )
     published = relation(con, release.table, None)
     lineage = relation(con, release.rows, LINEAGE_COLUMN)
     described = con.execute(f"DESCRIBE SELECT * FROM {published}").fetchall()
