@@ -142,13 +142,16 @@ class DuckDBEngine:
             if hist is not None:
                 return hist
         keys = ", ".join(quote(c) for c in cols)
-        agg = "count(*) AS __n"
+        # the count's and the weight's names, other than any column's
+        n = fresh_name("__n", [*cols, weights or ""])
+        w = fresh_name("__w", [*cols, weights or "", n])
+        agg = f"count(*) AS {quote(n)}"
         if weights:
-            agg += f", sum(CAST({quote(weights)} AS DOUBLE)) AS __w"
+            agg += f", sum(CAST({quote(weights)} AS DOUBLE)) AS {quote(w)}"
         # each column numbered by its distinct values inside DuckDB, so what comes back is
         # integers per cell plus each column's few distinct values, not the labels per cell
         table = self.con.sql(f"SELECT {keys}, {agg} FROM {rel} GROUP BY ALL").to_arrow_table()
-        hist = _from_arrow(table, list(qi), list(sensitive), bool(weights))
+        hist = _from_arrow(table, list(qi), list(sensitive), bool(weights), n=n, w=w)
         del table
         _release_arrow_memory()
         return hist
@@ -256,16 +259,20 @@ class DuckDBEngine:
         if node.suppress_below > 0:
             conds.append(f"count(*) OVER (PARTITION BY {part}) < {int(node.suppress_below)}")
         listed = ""
+        # the flags' names, other than any column's (a column called so would be read instead)
+        columns = [*names, *([node.lineage] if node.lineage else [])]
+        flag = quote(fresh_name("__drop", columns))
         if node.suppressed is not None and len(node.suppressed):
-            sup = node.suppressed[qis].astype(object).assign(__sup=True)
+            listed_flag = fresh_name("__sup", qis)
+            sup = node.suppressed[qis].astype(object).assign(**{listed_flag: True})
             self.con.register("anonweb_suppressed", sup)
             on = " AND ".join(f"g.{quote(q)} IS NOT DISTINCT FROM x.{quote(q)}" for q in qis)
             listed = f"LEFT JOIN anonweb_suppressed AS x ON {on}"
-            conds.append("x.__sup IS NOT NULL")
+            conds.append(f"x.{quote(listed_flag)} IS NOT NULL")
         drop = " OR ".join(conds) or "false"
-        flagged = f"SELECT g.*, ({drop}) AS __drop FROM ({generalized}) AS g {listed}"
+        flagged = f"SELECT g.*, ({drop}) AS {flag} FROM ({generalized}) AS g {listed}"
         final = ", ".join(
-            f"CASE WHEN __drop THEN {literal(SUPPRESSED)} ELSE CAST({quote(c)} AS VARCHAR) END "
+            f"CASE WHEN {flag} THEN {literal(SUPPRESSED)} ELSE CAST({quote(c)} AS VARCHAR) END "
             f"AS {quote(c)}"
             if c in mapped
             else quote(c)
@@ -285,7 +292,7 @@ class DuckDBEngine:
             "(FORMAT parquet)"
         )
         row = self.con.execute(
-            "SELECT count(*), coalesce(sum(CASE WHEN __drop THEN 1 ELSE 0 END), 0) "
+            f"SELECT count(*), coalesce(sum(CASE WHEN {flag} THEN 1 ELSE 0 END), 0) "
             "FROM anonweb_release"
         ).fetchone()
         rows, suppressed = (int(row[0]), int(row[1])) if row else (0, 0)
@@ -490,14 +497,25 @@ def _release_arrow_memory() -> None:
     pa.default_memory_pool().release_unused()
 
 
-def _from_arrow(table: Any, qi: list[str], sensitive: list[str], weighted: bool) -> Histogram:
-    """A histogram from an Arrow table of cells (columns, ``__n``, maybe ``__w``)."""
+def _from_arrow(
+    table: Any, qi: list[str], sensitive: list[str], weighted: bool, *, n: str, w: str
+) -> Histogram:
+    """A histogram from an Arrow table of cells (columns, the count ``n``, maybe the weights'
+    sum ``w``)."""
     codes, labels = {}, {}
     for c in qi + sensitive:
         codes[c], labels[c] = _arrow_codes(table.column(c))
-    counts = table.column("__n").to_numpy().astype(np.int64)
-    w = table.column("__w").to_numpy(zero_copy_only=False) if weighted else None
-    return build_histogram(qi, sensitive, codes, labels, counts, w, distinct=True)
+    counts = table.column(n).to_numpy().astype(np.int64)
+    sums = table.column(w).to_numpy(zero_copy_only=False) if weighted else None
+    return build_histogram(qi, sensitive, codes, labels, counts, sums, distinct=True)
+
+
+def fresh_name(name: str, taken: Sequence[str]) -> str:
+    """``name``, with underscores before it until no column of ``taken`` has it: the name of a
+    column a query adds for itself, never read in place of a column of the table's."""
+    while name in taken:
+        name = "_" + name
+    return name
 
 
 def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
 from anonweb.core.engine.columns import ColumnCounts, NumberSummary
-from anonweb.core.engine.duckdb_engine import _from_arrow
+from anonweb.core.engine.duckdb_engine import _from_arrow, fresh_name
 from anonweb.core.engine.histogram import Histogram, require_source_columns
 from anonweb.core.risk.classes import SUPPRESSED
 
@@ -97,12 +97,15 @@ class SparkEngine:
         df = self._frame(source)
         cols = list(qi) + list(sensitive)
         require_source_columns(list(df.columns), qi, sensitive, weights)
-        aggs = [F.count(F.lit(1)).alias("__n")]
+        # the count's and the weight's names, other than any column's
+        n = fresh_name("__n", [*cols, weights or ""])
+        w = fresh_name("__w", [*cols, weights or "", n])
+        aggs = [F.count(F.lit(1)).alias(n)]
         if weights:
-            aggs.append(F.sum(F.col(weights).cast("double")).alias("__w"))
+            aggs.append(F.sum(F.col(weights).cast("double")).alias(w))
         cells = df.groupBy(*[F.col(c) for c in cols]).agg(*aggs)
         table = _to_arrow(cells)
-        return _from_arrow(table, list(qi), list(sensitive), bool(weights))
+        return _from_arrow(table, list(qi), list(sensitive), bool(weights), n=n, w=w)
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
         from pyspark.sql import Window
@@ -126,10 +129,13 @@ class SparkEngine:
         if node.suppress_below > 0:
             size = F.count(F.lit(1)).over(Window.partitionBy(*[F.col(q) for q in qis]))
             drop = drop | (size < int(node.suppress_below))
+        # the flags' names, other than any column's (a column called so would be read instead)
+        flag = fresh_name("__drop", list(df.columns))
         if node.suppressed is not None and len(node.suppressed):
+            listed = fresh_name("__sup", list(df.columns))
             sup = self.spark.createDataFrame(
-                node.suppressed[qis].astype(object).assign(__sup=True),
-                schema=", ".join(f"`{q}` string" for q in qis) + ", __sup boolean",
+                node.suppressed[qis].astype(object).assign(**{listed: True}),
+                schema=", ".join(f"`{q}` string" for q in qis) + f", `{listed}` boolean",
             )
             on = None
             for q in qis:
@@ -138,10 +144,10 @@ class SparkEngine:
             df = df.join(F.broadcast(sup), on, "left")
             for q in qis:
                 df = df.drop(sup[q])
-            drop = drop | F.col("__sup").isNotNull()
-        df = df.withColumn("__drop", drop)
+            drop = drop | F.col(listed).isNotNull()
+        df = df.withColumn(flag, drop)
         out_cols = [
-            F.when(F.col("__drop"), F.lit(SUPPRESSED)).otherwise(F.col(c).cast("string")).alias(c)
+            F.when(F.col(flag), F.lit(SUPPRESSED)).otherwise(F.col(c).cast("string")).alias(c)
             if c in mapped
             else F.col(c)
             for c in [*node.kept(names), *([node.lineage] if node.lineage else [])]
@@ -154,7 +160,7 @@ class SparkEngine:
                     written = written.orderBy(F.rand(node.shuffle_seed % (2**63)))
                 written.write.mode("errorifexists").parquet(str(Path(out).resolve()))
                 row = df.agg(
-                    F.count(F.lit(1)), F.sum(F.when(F.col("__drop"), 1).otherwise(0))
+                    F.count(F.lit(1)), F.sum(F.when(F.col(flag), 1).otherwise(0))
                 ).collect()[0]
         finally:
             df.unpersist()

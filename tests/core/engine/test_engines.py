@@ -179,6 +179,36 @@ def test_each_engine_writes_the_release_the_search_decided(tmp_path, duck, k, su
         assert _rows(pd.read_parquet(out)) == _rows(expected)
 
 
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_columns_named_as_the_engines_own_are_counted_and_released_as_any(tmp_path, duck, suffix):
+    # __n and __w name the count and the weights' sum, __drop and __sup the suppression flags:
+    # a table's own columns of those names are read as its columns, never in their place.
+    df, hierarchies = _table(7, 400, True)
+    df = df.assign(__drop=False, __sup=True, __n="x", __w=1.0)
+    path = tmp_path / f"t.{suffix}"
+    if suffix == "csv":
+        df.to_csv(path, index=False)
+        df = pd.read_csv(path, dtype={"zip": object})
+    else:
+        df.to_parquet(path)
+    for qis in (QIS, [*QIS, "__n"]):
+        counted = duck.histogram(path, qis, ["disease"], weights="__w")
+        assert counted.same_as(PandasEngine().histogram(path, qis, ["disease"], weights="__w"))
+        assert counted.rows == len(df)
+    hist = duck.histogram(path, QIS, ["disease"])
+    result = search_histogram(hist, hierarchies=hierarchies, k=6, suppression=0.1)
+    assert result.suppressed > 0
+    expected = optimal_generalization(
+        df, quasi_identifiers=QIS, hierarchies=hierarchies, k=6, suppression=0.1
+    ).apply(df)
+    node = node_release(result, hist, hierarchies)
+    for engine in (PandasEngine(), duck):
+        out = tmp_path / f"{engine.name}.parquet"
+        written = engine.write_release(path, node, out)
+        assert (written.rows, written.suppressed) == (len(df), result.suppressed)
+        assert _rows(pd.read_parquet(out)) == _rows(expected)
+
+
 def _rows(df: pd.DataFrame) -> list[tuple]:
     """The table's rows as text, sorted: a release's content whatever its row order."""
     cols = sorted(df.columns)
@@ -352,6 +382,27 @@ def test_spark_writes_the_release_the_search_decided(tmp_path, spark_engine):
     result = search_histogram(hist, hierarchies=hierarchies, k=4, suppression=0.05)
     expected = optimal_generalization(
         df, quasi_identifiers=QIS, hierarchies=hierarchies, k=4, suppression=0.05
+    ).apply(df)
+    out = tmp_path / "release"
+    written = spark_engine.write_release(path, node_release(result, hist, hierarchies), out)
+    assert (written.rows, written.suppressed) == (len(df), result.suppressed)
+    assert _rows(pd.read_parquet(out)) == _rows(expected)
+
+
+@pytest.mark.slow
+def test_spark_counts_and_releases_columns_named_as_its_own_as_any(tmp_path, spark_engine):
+    df, hierarchies = _table(7, 400, True)
+    df = df.assign(__drop=False, __sup=True, __n="x", __w=1.0)
+    path = tmp_path / "t.parquet"
+    df.to_parquet(path)
+    for qis in (QIS, [*QIS, "__n"]):
+        counted = spark_engine.histogram(path, qis, ["disease"], weights="__w")
+        assert counted.same_as(PandasEngine().histogram(path, qis, ["disease"], weights="__w"))
+    hist = spark_engine.histogram(path, QIS, ["disease"])
+    result = search_histogram(hist, hierarchies=hierarchies, k=6, suppression=0.1)
+    assert result.suppressed > 0
+    expected = optimal_generalization(
+        df, quasi_identifiers=QIS, hierarchies=hierarchies, k=6, suppression=0.1
     ).apply(df)
     out = tmp_path / "release"
     written = spark_engine.write_release(path, node_release(result, hist, hierarchies), out)
