@@ -15,7 +15,8 @@ of the classes found are read back, and :func:`~.linkage.k_finding`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -36,6 +37,8 @@ from anonweb.core.conflicts.linkage import (
     k_finding,
     linked_l_finding,
 )
+from anonweb.core.engine.base import fresh_name
+from anonweb.core.engine.duckdb_engine import numbered_parquet
 from anonweb.core.engine.lineage import LINEAGE_COLUMN
 
 _ids = count()
@@ -54,16 +57,38 @@ class TableRelease:
 
 
 @dataclass(frozen=True)
+class Own:
+    """The names of the columns the check gives a release's table: each row's source row,
+    its position in the release, its class and that class's size. Apart from the release's
+    columns (:func:`own_names`): a released column of one of these names would be read in
+    their place, and the counts would be of the wrong column."""
+
+    row: str = "__row"
+    pos: str = "__pos"
+    c: str = "__c"
+    n: str = "__n"
+
+
+def own_names(columns: Sequence[str]) -> Own:
+    taken = [str(c) for c in columns]
+    names = []
+    for name in ("__row", "__pos", "__c", "__n"):
+        names.append(fresh_name(name, taken))
+        taken.append(names[-1])
+    return Own(*names)
+
+
+@dataclass(frozen=True)
 class _Loaded:
-    """A release as a DuckDB table ``name``: ``__row`` (source row), ``__pos`` (its position
-    in the release), the published ``columns``, ``__c`` (its class on ``qis``) and ``__n``
-    (that class's size)."""
+    """A release as a DuckDB table ``name``: the published ``columns`` and the check's own
+    (``own``: source row, position in the release, class on ``qis``, its size)."""
 
     label: str
     name: str
     columns: tuple[str, ...]
     qis: tuple[str, ...]
     types: Mapping[str, str]
+    own: Own
 
 
 def q(name: str) -> str:
@@ -80,33 +105,49 @@ def scalar(con: Any, sql: str) -> Any:
     return rows[0][0] if rows else None
 
 
-def relation(con: Any, source: str | Path | pd.DataFrame | NDArray[Any], column: str | None) -> str:
-    """A SQL relation of ``source`` with ``__pos``, each row's position (and, for a lineage,
-    only ``column`` as ``__row``). A table in memory is registered under the name returned
-    (unregister it once read)."""
+def relation(
+    con: Any,
+    source: str | Path | pd.DataFrame | NDArray[Any],
+    column: str | None,
+    own: Own = Own(),  # noqa: B008 (frozen)
+) -> tuple[str, bool]:
+    """A SQL relation of ``source`` with ``own.pos``, each row's position (and, for a
+    lineage, only ``column`` as ``own.row``), and whether DuckDB must keep the order it reads
+    rows in for those positions (see :func:`~anonweb.core.engine.duckdb_engine.numbered_parquet`).
+    A table in memory is registered under the name returned (unregister it once read)."""
     if isinstance(source, pd.DataFrame | np.ndarray):
         frame = (
-            pd.DataFrame({"__row": np.asarray(source, dtype=np.int64)})
+            pd.DataFrame({own.row: np.asarray(source, dtype=np.int64)})
             if isinstance(source, np.ndarray)
             else source.reset_index(drop=True)
         )
         name = f"anonweb_conflict_in_{next(_ids)}"
-        con.register(name, frame.assign(__pos=np.arange(len(frame), dtype=np.int64)))
-        return name
-    read = f"read_parquet({literal(str(source))}, file_row_number = true)"
+        con.register(name, frame.assign(**{own.pos: np.arange(len(frame), dtype=np.int64)}))
+        return name, False
+    read = f"read_parquet({literal(str(source))})"
+    names = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()]
+    numbered, ordered = numbered_parquet([str(source)], own.pos, names)
     if column is not None:
-        return f"(SELECT {q(column)} AS __row, file_row_number AS __pos FROM {read})"
-    return f"(SELECT * EXCLUDE (file_row_number), file_row_number AS __pos FROM {read})"
+        return f"(SELECT {q(column)} AS {q(own.row)}, {q(own.pos)} FROM {numbered})", ordered
+    return numbered, ordered
+
+
+@contextmanager
+def in_order(con: Any, ordered: bool) -> Iterator[None]:
+    """DuckDB keeping the order it reads rows in while ``ordered`` (rows numbered so)."""
+    if not ordered:
+        yield
+        return
+    before = scalar(con, "SELECT current_setting('preserve_insertion_order')")
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        yield
+    finally:
+        con.execute(f"SET preserve_insertion_order = {'true' if before else 'false'}")
 
 
 class NotOutOfCore(Exception):
     """A part of the check that cannot run out of core: the message names it and why."""
-
-
-# The columns each release's table gains here (its source row, position, class and class
-# size), and the row number DuckDB reads a Parquet file with: a released column of one of
-# these names would be read in their place, and the counts would be of the wrong column.
-RESERVED_COLUMNS = ("__row", "__pos", "__c", "__n", "file_row_number")
 
 
 def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
@@ -118,43 +159,40 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
             f"DESCRIBE SELECT * FROM read_parquet({literal(str(release.table))})"
         ).fetchall()]
     )  # fmt: skip
-    taken = [str(c) for c in columns_of if str(c) in RESERVED_COLUMNS]
-    if taken:
-        raise NotOutOfCore(
-            f"{release.label} has a column named {', '.join(taken)}, a name the check out of "
-            "core gives its own columns"
-        )
-    published = relation(con, release.table, None)
-    lineage = relation(con, release.rows, LINEAGE_COLUMN)
+    own = own_names([str(c) for c in columns_of])
+    row, pos, c, n = q(own.row), q(own.pos), q(own.c), q(own.n)
+    published, ordered = relation(con, release.table, None, own)
+    lineage, lineage_ordered = relation(con, release.rows, LINEAGE_COLUMN, own)
     described = con.execute(f"DESCRIBE SELECT * FROM {published}").fetchall()
-    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) != "__pos"}
+    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) != own.pos}
     columns = tuple(types)
-    shown = tuple(c for c in qis if c in types)
-    joined = f"SELECT l.__row, p.* FROM {published} AS p JOIN {lineage} AS l ON p.__pos = l.__pos"
-    if shown:
-        # each class numbered once (a table of the classes, not a sort of the rows), with its
-        # size; each row finds its class by its values, a missing value matching a missing one
-        keys = ", ".join(q(c) for c in shown)
-        on = " AND ".join(f"r.{q(c)} IS NOT DISTINCT FROM k.{q(c)}" for c in shown)
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name}_classes AS SELECT {keys}, "
-            f"row_number() OVER () AS __c, __n FROM (SELECT {keys}, count(*) AS __n "
-            f"FROM {published} GROUP BY ALL)"
-        )
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT r.*, k.__c, k.__n FROM ({joined}) "
-            f"AS r JOIN {name}_classes AS k ON {on}"
-        )
-        con.execute(f"DROP TABLE {name}_classes")
-    else:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, 1 AS __c, count(*) OVER () AS __n "
-            f"FROM ({joined})"
-        )
+    shown = tuple(col for col in qis if col in types)
+    joined = f"SELECT l.{row}, p.* FROM {published} AS p JOIN {lineage} AS l ON p.{pos} = l.{pos}"
+    with in_order(con, ordered or lineage_ordered):
+        if shown:
+            # each class numbered once (a table of the classes, not a sort of the rows), with
+            # its size; each row finds its class by its values, a missing value matching one
+            keys = ", ".join(q(col) for col in shown)
+            on = " AND ".join(f"r.{q(col)} IS NOT DISTINCT FROM k.{q(col)}" for col in shown)
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {name}_classes AS SELECT {keys}, "
+                f"row_number() OVER () AS {c}, {n} FROM (SELECT {keys}, count(*) AS {n} "
+                f"FROM {published} GROUP BY ALL)"
+            )
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT r.*, k.{c}, k.{n} "
+                f"FROM ({joined}) AS r JOIN {name}_classes AS k ON {on}"
+            )
+            con.execute(f"DROP TABLE {name}_classes")
+        else:
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, 1 AS {c}, "
+                f"count(*) OVER () AS {n} FROM ({joined})"
+            )
     for view in (published, lineage):
         if view.startswith("anonweb_conflict_in_"):
             con.unregister(view)
-    return _Loaded(release.label, name, columns, shown, types)
+    return _Loaded(release.label, name, columns, shown, types, own)
 
 
 def drop_tables(con: Any, *names: str) -> None:
@@ -162,10 +200,9 @@ def drop_tables(con: Any, *names: str) -> None:
         con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
-def _distinct(column: str) -> str:
-    """Distinct values of ``column`` in a group, a missing value counted as one (as the
-    privacy models count them)."""
-    c = q(column) if not column.startswith("__") else column
+def _distinct(c: str) -> str:
+    """Distinct values of the SQL expression ``c`` (a quoted column) in a group, a missing
+    value counted as one (as the privacy models count them)."""
     return f"(count(DISTINCT {c}) + max(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END))"
 
 
@@ -253,7 +290,10 @@ def _linked(
     named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
 
     def counted(t: _Loaded) -> str:
-        return f"(SELECT __row, {named}, count(*) OVER (PARTITION BY {part}) AS __m FROM {t.name})"
+        return (
+            f"(SELECT {q(t.own.row)} AS __row, {named}, count(*) OVER (PARTITION BY {part}) "
+            f"AS __m FROM {t.name})"
+        )
 
     same = " AND ".join(f"x.__k{i} IS NOT DISTINCT FROM y.__k{i}" for i in range(len(keys)))
     linked = (
@@ -295,10 +335,11 @@ def pair_findings_out_of_core(
         ]
     )
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.__row AS row, x.__pos AS pa, "
-        f"y.__pos AS pb, x.__c AS ca, y.__c AS cb, x.__n AS na, y.__n AS nb"
+        f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.{q(a.own.row)} AS row, "
+        f"x.{q(a.own.pos)} AS pa, y.{q(b.own.pos)} AS pb, x.{q(a.own.c)} AS ca, "
+        f"y.{q(b.own.c)} AS cb, x.{q(a.own.n)} AS na, y.{q(b.own.n)} AS nb"
         f"{', ' + values if values else ''} FROM {a.name} AS x JOIN {b.name} AS y "
-        "ON x.__row = y.__row"
+        f"ON x.{q(a.own.row)} = y.{q(b.own.row)}"
     )
     try:
         n = int(scalar(con, f"SELECT count(*) FROM {shared}"))
@@ -341,7 +382,8 @@ def pair_findings_out_of_core(
 
 def _alone(con: Any, t: _Loaded, s: str) -> str:
     """Distinct values of ``s`` in each class of ``t`` alone (over all its rows)."""
-    return f"(SELECT __c, {_distinct(s)} AS d FROM {t.name} GROUP BY __c)"
+    c = q(t.own.c)
+    return f"(SELECT {c} AS __c, {_distinct(q(s))} AS d FROM {t.name} GROUP BY {c})"
 
 
 def _linked_l(
@@ -385,8 +427,8 @@ def _composition(
     cells = _frame(
         con,
         f"WITH p AS (SELECT DISTINCT ca, cb FROM {shared}), "
-        f"va AS (SELECT DISTINCT __c AS ca, {va} AS v FROM {a.name}), "
-        f"vb AS (SELECT DISTINCT __c AS cb, {vb} AS v FROM {b.name}), "
+        f"va AS (SELECT DISTINCT {q(a.own.c)} AS ca, {va} AS v FROM {a.name}), "
+        f"vb AS (SELECT DISTINCT {q(b.own.c)} AS cb, {vb} AS v FROM {b.name}), "
         "common AS (SELECT p.ca, p.cb, count(*) AS n FROM p JOIN va ON va.ca = p.ca "
         "JOIN vb ON vb.cb = p.cb AND vb.v IS NOT DISTINCT FROM va.v GROUP BY p.ca, p.cb) "
         "SELECT p.ca, p.cb, coalesce(common.n, 0) AS common, da.d AS da, db.d AS db FROM p "

@@ -193,21 +193,24 @@ def test_dp_releases_are_left_out_and_aggregates_are_not_counted_out_of_core():
         )
 
 
-@pytest.mark.parametrize("name", ["__row", "__pos", "__c", "__n", "file_row_number"])
-def test_a_column_named_as_the_checks_own_is_not_counted_in_its_place(tmp_path, name):
+@pytest.mark.parametrize("name", ["__row", "__pos", "__c", "__n", "file_row_number", "filename"])
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_column_named_as_the_checks_own_is_counted_as_itself(tmp_path, name, on_disk):
     # A disease column called __c would be read as the class number (and the twins' disclosed
-    # disease missed): the check out of core refuses, naming the column, so the gate blocks.
+    # disease missed): the check names its own columns apart, and finds what it finds in memory.
     source = PEOPLE.assign(disease=["flu", "asthma"] * 5 + ["hiv", "hiv"] + ["flu", "asthma"] * 5)
     source = source.rename(columns={"disease": name})
     rows = np.arange(len(source))
     a = pd.DataFrame({"age": bins(source["age"], 0), name: source[name]})
-    b = pd.DataFrame({"age": bins(source["age"], 5)})
-    for files in (None, tmp_path):
-        with pytest.raises(NotOutOfCore, match=f"has a column named {name}, a name the check"):
-            both(
-                source, a, rows, [earlier("release 1", b, rows)], tmp_path=files, k=5,
-                sensitive=[name],
-            )  # fmt: skip
+    b = pd.DataFrame({"age": bins(source["age"], 5), name: source[name]})
+    memory, engine = both(
+        source, a, rows, [earlier("release 1", b, rows)], tmp_path=tmp_path if on_disk else None,
+        k=5, sensitive=[name],
+    )  # fmt: skip
+    kinds = [(f.type, f.records, f.columns) for f in engine.report.findings]
+    assert kinds == [("linkage", TWINS, ()), ("linkage", TWINS, (name,))]
+    assert engine.report.findings[1].facts["l_joined"] == 1
+    same(memory, engine)
 
 
 def test_another_upload_is_left_out():
