@@ -26,6 +26,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.conflicts.engine_cells import (
+    Cells,
+    file_cells,
+    frame_cells,
+    missing_sql,
+    promoted,
+    text_sql,
+)
 from anonweb.core.conflicts.findings import Finding
 from anonweb.core.conflicts.linkage import (
     AGREEMENT,
@@ -89,6 +97,17 @@ class _Loaded:
     qis: tuple[str, ...]
     types: Mapping[str, str]
     own: Own
+    cells: Mapping[str, Cells]  # how the in-memory check reads each column
+
+    def text(self, column: str, alias: str = "", *, as_float: bool = False) -> str:
+        """SQL of a cell of ``column`` as the in-memory check writes it (alias-qualified)."""
+        p = f"{alias}." if alias else ""
+        cells = self.cells[column]
+        written = f"{p}{q(cells.written)}" if cells.written is not None else None
+        return text_sql(cells, f"{p}{q(column)}", written, as_float=as_float)
+
+    def missing(self, column: str, alias: str = "") -> str:
+        return missing_sql(self.cells[column], f"{alias}.{q(column)}" if alias else q(column))
 
 
 def q(name: str) -> str:
@@ -161,10 +180,16 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     )  # fmt: skip
     own = own_names([str(c) for c in columns_of])
     row, pos, c, n = q(own.row), q(own.pos), q(own.c), q(own.n)
-    published, ordered = relation(con, release.table, None, own)
+    table, cells = release.table, {}
+    if isinstance(table, pd.DataFrame):
+        table, cells = frame_cells(table, [own.row, own.pos, own.c, own.n])
+    published, ordered = relation(con, table, None, own)
     lineage, lineage_ordered = relation(con, release.rows, LINEAGE_COLUMN, own)
     described = con.execute(f"DESCRIBE SELECT * FROM {published}").fetchall()
-    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) != own.pos}
+    added = {own.pos, *(x.written for x in cells.values() if x.written is not None)}
+    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) not in added}
+    if not isinstance(table, pd.DataFrame):
+        cells = file_cells(con, str(table), types)
     columns = tuple(types)
     shown = tuple(col for col in qis if col in types)
     joined = f"SELECT l.{row}, p.* FROM {published} AS p JOIN {lineage} AS l ON p.{pos} = l.{pos}"
@@ -192,7 +217,7 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     for view in (published, lineage):
         if view.startswith("anonweb_conflict_in_"):
             con.unregister(view)
-    return _Loaded(release.label, name, columns, shown, types, own)
+    return _Loaded(release.label, name, columns, shown, types, own, cells)
 
 
 def drop_tables(con: Any, *names: str) -> None:
@@ -214,18 +239,13 @@ def _cast(column: str, types: Mapping[str, str], other: Mapping[str, str]) -> st
     return f"CAST({q(column)} AS VARCHAR)"
 
 
-# Types whose values are equal exactly when their texts are (the in-memory check compares
-# cells as text): compared as they are, which spares DuckDB writing each cell out.
-_SAME_AS_TEXT = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "BOOLEAN")
-
-
-def _as_text(column: str, types: Mapping[str, str], other: Mapping[str, str], alias: str) -> str:
-    """``alias.column`` compared with the other release's as the in-memory check compares
-    cells (as text): as it is when both are of one such type."""
-    kind = types.get(column)
-    if kind == other.get(column) and kind in _SAME_AS_TEXT:
-        return f"{alias}.{q(column)}"
-    return f"CAST({alias}.{q(column)} AS VARCHAR)"
+def _same(a: _Loaded, b: _Loaded, c: str) -> str:
+    """Whether a shared record's cells of ``c`` agree as :func:`~.linkage._agreement` decides:
+    equal texts, or both missing (integers never missing compared as they are)."""
+    if a.cells[c].kind == b.cells[c].kind == "int":
+        return f"(x.{q(c)} = y.{q(c)})"
+    texts = f"{a.text(c, 'x')} = {b.text(c, 'y')}"
+    return f"(({texts}) OR ({a.missing(c, 'x')} AND {b.missing(c, 'y')}))"
 
 
 def _frame(con: Any, sql: str) -> pd.DataFrame:
@@ -283,19 +303,20 @@ def _find_join(con: Any, a: _Loaded, b: _Loaded, shared: str, n: int) -> Join | 
 def _linked(
     con: Any, a: _Loaded, b: _Loaded, columns: Sequence[str], *, into: str | None = None
 ) -> int:
-    """Shared records whose values in ``columns`` (as text) occur once in each release and
-    agree; with ``into``, that table's ``lk`` marks them."""
-    keys = [f"CAST({q(c)} AS VARCHAR)" for c in columns]
-    part = ", ".join(keys)
-    named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
+    """Shared records whose values in ``columns`` (as text: the text of the two releases'
+    columns put together, as :func:`~.linkage._linked` writes them) occur once in each release
+    and agree; with ``into``, that table's ``lk`` marks them."""
 
     def counted(t: _Loaded) -> str:
+        keys = [t.text(c, as_float=promoted(a.cells[c], b.cells[c])) for c in columns]
+        part = ", ".join(keys)
+        named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
         return (
             f"(SELECT {q(t.own.row)} AS __row, {named}, count(*) OVER (PARTITION BY {part}) "
             f"AS __m FROM {t.name})"
         )
 
-    same = " AND ".join(f"x.__k{i} IS NOT DISTINCT FROM y.__k{i}" for i in range(len(keys)))
+    same = " AND ".join(f"x.__k{i} = y.__k{i}" for i in range(len(columns)))
     linked = (
         f"SELECT x.__row FROM {counted(a)} AS x JOIN {counted(b)} AS y ON x.__row = y.__row "
         f"WHERE x.__m = 1 AND y.__m = 1 AND {same}"
@@ -324,15 +345,11 @@ def pair_findings_out_of_core(
         return []
     shared = f"anonweb_conflict_shared_{next(_ids)}"
     # each shared column's cells compared in the same pass, as the in-memory check compares
-    # them (as text), for whether the column joins the releases
+    # them (each release's text of its cell, or both missing), for whether it joins them
     values = ", ".join(
         [f"x.{q(s)} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
         + [f"y.{q(s)} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
-        + [
-            f"({_as_text(c, a.types, b.types, 'x')} IS NOT DISTINCT FROM "
-            f"{_as_text(c, b.types, a.types, 'y')}) AS __same{i}"
-            for i, c in enumerate(_common(a, b))
-        ]
+        + [f"{_same(a, b, c)} AS __same{i}" for i, c in enumerate(_common(a, b))]
     )
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.{q(a.own.row)} AS row, "

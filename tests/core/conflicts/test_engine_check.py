@@ -257,3 +257,132 @@ def test_random_releases_give_the_in_memory_findings(cells, keep_order, subset, 
         qis=("age",), sensitive=["s"], k=k, l=2,
     )  # fmt: skip
     same(memory, engine)
+
+
+# Cells the out-of-core join must compare as the in-memory check does: as pandas reads each
+# release's file and writes its cells (astype(str)), or both missing. Each case gives the
+# column ``v`` of releases A and B per record (None: missing), their Arrow types, and whether
+# the in-memory check joins A and B on it (joined, the twins are alone: a linkage finding).
+N_PEOPLE = len(PEOPLE)
+BIG = 2**53
+
+
+def _floats(values, missing_at=(), nan=False):
+    out = [float(v) for v in values]
+    return [(float("nan") if nan else None) if i in missing_at else v for i, v in enumerate(out)]
+
+
+EDGE_CASES = {
+    # a NaN in one file and a null in the other: pandas reads both as NaN, both missing
+    "nan and null": (
+        pa.array(_floats([i + 0.5 for i in range(N_PEOPLE)], {0}, nan=True), pa.float64()),
+        pa.array(_floats([i + 0.5 for i in range(N_PEOPLE)], {0}), pa.float64()),
+        True,
+    ),
+    # integers with a gap are read as floats (1001.0), never equal to integers (1001)
+    "integers with and without a gap": (
+        pa.array([None] + [1000 + i for i in range(1, N_PEOPLE)], pa.int64()),
+        pa.array([1000 + i for i in range(N_PEOPLE)], pa.int64()),
+        False,
+    ),
+    # ... and as floats, 2**53 + 4i + 1 and 2**53 + 4i are the same float
+    "integers read as the same float": (
+        pa.array([None] + [BIG + 4 * i + 1 for i in range(1, N_PEOPLE)], pa.int64()),
+        pa.array([None] + [BIG + 4 * i for i in range(1, N_PEOPLE)], pa.int64()),
+        True,
+    ),
+    # a missing text is written None, and so is the text "None"
+    "missing text and the text None": (
+        pa.array([None] + [f"p{i}" for i in range(1, N_PEOPLE)]),
+        pa.array(["None"] + [f"p{i}" for i in range(1, N_PEOPLE)]),
+        True,
+    ),
+    # a missing float is written nan, and so is the text "nan"; floats as Python writes them
+    "missing float and the text nan": (
+        pa.array(_floats([1e16 + 2 * i for i in range(N_PEOPLE)], {0}), pa.float64()),
+        pa.array(["nan"] + [repr(1e16 + 2 * i) for i in range(1, N_PEOPLE)]),
+        True,
+    ),
+    "floats and their texts": (
+        pa.array(
+            [0.1 + 0.2, -0.0, float("inf"), 1e-05, 5e-324] + [i / 3 for i in range(5, N_PEOPLE)]
+        ),
+        pa.array(
+            ["0.30000000000000004", "-0.0", "inf", "1e-05", "5e-324"]
+            + [repr(i / 3) for i in range(5, N_PEOPLE)]
+        ),
+        True,
+    ),
+    "zero and negative zero": (
+        pa.array([-0.0] + [float(i) for i in range(1, N_PEOPLE)]),
+        pa.array([float(i) for i in range(N_PEOPLE)]),
+        False,
+    ),
+    # float32 0.1 is written 0.1 alone, but beside float64 it is 0.10000000149011612
+    "float32 and float64": (
+        pa.array([0.1 * (i + 1) for i in range(N_PEOPLE)], pa.float32()),
+        pa.array([float(str(np.float32(0.1 * (i + 1)))) for i in range(N_PEOPLE)], pa.float64()),
+        False,
+    ),
+    "integers and floats": (
+        pa.array(list(range(N_PEOPLE)), pa.int64()),
+        pa.array([float(i) for i in range(N_PEOPLE)], pa.float64()),
+        False,
+    ),
+    "booleans and their texts beside a reading": (
+        pa.array([i % 2 == 0 for i in range(N_PEOPLE)]),
+        pa.array(["True" if i % 2 == 0 else "False" for i in range(N_PEOPLE)]),
+        None,  # not unique: whether it joins depends on the reading beside it
+    ),
+}
+
+
+def _release_file(tmp_path, name, age, v, order, extra=None):
+    columns = {"age": pa.array(age.to_numpy()[order]), "v": v.take(pa.array(order))}
+    if extra is not None:
+        columns["w"] = extra.take(pa.array(order))
+    table, lineage = tmp_path / f"{name}.parquet", tmp_path / f"{name}.rows.parquet"
+    pq.write_table(pa.table(columns), table)
+    pq.write_table(pa.table({LINEAGE_COLUMN: np.asarray(order, dtype=np.int64)}), lineage)
+    return str(table), str(lineage)
+
+
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_the_join_compares_cells_as_the_in_memory_check(tmp_path, case):
+    va, vb, joins = EDGE_CASES[case]
+    extra = None
+    if joins is None:  # booleans joined beside a reading the twins do not share... in pairs
+        extra = pa.array([f"r{i // 2}" for i in range(N_PEOPLE)])
+        joins = True
+    ra = np.random.default_rng(1).permutation(N_PEOPLE)
+    rb = np.random.default_rng(2).permutation(N_PEOPLE)
+    if case == "integers with and without a gap":  # B leaves out the record A lacks
+        rb = rb[rb != 0]
+    ta, la = _release_file(tmp_path, "a", bins(PEOPLE["age"], 0), va, ra, extra)
+    tb, lb = _release_file(tmp_path, "b", bins(PEOPLE["age"], 5), vb, rb, extra)
+    # the in-memory check reads the releases' files as pandas does
+    fa, fb = pd.read_parquet(ta), pd.read_parquet(tb)
+    memory = release_conflicts(
+        PEOPLE, frame=fa, rows=ra, earlier=[earlier("release 1", fb, rb)],
+        quasi_identifiers=["age"], k=5,
+    )  # fmt: skip
+    found = [(f.type, f.records, f.facts.get("link")) for f in memory.report.findings]
+    assert found == ([("linkage", TWINS, "columns")] if joins else []), found
+    for table_a, rows_a, table_b, rows_b in ((ta, la, tb, lb), (fa, ra, fb, rb)):
+        other = EarlierRelease(
+            "release 1", "approved", 7, quasi_identifiers=("age",),
+            table_file=table_b if isinstance(table_b, str) else None,
+            rows_file=rows_b if isinstance(rows_b, str) else None,
+            frame=None if isinstance(table_b, str) else table_b,
+            rows=None if isinstance(rows_b, str) else np.asarray(rows_b),
+        )  # fmt: skip
+        out_of_core = engine_release_conflicts(
+            duckdb.connect(),
+            TableRelease(NEW_LABEL, table_a, rows_a),
+            earlier=[other],
+            source_rows=N_PEOPLE,
+            source_columns=list(PEOPLE.columns),
+            quasi_identifiers=["age"],
+            k=5,
+        )
+        same(memory, out_of_core)
