@@ -17,6 +17,13 @@ from it where the dtype is not DuckDB's type:
 * a float32 column's text is float32's shortest (``0.1``), but beside float64 it becomes the
   float64 it is (``0.10000000149011612``).
 
+Sensitive values are compared as the in-memory check codes them (:func:`~.linkage._released_codes`):
+as Python objects once the two columns are put together, missing values one value; so 1, 1.0
+and True are one value, 0.0 and -0.0 too, an integer beside floats is the float it becomes, and
+the number 1 is not the text "1". :func:`value_sql` writes each value as a text that equal
+values share: ``n:`` and the number (an integral one as an integer), ``s:`` and a text, ``o:``
+and any other value's text.
+
 DuckDB writes a double as Python does (the shortest text that reads back, ``1e+16``,
 ``0.30000000000000004``, ``-0.0``, ``inf``), so a float's text is DuckDB's. A table held in
 memory is read by the check as it is: its columns of other dtypes (objects, dates, nullable
@@ -50,6 +57,7 @@ _INTEGERS = frozenset(
         "UBIGINT",
     }
 )
+_NUMERIC_TYPES = _INTEGERS | {"FLOAT", "DOUBLE", "BOOLEAN"}
 # the kinds of column pandas holds as NumPy numbers: put together, they become float64 (where
 # they differ), and each cell is written as that float
 _NUMBERS = frozenset({"int", "float", "float32"})
@@ -60,12 +68,16 @@ class Cells:
     """How the in-memory check reads one released column: ``kind`` is ``int`` (NumPy integers,
     never missing), ``float`` (float64: floats, or integers with a missing value), ``float32``,
     ``bool`` (booleans, missing as ``None``), ``masked`` (a pandas nullable dtype: missing as
-    ``<NA>``), ``text`` (text and any other type, missing as ``None``); ``written`` names the
-    column holding pandas' own text of each cell, for a table in memory of another dtype."""
+    ``<NA>``), ``text`` (text and any other type, missing as ``None``); ``domain`` is what
+    its values are to Python (``n`` numbers, ``s`` texts, ``o`` others); ``written`` and
+    ``valued`` name the columns holding pandas' own text and :func:`value_sql`'s value of each
+    cell, for a table in memory of another dtype."""
 
     kind: str
     written: str | None = None
     boolean: bool = False
+    domain: str = "n"
+    valued: str | None = None
 
 
 def promoted(a: Cells, b: Cells) -> bool:
@@ -91,6 +103,52 @@ def text_sql(cells: Cells, ref: str, written: str | None = None, *, as_float: bo
     return f"coalesce(CAST({ref} AS VARCHAR), '{missing}')"
 
 
+_INT64 = "9223372036854775808.0"  # 2**63: doubles below it in size and integral are int64s
+
+
+def value_sql(cells: Cells, ref: str, valued: str | None = None, *, as_float: bool = False) -> str:
+    """SQL of the cell ``ref`` as a text that values Python counts equal share (NULL when
+    missing), as the in-memory check codes a sensitive column; ``valued`` is the reference of
+    the column ``cells.valued``; ``as_float``: as float64 (:func:`promoted`)."""
+    if cells.valued is not None:
+        return valued or ref
+    kind = cells.kind
+    if cells.domain == "s":
+        return f"('s:' || {ref})"
+    if cells.domain == "o":
+        return f"('o:' || CAST({ref} AS VARCHAR))"
+    if kind == "bool" or cells.boolean:
+        return f"CASE WHEN {ref} THEN 'n:1' WHEN NOT {ref} THEN 'n:0' END"
+    if (kind == "int" and not as_float) or kind == "masked":
+        return f"('n:' || CAST({ref} AS VARCHAR))"
+    x = f"CAST({ref} AS DOUBLE)"
+    return (
+        f"CASE WHEN {ref} IS NULL OR isnan({x}) THEN NULL "
+        f"WHEN {x} = floor({x}) AND abs({x}) < {_INT64} THEN 'n:' || CAST(CAST({x} AS BIGINT) "
+        f"AS VARCHAR) ELSE 'n:' || CAST({x} AS VARCHAR) END"
+    )
+
+
+def python_value(v: Any) -> str | None:
+    """:func:`value_sql`'s text of one Python value (of a table in memory)."""
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, bool | np.bool_):
+        return "n:1" if v else "n:0"
+    if isinstance(v, int | np.integer):
+        return f"n:{int(v)}"
+    if isinstance(v, float | np.floating):
+        x = float(v)
+        if x != x:
+            return None
+        if x == np.floor(x) and abs(x) < 2.0**63:
+            return f"n:{int(x)}"
+        return f"n:{x!r}"
+    if isinstance(v, str):
+        return f"s:{v}"
+    return f"o:{v}"
+
+
 def missing_sql(cells: Cells, ref: str) -> str:
     """SQL of whether pandas reads the cell ``ref`` as missing (a NaN of a float column too)."""
     if cells.kind in ("float", "float32"):
@@ -108,10 +166,12 @@ def frame_cells(frame: pd.DataFrame, taken: Sequence[str]) -> tuple[pd.DataFrame
     for c in frame.columns:
         dtype = frame[c].dtype
         if not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
-            name = fresh_name(f"__text_{c}", names)
-            names.append(name)
-            written[name] = frame[c].astype(str)
-            cells[str(c)] = Cells("text", name)
+            text, value = (fresh_name(f"__{x}_{c}", names) for x in ("text", "value"))
+            names += [text, value]
+            written[text] = frame[c].astype(str)
+            values = frame[c].astype(object).map(python_value)
+            written[value] = values.astype(object).where(values.notna(), None)
+            cells[str(c)] = Cells("text", text, valued=value)
         elif dtype.kind in "iu":
             cells[str(c)] = Cells("int")
         elif dtype.kind == "b":
@@ -138,8 +198,9 @@ def file_cells(con: Any, path: str | Path, types: Mapping[str, str]) -> dict[str
     out = {}
     for c, t in types.items():
         numpy_type = numpy_types.get(c, "")
+        domain = "s" if t == "VARCHAR" else "n" if t in _NUMERIC_TYPES else "o"
         if numpy_type[:1].isupper() or numpy_type in ("boolean", "string"):
-            out[c] = Cells("masked", boolean=t == "BOOLEAN")
+            out[c] = Cells("masked", boolean=t == "BOOLEAN", domain=domain)
         elif t in _INTEGERS:
             out[c] = Cells("float" if gaps[c] else "int")
         elif t == "DOUBLE":
@@ -149,5 +210,5 @@ def file_cells(con: Any, path: str | Path, types: Mapping[str, str]) -> dict[str
         elif t == "BOOLEAN":
             out[c] = Cells("bool")
         else:
-            out[c] = Cells("text")
+            out[c] = Cells("text", domain=domain)
     return out

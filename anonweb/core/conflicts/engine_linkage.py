@@ -33,6 +33,7 @@ from anonweb.core.conflicts.engine_cells import (
     missing_sql,
     promoted,
     text_sql,
+    value_sql,
 )
 from anonweb.core.conflicts.findings import Finding
 from anonweb.core.conflicts.linkage import (
@@ -105,6 +106,13 @@ class _Loaded:
         cells = self.cells[column]
         written = f"{p}{q(cells.written)}" if cells.written is not None else None
         return text_sql(cells, f"{p}{q(column)}", written, as_float=as_float)
+
+    def value(self, column: str, alias: str = "", *, as_float: bool = False) -> str:
+        """SQL of a cell of ``column`` as the in-memory check codes sensitive values."""
+        p = f"{alias}." if alias else ""
+        cells = self.cells[column]
+        valued = f"{p}{q(cells.valued)}" if cells.valued is not None else None
+        return value_sql(cells, f"{p}{q(column)}", valued, as_float=as_float)
 
     def missing(self, column: str, alias: str = "") -> str:
         return missing_sql(self.cells[column], f"{alias}.{q(column)}" if alias else q(column))
@@ -186,7 +194,7 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     published, ordered = relation(con, table, None, own)
     lineage, lineage_ordered = relation(con, release.rows, LINEAGE_COLUMN, own)
     described = con.execute(f"DESCRIBE SELECT * FROM {published}").fetchall()
-    added = {own.pos, *(x.written for x in cells.values() if x.written is not None)}
+    added = {own.pos, *(x.written for x in cells.values()), *(x.valued for x in cells.values())}
     types = {str(r[0]): str(r[1]) for r in described if str(r[0]) not in added}
     if not isinstance(table, pd.DataFrame):
         cells = file_cells(con, str(table), types)
@@ -231,12 +239,12 @@ def _distinct(c: str) -> str:
     return f"(count(DISTINCT {c}) + max(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END))"
 
 
-def _cast(column: str, types: Mapping[str, str], other: Mapping[str, str]) -> str:
-    """``column`` comparable with the other release's: as it is when both have one type, as
-    text otherwise."""
-    if types.get(column) == other.get(column):
-        return q(column)
-    return f"CAST({q(column)} AS VARCHAR)"
+def _values(t: _Loaded, other: _Loaded, s: str, alias: str = "") -> str:
+    """SQL of ``t``'s values of ``s`` as the in-memory check codes them beside ``other``'s
+    (:func:`~.linkage._released_codes`: the two columns put together; alone if ``other``
+    has no such column)."""
+    both = s in other.columns
+    return t.value(s, alias, as_float=both and promoted(t.cells[s], other.cells[s]))
 
 
 def _same(a: _Loaded, b: _Loaded, c: str) -> str:
@@ -347,8 +355,8 @@ def pair_findings_out_of_core(
     # each shared column's cells compared in the same pass, as the in-memory check compares
     # them (each release's text of its cell, or both missing), for whether it joins them
     values = ", ".join(
-        [f"x.{q(s)} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
-        + [f"y.{q(s)} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
+        [f"{_values(a, b, s, 'x')} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
+        + [f"{_values(b, a, s, 'y')} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
         + [f"{_same(a, b, c)} AS __same{i}" for i, c in enumerate(_common(a, b))]
     )
     con.execute(
@@ -397,10 +405,12 @@ def pair_findings_out_of_core(
         drop_tables(con, shared)
 
 
-def _alone(con: Any, t: _Loaded, s: str) -> str:
-    """Distinct values of ``s`` in each class of ``t`` alone (over all its rows)."""
+def _alone(con: Any, t: _Loaded, s: str, other: _Loaded | None = None) -> str:
+    """Distinct values of ``s`` in each class of ``t`` alone (over all its rows), coded beside
+    ``other``'s (:func:`_values`) or alone."""
     c = q(t.own.c)
-    return f"(SELECT {c} AS __c, {_distinct(q(s))} AS d FROM {t.name} GROUP BY {c})"
+    v = _values(t, other, s) if other is not None else t.value(s)
+    return f"(SELECT {c} AS __c, {_distinct(v)} AS d FROM {t.name} GROUP BY {c})"
 
 
 def _linked_l(
@@ -419,8 +429,8 @@ def _linked_l(
         + (", da.d AS da" if has_a else "")
         + (", db.d AS db" if has_b else "")
         + " FROM c JOIN j ON c.ca = j.ca AND c.cb = j.cb"
-        + (f" JOIN {_alone(con, a, s)} AS da ON da.__c = c.ca" if has_a else "")
-        + (f" JOIN {_alone(con, b, s)} AS db ON db.__c = c.cb" if has_b else ""),
+        + (f" JOIN {_alone(con, a, s, b)} AS da ON da.__c = c.ca" if has_a else "")
+        + (f" JOIN {_alone(con, b, s, a)} AS db ON db.__c = c.cb" if has_b else ""),
     )
     alone_ok = np.ones(len(cells), dtype=bool)
     if has_a:
@@ -440,7 +450,7 @@ def _composition(
 ) -> Finding | None:
     if s not in a.columns or s not in b.columns:
         return None
-    va, vb = _cast(s, a.types, b.types), _cast(s, b.types, a.types)
+    va, vb = _values(a, b, s), _values(b, a, s)
     cells = _frame(
         con,
         f"WITH p AS (SELECT DISTINCT ca, cb FROM {shared}), "
@@ -450,8 +460,8 @@ def _composition(
         "JOIN vb ON vb.cb = p.cb AND vb.v IS NOT DISTINCT FROM va.v GROUP BY p.ca, p.cb) "
         "SELECT p.ca, p.cb, coalesce(common.n, 0) AS common, da.d AS da, db.d AS db FROM p "
         "LEFT JOIN common ON common.ca = p.ca AND common.cb = p.cb "
-        f"JOIN {_alone(con, a, s)} AS da ON da.__c = p.ca "
-        f"JOIN {_alone(con, b, s)} AS db ON db.__c = p.cb",
+        f"JOIN {_alone(con, a, s, b)} AS da ON da.__c = p.ca "
+        f"JOIN {_alone(con, b, s, a)} AS db ON db.__c = p.cb",
     )
     alone_ok = (cells["da"].to_numpy() >= l_min) & (cells["db"].to_numpy() >= l_min)
     hit = below_l(cells["common"].to_numpy(), alone_ok, l_min)
