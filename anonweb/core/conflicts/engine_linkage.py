@@ -188,7 +188,8 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     )  # fmt: skip
     own = own_names([str(c) for c in columns_of])
     row, pos, c, n = q(own.row), q(own.pos), q(own.c), q(own.n)
-    table, cells = release.table, {}
+    table = release.table
+    cells: dict[str, Cells] = {}
     if isinstance(table, pd.DataFrame):
         table, cells = frame_cells(table, [own.row, own.pos, own.c, own.n])
     published, ordered = relation(con, table, None, own)
