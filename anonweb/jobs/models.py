@@ -22,6 +22,7 @@ class JobKind(models.TextChoices):
     DEMO_SLEEP = "demo_sleep", "Queue check (waits a few seconds)"
     HIERARCHY = "hierarchy", "Read an uploaded hierarchy"
     ATTACK = "attack", "Attack a release again"
+    UTILITY = "utility", "Measure a release's utility"
 
 
 class Job(models.Model):

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from anonweb.common.files import files
 from anonweb.core.engine.select import choose_engine, make_engine
+from anonweb.core.errors import CoreError
 from anonweb.core.models.population_table import PopulationTable
 from anonweb.core.release.engine_release import engine_problems, make_engine_release
 from anonweb.core.release.make import make_release
@@ -35,6 +36,7 @@ from anonweb.releases.conflicts import earlier_releases
 from anonweb.releases.fragments import release_fragments_warm
 from anonweb.releases.gate import thresholds_for
 from anonweb.releases.models import Release
+from anonweb.releases.utility import release_utility_measure
 
 Progress = Callable[[int, str], None]
 RUNNERS: dict[str, Callable[[Job, Progress], dict]] = {}
@@ -101,6 +103,17 @@ def run_attack(job: Job, progress: Progress) -> dict:
     progress(5, "loading the source")
     source = load_frame(job.dataset.storage_key)
     return release_attacks_run(release=release, source=source, progress=progress)
+
+
+@runner(JobKind.UTILITY)
+def run_utility(job: Job, progress: Progress) -> dict:
+    """Measure the utility of a release an engine made; the source is read here, by the
+    worker, on the engine that streams it."""
+    release = Release.objects.select_related("dataset").get(pk=int(job.params["release_id"]))
+    progress(5, "measuring the utility on the source")
+    if not release_utility_measure(release=release):
+        raise CoreError("The release's files or its source's are gone: nothing to measure.")
+    return {"release_id": release.pk}
 
 
 def _population(dataset: Dataset, plan: dict) -> PopulationTable | None:

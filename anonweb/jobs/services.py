@@ -498,6 +498,30 @@ def jobs_check_queued() -> tuple[int, int]:
     return sent, len(late)
 
 
+def release_utility_start(*, user: User, release_id: int) -> Job:
+    """Queue a job that measures the utility of a release an engine made (officers and
+    stewards): the worker reads the source on the engine, the request never does. A job
+    already queued or running for the release is the one returned."""
+    release = release_get_for_user(user=user, release_id=release_id)
+    if not release_is_staff(user=user, release=release):
+        raise PermissionDenied("The utility is measured on the source: officers and stewards only.")
+    waiting = Job.objects.filter(
+        kind=JobKind.UTILITY,
+        params__release_id=release.pk,
+        status__in=[JobStatus.QUEUED, JobStatus.RUNNING],
+    ).first()
+    if waiting is not None:
+        return waiting
+    return job_create(
+        user=user,
+        team=release.team,
+        kind=JobKind.UTILITY,
+        dataset=release.dataset,
+        params={"release_id": release.pk},
+        roles=(Role.PRIVACY_OFFICER, Role.DATA_STEWARD),
+    )
+
+
 def release_attacks_start(*, user: User, release_id: int) -> Job:
     """Queue a job that attacks the release again (officers and stewards): the worker reads
     the source, the request never does."""

@@ -17,4 +17,5 @@ urlpatterns = [
 # ``releases`` namespace, with the releases app's own pages.
 release_urlpatterns = [
     path("<int:release_id>/attack/", views.release_attack, name="attack"),
+    path("<int:release_id>/utility/", views.release_utility, name="utility"),
 ]

@@ -23,6 +23,7 @@ from anonweb.jobs.services import (
     jobs_check_queued_from_page,
     jobs_reap_stale_from_page,
     release_attacks_start,
+    release_utility_start,
 )
 
 
@@ -101,6 +102,20 @@ def job_plan(request, dataset_id: int):
 
 def job_plan_check(request, dataset_id: int):
     return plan_check(request, dataset_id=dataset_id)
+
+
+@require_POST
+def release_utility(request, release_id: int):
+    """Measure the utility of a release an engine made (officers and stewards): a job, whose
+    page shows its progress; served at the release's address (``releases:utility``)."""
+    try:
+        job = release_utility_start(user=request.user, release_id=release_id)
+    except PermissionDenied as exc:
+        return render(request, "403.html", {"exception": str(exc)}, status=403)
+    except CoreError as exc:
+        messages.error(request, str(exc))
+        return redirect("releases:detail", release_id=release_id)
+    return redirect("jobs:detail", job_id=job.pk)
 
 
 @require_POST

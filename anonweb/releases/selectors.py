@@ -24,7 +24,11 @@ from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.gate import GateNow, release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 from anonweb.releases.storage import read_private_json
-from anonweb.releases.utility import release_utility_page, release_utility_read
+from anonweb.releases.utility import (
+    release_utility_page,
+    release_utility_read,
+    utility_waits_for_job,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -368,6 +372,11 @@ class ReleaseForReader:
         if not self.staff:
             return None
         return release_utility_read(user=self.user, release=self.release)
+
+    @cached_property
+    def utility_pending(self) -> bool:
+        """Whether the utility waits for a job to measure it (staff only)."""
+        return self.staff and utility_waits_for_job(release=self.release)
 
     @cached_property
     def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:

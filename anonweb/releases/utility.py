@@ -11,8 +11,10 @@ out-of-core engine made is measured by that engine at publication
 :func:`~anonweb.core.utility.measures.engine_release_utility`: the same measures from the
 columns' counts, neither table read into memory). A release published without it (before it
 was measured at publication, or when that failed) gets it from its first staff reader,
-computed the same way from the stored source (by the engine ``ANONWEB_ENGINE`` picks for a
-large stored source on the local disk, in memory otherwise). It quotes the source, so it goes
+computed the same way from the stored source; for a release an engine made, by a job
+(:func:`release_utility_measure`, started from the page, which shows it pending meanwhile:
+:func:`utility_waits_for_job`), never in the request, since the engine ``ANONWEB_ENGINE``
+picks for a large stored source may be Spark, whose session a web request must not start. It quotes the source, so it goes
 when the source is purged
 (:func:`anonweb.releases.source_figures.release_source_figures_forget`)."""
 
@@ -71,14 +73,42 @@ def _utility_for(release: Release, *, raw: bool) -> dict[str, Any] | None:
 
 def release_utility_get(*, release: Release) -> dict[str, Any] | None:
     """The stored utility (measured when the release was published), else computed and stored
-    now. The caller checks the reader."""
+    now; None while it waits for its job (:func:`utility_waits_for_job`). The caller checks
+    the reader."""
     stored = _stored(release)
-    if stored is not None:
+    if stored is not None or _made_by_engine(release):
         return stored
     utility = _compute(release)
     if utility is not None:
         _store(release, utility)
     return utility
+
+
+def _made_by_engine(release: Release) -> bool:
+    return (release.published_report or {}).get("engine", "pandas") != "pandas"
+
+
+def utility_waits_for_job(*, release: Release) -> bool:
+    """Whether the utility of ``release`` is not measured yet and is measured by a job only
+    (:func:`release_utility_measure`): a release an out-of-core engine made, whose measure
+    reads the source on an engine (a Spark session, possibly), never in a web request."""
+    return _made_by_engine(release) and _stored(release) is None
+
+
+def release_utility_measure(*, release: Release) -> bool:
+    """Measure and store the utility of ``release`` now (the job's work), on the engine that
+    reads its stored source out of core, else in memory; then build its pages. Returns
+    whether it was stored (False when the release's or the source's files are gone)."""
+    if _stored(release) is not None:
+        return True
+    utility = _compute(release)
+    if utility is None:
+        return False
+    _store(release, utility)
+    # the pages kept while it was pending showed no figures
+    cache.delete_many([_utility_key(release, raw=True), _utility_key(release, raw=False)])
+    release_utility_pages_warm(release=release)
+    return True
 
 
 def _stored(release: Release) -> dict[str, Any] | None:
@@ -283,6 +313,8 @@ def _utility_page(
         charts = utility_charts(utility) if utility else None
         return utility, charts, charts_markup(charts, testid="utility-chart")
 
+    if utility_waits_for_job(release=release):  # nothing to keep until its job has run
+        return None, None, ""
     return cached_view(_utility_key(release, raw=raw), build, counter="utility")
 
 

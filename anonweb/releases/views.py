@@ -106,6 +106,7 @@ def release_detail(request, release_id: int):
             "alternatives": alternatives,
             "disclosing": built.disclosing,
             "utility": utility,
+            "utility_pending": view.utility_pending,
             "utility_charts": utility_charts,
             "utility_charts_html": mark_safe(utility_charts_html),  # escaped when built
             "formats": formats,

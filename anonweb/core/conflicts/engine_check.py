@@ -80,7 +80,8 @@ def _earlier_table(other: EarlierRelease) -> TableRelease | None:
 def _max_row(con: Any, rows: str | Path | NDArray[Any]) -> int:
     if isinstance(rows, np.ndarray):
         return int(rows.max()) if rows.size else -1
-    least = scalar(con, f"SELECT max(__row) FROM {relation(con, rows, LINEAGE_COLUMN)}")
+    lineage, _ = relation(con, rows, LINEAGE_COLUMN)  # the greatest row whatever the order
+    least = scalar(con, f"SELECT max(__row) FROM {lineage}")
     return -1 if least is None else int(least)
 
 

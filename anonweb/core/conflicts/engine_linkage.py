@@ -15,7 +15,8 @@ of the classes found are read back, and :func:`~.linkage.k_finding`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -25,6 +26,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.conflicts.engine_cells import (
+    Cells,
+    file_cells,
+    frame_cells,
+    missing_sql,
+    promoted,
+    text_sql,
+    value_sql,
+)
 from anonweb.core.conflicts.findings import Finding
 from anonweb.core.conflicts.linkage import (
     AGREEMENT,
@@ -36,6 +46,8 @@ from anonweb.core.conflicts.linkage import (
     k_finding,
     linked_l_finding,
 )
+from anonweb.core.engine.base import fresh_name
+from anonweb.core.engine.duckdb_engine import numbered_parquet
 from anonweb.core.engine.lineage import LINEAGE_COLUMN
 
 _ids = count()
@@ -54,16 +66,56 @@ class TableRelease:
 
 
 @dataclass(frozen=True)
+class Own:
+    """The names of the columns the check gives a release's table: each row's source row,
+    its position in the release, its class and that class's size. Apart from the release's
+    columns (:func:`own_names`): a released column of one of these names would be read in
+    their place, and the counts would be of the wrong column."""
+
+    row: str = "__row"
+    pos: str = "__pos"
+    c: str = "__c"
+    n: str = "__n"
+
+
+def own_names(columns: Sequence[str]) -> Own:
+    taken = [str(c) for c in columns]
+    names = []
+    for name in ("__row", "__pos", "__c", "__n"):
+        names.append(fresh_name(name, taken))
+        taken.append(names[-1])
+    return Own(*names)
+
+
+@dataclass(frozen=True)
 class _Loaded:
-    """A release as a DuckDB table ``name``: ``__row`` (source row), ``__pos`` (its position
-    in the release), the published ``columns``, ``__c`` (its class on ``qis``) and ``__n``
-    (that class's size)."""
+    """A release as a DuckDB table ``name``: the published ``columns`` and the check's own
+    (``own``: source row, position in the release, class on ``qis``, its size)."""
 
     label: str
     name: str
     columns: tuple[str, ...]
     qis: tuple[str, ...]
     types: Mapping[str, str]
+    own: Own
+    cells: Mapping[str, Cells]  # how the in-memory check reads each column
+
+    def text(self, column: str, alias: str = "", *, as_float: bool = False) -> str:
+        """SQL of a cell of ``column`` as the in-memory check writes it (alias-qualified)."""
+        p = f"{alias}." if alias else ""
+        cells = self.cells[column]
+        written = f"{p}{q(cells.written)}" if cells.written is not None else None
+        return text_sql(cells, f"{p}{q(column)}", written, as_float=as_float)
+
+    def value(self, column: str, alias: str = "", *, as_float: bool = False) -> str:
+        """SQL of a cell of ``column`` as the in-memory check codes sensitive values."""
+        p = f"{alias}." if alias else ""
+        cells = self.cells[column]
+        valued = f"{p}{q(cells.valued)}" if cells.valued is not None else None
+        return value_sql(cells, f"{p}{q(column)}", valued, as_float=as_float)
+
+    def missing(self, column: str, alias: str = "") -> str:
+        return missing_sql(self.cells[column], f"{alias}.{q(column)}" if alias else q(column))
 
 
 def q(name: str) -> str:
@@ -80,33 +132,49 @@ def scalar(con: Any, sql: str) -> Any:
     return rows[0][0] if rows else None
 
 
-def relation(con: Any, source: str | Path | pd.DataFrame | NDArray[Any], column: str | None) -> str:
-    """A SQL relation of ``source`` with ``__pos``, each row's position (and, for a lineage,
-    only ``column`` as ``__row``). A table in memory is registered under the name returned
-    (unregister it once read)."""
+def relation(
+    con: Any,
+    source: str | Path | pd.DataFrame | NDArray[Any],
+    column: str | None,
+    own: Own = Own(),  # noqa: B008 (frozen)
+) -> tuple[str, bool]:
+    """A SQL relation of ``source`` with ``own.pos``, each row's position (and, for a
+    lineage, only ``column`` as ``own.row``), and whether DuckDB must keep the order it reads
+    rows in for those positions (see :func:`~anonweb.core.engine.duckdb_engine.numbered_parquet`).
+    A table in memory is registered under the name returned (unregister it once read)."""
     if isinstance(source, pd.DataFrame | np.ndarray):
         frame = (
-            pd.DataFrame({"__row": np.asarray(source, dtype=np.int64)})
+            pd.DataFrame({own.row: np.asarray(source, dtype=np.int64)})
             if isinstance(source, np.ndarray)
             else source.reset_index(drop=True)
         )
         name = f"anonweb_conflict_in_{next(_ids)}"
-        con.register(name, frame.assign(__pos=np.arange(len(frame), dtype=np.int64)))
-        return name
-    read = f"read_parquet({literal(str(source))}, file_row_number = true)"
+        con.register(name, frame.assign(**{own.pos: np.arange(len(frame), dtype=np.int64)}))
+        return name, False
+    read = f"read_parquet({literal(str(source))})"
+    names = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()]
+    numbered, ordered = numbered_parquet([str(source)], own.pos, names)
     if column is not None:
-        return f"(SELECT {q(column)} AS __row, file_row_number AS __pos FROM {read})"
-    return f"(SELECT * EXCLUDE (file_row_number), file_row_number AS __pos FROM {read})"
+        return f"(SELECT {q(column)} AS {q(own.row)}, {q(own.pos)} FROM {numbered})", ordered
+    return numbered, ordered
+
+
+@contextmanager
+def in_order(con: Any, ordered: bool) -> Iterator[None]:
+    """DuckDB keeping the order it reads rows in while ``ordered`` (rows numbered so)."""
+    if not ordered:
+        yield
+        return
+    before = scalar(con, "SELECT current_setting('preserve_insertion_order')")
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        yield
+    finally:
+        con.execute(f"SET preserve_insertion_order = {'true' if before else 'false'}")
 
 
 class NotOutOfCore(Exception):
     """A part of the check that cannot run out of core: the message names it and why."""
-
-
-# The columns each release's table gains here (its source row, position, class and class
-# size), and the row number DuckDB reads a Parquet file with: a released column of one of
-# these names would be read in their place, and the counts would be of the wrong column.
-RESERVED_COLUMNS = ("__row", "__pos", "__c", "__n", "file_row_number")
 
 
 def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
@@ -118,43 +186,47 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
             f"DESCRIBE SELECT * FROM read_parquet({literal(str(release.table))})"
         ).fetchall()]
     )  # fmt: skip
-    taken = [str(c) for c in columns_of if str(c) in RESERVED_COLUMNS]
-    if taken:
-        raise NotOutOfCore(
-            f"{release.label} has a column named {', '.join(taken)}, a name the check out of "
-            "core gives its own columns"
-        )
-    published = relation(con, release.table, None)
-    lineage = relation(con, release.rows, LINEAGE_COLUMN)
+    own = own_names([str(c) for c in columns_of])
+    row, pos, c, n = q(own.row), q(own.pos), q(own.c), q(own.n)
+    table = release.table
+    cells: dict[str, Cells] = {}
+    if isinstance(table, pd.DataFrame):
+        table, cells = frame_cells(table, [own.row, own.pos, own.c, own.n])
+    published, ordered = relation(con, table, None, own)
+    lineage, lineage_ordered = relation(con, release.rows, LINEAGE_COLUMN, own)
     described = con.execute(f"DESCRIBE SELECT * FROM {published}").fetchall()
-    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) != "__pos"}
+    added = {own.pos, *(x.written for x in cells.values()), *(x.valued for x in cells.values())}
+    types = {str(r[0]): str(r[1]) for r in described if str(r[0]) not in added}
+    if not isinstance(table, pd.DataFrame):
+        cells = file_cells(con, str(table), types)
     columns = tuple(types)
-    shown = tuple(c for c in qis if c in types)
-    joined = f"SELECT l.__row, p.* FROM {published} AS p JOIN {lineage} AS l ON p.__pos = l.__pos"
-    if shown:
-        # each class numbered once (a table of the classes, not a sort of the rows), with its
-        # size; each row finds its class by its values, a missing value matching a missing one
-        keys = ", ".join(q(c) for c in shown)
-        on = " AND ".join(f"r.{q(c)} IS NOT DISTINCT FROM k.{q(c)}" for c in shown)
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name}_classes AS SELECT {keys}, "
-            f"row_number() OVER () AS __c, __n FROM (SELECT {keys}, count(*) AS __n "
-            f"FROM {published} GROUP BY ALL)"
-        )
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT r.*, k.__c, k.__n FROM ({joined}) "
-            f"AS r JOIN {name}_classes AS k ON {on}"
-        )
-        con.execute(f"DROP TABLE {name}_classes")
-    else:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, 1 AS __c, count(*) OVER () AS __n "
-            f"FROM ({joined})"
-        )
+    shown = tuple(col for col in qis if col in types)
+    joined = f"SELECT l.{row}, p.* FROM {published} AS p JOIN {lineage} AS l ON p.{pos} = l.{pos}"
+    with in_order(con, ordered or lineage_ordered):
+        if shown:
+            # each class numbered once (a table of the classes, not a sort of the rows), with
+            # its size; each row finds its class by its values, a missing value matching one
+            keys = ", ".join(q(col) for col in shown)
+            on = " AND ".join(f"r.{q(col)} IS NOT DISTINCT FROM k.{q(col)}" for col in shown)
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {name}_classes AS SELECT {keys}, "
+                f"row_number() OVER () AS {c}, {n} FROM (SELECT {keys}, count(*) AS {n} "
+                f"FROM {published} GROUP BY ALL)"
+            )
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT r.*, k.{c}, k.{n} "
+                f"FROM ({joined}) AS r JOIN {name}_classes AS k ON {on}"
+            )
+            con.execute(f"DROP TABLE {name}_classes")
+        else:
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT *, 1 AS {c}, "
+                f"count(*) OVER () AS {n} FROM ({joined})"
+            )
     for view in (published, lineage):
         if view.startswith("anonweb_conflict_in_"):
             con.unregister(view)
-    return _Loaded(release.label, name, columns, shown, types)
+    return _Loaded(release.label, name, columns, shown, types, own, cells)
 
 
 def drop_tables(con: Any, *names: str) -> None:
@@ -162,33 +234,27 @@ def drop_tables(con: Any, *names: str) -> None:
         con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
-def _distinct(column: str) -> str:
-    """Distinct values of ``column`` in a group, a missing value counted as one (as the
-    privacy models count them)."""
-    c = q(column) if not column.startswith("__") else column
+def _distinct(c: str) -> str:
+    """Distinct values of the SQL expression ``c`` (a quoted column) in a group, a missing
+    value counted as one (as the privacy models count them)."""
     return f"(count(DISTINCT {c}) + max(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END))"
 
 
-def _cast(column: str, types: Mapping[str, str], other: Mapping[str, str]) -> str:
-    """``column`` comparable with the other release's: as it is when both have one type, as
-    text otherwise."""
-    if types.get(column) == other.get(column):
-        return q(column)
-    return f"CAST({q(column)} AS VARCHAR)"
+def _values(t: _Loaded, other: _Loaded, s: str, alias: str = "") -> str:
+    """SQL of ``t``'s values of ``s`` as the in-memory check codes them beside ``other``'s
+    (:func:`~.linkage._released_codes`: the two columns put together; alone if ``other``
+    has no such column)."""
+    both = s in other.columns
+    return t.value(s, alias, as_float=both and promoted(t.cells[s], other.cells[s]))
 
 
-# Types whose values are equal exactly when their texts are (the in-memory check compares
-# cells as text): compared as they are, which spares DuckDB writing each cell out.
-_SAME_AS_TEXT = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "BOOLEAN")
-
-
-def _as_text(column: str, types: Mapping[str, str], other: Mapping[str, str], alias: str) -> str:
-    """``alias.column`` compared with the other release's as the in-memory check compares
-    cells (as text): as it is when both are of one such type."""
-    kind = types.get(column)
-    if kind == other.get(column) and kind in _SAME_AS_TEXT:
-        return f"{alias}.{q(column)}"
-    return f"CAST({alias}.{q(column)} AS VARCHAR)"
+def _same(a: _Loaded, b: _Loaded, c: str) -> str:
+    """Whether a shared record's cells of ``c`` agree as :func:`~.linkage._agreement` decides:
+    equal texts, or both missing (integers never missing compared as they are)."""
+    if a.cells[c].kind == b.cells[c].kind == "int":
+        return f"(x.{q(c)} = y.{q(c)})"
+    texts = f"{a.text(c, 'x')} = {b.text(c, 'y')}"
+    return f"(({texts}) OR ({a.missing(c, 'x')} AND {b.missing(c, 'y')}))"
 
 
 def _frame(con: Any, sql: str) -> pd.DataFrame:
@@ -246,16 +312,20 @@ def _find_join(con: Any, a: _Loaded, b: _Loaded, shared: str, n: int) -> Join | 
 def _linked(
     con: Any, a: _Loaded, b: _Loaded, columns: Sequence[str], *, into: str | None = None
 ) -> int:
-    """Shared records whose values in ``columns`` (as text) occur once in each release and
-    agree; with ``into``, that table's ``lk`` marks them."""
-    keys = [f"CAST({q(c)} AS VARCHAR)" for c in columns]
-    part = ", ".join(keys)
-    named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
+    """Shared records whose values in ``columns`` (as text: the text of the two releases'
+    columns put together, as :func:`~.linkage._linked` writes them) occur once in each release
+    and agree; with ``into``, that table's ``lk`` marks them."""
 
     def counted(t: _Loaded) -> str:
-        return f"(SELECT __row, {named}, count(*) OVER (PARTITION BY {part}) AS __m FROM {t.name})"
+        keys = [t.text(c, as_float=promoted(a.cells[c], b.cells[c])) for c in columns]
+        part = ", ".join(keys)
+        named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
+        return (
+            f"(SELECT {q(t.own.row)} AS __row, {named}, count(*) OVER (PARTITION BY {part}) "
+            f"AS __m FROM {t.name})"
+        )
 
-    same = " AND ".join(f"x.__k{i} IS NOT DISTINCT FROM y.__k{i}" for i in range(len(keys)))
+    same = " AND ".join(f"x.__k{i} = y.__k{i}" for i in range(len(columns)))
     linked = (
         f"SELECT x.__row FROM {counted(a)} AS x JOIN {counted(b)} AS y ON x.__row = y.__row "
         f"WHERE x.__m = 1 AND y.__m = 1 AND {same}"
@@ -284,21 +354,18 @@ def pair_findings_out_of_core(
         return []
     shared = f"anonweb_conflict_shared_{next(_ids)}"
     # each shared column's cells compared in the same pass, as the in-memory check compares
-    # them (as text), for whether the column joins the releases
+    # them (each release's text of its cell, or both missing), for whether it joins them
     values = ", ".join(
-        [f"x.{q(s)} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
-        + [f"y.{q(s)} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
-        + [
-            f"({_as_text(c, a.types, b.types, 'x')} IS NOT DISTINCT FROM "
-            f"{_as_text(c, b.types, a.types, 'y')}) AS __same{i}"
-            for i, c in enumerate(_common(a, b))
-        ]
+        [f"{_values(a, b, s, 'x')} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
+        + [f"{_values(b, a, s, 'y')} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
+        + [f"{_same(a, b, c)} AS __same{i}" for i, c in enumerate(_common(a, b))]
     )
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.__row AS row, x.__pos AS pa, "
-        f"y.__pos AS pb, x.__c AS ca, y.__c AS cb, x.__n AS na, y.__n AS nb"
+        f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.{q(a.own.row)} AS row, "
+        f"x.{q(a.own.pos)} AS pa, y.{q(b.own.pos)} AS pb, x.{q(a.own.c)} AS ca, "
+        f"y.{q(b.own.c)} AS cb, x.{q(a.own.n)} AS na, y.{q(b.own.n)} AS nb"
         f"{', ' + values if values else ''} FROM {a.name} AS x JOIN {b.name} AS y "
-        "ON x.__row = y.__row"
+        f"ON x.{q(a.own.row)} = y.{q(b.own.row)}"
     )
     try:
         n = int(scalar(con, f"SELECT count(*) FROM {shared}"))
@@ -339,9 +406,12 @@ def pair_findings_out_of_core(
         drop_tables(con, shared)
 
 
-def _alone(con: Any, t: _Loaded, s: str) -> str:
-    """Distinct values of ``s`` in each class of ``t`` alone (over all its rows)."""
-    return f"(SELECT __c, {_distinct(s)} AS d FROM {t.name} GROUP BY __c)"
+def _alone(con: Any, t: _Loaded, s: str, other: _Loaded | None = None) -> str:
+    """Distinct values of ``s`` in each class of ``t`` alone (over all its rows), coded beside
+    ``other``'s (:func:`_values`) or alone."""
+    c = q(t.own.c)
+    v = _values(t, other, s) if other is not None else t.value(s)
+    return f"(SELECT {c} AS __c, {_distinct(v)} AS d FROM {t.name} GROUP BY {c})"
 
 
 def _linked_l(
@@ -360,8 +430,8 @@ def _linked_l(
         + (", da.d AS da" if has_a else "")
         + (", db.d AS db" if has_b else "")
         + " FROM c JOIN j ON c.ca = j.ca AND c.cb = j.cb"
-        + (f" JOIN {_alone(con, a, s)} AS da ON da.__c = c.ca" if has_a else "")
-        + (f" JOIN {_alone(con, b, s)} AS db ON db.__c = c.cb" if has_b else ""),
+        + (f" JOIN {_alone(con, a, s, b)} AS da ON da.__c = c.ca" if has_a else "")
+        + (f" JOIN {_alone(con, b, s, a)} AS db ON db.__c = c.cb" if has_b else ""),
     )
     alone_ok = np.ones(len(cells), dtype=bool)
     if has_a:
@@ -381,18 +451,18 @@ def _composition(
 ) -> Finding | None:
     if s not in a.columns or s not in b.columns:
         return None
-    va, vb = _cast(s, a.types, b.types), _cast(s, b.types, a.types)
+    va, vb = _values(a, b, s), _values(b, a, s)
     cells = _frame(
         con,
         f"WITH p AS (SELECT DISTINCT ca, cb FROM {shared}), "
-        f"va AS (SELECT DISTINCT __c AS ca, {va} AS v FROM {a.name}), "
-        f"vb AS (SELECT DISTINCT __c AS cb, {vb} AS v FROM {b.name}), "
+        f"va AS (SELECT DISTINCT {q(a.own.c)} AS ca, {va} AS v FROM {a.name}), "
+        f"vb AS (SELECT DISTINCT {q(b.own.c)} AS cb, {vb} AS v FROM {b.name}), "
         "common AS (SELECT p.ca, p.cb, count(*) AS n FROM p JOIN va ON va.ca = p.ca "
         "JOIN vb ON vb.cb = p.cb AND vb.v IS NOT DISTINCT FROM va.v GROUP BY p.ca, p.cb) "
         "SELECT p.ca, p.cb, coalesce(common.n, 0) AS common, da.d AS da, db.d AS db FROM p "
         "LEFT JOIN common ON common.ca = p.ca AND common.cb = p.cb "
-        f"JOIN {_alone(con, a, s)} AS da ON da.__c = p.ca "
-        f"JOIN {_alone(con, b, s)} AS db ON db.__c = p.cb",
+        f"JOIN {_alone(con, a, s, b)} AS da ON da.__c = p.ca "
+        f"JOIN {_alone(con, b, s, a)} AS db ON db.__c = p.cb",
     )
     alone_ok = (cells["da"].to_numpy() >= l_min) & (cells["db"].to_numpy() >= l_min)
     hit = below_l(cells["common"].to_numpy(), alone_ok, l_min)

@@ -128,6 +128,24 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+def fresh_name(name: str, taken: Sequence[str]) -> str:
+    """``name``, with underscores before it until no column of ``taken`` has it: the name of a
+    column an engine adds for itself, never read in place of a column of the table's."""
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def require_lineage_apart(node: NodeRelease, names: Sequence[str]) -> None:
+    """Refuse a lineage column named as a column of the table: the engine would write the
+    row numbers over the table's own column (or beside it under the same name)."""
+    if node.lineage is not None and node.lineage in names:
+        raise ValueError(
+            f"the lineage column {node.lineage!r} is a column of the table: give the lineage a "
+            "name of its own (fresh_name)"
+        )
+
+
 def sample_positions(rows: int, n: int, seed: int) -> NDArray[np.int64]:
     """The positions of ``n`` rows of ``rows`` drawn without replacement for ``seed`` (every
     row when there are fewer), sorted: the same rows whichever engine reads them in order."""

@@ -19,6 +19,8 @@ from anonweb.core.engine.base import (
     RowMap,
     Source,
     WriteResult,
+    fresh_name,
+    require_lineage_apart,
     sample_positions,
     source_format,
 )
@@ -203,39 +205,30 @@ class DuckDBEngine:
             qi, sensitive, coding, columns.pop(0), columns.pop(0), columns.pop(0)
         )
 
-    def _numbered(self, source: Source, rel: str, column: str) -> str:
+    def _numbered(self, source: Source, rel: str, column: str) -> tuple[str, bool]:
         """``rel`` with ``column``, each row's position in the table as it is read (the
         positions :meth:`map_rows` and :meth:`sample_rows` give): a Parquet file's row
-        numbers, after the rows of the files before it in a folder."""
+        numbers, after the rows of the files before it in a folder (see
+        :func:`numbered_parquet`; the flag: whether DuckDB must keep the order it reads)."""
         if isinstance(source, pd.DataFrame):
             numbered = source.assign(**{column: np.arange(len(source), dtype=np.int64)})
             self.con.register("anonweb_source", numbered)
-            return "anonweb_source"
+            return "anonweb_source", False
         if source_format(source) != "parquet":
             raise ValueError(
                 "the DuckDB engine numbers the rows of Parquet files and tables, not of a CSV "
                 "file: convert it to Parquet to keep the release's lineage"
             )
         files = [str(f) for f in _parquet_files(source)]
-        read = (
-            f"read_parquet([{', '.join(literal(f) for f in files)}], file_row_number = true, "
-            "filename = true)"
-        )
-        offsets, start = [], 0
-        for f in files:
-            offsets.append(f"({literal(f)}, {start})")
-            start += _parquet_rows(f)
-        return (
-            f"(SELECT s.* EXCLUDE (file_row_number, filename), s.file_row_number + o.start AS "
-            f"{quote(column)} FROM {read} AS s JOIN (VALUES {', '.join(offsets)}) AS o(f, start) "
-            "ON s.filename = o.f)"
-        )
+        return numbered_parquet(files, column, self._columns(rel))
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
         rel = self._relation(source)
         names = self._columns(rel)
+        require_lineage_apart(node, names)
+        ordered = False
         if node.lineage is not None:
-            rel = self._numbered(source, rel, node.lineage)
+            rel, ordered = self._numbered(source, rel, node.lineage)
         qis = list(node.quasi_identifiers)
         mapped = {m.column for m in node.mappings}
         for i, m in enumerate(node.mappings):
@@ -287,10 +280,15 @@ class DuckDBEngine:
             seed = (node.shuffle_seed % (2**31)) / 2**31
             self.con.execute(f"SELECT setseed({seed!r})")
             order = " ORDER BY random()"
-        self.con.execute(
-            f"COPY (SELECT {final} FROM anonweb_release{order}) TO {literal(str(out))} "
-            "(FORMAT parquet)"
-        )
+        if ordered:  # the rows numbered in the order they are read
+            self.con.execute("SET preserve_insertion_order = true")
+        try:
+            self.con.execute(
+                f"COPY (SELECT {final} FROM anonweb_release{order}) TO {literal(str(out))} "
+                "(FORMAT parquet)"
+            )
+        finally:
+            self.con.execute("SET preserve_insertion_order = false")
         row = self.con.execute(
             f"SELECT count(*), coalesce(sum(CASE WHEN {flag} THEN 1 ELSE 0 END), 0) "
             "FROM anonweb_release"
@@ -448,6 +446,38 @@ class DuckDBEngine:
             self._tmp = None
 
 
+def numbered_parquet(files: Sequence[str], column: str, names: Sequence[str]) -> tuple[str, bool]:
+    """A relation of the Parquet ``files`` (read in this order; ``names`` their columns) with
+    ``column``, each row's position among all their rows; and whether that position holds only
+    while DuckDB keeps the order it reads rows in (``preserve_insertion_order``).
+
+    DuckDB's row number of each file (``file_row_number``) after the rows of the files before
+    it, found by the file's name (read under a name apart from the files' columns). A file with
+    a column called ``file_row_number`` (which DuckDB cannot rename) is numbered by its rows'
+    order as read instead (``row_number() OVER ()``, which DuckDB documents as the order of the
+    files and of their rows): the column is the table's own, never taken for the row number.
+    """
+    listed = ", ".join(literal(f) for f in files)
+    if "file_row_number" in names:
+        return (
+            f"(SELECT *, row_number() OVER () - 1 AS {quote(column)} "
+            f"FROM read_parquet([{listed}]))",
+            True,
+        )
+    name = fresh_name("filename", [*names, column])
+    read = f"read_parquet([{listed}], file_row_number = true, filename = {literal(name)})"
+    offsets, start = [], 0
+    for f in files:
+        offsets.append(f"({literal(f)}, {start})")
+        start += _parquet_rows(f)
+    return (
+        f"(SELECT s.* EXCLUDE (file_row_number, {quote(name)}), s.file_row_number + o.start "
+        f"AS {quote(column)} FROM {read} AS s JOIN (VALUES {', '.join(offsets)}) AS o(f, start) "
+        f"ON s.{quote(name)} = o.f)",
+        False,
+    )
+
+
 def _present(column: str, kind: str) -> str:
     """The condition a cell of ``column`` (of DuckDB type ``kind``) is not blank."""
     if kind in FLOAT_TYPES:
@@ -508,14 +538,6 @@ def _from_arrow(
     counts = table.column(n).to_numpy().astype(np.int64)
     sums = table.column(w).to_numpy(zero_copy_only=False) if weighted else None
     return build_histogram(qi, sensitive, codes, labels, counts, sums, distinct=True)
-
-
-def fresh_name(name: str, taken: Sequence[str]) -> str:
-    """``name``, with underscores before it until no column of ``taken`` has it: the name of a
-    column a query adds for itself, never read in place of a column of the table's."""
-    while name in taken:
-        name = "_" + name
-    return name
 
 
 def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:

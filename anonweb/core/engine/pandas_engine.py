@@ -14,6 +14,7 @@ from anonweb.core.engine.base import (
     RowMap,
     Source,
     WriteResult,
+    require_lineage_apart,
     sample_positions,
     source_format,
 )
@@ -71,6 +72,7 @@ class PandasEngine:
     def release_frame(self, source: Source, node: NodeRelease) -> tuple[pd.DataFrame, int]:
         """The generalized table in memory and the number of suppressed rows."""
         df = self._frame(source)
+        require_lineage_apart(node, [str(c) for c in df.columns])
         out = df.copy()
         for m in node.mappings:
             codes = m.values.get_indexer(df[m.column])

@@ -24,9 +24,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.engine.base import NodeRelease, Source, WriteResult, source_format
+from anonweb.core.engine.base import (
+    NodeRelease,
+    Source,
+    WriteResult,
+    fresh_name,
+    require_lineage_apart,
+    source_format,
+)
 from anonweb.core.engine.columns import ColumnCounts, NumberSummary
-from anonweb.core.engine.duckdb_engine import _from_arrow, fresh_name
+from anonweb.core.engine.duckdb_engine import _from_arrow
 from anonweb.core.engine.histogram import Histogram, require_source_columns
 from anonweb.core.risk.classes import SUPPRESSED
 
@@ -113,6 +120,7 @@ class SparkEngine:
 
         df = self._frame(source)
         names = list(df.columns)
+        require_lineage_apart(node, names)
         if node.lineage is not None:
             df = self._numbered(source, df, node.lineage)
         qis = list(node.quasi_identifiers)
@@ -184,13 +192,16 @@ class SparkEngine:
         for f in files:
             starts.append((f.name, start))
             start += int(pq.ParquetFile(str(f)).metadata.num_rows)
-        offsets = self.spark.createDataFrame(starts, schema="__file string, __start long")
-        name = F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1)
-        numbered = df.select("*", name.alias("__file"), F.col("_metadata.row_index").alias("__i"))
-        numbered = numbered.join(F.broadcast(offsets), "__file")
-        return numbered.withColumn(column, F.col("__i") + F.col("__start")).drop(
-            "__file", "__i", "__start"
-        )
+        # the columns added to number the rows, named apart from the table's (and its
+        # metadata read as such even where the table has a column called _metadata)
+        taken = [*df.columns, column]
+        file, index, first = (fresh_name(n, taken) for n in ("__file", "__i", "__start"))
+        offsets = self.spark.createDataFrame(starts, schema=f"`{file}` string, `{first}` long")
+        meta = df.metadataColumn("_metadata")
+        name = F.element_at(F.split(meta.getField("file_path"), "/"), -1)
+        numbered = df.select("*", name.alias(file), meta.getField("row_index").alias(index))
+        numbered = numbered.join(F.broadcast(offsets), file)
+        return numbered.withColumn(column, F.col(index) + F.col(first)).drop(file, index, first)
 
     def sample_rows(
         self, source: Source, columns: Sequence[str], n: int, seed: int

@@ -29,7 +29,7 @@ from anonweb.core.assessment.profile import assess_histogram
 from anonweb.core.attacks.options import AttackOptions, attack_options
 from anonweb.core.conflicts.engine_check import TableRelease
 from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck
-from anonweb.core.engine.base import Engine, NodeRelease, Source, WriteResult
+from anonweb.core.engine.base import Engine, NodeRelease, Source, WriteResult, fresh_name
 from anonweb.core.engine.histogram import Histogram, histogram_class_data
 from anonweb.core.engine.lineage import LINEAGE_WRITTEN, split_lineage
 from anonweb.core.engine.select import make_engine
@@ -366,17 +366,18 @@ def _write_with_lineage(
     written, :mod:`anonweb.core.engine.lineage`); without it when the engine cannot number the
     source's rows (a CSV file on DuckDB)."""
     numbered = out.with_name(f".{out.name}.rows")
+    # named apart from the table's columns: one of the same name would be written over, then
+    # split off the release as if it were the lineage
+    column = fresh_name(LINEAGE_WRITTEN, engine.columns(source))
     try:
-        written = engine.write_release(
-            source, dataclasses.replace(node, lineage=LINEAGE_WRITTEN), numbered
-        )
+        written = engine.write_release(source, dataclasses.replace(node, lineage=column), numbered)
     except ValueError as why:
         if "numbers the rows" not in str(why):
             raise
         return engine.write_release(source, node, out), None
     lineage = out.with_name(f"{out.stem}.lineage.parquet")
     try:
-        split_lineage(numbered, out, lineage)
+        split_lineage(numbered, out, lineage, column)
     finally:
         if numbered.is_dir():
             shutil.rmtree(numbered, ignore_errors=True)

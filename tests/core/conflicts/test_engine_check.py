@@ -193,21 +193,24 @@ def test_dp_releases_are_left_out_and_aggregates_are_not_counted_out_of_core():
         )
 
 
-@pytest.mark.parametrize("name", ["__row", "__pos", "__c", "__n", "file_row_number"])
-def test_a_column_named_as_the_checks_own_is_not_counted_in_its_place(tmp_path, name):
+@pytest.mark.parametrize("name", ["__row", "__pos", "__c", "__n", "file_row_number", "filename"])
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_column_named_as_the_checks_own_is_counted_as_itself(tmp_path, name, on_disk):
     # A disease column called __c would be read as the class number (and the twins' disclosed
-    # disease missed): the check out of core refuses, naming the column, so the gate blocks.
+    # disease missed): the check names its own columns apart, and finds what it finds in memory.
     source = PEOPLE.assign(disease=["flu", "asthma"] * 5 + ["hiv", "hiv"] + ["flu", "asthma"] * 5)
     source = source.rename(columns={"disease": name})
     rows = np.arange(len(source))
     a = pd.DataFrame({"age": bins(source["age"], 0), name: source[name]})
-    b = pd.DataFrame({"age": bins(source["age"], 5)})
-    for files in (None, tmp_path):
-        with pytest.raises(NotOutOfCore, match=f"has a column named {name}, a name the check"):
-            both(
-                source, a, rows, [earlier("release 1", b, rows)], tmp_path=files, k=5,
-                sensitive=[name],
-            )  # fmt: skip
+    b = pd.DataFrame({"age": bins(source["age"], 5), name: source[name]})
+    memory, engine = both(
+        source, a, rows, [earlier("release 1", b, rows)], tmp_path=tmp_path if on_disk else None,
+        k=5, sensitive=[name],
+    )  # fmt: skip
+    kinds = [(f.type, f.records, f.columns) for f in engine.report.findings]
+    assert kinds == [("linkage", TWINS, ()), ("linkage", TWINS, (name,))]
+    assert engine.report.findings[1].facts["l_joined"] == 1
+    same(memory, engine)
 
 
 def test_another_upload_is_left_out():
@@ -254,3 +257,309 @@ def test_random_releases_give_the_in_memory_findings(cells, keep_order, subset, 
         qis=("age",), sensitive=["s"], k=k, l=2,
     )  # fmt: skip
     same(memory, engine)
+
+
+# Cells the out-of-core join must compare as the in-memory check does: as pandas reads each
+# release's file and writes its cells (astype(str)), or both missing. Each case gives the
+# column ``v`` of releases A and B per record (None: missing), their Arrow types, and whether
+# the in-memory check joins A and B on it (joined, the twins are alone: a linkage finding).
+N_PEOPLE = len(PEOPLE)
+BIG = 2**53
+
+
+def _floats(values, missing_at=(), nan=False):
+    out = [float(v) for v in values]
+    return [(float("nan") if nan else None) if i in missing_at else v for i, v in enumerate(out)]
+
+
+EDGE_CASES = {
+    # a NaN in one file and a null in the other: pandas reads both as NaN, both missing
+    "nan and null": (
+        pa.array(_floats([i + 0.5 for i in range(N_PEOPLE)], {0}, nan=True), pa.float64()),
+        pa.array(_floats([i + 0.5 for i in range(N_PEOPLE)], {0}), pa.float64()),
+        True,
+    ),
+    # integers with a gap are read as floats (1001.0), never equal to integers (1001)
+    "integers with and without a gap": (
+        pa.array([None] + [1000 + i for i in range(1, N_PEOPLE)], pa.int64()),
+        pa.array([1000 + i for i in range(N_PEOPLE)], pa.int64()),
+        False,
+    ),
+    # ... and as floats, 2**53 + 4i + 1 and 2**53 + 4i are the same float
+    "integers read as the same float": (
+        pa.array([None] + [BIG + 4 * i + 1 for i in range(1, N_PEOPLE)], pa.int64()),
+        pa.array([None] + [BIG + 4 * i for i in range(1, N_PEOPLE)], pa.int64()),
+        True,
+    ),
+    # a missing text is written None, and so is the text "None"
+    "missing text and the text None": (
+        pa.array([None] + [f"p{i}" for i in range(1, N_PEOPLE)]),
+        pa.array(["None"] + [f"p{i}" for i in range(1, N_PEOPLE)]),
+        True,
+    ),
+    # a missing float is written nan, and so is the text "nan"; floats as Python writes them
+    "missing float and the text nan": (
+        pa.array(_floats([1e16 + 2 * i for i in range(N_PEOPLE)], {0}), pa.float64()),
+        pa.array(["nan"] + [repr(1e16 + 2 * i) for i in range(1, N_PEOPLE)]),
+        True,
+    ),
+    "floats and their texts": (
+        pa.array(
+            [0.1 + 0.2, -0.0, float("inf"), 1e-05, 5e-324] + [i / 3 for i in range(5, N_PEOPLE)]
+        ),
+        pa.array(
+            ["0.30000000000000004", "-0.0", "inf", "1e-05", "5e-324"]
+            + [repr(i / 3) for i in range(5, N_PEOPLE)]
+        ),
+        True,
+    ),
+    "zero and negative zero": (
+        pa.array([-0.0] + [float(i) for i in range(1, N_PEOPLE)]),
+        pa.array([float(i) for i in range(N_PEOPLE)]),
+        False,
+    ),
+    # float32 0.1 is written 0.1 alone, but beside float64 it is 0.10000000149011612
+    "float32 and float64": (
+        pa.array([0.1 * (i + 1) for i in range(N_PEOPLE)], pa.float32()),
+        pa.array([float(str(np.float32(0.1 * (i + 1)))) for i in range(N_PEOPLE)], pa.float64()),
+        False,
+    ),
+    "integers and floats": (
+        pa.array(list(range(N_PEOPLE)), pa.int64()),
+        pa.array([float(i) for i in range(N_PEOPLE)], pa.float64()),
+        False,
+    ),
+    "booleans and their texts beside a reading": (
+        pa.array([i % 2 == 0 for i in range(N_PEOPLE)]),
+        pa.array(["True" if i % 2 == 0 else "False" for i in range(N_PEOPLE)]),
+        None,  # not unique: whether it joins depends on the reading beside it
+    ),
+}
+
+
+def _release_file(tmp_path, name, age, v, order, extra=None):
+    columns = {"age": pa.array(age.to_numpy()[order]), "v": v.take(pa.array(order))}
+    if extra is not None:
+        columns["w"] = extra.take(pa.array(order))
+    table, lineage = tmp_path / f"{name}.parquet", tmp_path / f"{name}.rows.parquet"
+    pq.write_table(pa.table(columns), table)
+    pq.write_table(pa.table({LINEAGE_COLUMN: np.asarray(order, dtype=np.int64)}), lineage)
+    return str(table), str(lineage)
+
+
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_the_join_compares_cells_as_the_in_memory_check(tmp_path, case):
+    va, vb, joins = EDGE_CASES[case]
+    extra = None
+    if joins is None:  # booleans joined beside a reading the twins do not share... in pairs
+        extra = pa.array([f"r{i // 2}" for i in range(N_PEOPLE)])
+        joins = True
+    ra = np.random.default_rng(1).permutation(N_PEOPLE)
+    rb = np.random.default_rng(2).permutation(N_PEOPLE)
+    if case == "integers with and without a gap":  # B leaves out the record A lacks
+        rb = rb[rb != 0]
+    ta, la = _release_file(tmp_path, "a", bins(PEOPLE["age"], 0), va, ra, extra)
+    tb, lb = _release_file(tmp_path, "b", bins(PEOPLE["age"], 5), vb, rb, extra)
+    # the in-memory check reads the releases' files as pandas does
+    fa, fb = pd.read_parquet(ta), pd.read_parquet(tb)
+    memory = release_conflicts(
+        PEOPLE, frame=fa, rows=ra, earlier=[earlier("release 1", fb, rb)],
+        quasi_identifiers=["age"], k=5,
+    )  # fmt: skip
+    found = [(f.type, f.records, f.facts.get("link")) for f in memory.report.findings]
+    assert found == ([("linkage", TWINS, "columns")] if joins else []), found
+    for table_a, rows_a, table_b, rows_b in ((ta, la, tb, lb), (fa, ra, fb, rb)):
+        other = EarlierRelease(
+            "release 1", "approved", 7, quasi_identifiers=("age",),
+            table_file=table_b if isinstance(table_b, str) else None,
+            rows_file=rows_b if isinstance(rows_b, str) else None,
+            frame=None if isinstance(table_b, str) else table_b,
+            rows=None if isinstance(rows_b, str) else np.asarray(rows_b),
+        )  # fmt: skip
+        out_of_core = engine_release_conflicts(
+            duckdb.connect(),
+            TableRelease(NEW_LABEL, table_a, rows_a),
+            earlier=[other],
+            source_rows=N_PEOPLE,
+            source_columns=list(PEOPLE.columns),
+            quasi_identifiers=["age"],
+            k=5,
+        )
+        same(memory, out_of_core)
+
+
+# A sensitive value as each release writes it: the composition attack's three values (flu,
+# hiv, cancer in the hand-worked case above) in A's and B's column types. The in-memory check
+# codes them as Python values once the two columns are put together: 1, 1.0 and True are one,
+# 0.0 and -0.0 too, a NaN and a null (both missing) too, the number 1 is not the text "1", and
+# an integer column with a gap is floats (2**53 + 1 is the float 2**53).
+VALUE_CASES = {
+    "integers and floats": (pa.array([1, 2, 3]), pa.array([1.0, 2.0, 3.0])),
+    "numbers and texts": (pa.array([1, 2, 3]), pa.array(["1", "2", "3"])),
+    "booleans and integers": (pa.array([True, False, None]), pa.array([1, 0, None])),
+    "zero and negative zero": (pa.array([0.0, 2.5, 3.5]), pa.array([-0.0, 2.5, 3.5])),
+    "a NaN and a null": (
+        pa.array([float("nan"), 2.5, 3.5]),
+        pa.array([None, 2.5, 3.5], pa.float64()),
+    ),
+    "integers with a gap": (
+        pa.array([BIG + 1, BIG + 3, None], pa.int64()),
+        pa.array([BIG, BIG + 4, None], pa.int64()),
+    ),
+    "missing texts": (pa.array([None, "hiv", "cancer"]), pa.array(["None", "hiv", "cancer"])),
+}
+
+
+@pytest.mark.parametrize("case", list(VALUE_CASES))
+def test_sensitive_values_are_compared_as_the_in_memory_check(tmp_path, case):
+    # Release A groups rows {0,1} {2,3} {4,5}, B {0,5} {1,2} {3,4}, each row's value the same
+    # in both: joined by no column, the composition attack counts the values both classes of
+    # a person hold, which depends on which written values are the same value.
+    codes = np.array([0, 1, 2, 0, 1, 2])
+    va, vb = VALUE_CASES[case]
+    source = pd.DataFrame({"s": codes})
+    ra = np.random.default_rng(3).permutation(6)
+    rb = np.random.default_rng(4).permutation(6)
+    files = []
+    for name, qi, values, order in (
+        ("a", ["P", "P", "Q", "Q", "R", "R"], va, ra),
+        ("b", ["X", "Y", "Y", "Z", "Z", "X"], vb, rb),
+    ):
+        table = pa.table(
+            {"h": pa.array(qi).take(pa.array(order)), "s": values.take(pa.array(codes[order]))}
+        )
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(table, path)
+        lineage = tmp_path / f"{name}.rows.parquet"
+        pq.write_table(pa.table({LINEAGE_COLUMN: np.asarray(order, dtype=np.int64)}), lineage)
+        files.append((str(path), str(lineage), pd.read_parquet(path), order))
+    (ta, la, fa, _), (tb, lb, fb, _) = files
+    memory = release_conflicts(
+        source, frame=fa, rows=ra, earlier=[earlier("release 1", fb, rb, qis=("h",))],
+        quasi_identifiers=[], plan_quasi_identifiers=["h"], sensitive=["s"], k=2,
+    )  # fmt: skip
+    for table_a, rows_a, other in (
+        (ta, la, EarlierRelease("release 1", "approved", 7, quasi_identifiers=("h",),
+                                table_file=tb, rows_file=lb)),
+        (fa, ra, earlier("release 1", fb, rb, qis=("h",))),
+    ):  # fmt: skip
+        out_of_core = engine_release_conflicts(
+            duckdb.connect(),
+            TableRelease(NEW_LABEL, table_a, rows_a, ("h",)),
+            earlier=[other],
+            source_rows=6,
+            source_columns=["s"],
+            quasi_identifiers=[],
+            sensitive=["s"],
+            k=2,
+        )
+        same(memory, out_of_core)
+
+
+# Values of one kind each, by a code 0..5 (None: missing): a column of a release is one kind.
+KINDS = {
+    "int": (pa.int64(), [0, 1, 2, BIG, BIG + 1, 3]),
+    "int with gaps": (pa.int64(), [0, 1, None, BIG, BIG + 1, 3]),
+    "float": (pa.float64(), [0.0, 1.0, float("nan"), float(BIG), -0.0, 0.1 + 0.2]),
+    "float with nulls": (pa.float64(), [0.0, 1.0, None, 1e16, 0.5, 0.3]),
+    "float32": (pa.float32(), [0.0, 1.0, None, 0.1, 0.5, 0.3]),
+    "bool": (pa.bool_(), [False, True, None, True, False, True]),
+    "text": (pa.string(), ["0", "1", None, "nan", "None", "0.30000000000000004"]),
+}
+
+
+def _kind_column(kind, codes):
+    arrow_type, values = KINDS[kind]
+    return pa.array([values[c] for c in codes], arrow_type)
+
+
+def _unique_column(kind, codes):
+    """A value per code, unique but for booleans (code 0 missing where the kind has gaps):
+    readings that may single records out and join the releases."""
+    arrow_type, _ = KINDS[kind]
+    made = {
+        "int": lambda i: BIG + i,
+        "int with gaps": lambda i: None if i == 0 else BIG + 2 * i + 1,
+        "float": lambda i: i + 0.5,
+        "float with nulls": lambda i: None if i == 0 else float(BIG + 2 * i + 2),
+        "float32": lambda i: 0.1 * (i + 1),
+        "bool": lambda i: i % 2 == 0,
+        "text": lambda i: repr(i + 0.5),
+    }[kind]
+    return pa.array([made(int(c)) for c in codes], arrow_type)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 5), st.integers(0, 5)), min_size=4, max_size=30
+    ),
+    st.sampled_from(sorted(KINDS)),
+    st.sampled_from(sorted(KINDS)),
+    st.sampled_from(sorted(KINDS)),
+    st.sampled_from(sorted(KINDS)),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**16),
+)
+def test_random_columns_of_any_kind_give_the_in_memory_findings(
+    cells, kind_va, kind_vb, kind_sa, kind_sb, same_v, unique_v, seed
+):
+    # Each release publishes a class label, a reading v (the same codes in both, or B's
+    # shifted) and a sensitive s, each column of a kind drawn apart: whether v joins the
+    # releases and which values of s are one value are the in-memory check's decisions.
+    import tempfile
+    from pathlib import Path
+
+    n = len(cells)
+    group, v, s = (np.array(x) for x in zip(*cells, strict=True))
+    rng = np.random.default_rng(seed)
+    ra, rb = rng.permutation(n), rng.permutation(n)
+    if unique_v:
+        v = np.arange(n)
+    vb_codes = v if same_v else (v + 1) % (n if unique_v else 6)
+    column = _unique_column if unique_v else _kind_column
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, order, columns in (
+            ("a", ra, {"h": group, "v": (kind_va, v), "s": (kind_sa, s)}),
+            (
+                "b",
+                rb,
+                {"g": (group + np.arange(n)) % 3, "v": (kind_vb, vb_codes), "s": (kind_sb, s)},
+            ),
+        ):
+            arrays = {}
+            for c, spec in columns.items():
+                if isinstance(spec, tuple):
+                    make = column if c == "v" else _kind_column
+                    arrays[c] = make(spec[0], spec[1][order])
+                else:
+                    arrays[c] = pa.array([f"c{x}" for x in spec[order]])
+            path, lineage = Path(tmp) / f"{name}.parquet", Path(tmp) / f"{name}.rows.parquet"
+            pq.write_table(pa.table(arrays), path)
+            pq.write_table(pa.table({LINEAGE_COLUMN: np.asarray(order, dtype=np.int64)}), lineage)
+            paths.append((str(path), str(lineage), pd.read_parquet(path)))
+        (ta, la, fa), (tb, lb, fb) = paths
+        source = pd.DataFrame({"s": s})
+        memory = release_conflicts(
+            source, frame=fa, rows=ra, earlier=[earlier("release 1", fb, rb, qis=("g",))],
+            quasi_identifiers=[], plan_quasi_identifiers=["h"], sensitive=["s"], k=2, l=2,
+        )  # fmt: skip
+        for table_a, rows_a, other in (
+            (ta, la, EarlierRelease("release 1", "approved", 7, quasi_identifiers=("g",),
+                                    table_file=tb, rows_file=lb)),
+            (fa, ra, earlier("release 1", fb, rb, qis=("g",))),
+        ):  # fmt: skip
+            out_of_core = engine_release_conflicts(
+                duckdb.connect(),
+                TableRelease(NEW_LABEL, table_a, rows_a, ("h",)),
+                earlier=[other],
+                source_rows=n,
+                source_columns=["s"],
+                quasi_identifiers=[],
+                sensitive=["s"],
+                k=2,
+                l=2,
+            )
+            same(memory, out_of_core)

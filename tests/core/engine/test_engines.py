@@ -209,6 +209,40 @@ def test_columns_named_as_the_engines_own_are_counted_and_released_as_any(tmp_pa
         assert _rows(pd.read_parquet(out)) == _rows(expected)
 
 
+@pytest.mark.parametrize(
+    "own", [(), ("filename",), ("file_row_number",), ("file_row_number", "filename")]
+)
+def test_duckdb_numbers_a_folders_rows_whatever_its_columns_are_called(tmp_path, own):
+    # A folder of three Parquet files of many row groups, read by two threads: each row's
+    # number is its position in the files in name order, and a column of the table called as
+    # DuckDB's row number or file name is the table's own (written as it is).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "source"
+    folder.mkdir()
+    rng = np.random.default_rng(1)
+    sizes = [70_000, 1, 50_000]
+    start = 0
+    for i, size in enumerate(sizes):
+        columns = {"v": np.arange(start, start + size)}
+        columns |= {name: rng.integers(0, 9, size) for name in own}
+        pq.write_table(pa.table(columns), folder / f"part-{i}.parquet", row_group_size=4_000)
+        start += size
+    engine = DuckDBEngine(memory_limit="256MB", threads=2)
+    try:
+        node = NodeRelease((), ("v",), lineage="row", shuffle_seed=4)
+        engine.write_release(folder, node, tmp_path / "out.parquet")
+    finally:
+        engine.close()
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    assert sorted(out.columns) == sorted(["v", "row", *own])
+    assert len(out) == sum(sizes) and (out["row"] == out["v"]).all()
+    source = pd.read_parquet(folder).set_index("v")
+    for name in own:
+        assert (out[name].to_numpy() == source.loc[out["v"], name].to_numpy()).all()
+
+
 def _rows(df: pd.DataFrame) -> list[tuple]:
     """The table's rows as text, sorted: a release's content whatever its row order."""
     cols = sorted(df.columns)

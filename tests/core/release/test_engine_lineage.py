@@ -281,3 +281,68 @@ def test_duckdb_numbers_the_rows_of_a_folder_of_parquet_files_in_order(tmp_path)
     lineage = pq.read_table(made.lineage_path).column(LINEAGE_COLUMN).to_numpy()
     assert sorted(lineage) == list(range(N))
     assert written["visit"].tolist() == df["visit"].iloc[lineage].tolist()
+
+
+# The columns an engine adds to number the rows, as a table may name its own: its lineage's,
+# and the row number and file name DuckDB reads a folder of Parquet files with.
+OWN_NAMES = (LINEAGE_WRITTEN, "file_row_number", "filename")
+
+
+def own_named_release(engine, tmp_path, names=OWN_NAMES):
+    """A release of a table (two Parquet files in a folder) with columns ``names`` named as the
+    engine's own, published as they are: the table and the release."""
+    df = table()
+    rng = np.random.default_rng(3)
+    df = df.assign(**{name: rng.permutation(N) * (i + 2) for i, name in enumerate(names)})
+    folder = tmp_path / "source"
+    folder.mkdir()
+    df.iloc[:150].to_parquet(folder / "a.parquet", index=False)
+    df.iloc[150:].to_parquet(folder / "b.parquet", index=False, row_group_size=60)
+    made = make_engine_release(
+        folder,
+        plan_from_dict(PLAN),
+        engine=engine,
+        out=tmp_path / "release.parquet",
+        rng=np.random.default_rng(5),
+        tags=TAGS | dict.fromkeys(names, "keep"),
+    )
+    return df, made
+
+
+def check_own_named(df, made, names=OWN_NAMES):
+    written = pd.read_parquet(made.path)
+    lineage = pq.read_table(made.lineage_path).column(LINEAGE_COLUMN).to_numpy()
+    assert sorted(lineage) == list(range(N))
+    source = df.iloc[lineage].reset_index(drop=True)
+    assert written["visit"].tolist() == source["visit"].tolist()
+    # the table's own columns of those names are published as they are, never replaced
+    for name in names:
+        assert written[name].tolist() == source[name].tolist(), name
+    assert sorted(written.columns) == sorted([*TAGS.keys() - {"name"}, *names])
+
+
+@pytest.mark.parametrize("names", [OWN_NAMES, (LINEAGE_WRITTEN, "filename"), ("file_row_number",)])
+def test_columns_named_as_the_engines_own_are_released_as_they_are(engine, tmp_path, names):
+    # DuckDB reads the file name under a name of its own, and numbers the rows of files with a
+    # column called file_row_number by their order as read
+    check_own_named(*own_named_release(engine, tmp_path, names), names)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyspark") is None or shutil.which("java") is None,
+    reason="Spark needs pyspark and a Java runtime",
+)
+def test_spark_releases_columns_named_as_its_own_as_they_are(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    from anonweb.core.engine.spark_engine import SparkEngine
+
+    spark = SparkEngine(master="local[2]")
+    try:
+        # and the columns Spark numbers the rows with: its metadata, the file, the index
+        names = (*OWN_NAMES, "_metadata", "__file", "__i")
+        made = own_named_release(spark, tmp_path, names)
+    finally:
+        spark.close()
+        spark.spark.stop()
+    check_own_named(*made, names)

@@ -27,7 +27,7 @@ from anonweb.releases.storage import (
     release_dir,
     remove_release_files,
 )
-from anonweb.releases.utility import UTILITY_FILE, release_utility_get
+from anonweb.releases.utility import UTILITY_FILE, release_utility_get, release_utility_measure
 from tests.core.release.test_engine_release import close, rows
 from tests.web.api.test_api import run_queued, upload
 from tests.web.api.test_api_releases import api
@@ -197,11 +197,13 @@ def test_a_release_on_duckdb_has_the_figures_and_rows_of_pandas(officer, monkeyp
     assert gate["rechecked"] is True, gate
     assert [c["id"] for c in gate["checked"]] == [first.pk, third.pk]
     assert not [f for f in gate["findings"] if f["code"].startswith("conflict")]
-    # a release without its stored utility has it measured again on the first view, by DuckDB
-    # for a source it streams (ANONWEB_ENGINE names it here): the same figures (sums of floats
-    # in another order: means and standard deviations to 1e-9)
+    # a release without its stored utility has it measured again by a job (never by the page),
+    # by DuckDB for a source it streams (ANONWEB_ENGINE names it here): the same figures (sums
+    # of floats in another order: means and standard deviations to 1e-9)
     stored = ours["stored_release"]
     files().delete(private_name(stored.storage_key, UTILITY_FILE))
+    assert release_utility_get(release=stored) is None
+    assert release_utility_measure(release=stored)
     assert_same_figures(release_utility_get(release=stored), ours["utility"])
     # removing the release's files removes its lineage too
     remove_release_files(second.storage_key)

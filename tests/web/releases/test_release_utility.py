@@ -276,3 +276,57 @@ def test_a_purge_removes_the_stored_utility(officer, dataset, django_capture_on_
     assert read_private_json(release.storage_key, UTILITY_FILE) is None
     answer = api(officer).get(f"/api/v1/releases/{release.pk}/utility/")
     assert answer.status_code == 409 and "gone" in answer.json()["error"]
+
+
+def test_an_engine_release_without_its_utility_is_measured_by_a_job_not_the_page(
+    client, officer, steward, analyst, monkeypatch
+):
+    """Released by an engine before its utility was measured at publication: the page shows
+    it pending and never measures it (the engine may be Spark, whose session a request must
+    not start); a job does, once however often it is asked for, and the page shows it."""
+    from anonweb.common.files import files
+    from anonweb.jobs.models import Job, JobKind, JobStatus
+    from anonweb.releases import utility
+    from anonweb.releases.storage import private_name
+    from tests.web.api.test_api import run_queued
+    from tests.web.api.test_api_engine_release import assert_same_figures, release_with
+
+    made = release_with(officer, monkeypatch, "duckdb")
+    release = made["stored_release"]
+    files().delete(private_name(release.storage_key, UTILITY_FILE))
+    cache.clear()
+    measured: list[str] = []
+    real = utility.engine_release_utility
+
+    def counted(engine, *args, **kwargs):
+        measured.append(engine.name)
+        return real(engine, *args, **kwargs)
+
+    monkeypatch.setattr(utility, "engine_release_utility", counted)
+    detail = reverse("releases:detail", args=[release.pk])
+    for reader in (officer, steward):
+        client.force_login(reader)
+        page = client.get(detail)
+        assert page.context["utility"] is None and page.context["utility_pending"] is True
+        assert 'data-testid="utility-pending"' in page.content.decode()
+    assert measured == [] and read_private_json(release.storage_key, UTILITY_FILE) is None
+    # analysts neither see it nor start it
+    client.force_login(analyst)
+    assert 'data-testid="utility-pending"' not in client.get(detail).content.decode()
+    assert client.post(reverse("releases:utility", args=[release.pk])).status_code in (403, 404)
+    # asked twice, one job
+    client.force_login(steward)
+    first = client.post(reverse("releases:utility", args=[release.pk]))
+    second = client.post(reverse("releases:utility", args=[release.pk]))
+    (job,) = Job.objects.filter(kind=JobKind.UTILITY)
+    assert first.url == second.url == reverse("jobs:detail", args=[job.pk])
+    assert measured == []
+    (done,) = run_queued(JobKind.UTILITY)
+    assert done.status == JobStatus.SUCCEEDED, done.error
+    assert measured == ["duckdb"]
+    client.force_login(officer)  # the figures whole, the source's labels with them
+    page = client.get(detail)
+    assert page.context["utility_pending"] is False
+    assert_same_figures(page.context["utility"], made["utility"])
+    assert 'data-testid="utility"' in page.content.decode()
+    assert measured == ["duckdb"]
