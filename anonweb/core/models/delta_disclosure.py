@@ -74,7 +74,7 @@ def delta_passes_dense(domain: SensitiveDomain, hist: NDArray[Any], delta: float
     high, low = row_max(ratio), row_min(ratio)
     top, bottom = 2.0**delta, 2.0**-delta
     near = (np.abs(high - top) <= NEAR * top) | (np.abs(low - bottom) <= NEAR * bottom)
-    out = (high < top) & (low > bottom)
+    out: NDArray[Any] = (high < top) & (low > bottom)
     rows = np.flatnonzero(near)
     if len(rows):
         out[rows] = delta_per_class_dense(domain, hist[rows]) < delta
