@@ -75,7 +75,8 @@ def least_failing(
     if first.any():
         hit = np.flatnonzero(first)
         over, n_hit = np.compress(first, over, axis=0), n[hit]
-        caps = np.broadcast_to(caps[hit] if caps.ndim == 2 else caps, over.shape)
+        if caps.ndim == 2:
+            caps = caps[hit]
         on = over > 0
         scratch = np.empty_like(over)
         g = _newton_step(over, caps, on, n_hit, scratch)
@@ -90,7 +91,7 @@ def least_failing(
                 grew = np.flatnonzero(row_max(grown))
                 grown |= on
             else:
-                grown = over[moved] + caps[moved] * g[moved, None] > 0
+                grown = over[moved] + _rows(caps, moved) * g[moved, None] > 0
                 grew = np.flatnonzero(row_max(grown & ~on[moved]))
             if not len(grew):
                 break
@@ -100,15 +101,19 @@ def least_failing(
             else:
                 moved = moved[grew]
                 on[moved] = grown[grew]
-            g[moved] = np.maximum(
-                g[moved], _newton_step(over[moved], caps[moved], on[moved], n_hit[moved])
-            )
+            step = _newton_step(over[moved], _rows(caps, moved), on[moved], n_hit[moved])
+            g[moved] = np.maximum(g[moved], step)
         f[hit] = g
     least: NDArray[Any] = np.ceil(f - RELATIVE_SLACK * (n + 1.0)).clip(0, None).astype(np.int64)
     if wanted is None:
         return least
     out[wanted] = least
     return out
+
+
+def _rows(caps: NDArray[Any], rows: NDArray[Any]) -> NDArray[Any]:
+    """The caps of the classes ``rows``: one row of caps serves every class."""
+    return caps if caps.ndim == 1 else caps[rows]
 
 
 def row_max(matrix: NDArray[Any]) -> NDArray[Any]:
