@@ -53,27 +53,57 @@ def least_failing(
     so float error in choosing S cannot make the result exceed L(C).
     """
     out = np.zeros(len(hist), dtype=np.int64)
-    counts = np.asarray(hist if wanted is None else hist[wanted], dtype=float)
-    if not len(counts):
-        return out
+    hist = np.asarray(hist, dtype=float)
+    counts = hist if wanted is None else np.compress(wanted, hist, axis=0)
+    if not counts.size:
+        return out  # no classes, or no values: nothing to suppress
     caps = np.asarray(caps, dtype=float) * (1.0 + RELATIVE_SLACK) + RELATIVE_SLACK
     if caps.ndim == 2 and wanted is not None:
-        caps = caps[wanted]
-    caps = np.broadcast_to(caps, counts.shape)
-    n = counts.sum(axis=1)
-    over = counts - caps * n[:, None]  # d_s = c_s - a_s n: > 0 where the class fails
+        caps = np.compress(wanted, caps, axis=0)
+    # (the matrices here run to a few hundred kilobytes per batch of nodes: each is written in
+    # place where it can, as a fresh one costs more to map than to compute)
+    ones = np.ones(counts.shape[1])
+    n = counts @ ones  # row sums as a product (several times faster on a few values)
+    over = np.multiply.outer(n, caps) if caps.ndim == 1 else caps * n[:, None]
+    np.subtract(counts, over, out=over)  # d_s = c_s - a_s n: > 0 where the class fails
     # a value the class lacks has d_s + a_s f = -a_s (n - f) <= 0 below n: never in S. The
-    # first step, from f = 0, takes the values over their caps; the next ones only for the
-    # classes whose new f brings more values in
-    on = over > 0
-    f = _newton_step(over, caps, on, n)
-    for _ in range(counts.shape[1]):
-        grown = over + caps * f[:, None] > 0
-        more = np.flatnonzero((grown & ~on).any(axis=1))
-        if not len(more):
-            break
-        on[more] = grown[more]
-        f[more] = np.maximum(f[more], _newton_step(over[more], caps[more], on[more], n[more]))
+    # first step, from f = 0, takes the values over their caps: a class with none has g(0) = 0
+    # and a bound of 0, and takes no step (half the classes on Adult); the next steps only for
+    # the classes whose new f brings more values in
+    first = row_max(over) > 0
+    f = np.zeros(len(counts))
+    if first.any():
+        hit = np.flatnonzero(first)
+        over, n_hit = np.compress(first, over, axis=0), n[hit]
+        if caps.ndim == 2:
+            caps = caps[hit]
+        on = over > 0
+        scratch = np.empty_like(over)
+        g = _newton_step(over, caps, on, n_hit, scratch)
+        # the classes whose last step moved: a class whose set S did not grow keeps its f, so
+        # its S would not grow at the next step either
+        moved = np.arange(len(hit))
+        for _ in range(counts.shape[1]):
+            if len(moved) == len(hit):
+                grown = np.multiply(caps, g[:, None], out=scratch)
+                grown = np.add(grown, over, out=scratch) > 0
+                grown &= ~on
+                grew = np.flatnonzero(row_max(grown))
+                grown |= on
+            else:
+                grown = over[moved] + _rows(caps, moved) * g[moved, None] > 0
+                grew = np.flatnonzero(row_max(grown & ~on[moved]))
+            if not len(grew):
+                break
+            if len(moved) == len(hit):
+                moved = grew
+                on[moved] = grown[moved]
+            else:
+                moved = moved[grew]
+                on[moved] = grown[grew]
+            step = _newton_step(over[moved], _rows(caps, moved), on[moved], n_hit[moved])
+            g[moved] = np.maximum(g[moved], step)
+        f[hit] = g
     least: NDArray[Any] = np.ceil(f - RELATIVE_SLACK * (n + 1.0)).clip(0, None).astype(np.int64)
     if wanted is None:
         return least
@@ -81,10 +111,44 @@ def least_failing(
     return out
 
 
+def _rows(caps: NDArray[Any], rows: NDArray[Any]) -> NDArray[Any]:
+    """The caps of the classes ``rows``: one row of caps serves every class."""
+    return caps if caps.ndim == 1 else caps[rows]
+
+
+def row_max(matrix: NDArray[Any]) -> NDArray[Any]:
+    """The largest entry of each row (of a numeric or boolean matrix). With few columns (a
+    sensitive column's values), one elementwise maximum per column: numpy's reduction along
+    rows of a dozen entries costs about five times as much."""
+    return _by_column(matrix, np.maximum)
+
+
+def row_min(matrix: NDArray[Any]) -> NDArray[Any]:
+    """The smallest entry of each row, as :func:`row_max`."""
+    return _by_column(matrix, np.minimum)
+
+
+def _by_column(matrix: NDArray[Any], ufunc: Any) -> NDArray[Any]:
+    if matrix.ndim != 2 or not 0 < matrix.shape[1] <= 64:
+        return np.asarray(ufunc.reduce(matrix, axis=1))
+    out = matrix[:, 0].copy()
+    for c in range(1, matrix.shape[1]):
+        ufunc(out, matrix[:, c], out=out)
+    return out
+
+
 def _newton_step(
-    over: NDArray[Any], caps: NDArray[Any], on: NDArray[Any], n: NDArray[Any]
+    over: NDArray[Any],
+    caps: NDArray[Any],
+    on: NDArray[Any],
+    n: NDArray[Any],
+    scratch: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
-    """D_S / (1 - A_S) for the sets S of values ``on`` (0 where A_S reaches 1), at most n."""
-    rest = 1.0 - np.einsum("ij,ij->i", caps, on)
-    step = np.einsum("ij,ij->i", over, on) / np.maximum(rest, RELATIVE_SLACK)
+    """D_S / (1 - A_S) for the sets S of values ``on`` (0 where A_S reaches 1), at most n
+    (``scratch``, shaped as ``over``, takes the products instead of a new matrix)."""
+    # sums along rows as products with ones (BLAS; float error, in any order, is far inside
+    # RELATIVE_SLACK)
+    ones = np.ones(over.shape[1])
+    rest = 1.0 - np.multiply(caps, on, out=scratch) @ ones
+    step = (np.multiply(over, on, out=scratch) @ ones) / np.maximum(rest, RELATIVE_SLACK)
     return np.where(rest > RELATIVE_SLACK, np.minimum(step, n), 0.0)

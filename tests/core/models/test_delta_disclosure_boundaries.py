@@ -16,6 +16,7 @@ from anonweb.core.models import DeltaDisclosure, class_data
 from anonweb.core.models.counts import SensitiveDomain, counts_for
 from anonweb.core.models.delta_disclosure import (
     DeltaDisclosureCoverage,
+    delta_passes_dense,
     delta_per_class,
     delta_per_class_dense,
 )
@@ -98,3 +99,32 @@ def test_a_value_held_once_counts_in_the_dense_histogram():
         pd.DataFrame({"G": ["g", "h"], "S": ["x", "y"]}), quasi_identifiers=["G"], sensitive="S"
     )
     assert dense.tolist() == delta_per_class(sc).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_search_check_is_the_figure_against_delta(seed):
+    # The search decides a class from its extreme ratios, taking a logarithm only within 1e-9
+    # of 2**δ or 2**-δ: the same verdicts as the figure's |log2| < δ, on random classes, and
+    # on classes whose ratios are exactly 4, 2, 1/2 and 1/4 (shares 1/4, 1/4, 1/2 in the
+    # table) at δ of 1 and 2 and a hair either side.
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 20))
+    random_domain = SensitiveDomain("S", pd.Index(range(m)), rng.integers(1, 500, m))
+    random_hist = rng.poisson(rng.uniform(0.1, 6.0), (int(rng.integers(0, 300)), m))
+    exact_domain = SensitiveDomain("S", pd.Index(range(3)), np.array([100, 100, 200]))
+    exact_hist = np.array([[2, 0, 0], [1, 1, 0], [1, 0, 7], [1, 0, 15], [1, 1, 2], [0, 0, 0]])
+    deltas = (1.0, 2.0, 1.0 - 1e-12, 1.0 + 1e-12, 2.0 - 1e-13, 2.0 + 1e-13)
+    for domain, hist in ((random_domain, random_hist), (exact_domain, exact_hist)):
+        hist = hist.astype(float)
+        for delta in (*deltas, float(rng.uniform(0.05, 3.0))):
+            want = delta_per_class_dense(domain, hist) < delta
+            assert delta_passes_dense(domain, hist, delta).tolist() == want.tolist()
+    # the exact classes at δ = 1: only the one with the table's own shares passes
+    assert delta_passes_dense(exact_domain, exact_hist.astype(float), 1.0).tolist() == [
+        False,
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]

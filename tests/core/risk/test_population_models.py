@@ -13,6 +13,7 @@ so these tests run without the reference data.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -325,3 +326,125 @@ def test_the_fit_steps_are_scipys_l_bfgs_b_to_the_last_bit(cases, seed):
                 },
             ).x
         assert ours.tobytes() == np.asarray(theirs).tobytes()
+
+
+def _term_by_term(sizes, theta, alpha):
+    """Pitman's log-likelihood and its two derivatives as plain sums, one term per class, and
+    the size of the terms each derivative sums (what its rounding is relative to)."""
+    j, fj = np.unique(sizes, return_counts=True)
+    u, n = int(fj.sum()), int(np.sum(sizes))
+    steps = [theta + i * alpha for i in range(1, u)]
+    value = (
+        math.fsum(math.log(s) for s in steps)
+        - (math.lgamma(theta + n) - math.lgamma(theta + 1))
+        + math.fsum(f * (math.lgamma(k - alpha) - math.lgamma(1 - alpha)) for k, f in zip(j, fj))
+    )
+    first = math.fsum(1 / s for s in steps)
+    rising = float(special.digamma(theta + n) - special.digamma(theta + 1))
+    second = math.fsum(i / s for i, s in enumerate(steps, 1))
+    tail = math.fsum(
+        f * float(special.digamma(k - alpha) - special.digamma(1 - alpha)) for k, f in zip(j, fj)
+    )
+    scales = (first + abs(rising), second + abs(tail))
+    return value, (first - rising, second - tail), scales
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_fit_objective_in_closed_form_is_the_sum_over_classes(cases, seed):
+    """The fit reads the sums over classes through gamma and digamma functions of theta / alpha
+    (and term by term near alpha = 0): the same log-likelihood and gradient as summing one
+    term per class, from the interior to both edges of the parameter space."""
+    from anonweb.core.risk import population
+
+    rng = np.random.default_rng(seed)
+    sizes = [cases["stroke"], cases["drugs"]][seed % 2] if seed < 2 else None
+    if sizes is None:
+        sizes = rng.geometric(rng.uniform(0.05, 0.9), int(rng.integers(20, 5000)))
+    objective = population._Objective(population._Partition.of(sizes))
+    u = len(sizes)
+    points = [(float(rng.uniform(0.01, 3 * u)), float(rng.uniform(0.001, 0.99))) for _ in range(6)]
+    # near theta = -alpha, near alpha = 0 on both sides of the closed form's span, near 1
+    points += [(-0.3 + 1e-7, 0.3), (50.0, 1e-9), (u * 7.9 * 0.01, 0.01), (u * 8.1 * 0.01, 0.01)]
+    points += [(5.0, 0.999), (1e-3, 0.5)]
+    for theta, alpha in points:
+        value, gradient, scales = _term_by_term(sizes, theta, alpha)
+        got = objective(theta + alpha, alpha)
+        assert got[0] == pytest.approx(value, rel=1e-12, abs=1e-9)
+        for g, w, scale in zip(got[1:], gradient, scales):
+            assert abs(g - w) <= 1e-12 * scale
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_fit_is_the_same_with_the_objective_summed_class_by_class(cases, seed, monkeypatch):
+    """The closed forms change the rounding of each step of the quasi-Newton search, not the
+    fit: with every evaluation summed term by term the estimates agree to 1e-9."""
+    from anonweb.core.risk import population
+
+    rng = np.random.default_rng(seed)
+    if seed < 2:
+        sizes = [cases["stroke"], cases["drugs"]][seed]
+    elif seed % 2:
+        sizes = rng.geometric(rng.uniform(0.05, 0.9), int(rng.integers(20, 8000)))
+    else:  # the classes of a sample: many uniques, a long tail
+        sizes = rng.zipf(rng.uniform(1.5, 3.0), int(rng.integers(100, 8000)))
+    fast = pitman_fit(sizes)
+    monkeypatch.setattr(population, "_CLOSED_FORM_SPAN", -math.inf)
+    slow = pitman_fit(sizes)
+    assert (fast is None) == (slow is None)
+    if fast is not None:
+        assert fast[1] == pytest.approx(slow[1], rel=1e-9, abs=1e-12)
+        for population_size in (10**5, 318_000_000):
+            if len(sizes) < population_size:
+                assert pitman_uniques(sizes, population_size, fit=fast) == pytest.approx(
+                    pitman_uniques(sizes, population_size, fit=slow), rel=1e-9
+                )
+
+
+@pytest.mark.parametrize("theta", [1e6, 3.7e6, 1e9, 1.5e17])
+@pytest.mark.parametrize("n", [2, 191, 30_162, 995_346])
+def test_the_rising_factorial_far_out_is_stirlings(theta, n):
+    """From theta = 1e6 on, log (theta + 1)_(n-1) and the matching digamma difference are
+    taken from Stirling's series: both to rounding, against 50-digit arithmetic (the
+    differences of lgamma and digamma there lose up to all their digits)."""
+    mpmath = pytest.importorskip("mpmath")
+    from anonweb.core.risk import population
+
+    with mpmath.workdps(50):
+        t = mpmath.mpf(theta)
+        log_rising = mpmath.loggamma(t + n) - mpmath.loggamma(t + 1)
+        digamma_rising = mpmath.digamma(t + n) - mpmath.digamma(t + 1)
+    assert population._log_rising(theta, n) == pytest.approx(float(log_rising), rel=1e-15)
+    assert population._digamma_rising(theta, n) == pytest.approx(float(digamma_rising), rel=1e-15)
+
+
+def test_the_fit_is_not_led_off_by_rounding_at_the_edge_of_its_box():
+    """174 uniques, 7 pairs and a triple: from one start the first quasi-Newton step tries
+    theta near 1.5e17, where a likelihood computed as a difference of lgammas was noise of
+    +-1,000 that could pass for the maximum (theta 1.5e17, alpha 0.99999: 15 times the uniques
+    at a population of 10^6). The likelihood there is now the 50-digit one, far below the
+    interior maximum, which every start reaches."""
+    mpmath = pytest.importorskip("mpmath")
+    from anonweb.core.risk import population
+
+    sizes = np.array([1] * 174 + [2] * 7 + [3])
+    theta, alpha = 1.4961316349632342e17, 0.9999956091799905
+    with mpmath.workdps(60):
+        t, a = mpmath.mpf(theta), mpmath.mpf(alpha)
+        exact = (
+            sum(mpmath.log(t + i * a) for i in range(1, 182))
+            - (mpmath.loggamma(t + 191) - mpmath.loggamma(t + 1))
+            + 7 * (mpmath.loggamma(2 - a) - mpmath.loggamma(1 - a))
+            + (mpmath.loggamma(3 - a) - mpmath.loggamma(1 - a))
+        )
+    assert pitman_loglik(sizes, theta, alpha) == pytest.approx(float(exact), rel=1e-12)
+    fit = pitman_fit(sizes)
+    assert fit is not None
+    independent = _independent_pitman_mle(sizes)
+    assert fit == pytest.approx(independent, rel=1e-2)
+    assert pitman_loglik(sizes, *fit) >= pitman_loglik(sizes, *independent) - 1e-9
+    assert pitman_loglik(sizes, *fit) > float(exact) + 300
+    scale = ewens_theta(sizes)
+    assert scale is not None
+    starts = [(scale * f, a) for f in (0.1, 1.0) for a in (0.2, 0.5, 0.8)]
+    for found in population._pitman_maximise(sizes, starts):
+        assert found == pytest.approx(fit, rel=1e-6)
