@@ -90,16 +90,8 @@ def factorize_values(
         codes, uniques = pd.factorize(values, use_na_sentinel=use_na_sentinel)
         return codes.astype(dtype, copy=False), pd.Index(uniques)
     values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
-    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
-    addresses = np.ctypeslib.as_array(pointer, shape=(len(values),))
-    by_identity, found = pd.factorize(addresses)
-    by_identity = by_identity.astype(np.int64, copy=False)
-    if len(found) <= _FEW_OBJECTS:
-        # the few objects themselves, read at their addresses (``values`` holds every one of
-        # them), first seen first: no further pass over the rows
-        objects = np.empty(len(found), dtype=object)
-        objects[:] = [ctypes.cast(int(a), ctypes.py_object).value for a in found.tolist()]
-    else:
+    by_identity, objects = _object_codes(values)
+    if objects is None:
         # codes are numbered in order of first appearance, so the cell where their running
         # maximum first reaches a code is that code's first cell: one pass, no scatter
         seen = np.maximum.accumulate(by_identity)
@@ -109,10 +101,10 @@ def factorize_values(
 
 
 def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any], NDArray[Any]]:
-    """A code per row (from 0; a missing value is a code of its own) and the hierarchy row of
-    each code (``len(hierarchy.rows)`` for a missing value); raises if a value is not covered.
-    The work per row is one pass that numbers the values; the hierarchy is looked up once per
-    distinct value."""
+    """A code per row (from 0; a missing value is a code of its own, and a value may have
+    several: see :func:`_value_codes`) and the hierarchy row of each code (``len(hierarchy.rows)``
+    for a missing value); raises if a value is not covered. The work per row is one pass that
+    numbers the values; the hierarchy is looked up once per code."""
     codes, uniques = _value_codes(series)
     found = hierarchy.rows_of(uniques)  # by value: 39.0 of a float column finds the line 39
     if (found == UNCOVERED).any():
@@ -122,9 +114,12 @@ def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any
 
 
 def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
-    """Codes from 0 (int32) and the distinct values (a missing value is one of them), in any
+    """Codes from 0 (int32) and the value of each code (a missing value is one of them), in any
     order. A column of small integers (ages, years, counts) is numbered by its offset from the
-    smallest value, without hashing; anything else by :func:`factorize_values`."""
+    smallest value, without hashing. A text column is numbered by the objects its cells hold
+    (:func:`_object_codes`): two codes may then hold equal values, which find the same hierarchy
+    row, so the rows are what numbering by value gives. Anything else by
+    :func:`factorize_values`."""
     values = series.to_numpy()
     if values.dtype.kind in "iu" and len(values) >= 1024:
         lo, hi = int(values.min()), int(values.max())
@@ -133,7 +128,31 @@ def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
             present = np.bincount(offsets, minlength=hi - lo + 1) > 0
             ids = (np.cumsum(present) - 1).astype(np.int32)
             return ids.take(offsets), pd.Index(np.flatnonzero(present) + lo, dtype=values.dtype)
+    if values.dtype == object and len(values) >= 1024:
+        codes, objects = _object_codes(values)
+        if objects is not None:
+            return codes.astype(np.int32), pd.Index(objects, dtype=object)
     return factorize_values(series, use_na_sentinel=False, dtype=np.int32)
+
+
+def _object_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any] | None]:
+    """The cells of an object column numbered by the object each holds, first seen first, and
+    those objects (None when they are more than ``_FEW_OBJECTS``: not read one by one). The
+    value of each cell is then ``objects[codes]``, found without comparing values: the first
+    step of :func:`factorize_values`, whose second (merging equal values held by distinct
+    objects) can be left to whoever reads the values once per object."""
+    values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
+    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
+    addresses = np.ctypeslib.as_array(pointer, shape=(len(values),))
+    by_identity, found = pd.factorize(addresses)
+    by_identity = by_identity.astype(np.int64, copy=False)
+    if len(found) > _FEW_OBJECTS:
+        return by_identity, None
+    # the few objects themselves, read at their addresses (``values`` holds every one of
+    # them), first seen first: no further pass over the rows
+    objects = np.empty(len(found), dtype=object)
+    objects[:] = [ctypes.cast(int(a), ctypes.py_object).value for a in found.tolist()]
+    return by_identity, objects
 
 
 def hierarchy_levels(
@@ -753,15 +772,6 @@ LIMIT = 1 << 17
 _HASHED_RECORDS = 1 << 17
 
 
-def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Keys in ``[0, space)`` renumbered from 0 in key order, and the count of each."""
-    counts = np.bincount(key, minlength=space)
-    occupied = np.flatnonzero(counts)
-    ids = np.empty(space, dtype=np.int32 if space < 2**31 else np.int64)
-    ids[occupied] = np.arange(len(occupied))
-    return ids.take(key), counts[occupied]
-
-
 def _distinct_records(
     codes: list[NDArray[Any]],
     cards: list[int],
@@ -790,12 +800,12 @@ def _distinct_records(
         counts = np.bincount(row_to_tmp, minlength=len(uniq))
         rep = _first_index(row_to_tmp, len(uniq))
         del key, uniq
+        found = [col.take(rep) for col in codes]
     else:
-        row_to_tmp, counts = _fold_records(codes, cards)
-        rep = _first_index(row_to_tmp, len(counts))
+        row_to_tmp, counts, found = _fold_records(codes, cards)
     cols = [
-        col.take(rep).astype(np.int64) if to_row is None else to_row.take(col.take(rep))
-        for col, to_row in zip(codes, to_rows)
+        col.astype(np.int64) if to_row is None else to_row.take(col)
+        for col, to_row in zip(found, to_rows)
     ]
     # distinct codes may still name one row (39 and '39' both find the hierarchy line 39)
     base, tmp_to_base, _ = _distinct_rows(cols, radices)
@@ -803,26 +813,70 @@ def _distinct_records(
     return base, tmp_to_base.take(row_to_tmp), np.rint(weights).astype(np.int64)
 
 
-def _fold_records(codes: list[NDArray[Any]], cards: list[int]) -> tuple[NDArray[Any], NDArray[Any]]:
-    """The records numbered by their codes (in key order) and the count of each number: the
-    codes folded into one mixed-radix key column by column, renumbered by a count over the key
-    space whenever that space would outgrow a table that stays in cache."""
+def _fold_records(
+    codes: list[NDArray[Any]], cards: list[int]
+) -> tuple[NDArray[Any], NDArray[Any], list[NDArray[Any]]]:
+    """The records numbered by their codes, the count of each number and its codes (one array
+    per column): the codes folded into one mixed-radix key column by column, renumbered by a
+    count over the key space whenever that space would outgrow a table that stays in cache.
+
+    Columns of few codes are folded first: the space then grows slowly, and fewer passes over
+    the records renumber it. The codes of each number are read off the keys (a quotient and
+    a remainder per column folded since the last renumbering), not from a record of it: no
+    pass over the records finds one."""
+    order = sorted(range(len(codes)), key=lambda j: cards[j])
+    first = order[0]
     # int32 while the key space allows: the folding reads and writes half the memory
-    key: NDArray[Any] = codes[0].astype(np.int32 if cards[0] < 2**31 else np.int64)
-    space = max(cards[0], 1)
+    key: NDArray[Any] = codes[first].astype(np.int32 if cards[first] < 2**31 else np.int64)
+    space = max(cards[first], 1)
+    # the codes of each number of the space last renumbered (before it: each code itself),
+    # and the columns folded in since, with their cards
+    known: dict[int, NDArray[Any]] = {first: np.arange(space, dtype=np.int64)}
+    since: list[tuple[int, int]] = []
     # a count over a space much larger than the records costs more than the records: a small
     # table renumbers sooner
     limit = min(LIMIT, max(1024, 2 * len(key)))
-    for col, card in zip(codes[1:], cards[1:]):
+    for j in order[1:]:
+        card = max(cards[j], 1)
         if space * card > limit:
-            key, counts = _densify(key, space)
-            space = len(counts)
+            key, occupied = _densify(key, space)
+            known = _decode(occupied, known, since)
+            space, since = len(occupied), []
         if space * card >= 2**31 and key.dtype != np.int64:
             key = key.astype(np.int64)
         key *= card
-        key += col
-        space *= max(card, 1)
-    return _densify(key, space)
+        key += codes[j]
+        space *= card
+        since.append((j, card))
+    counts = np.bincount(key, minlength=space)
+    occupied = np.flatnonzero(counts)
+    ids = np.empty(space, dtype=np.int32 if space < 2**31 else np.int64)
+    ids[occupied] = np.arange(len(occupied))
+    known = _decode(occupied, known, since)
+    return ids.take(key), counts[occupied], [known[j] for j in range(len(codes))]
+
+
+def _decode(
+    occupied: NDArray[Any], known: dict[int, NDArray[Any]], since: list[tuple[int, int]]
+) -> dict[int, NDArray[Any]]:
+    """The codes of each occupied key: the columns folded ``since`` the last renumbering are
+    its remainders, last first; the quotient left is the earlier number, whose codes are
+    ``known``."""
+    rest = occupied.astype(np.int64)
+    out: dict[int, NDArray[Any]] = {}
+    for j, card in reversed(since):
+        rest, out[j] = np.divmod(rest, card)
+    for j, was in known.items():
+        out[j] = was.take(rest)
+    return out
+
+
+def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Keys in ``[0, space)`` renumbered from 0 in key order, and the keys present."""
+    occupied = np.flatnonzero(np.bincount(key, minlength=space))
+    ids = np.empty(space, dtype=np.int32 if space < 2**31 else np.int64)
+    ids[occupied] = np.arange(len(occupied))
+    return ids.take(key), occupied
 
 
 def _distinct_rows(
