@@ -396,20 +396,17 @@ class EncodedTable:
         space = math.prod(cards)
         if rows is None and space < 2**62:
             # multiply-add over the node's rows of codes, in place: no copy of the codes is
-            # gathered, and int32 arithmetic when every key fits and the rows are many (half
-            # the memory); over a few thousand rows, int64 keys, which the scatter and the
-            # gather below index with as they are (int32 ones are converted first: a tenth of
-            # the grouping on Adult's 12,458 distinct rows)
-            narrow = space < 2**31 and codes.shape[1] > _WIDE_KEYS
-            key = codes[cols[0]].astype(np.int32 if narrow else np.int64)
+            # gathered, in the narrowest type the key space allows (a node low in the lattice
+            # of Adult has a space of a few thousand keys: two bytes a key cost a third of the
+            # arithmetic of eight)
+            key = codes[cols[0]].astype(_key_type(space, codes.shape[1]))
             for c, card in zip(cols[1:], cards[1:]):
                 key *= card
                 key += codes[c]
         elif rows is not None and space < 2**62 and len(rows) > 1024:
             # many rows: one gather per column of the node's codes, multiplied and added in
             # place (cheaper than gathering the rows' codes first once rows run to thousands)
-            narrow = space < 2**31 and len(rows) > _WIDE_KEYS
-            key = self.all_codes[cols[0]].take(rows).astype(np.int32 if narrow else np.int64)
+            key = self.all_codes[cols[0]].take(rows).astype(_key_type(space, len(rows)))
             for c, card in zip(cols[1:], cards[1:]):
                 key *= card
                 key += self.all_codes[c].take(rows)
@@ -425,6 +422,16 @@ class EncodedTable:
             space = int(key.max()) + 1 if len(key) else 0
         # a count over the key space is the cheapest way to ids while the space is at most a
         # few times the rows; beyond that, hashing the keys (sorting them costs more)
+        if space <= len(key) and weights is not None:
+            # a space no larger than the rows: one count of the weights over it finds the
+            # classes and their sizes at once (in key order, each class's weights added in row
+            # order, as below)
+            counts = np.bincount(key, weights, minlength=space)
+            occupied = np.flatnonzero(counts)
+            n_classes = len(occupied)
+            ids = np.empty(space, dtype=np.int64)
+            ids[occupied] = np.arange(n_classes)
+            return ids.take(key), n_classes, counts.take(occupied)
         if space <= 8 * len(key):
             # the keys present marked in a byte per key (a table over the space costs up to
             # eight slots a row: bytes, not counts), ids in key order written where the keys
@@ -766,6 +773,17 @@ class ClassTableCache:
 
 # up to this many rows, a node's keys and class ids are int64 whatever their range
 _WIDE_KEYS = 1 << 16
+
+
+def _key_type(space: int, rows: int) -> Any:
+    """The type of a node's keys over ``rows`` rows: two bytes while the space allows (the
+    multiply-adds cost a third of int64's, more than the widening where the keys index), four
+    while many rows make the memory count, eight otherwise."""
+    if space <= 1 << 16:
+        return np.uint16
+    return np.int32 if space < 2**31 and rows > _WIDE_KEYS else np.int64
+
+
 # the largest key space counted over while folding: its table of counts stays in cache
 LIMIT = 1 << 17
 # up to this many records, the distinct records are found by hashing one key per record
