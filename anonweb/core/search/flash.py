@@ -659,10 +659,15 @@ def _result(
     # the node's own check when it grouped them so, else a regrouping; the table-wide models
     # have accepted the node already and change no class's suppression, so they are not asked
     # again (population uniqueness fits its model once per check)
-    final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
-    assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
-    # ``take``: several times cheaper than indexing, over a million records
-    out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
+    if not ev.out_classes.any():
+        # nothing suppressed: no record needs its class (no regrouping, no pass per record)
+        final = ev
+        out_rows = np.zeros(len(table.row_to_base), dtype=bool)
+    else:
+        final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
+        assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
+        # ``take``: several times cheaper than indexing, over a million records
+        out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
     kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {

@@ -805,7 +805,8 @@ def _distinct_records(
     have 12,458 distinct ones). A small table's records are hashed on one key each, which
     costs less than the folding's passes.
     """
-    if len(codes[0]) <= _HASHED_RECORDS and math.prod(max(c, 1) for c in cards) < 2**62:
+    hashed = len(codes[0]) <= _HASHED_RECORDS and math.prod(max(c, 1) for c in cards) < 2**62
+    if hashed:
         # a small table: one int64 key per record over the whole space, hashed once (Adult's
         # 30,162 rows: a seventh of the folding's time; over a million records the folding's
         # counts in cache win). The records' order of first appearance numbers them here; the
@@ -820,23 +821,29 @@ def _distinct_records(
         del key, uniq
         found = [col.take(rep) for col in codes]
     else:
-        row_to_tmp, counts, found = _fold_records(codes, cards)
+        key, space, occupied, counts, found = _fold_records(codes, cards)
     cols = [
         col.astype(np.int64) if to_row is None else to_row.take(col)
         for col, to_row in zip(found, to_rows)
     ]
     # distinct codes may still name one row (39 and '39' both find the hierarchy line 39)
     base, tmp_to_base, _ = _distinct_rows(cols, radices)
-    weights = np.bincount(tmp_to_base, weights=counts, minlength=len(base))
-    return base, tmp_to_base.take(row_to_tmp), np.rint(weights).astype(np.int64)
+    weights = np.rint(np.bincount(tmp_to_base, weights=counts, minlength=len(base)))
+    if hashed:
+        return base, tmp_to_base.take(row_to_tmp), weights.astype(np.int64)
+    # the distinct row of each key present, read once per record
+    ids = np.empty(space, dtype=np.int64)
+    ids[occupied] = tmp_to_base
+    return base, ids.take(key), weights.astype(np.int64)
 
 
 def _fold_records(
     codes: list[NDArray[Any]], cards: list[int]
-) -> tuple[NDArray[Any], NDArray[Any], list[NDArray[Any]]]:
-    """The records numbered by their codes, the count of each number and its codes (one array
-    per column): the codes folded into one mixed-radix key column by column, renumbered by a
-    count over the key space whenever that space would outgrow a table that stays in cache.
+) -> tuple[NDArray[Any], int, NDArray[Any], NDArray[Any], list[NDArray[Any]]]:
+    """The records keyed by their codes: the key of each record, the key space, the keys
+    present, the count of each and its codes (one array per column). The codes are folded
+    into one mixed-radix key column by column, renumbered by a count over the key space
+    whenever that space would outgrow a table that stays in cache.
 
     Columns of few codes are folded first: the space then grows slowly, and fewer passes over
     the records renumber it. The codes of each number are read off the keys (a quotient and
@@ -868,10 +875,8 @@ def _fold_records(
         since.append((j, card))
     counts = np.bincount(key, minlength=space)
     occupied = np.flatnonzero(counts)
-    ids = np.empty(space, dtype=np.int32 if space < 2**31 else np.int64)
-    ids[occupied] = np.arange(len(occupied))
     known = _decode(occupied, known, since)
-    return ids.take(key), counts[occupied], [known[j] for j in range(len(codes))]
+    return key, space, occupied, counts[occupied], [known[j] for j in range(len(codes))]
 
 
 def _decode(
