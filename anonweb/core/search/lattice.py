@@ -114,8 +114,8 @@ def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any
 
 
 def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
-    """Codes from 0 (int32) and the value of each code (a missing value is one of them), in any
-    order. A column of small integers (ages, years, counts) is numbered by its offset from the
+    """Codes from 0 (in the smallest type that holds them, or int32) and the value of each code
+    (a missing value is one of them), in any order. A column of small integers (ages, years, counts) is numbered by its offset from the
     smallest value, without hashing. A text column is numbered by the objects its cells hold
     (:func:`_object_codes`): two codes may then hold equal values, which find the same hierarchy
     row, so the rows are what numbering by value gives. Anything else by
@@ -126,12 +126,13 @@ def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
         if hi - lo < min(4 * len(values), 1 << 24):
             offsets = values - lo
             present = np.bincount(offsets, minlength=hi - lo + 1) > 0
-            ids = (np.cumsum(present) - 1).astype(np.int32)
+            ids = np.cumsum(present) - 1
+            ids = ids.astype(code_dtype(int(ids[-1]) + 1))
             return ids.take(offsets), pd.Index(np.flatnonzero(present) + lo, dtype=values.dtype)
     if values.dtype == object and len(values) >= 1024:
         codes, objects = _object_codes(values)
         if objects is not None:
-            return codes.astype(np.int32), pd.Index(objects, dtype=object)
+            return codes.astype(code_dtype(len(objects))), pd.Index(objects, dtype=object)
     return factorize_values(series, use_na_sentinel=False, dtype=np.int32)
 
 
@@ -851,9 +852,10 @@ def _fold_records(
     pass over the records finds one."""
     order = sorted(range(len(codes)), key=lambda j: cards[j])
     first = order[0]
-    # int32 while the key space allows: the folding reads and writes half the memory
-    key: NDArray[Any] = codes[first].astype(np.int32 if cards[first] < 2**31 else np.int64)
     space = max(cards[first], 1)
+    # keys in the narrowest type the space allows (two bytes while the first few columns are
+    # folded): the folding reads and writes a fraction of int64's memory
+    key: NDArray[Any] = codes[first].astype(_wide_enough(codes[first].dtype, space))
     # the codes of each number of the space last renumbered (before it: each code itself),
     # and the columns folded in since, with their cards
     known: dict[int, NDArray[Any]] = {first: np.arange(space, dtype=np.int64)}
@@ -867,8 +869,9 @@ def _fold_records(
             key, occupied = _densify(key, space)
             known = _decode(occupied, known, since)
             space, since = len(occupied), []
-        if space * card >= 2**31 and key.dtype != np.int64:
-            key = key.astype(np.int64)
+        wide = _wide_enough(np.promote_types(key.dtype, codes[j].dtype), space * card)
+        if wide != key.dtype:
+            key = key.astype(wide)
         key *= card
         key += codes[j]
         space *= card
@@ -894,10 +897,16 @@ def _decode(
     return out
 
 
+def _wide_enough(dtype: Any, space: int) -> np.dtype[Any]:
+    """``dtype``, or the narrowest type wider than it that holds keys below ``space``."""
+    return np.promote_types(dtype, code_dtype(space))
+
+
 def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Keys in ``[0, space)`` renumbered from 0 in key order, and the keys present."""
+    """Keys in ``[0, space)`` renumbered from 0 in key order (in the narrowest type that
+    holds the numbers), and the keys present."""
     occupied = np.flatnonzero(np.bincount(key, minlength=space))
-    ids = np.empty(space, dtype=np.int32 if space < 2**31 else np.int64)
+    ids = np.empty(space, dtype=code_dtype(len(occupied)))
     ids[occupied] = np.arange(len(occupied))
     return ids.take(key), occupied
 
