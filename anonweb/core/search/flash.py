@@ -925,7 +925,7 @@ class _Search:
             cand = np.append((self.status == 0) & self.alive, False)
             if not cand.any():
                 return
-            searches: list[tuple[list[int], int, int]] = []
+            searches: list[tuple[list[int], int, int, int]] = []
             # a table-wide model (population uniqueness fits a model per node) makes each check
             # costly, and with suppression it is decided at every check: one search at a time
             # reaches a solution, which rules out the rest, after fewer checks (Adult, Pitman
