@@ -62,6 +62,15 @@ MAX_LATTICE = 2_000_000
 # suppression limit about as many nodes are checked, in 10-30% less time, since a batch pays
 # Python's overhead once for many nodes; not so with table-wide models, see _tag_phase)
 TAG_PATHS = 16
+# where the tagging phase first looks along a path: this many nodes up from its start (or its
+# top, if shorter), then, while nodes fail, twice as far each time (on Adult's paths of at
+# most 17 nodes: the top of what is left), bisecting below the first node that passes (0:
+# bisect from the start). A failing node lets every node above it on the path be rolled up
+# from its classes; a passing one leaves the nodes below it to be grouped afresh. Measured on
+# Adult against bisection: k=2 152 nodes checked instead of 247, k=5 84 / 113, k=5 with 2 %
+# suppression 165 / 301 in about half the time, 10-map 157 / 286; no run checked 2 % more
+# nodes than before
+GALLOP = 8
 # the finer nodes' classes one batch of checks rolls up at most (its memory: about a hundred
 # bytes each); a node whose finer node holds more is checked in a batch of its own
 BATCH_CLASSES = 1 << 20
@@ -659,10 +668,15 @@ def _result(
     # the node's own check when it grouped them so, else a regrouping; the table-wide models
     # have accepted the node already and change no class's suppression, so they are not asked
     # again (population uniqueness fits its model once per check)
-    final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
-    assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
-    # ``take``: several times cheaper than indexing, over a million records
-    out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
+    if not ev.out_classes.any():
+        # nothing suppressed: no record needs its class (no regrouping, no pass per record)
+        final = ev
+        out_rows = np.zeros(len(table.row_to_base), dtype=bool)
+    else:
+        final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
+        assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
+        # ``take``: several times cheaper than indexing, over a million records
+        out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
     kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {
@@ -911,7 +925,7 @@ class _Search:
             cand = np.append((self.status == 0) & self.alive, False)
             if not cand.any():
                 return
-            searches: list[tuple[list[int], int, int]] = []
+            searches: list[tuple[list[int], int, int, int]] = []
             # a table-wide model (population uniqueness fits a model per node) makes each check
             # costly, and with suppression it is decided at every check: one search at a time
             # reaches a solution, which rules out the rest, after fewer checks (Adult, Pitman
@@ -926,18 +940,23 @@ class _Search:
                 path = self._path(int(self.start_order[first]), cand)
                 cand[path] = False
                 waiting[place[path]] = False
-                searches.append((path, 0, len(path) - 1))
+                searches.append((path, 0, len(path) - 1, GALLOP))
             while searches:
-                mids = [path[(lo + hi) // 2] for path, lo, hi in searches]
+                # up the path while it fails, in growing steps (see GALLOP), then bisecting
+                at = [
+                    min(lo + step - 1, hi) if step else (lo + hi) // 2
+                    for _, lo, hi, step in searches
+                ]
+                mids = [path[a] for (path, *_), a in zip(searches, at)]
                 self._evaluate_all(list(dict.fromkeys(i for i in mids if self.status[i] == 0)))
                 following = []
-                for (path, lo, hi), mid in zip(searches, mids):
+                for (path, lo, hi, step), mid, a in zip(searches, mids, at):
                     if self.status[mid] == 1:
-                        hi = (lo + hi) // 2 - 1
+                        hi, step = a - 1, 0
                     else:
-                        lo = (lo + hi) // 2 + 1
+                        lo, step = a + 1, 2 * step
                     if lo <= hi:
-                        following.append((path, lo, hi))
+                        following.append((path, lo, hi, step))
                 searches = following
 
     def _path(self, start: int, cand: NDArray[Any]) -> list[int]:

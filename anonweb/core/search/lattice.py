@@ -90,16 +90,8 @@ def factorize_values(
         codes, uniques = pd.factorize(values, use_na_sentinel=use_na_sentinel)
         return codes.astype(dtype, copy=False), pd.Index(uniques)
     values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
-    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
-    addresses = np.ctypeslib.as_array(pointer, shape=(len(values),))
-    by_identity, found = pd.factorize(addresses)
-    by_identity = by_identity.astype(np.int64, copy=False)
-    if len(found) <= _FEW_OBJECTS:
-        # the few objects themselves, read at their addresses (``values`` holds every one of
-        # them), first seen first: no further pass over the rows
-        objects = np.empty(len(found), dtype=object)
-        objects[:] = [ctypes.cast(int(a), ctypes.py_object).value for a in found.tolist()]
-    else:
+    by_identity, objects = _object_codes(values)
+    if objects is None:
         # codes are numbered in order of first appearance, so the cell where their running
         # maximum first reaches a code is that code's first cell: one pass, no scatter
         seen = np.maximum.accumulate(by_identity)
@@ -109,10 +101,10 @@ def factorize_values(
 
 
 def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any], NDArray[Any]]:
-    """A code per row (from 0; a missing value is a code of its own) and the hierarchy row of
-    each code (``len(hierarchy.rows)`` for a missing value); raises if a value is not covered.
-    The work per row is one pass that numbers the values; the hierarchy is looked up once per
-    distinct value."""
+    """A code per row (from 0; a missing value is a code of its own, and a value may have
+    several: see :func:`_value_codes`) and the hierarchy row of each code (``len(hierarchy.rows)``
+    for a missing value); raises if a value is not covered. The work per row is one pass that
+    numbers the values; the hierarchy is looked up once per code."""
     codes, uniques = _value_codes(series)
     found = hierarchy.rows_of(uniques)  # by value: 39.0 of a float column finds the line 39
     if (found == UNCOVERED).any():
@@ -122,18 +114,46 @@ def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any
 
 
 def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
-    """Codes from 0 (int32) and the distinct values (a missing value is one of them), in any
-    order. A column of small integers (ages, years, counts) is numbered by its offset from the
-    smallest value, without hashing; anything else by :func:`factorize_values`."""
+    """Codes from 0 (in the smallest type that holds them, or int32) and the value of each code
+    (a missing value is one of them), in any order. A column of small integers (ages, years, counts) is numbered by its offset from the
+    smallest value, without hashing. A text column is numbered by the objects its cells hold
+    (:func:`_object_codes`): two codes may then hold equal values, which find the same hierarchy
+    row, so the rows are what numbering by value gives. Anything else by
+    :func:`factorize_values`."""
     values = series.to_numpy()
     if values.dtype.kind in "iu" and len(values) >= 1024:
         lo, hi = int(values.min()), int(values.max())
         if hi - lo < min(4 * len(values), 1 << 24):
             offsets = values - lo
             present = np.bincount(offsets, minlength=hi - lo + 1) > 0
-            ids = (np.cumsum(present) - 1).astype(np.int32)
+            ids = np.cumsum(present) - 1
+            ids = ids.astype(code_dtype(int(ids[-1]) + 1))
             return ids.take(offsets), pd.Index(np.flatnonzero(present) + lo, dtype=values.dtype)
+    if values.dtype == object and len(values) >= 1024:
+        codes, objects = _object_codes(values)
+        if objects is not None:
+            return codes.astype(code_dtype(len(objects))), pd.Index(objects, dtype=object)
     return factorize_values(series, use_na_sentinel=False, dtype=np.int32)
+
+
+def _object_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any] | None]:
+    """The cells of an object column numbered by the object each holds, first seen first, and
+    those objects (None when they are more than ``_FEW_OBJECTS``: not read one by one). The
+    value of each cell is then ``objects[codes]``, found without comparing values: the first
+    step of :func:`factorize_values`, whose second (merging equal values held by distinct
+    objects) can be left to whoever reads the values once per object."""
+    values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
+    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
+    addresses = np.ctypeslib.as_array(pointer, shape=(len(values),))
+    by_identity, found = pd.factorize(addresses)
+    by_identity = by_identity.astype(np.int64, copy=False)
+    if len(found) > _FEW_OBJECTS:
+        return by_identity, None
+    # the few objects themselves, read at their addresses (``values`` holds every one of
+    # them), first seen first: no further pass over the rows
+    objects = np.empty(len(found), dtype=object)
+    objects[:] = [ctypes.cast(int(a), ctypes.py_object).value for a in found.tolist()]
+    return by_identity, objects
 
 
 def hierarchy_levels(
@@ -377,20 +397,17 @@ class EncodedTable:
         space = math.prod(cards)
         if rows is None and space < 2**62:
             # multiply-add over the node's rows of codes, in place: no copy of the codes is
-            # gathered, and int32 arithmetic when every key fits and the rows are many (half
-            # the memory); over a few thousand rows, int64 keys, which the scatter and the
-            # gather below index with as they are (int32 ones are converted first: a tenth of
-            # the grouping on Adult's 12,458 distinct rows)
-            narrow = space < 2**31 and codes.shape[1] > _WIDE_KEYS
-            key = codes[cols[0]].astype(np.int32 if narrow else np.int64)
+            # gathered, in the narrowest type the key space allows (a node low in the lattice
+            # of Adult has a space of a few thousand keys: two bytes a key cost a third of the
+            # arithmetic of eight)
+            key = codes[cols[0]].astype(_key_type(space, codes.shape[1]))
             for c, card in zip(cols[1:], cards[1:]):
                 key *= card
                 key += codes[c]
         elif rows is not None and space < 2**62 and len(rows) > 1024:
             # many rows: one gather per column of the node's codes, multiplied and added in
             # place (cheaper than gathering the rows' codes first once rows run to thousands)
-            narrow = space < 2**31 and len(rows) > _WIDE_KEYS
-            key = self.all_codes[cols[0]].take(rows).astype(np.int32 if narrow else np.int64)
+            key = self.all_codes[cols[0]].take(rows).astype(_key_type(space, len(rows)))
             for c, card in zip(cols[1:], cards[1:]):
                 key *= card
                 key += self.all_codes[c].take(rows)
@@ -406,6 +423,16 @@ class EncodedTable:
             space = int(key.max()) + 1 if len(key) else 0
         # a count over the key space is the cheapest way to ids while the space is at most a
         # few times the rows; beyond that, hashing the keys (sorting them costs more)
+        if space <= len(key) and weights is not None:
+            # a space no larger than the rows: one count of the weights over it finds the
+            # classes and their sizes at once (in key order, each class's weights added in row
+            # order, as below)
+            counts = np.bincount(key, weights, minlength=space)
+            occupied = np.flatnonzero(counts)
+            n_classes = len(occupied)
+            ids = np.empty(space, dtype=np.int64)
+            ids[occupied] = np.arange(n_classes)
+            return ids.take(key), n_classes, counts.take(occupied)
         if space <= 8 * len(key):
             # the keys present marked in a byte per key (a table over the space costs up to
             # eight slots a row: bytes, not counts), ids in key order written where the keys
@@ -747,19 +774,21 @@ class ClassTableCache:
 
 # up to this many rows, a node's keys and class ids are int64 whatever their range
 _WIDE_KEYS = 1 << 16
+
+
+def _key_type(space: int, rows: int) -> Any:
+    """The type of a node's keys over ``rows`` rows: two bytes while the space allows (the
+    multiply-adds cost a third of int64's, more than the widening where the keys index), four
+    while many rows make the memory count, eight otherwise."""
+    if space <= 1 << 16:
+        return np.uint16
+    return np.int32 if space < 2**31 and rows > _WIDE_KEYS else np.int64
+
+
 # the largest key space counted over while folding: its table of counts stays in cache
 LIMIT = 1 << 17
 # up to this many records, the distinct records are found by hashing one key per record
 _HASHED_RECORDS = 1 << 17
-
-
-def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Keys in ``[0, space)`` renumbered from 0 in key order, and the count of each."""
-    counts = np.bincount(key, minlength=space)
-    occupied = np.flatnonzero(counts)
-    ids = np.empty(space, dtype=np.int32 if space < 2**31 else np.int64)
-    ids[occupied] = np.arange(len(occupied))
-    return ids.take(key), counts[occupied]
 
 
 def _distinct_records(
@@ -777,7 +806,8 @@ def _distinct_records(
     have 12,458 distinct ones). A small table's records are hashed on one key each, which
     costs less than the folding's passes.
     """
-    if len(codes[0]) <= _HASHED_RECORDS and math.prod(max(c, 1) for c in cards) < 2**62:
+    hashed = len(codes[0]) <= _HASHED_RECORDS and math.prod(max(c, 1) for c in cards) < 2**62
+    if hashed:
         # a small table: one int64 key per record over the whole space, hashed once (Adult's
         # 30,162 rows: a seventh of the folding's time; over a million records the folding's
         # counts in cache win). The records' order of first appearance numbers them here; the
@@ -790,39 +820,95 @@ def _distinct_records(
         counts = np.bincount(row_to_tmp, minlength=len(uniq))
         rep = _first_index(row_to_tmp, len(uniq))
         del key, uniq
+        found = [col.take(rep) for col in codes]
     else:
-        row_to_tmp, counts = _fold_records(codes, cards)
-        rep = _first_index(row_to_tmp, len(counts))
+        key, space, occupied, counts, found = _fold_records(codes, cards)
     cols = [
-        col.take(rep).astype(np.int64) if to_row is None else to_row.take(col.take(rep))
-        for col, to_row in zip(codes, to_rows)
+        col.astype(np.int64) if to_row is None else to_row.take(col)
+        for col, to_row in zip(found, to_rows)
     ]
     # distinct codes may still name one row (39 and '39' both find the hierarchy line 39)
     base, tmp_to_base, _ = _distinct_rows(cols, radices)
-    weights = np.bincount(tmp_to_base, weights=counts, minlength=len(base))
-    return base, tmp_to_base.take(row_to_tmp), np.rint(weights).astype(np.int64)
+    weights = np.rint(np.bincount(tmp_to_base, weights=counts, minlength=len(base)))
+    if hashed:
+        return base, tmp_to_base.take(row_to_tmp), weights.astype(np.int64)
+    # the distinct row of each key present, read once per record
+    ids = np.empty(space, dtype=np.int64)
+    ids[occupied] = tmp_to_base
+    return base, ids.take(key), weights.astype(np.int64)
 
 
-def _fold_records(codes: list[NDArray[Any]], cards: list[int]) -> tuple[NDArray[Any], NDArray[Any]]:
-    """The records numbered by their codes (in key order) and the count of each number: the
-    codes folded into one mixed-radix key column by column, renumbered by a count over the key
-    space whenever that space would outgrow a table that stays in cache."""
-    # int32 while the key space allows: the folding reads and writes half the memory
-    key: NDArray[Any] = codes[0].astype(np.int32 if cards[0] < 2**31 else np.int64)
-    space = max(cards[0], 1)
+def _fold_records(
+    codes: list[NDArray[Any]], cards: list[int]
+) -> tuple[NDArray[Any], int, NDArray[Any], NDArray[Any], list[NDArray[Any]]]:
+    """The records keyed by their codes: the key of each record, the key space, the keys
+    present, the count of each and its codes (one array per column). The codes are folded
+    into one mixed-radix key column by column, renumbered by a count over the key space
+    whenever that space would outgrow a table that stays in cache.
+
+    Columns of few codes are folded first: the space then grows slowly, and fewer passes over
+    the records renumber it. The codes of each number are read off the keys (a quotient and
+    a remainder per column folded since the last renumbering), not from a record of it: no
+    pass over the records finds one."""
+    order = sorted(range(len(codes)), key=lambda j: cards[j])
+    first = order[0]
+    space = max(cards[first], 1)
+    # keys in the narrowest type the space allows (two bytes while the first few columns are
+    # folded): the folding reads and writes a fraction of int64's memory
+    key: NDArray[Any] = codes[first].astype(_wide_enough(codes[first].dtype, space))
+    # the codes of each number of the space last renumbered (before it: each code itself),
+    # and the columns folded in since, with their cards
+    known: dict[int, NDArray[Any]] = {first: np.arange(space, dtype=np.int64)}
+    since: list[tuple[int, int]] = []
     # a count over a space much larger than the records costs more than the records: a small
     # table renumbers sooner
     limit = min(LIMIT, max(1024, 2 * len(key)))
-    for col, card in zip(codes[1:], cards[1:]):
+    for j in order[1:]:
+        card = max(cards[j], 1)
         if space * card > limit:
-            key, counts = _densify(key, space)
-            space = len(counts)
-        if space * card >= 2**31 and key.dtype != np.int64:
-            key = key.astype(np.int64)
+            key, occupied = _densify(key, space)
+            known = _decode(occupied, known, since)
+            space, since = len(occupied), []
+        wide = _wide_enough(np.promote_types(key.dtype, codes[j].dtype), space * card)
+        if wide != key.dtype:
+            key = key.astype(wide)
         key *= card
-        key += col
-        space *= max(card, 1)
-    return _densify(key, space)
+        key += codes[j]
+        space *= card
+        since.append((j, card))
+    counts = np.bincount(key, minlength=space)
+    occupied = np.flatnonzero(counts)
+    known = _decode(occupied, known, since)
+    return key, space, occupied, counts[occupied], [known[j] for j in range(len(codes))]
+
+
+def _decode(
+    occupied: NDArray[Any], known: dict[int, NDArray[Any]], since: list[tuple[int, int]]
+) -> dict[int, NDArray[Any]]:
+    """The codes of each occupied key: the columns folded ``since`` the last renumbering are
+    its remainders, last first; the quotient left is the earlier number, whose codes are
+    ``known``."""
+    rest = occupied.astype(np.int64)
+    out: dict[int, NDArray[Any]] = {}
+    for j, card in reversed(since):
+        rest, out[j] = np.divmod(rest, card)
+    for j, was in known.items():
+        out[j] = was.take(rest)
+    return out
+
+
+def _wide_enough(dtype: Any, space: int) -> np.dtype[Any]:
+    """``dtype``, or the narrowest type wider than it that holds keys below ``space``."""
+    return np.promote_types(dtype, code_dtype(space))
+
+
+def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Keys in ``[0, space)`` renumbered from 0 in key order (in the narrowest type that
+    holds the numbers), and the keys present."""
+    occupied = np.flatnonzero(np.bincount(key, minlength=space))
+    ids = np.empty(space, dtype=code_dtype(len(occupied)))
+    ids[occupied] = np.arange(len(occupied))
+    return ids.take(key), occupied
 
 
 def _distinct_rows(

@@ -26,6 +26,7 @@ from anonweb.core.models import (
     TCloseness,
 )
 from anonweb.core.models.t_closeness import distance_per_class
+from anonweb.core.search import flash
 from anonweb.core.search.flash import optimal_generalization
 from anonweb.core.search.lattice import EncodedTable, factorize_values
 from tests.core import oracle
@@ -410,7 +411,11 @@ MODELS = [
         (8, 2, 0.08),
     ],
 )
-def test_search_matches_brute_force(seed, k, suppression):
+@pytest.mark.parametrize("gallop", [0, 1, 8])
+def test_search_matches_brute_force(seed, k, suppression, gallop, monkeypatch):
+    # how far up a path the tagging first looks changes which nodes are checked, not the
+    # optimum: bisection (0), a walk up from the start (1), the measured default (8)
+    monkeypatch.setattr(flash, "GALLOP", gallop)
     df, hierarchies = _toy(seed)
     qis = ["age", "zip", "sex"]
     models = MODELS[seed - 1]
