@@ -203,6 +203,11 @@ class DuckDBEngine:
             qi, sensitive, coding, columns.pop(0), columns.pop(0), columns.pop(0)
         )
 
+    def numbered(self, source: Source, column: str) -> str:
+        """A SQL relation of ``source`` with ``column``, each row's position as the engines'
+        lineage numbers it (:meth:`_numbered`)."""
+        return self._numbered(source, self._relation(source), column)
+
     def _numbered(self, source: Source, rel: str, column: str) -> str:
         """``rel`` with ``column``, each row's position in the table as it is read (the
         positions :meth:`map_rows` and :meth:`sample_rows` give): a Parquet file's row
