@@ -203,6 +203,10 @@ class DuckDBEngine:
             qi, sensitive, coding, columns.pop(0), columns.pop(0), columns.pop(0)
         )
 
+    def relation(self, source: Source) -> str:
+        """A SQL relation of ``source``'s rows, in the table's order."""
+        return self._relation(source)
+
     def numbered(self, source: Source, column: str) -> str:
         """A SQL relation of ``source`` with ``column``, each row's position as the engines'
         lineage numbers it (:meth:`_numbered`)."""
