@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.conflicts.engine_linkage import NotOutOfCore
 from anonweb.core.conflicts.lineage import (
@@ -53,8 +54,8 @@ def check_source_ids_out_of_core(engine: DuckDBEngine, source: Source, id_column
     row = engine.con.execute(
         f"SELECT count(*) FILTER (WHERE {empty}), "
         f"count(*) - count(DISTINCT CAST({col} AS VARCHAR)) FROM {rel}"
-    ).fetchone()
-    empty_rows = int(row[0]) if row else 0
+    ).fetchone() or (0, 0)
+    empty_rows = int(row[0])
     check_source_ids(id_column, empty=empty_rows, repeated=0 if empty_rows else int(row[1]))
 
 
@@ -92,7 +93,7 @@ def earlier_out_of_core(
     )
     try:
         picked = ", ".join(f"s.{quote(c)}" for c in [row_name, *numeric])
-        table = engine.con.execute(
+        table = engine.con.sql(
             f"SELECT {picked} FROM {ids} AS r LEFT JOIN (SELECT CAST({quote(id_column)} AS "
             f"VARCHAR) AS {quote(sid)}, * FROM {engine.numbered(source, row_name)}) AS s "
             f"ON r.id = s.{quote(sid)} ORDER BY r.pos"
@@ -113,6 +114,6 @@ def earlier_out_of_core(
     return EarlierRelease(label, "approved", None, frame, rows)
 
 
-def _int_array(column: Any) -> np.ndarray:
+def _int_array(column: Any) -> NDArray[np.int64]:
     """An Arrow column of source rows as int64, -1 where an id found no row."""
     return np.asarray(column.fill_null(-1).to_numpy(), dtype=np.int64)

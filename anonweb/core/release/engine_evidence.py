@@ -234,7 +234,8 @@ def own_combinations(combos: pd.DataFrame, own: pd.DataFrame) -> NDArray[np.int6
 
     table = keys(combos, own).assign(__combo=np.arange(len(combos), dtype=np.int64))
     found = keys(own, combos).reset_index(drop=True).merge(table, on=cols, how="left")
-    return found["__combo"].fillna(-1).to_numpy(dtype=np.int64)
+    combo: NDArray[np.int64] = found["__combo"].fillna(-1).to_numpy(dtype=np.int64)
+    return combo
 
 
 def engine_reconstruction(earlier: Sequence[EarlierRelease]) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def numeric_column(
             f"{label} column {col!r} has {records} missing values; "
             "the intruder check needs complete records"
         )
-    return values
+    return np.asarray(values, dtype=float)
 
 
 def _ranks(matrix: NDArray[Any]) -> NDArray[Any]:
@@ -255,7 +255,8 @@ def average_ranks(values: NDArray[Any], counts: NDArray[Any]) -> NDArray[Any]:
     distinct, inverse = np.unique(values, return_inverse=True)
     cum = np.cumsum(np.bincount(inverse.reshape(-1), weights=counts, minlength=distinct.size))
     before = np.concatenate([[0.0], cum[:-1]])
-    return np.asarray(0.5 * (cum + before + 1))[inverse.reshape(-1)]
+    ranks: NDArray[Any] = np.asarray(0.5 * (cum + before + 1))[inverse.reshape(-1)]
+    return ranks
 
 
 def rank_cells(x: NDArray[Any], y: NDArray[Any], counts: NDArray[Any]) -> IntruderCells:
@@ -379,7 +380,7 @@ def _own_links(
         near = tree.query_ball_point(cells.px[i], r=radius[i], p=p)
         tied[i] = float(weight[near].sum())
         mine[i] = float(own[i] in near)
-    return mine * cells.counts / tied
+    return np.asarray(mine * cells.counts / tied, dtype=float)
 
 
 def _chance(

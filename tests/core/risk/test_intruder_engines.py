@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import rankdata
 
+from anonweb.core.assessment.intruder_engine import intruder_check_on_engine
 from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.pandas_engine import PandasEngine
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.risk.intruder import intruder_check, weighted_percentiles
-from anonweb.core.risk.intruder_engine import intruder_check_on_engine
 
 COLS = ["a", "b", "c"]
 

@@ -337,6 +337,7 @@ class Command(BaseCommand):
         )
         from anonweb.core.conflicts.engine_linkage import NotOutOfCore
         from anonweb.core.engine.base import source_format
+        from anonweb.core.engine.duckdb_engine import DuckDBEngine
         from anonweb.core.engine.select import make_engine
         from anonweb.core.io.frame import read_table
 
@@ -358,6 +359,7 @@ class Command(BaseCommand):
                 returncode=2,
             )
         duck = make_engine("duckdb", opts["path"], memory_limit=opts["memory_limit"])
+        assert isinstance(duck, DuckDBEngine)
         try:
             check_source_ids_out_of_core(duck, opts["path"], opts["id"])
             return tuple(

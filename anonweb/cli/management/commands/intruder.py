@@ -105,12 +105,13 @@ class Command(BaseCommand):
     @staticmethod
     def _on_engine(options, name, columns, rng, kw):
         """The check out of core: DuckDB sets the two files side by side, the engine counts
-        the records per pair of values (:mod:`anonweb.core.risk.intruder_engine`)."""
+        the records per pair of values (:mod:`anonweb.core.assessment.intruder_engine`)."""
         import shutil
         import tempfile
 
+        from anonweb.core.assessment.intruder_engine import intruder_check_on_engine
+        from anonweb.core.engine.duckdb_engine import DuckDBEngine
         from anonweb.core.engine.select import make_engine
-        from anonweb.core.risk.intruder_engine import intruder_check_on_engine
 
         for option, given in (
             ("--sheet", options["sheet"]),
@@ -122,6 +123,7 @@ class Command(BaseCommand):
                     returncode=2,
                 )
         duck = make_engine("duckdb", options["original"], memory_limit=options["memory_limit"])
+        assert isinstance(duck, DuckDBEngine)
         engine = duck if name == "duckdb" else make_engine(name, options["original"])
         work = tempfile.mkdtemp(prefix="anonweb-intruder-")
         try:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from anonweb.core.engine.base import Engine, Source
 from anonweb.core.engine.duckdb_engine import DuckDBEngine, literal, quote
@@ -95,7 +97,7 @@ def intruder_check_on_engine(
     hist = engine.histogram(str(paired), [*xs, *ys])
     counts = np.asarray(hist.counts, dtype=np.int64)
 
-    def values(names: list[str], label: str) -> np.ndarray:
+    def values(names: list[str], label: str) -> NDArray[Any]:
         return np.column_stack(
             [
                 numeric_column(hist.column(n).reset_index(drop=True), c, label, counts)
