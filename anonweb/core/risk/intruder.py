@@ -237,16 +237,43 @@ class IntruderCells:
         return int(self.counts.sum())
 
 
+def distinct_rows(
+    matrix: NDArray[Any], counts: NDArray[Any] | None = None
+) -> tuple[NDArray[Any], NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct rows of ``matrix`` in lexicographic order (first column first), the counts
+    each gathers (``counts`` per row, one by default) and the distinct row of each row: what
+    ``np.unique(axis=0)`` gives, by one sort of the columns."""
+    n = matrix.shape[0]
+    weights = np.ones(n, dtype=np.int64) if counts is None else np.asarray(counts, np.int64)
+    order = np.lexsort(matrix.T[::-1]) if n else np.zeros(0, dtype=np.int64)
+    ordered = matrix[order]
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    starts = np.flatnonzero(new)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    summed = np.add.reduceat(weights[order], starts) if n else np.zeros(0, dtype=np.int64)
+    return ordered[starts], summed.astype(np.int64), inverse
+
+
 def cells_of(
-    rx: NDArray[Any], ry: NDArray[Any], px: NDArray[Any], pz: NDArray[Any], counts: NDArray[Any]
+    rx: NDArray[Any],
+    ry: NDArray[Any],
+    px: NDArray[Any] | None,
+    pz: NDArray[Any] | None,
+    counts: NDArray[Any],
 ) -> IntruderCells:
-    """Rows that agree on every coordinate merged (their counts added), in coordinate order."""
+    """Rows that agree on every coordinate merged (their counts added), in coordinate order;
+    ``px`` and ``pz`` None when the search space is the ranks themselves."""
     m = rx.shape[1]
-    stacked = np.hstack([px, pz, rx, ry])
-    distinct, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    summed = np.bincount(inverse.reshape(-1), weights=counts, minlength=len(distinct))
+    if px is None or pz is None:
+        distinct, summed, _ = distinct_rows(np.hstack([rx, ry]), counts)
+        r_x, r_y = distinct[:, :m], distinct[:, m:]
+        return IntruderCells(r_x, r_y, r_x, r_y, summed)
+    distinct, summed, _ = distinct_rows(np.hstack([px, pz, rx, ry]), counts)
     parts = [distinct[:, i * m : (i + 1) * m] for i in range(4)]
-    return IntruderCells(parts[2], parts[3], parts[0], parts[1], summed.astype(np.int64))
+    return IntruderCells(parts[2], parts[3], parts[0], parts[1], summed)
 
 
 def average_ranks(values: NDArray[Any], counts: NDArray[Any]) -> NDArray[Any]:
@@ -265,7 +292,7 @@ def rank_cells(x: NDArray[Any], y: NDArray[Any], counts: NDArray[Any]) -> Intrud
     ranks depend only on its values, so the distinct pairs are all the check reads."""
     rx = np.column_stack([average_ranks(x[:, j], counts) for j in range(x.shape[1])])
     ry = np.column_stack([average_ranks(y[:, j], counts) for j in range(y.shape[1])])
-    return cells_of(rx, ry, rx, ry, counts)
+    return cells_of(rx, ry, None, None, counts)
 
 
 def intruder_check(
@@ -285,8 +312,7 @@ def intruder_check(
     _same_length(x, y)
     ones = np.ones(x.shape[0], dtype=np.int64)
     if metric == "rank":
-        pairs, inverse = np.unique(np.hstack([x, y]), axis=0, return_inverse=True)
-        counts = np.bincount(inverse.reshape(-1), minlength=len(pairs))
+        pairs, counts, _ = distinct_rows(np.hstack([x, y]))
         m = x.shape[1]
         cells = rank_cells(pairs[:, :m], pairs[:, m:], counts)
     else:
@@ -328,16 +354,15 @@ def intruder_from_cells(
     if size < 20:
         raise ParameterError("the random baseline needs at least 20 records")
     p = np.inf if metric == "rank" else 2.0
-    points, own = np.unique(cells.pz, axis=0, return_inverse=True)
-    own = own.reshape(-1)
-    # the anonymized records at each distinct point
-    weight = np.bincount(own, weights=cells.counts, minlength=len(points)).astype(np.int64)
+    # the distinct anonymized points and the records at each
+    points, weight, own = distinct_rows(cells.pz, cells.counts)
     tree = cKDTree(points)
-    match, nearest = tree.query(cells.px, p=p)
-    match = np.asarray(match, dtype=float)
+    # the two closest distinct points: a second as close as the first is a tie to resolve
+    two, closest = tree.query(cells.px, k=2, p=p)
+    match = np.asarray(two[:, 0], dtype=float)
     # every anonymized record as close as the closest (a hair further for rounding), with the
     # record's own among them or not
-    linked = _own_links(cells, tree, own, weight, match, np.asarray(nearest), p)
+    linked = _own_links(cells, tree, own, weight, two, np.asarray(closest), p)
     chance, chance_counts = _chance(cells, tree, own, weight, p, kind=baseline, size=size, rng=rng)
     threshold = float(weighted_percentiles(chance, chance_counts, [DENIABILITY_PERCENTILE])[0])
     permutation = np.abs(cells.rx - cells.ry).max(axis=1)
@@ -365,15 +390,17 @@ def _own_links(
     tree: cKDTree,
     own: NDArray[Any],
     weight: NDArray[Any],
-    match: NDArray[Any],
-    nearest: NDArray[Any],
+    two: NDArray[Any],
+    closest: NDArray[Any],
     p: float,
 ) -> NDArray[Any]:
     """Per cell, its records linked to their own anonymized record, in expectation: each
     record's own is among the closest ones (as close as the closest, a hair further for
-    rounding) or not, and the intruder picks one of the records there at random."""
-    radius = match * (1 + 1e-12)
-    many = np.asarray(tree.query_ball_point(cells.px, r=radius, p=p, return_length=True)) > 1
+    rounding) or not, and the intruder picks one of the records there at random. ``two`` and
+    ``closest`` are the distances and indices of each cell's two closest distinct points."""
+    radius = two[:, 0] * (1 + 1e-12)
+    many = two[:, 1] <= radius  # a second point as close: the ball around the cell is read
+    nearest = closest[:, 0]
     mine = (nearest == own).astype(float)
     tied = weight[nearest].astype(float)
     for i in np.flatnonzero(many):  # several anonymized points equally close

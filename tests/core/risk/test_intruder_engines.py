@@ -18,7 +18,7 @@ from anonweb.core.assessment.intruder_engine import intruder_check_on_engine
 from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.pandas_engine import PandasEngine
 from anonweb.core.errors import DataError, ParameterError
-from anonweb.core.risk.intruder import intruder_check, weighted_percentiles
+from anonweb.core.risk.intruder import distinct_rows, intruder_check, weighted_percentiles
 
 COLS = ["a", "b", "c"]
 
@@ -33,6 +33,18 @@ def test_weighted_percentiles_are_numpys_of_the_repeated_values(pairs, q):
     counts = np.array([c for _, c in pairs])
     expected = np.percentile(np.repeat(values, counts), q)
     assert weighted_percentiles(values, counts, q).tolist() == expected.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(1, 5)), max_size=40))
+def test_distinct_rows_are_numpys_unique_rows(rows):
+    matrix = np.array([[a, b / 2] for a, b, _ in rows], dtype=float).reshape(-1, 2)
+    counts = np.array([c for *_, c in rows], dtype=np.int64)
+    distinct, summed, inverse = distinct_rows(matrix, counts)
+    expected, back = np.unique(matrix, axis=0, return_inverse=True)
+    assert distinct.tolist() == expected.tolist()
+    assert inverse.tolist() == back.reshape(-1).tolist()
+    assert summed.tolist() == np.bincount(back.reshape(-1), counts, len(expected)).tolist()
 
 
 def table(n: int, seed: int, *, ties: bool) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -351,7 +351,11 @@ class Command(BaseCommand):
                 "--earlier needs --id, the source's record id column the files carry",
                 returncode=2,
             )
-        if source_format(opts["path"]) != "parquet":
+        try:
+            parquet = source_format(opts["path"]) == "parquet"
+        except ValueError:
+            parquet = False
+        if not parquet:
             raise CommandError(
                 f"--earlier on the {name} engine links the releases by the source's row numbers, "
                 "which an engine keeps for a Parquet source only: convert the source to Parquet, "
