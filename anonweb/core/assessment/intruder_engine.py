@@ -25,7 +25,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonweb.core.engine.base import Engine, Source
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, literal, quote
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, literal, quote
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.risk.intruder import (
@@ -73,6 +74,33 @@ def side_by_side(
     return xs, ys
 
 
+def side_by_side_by_lineage(
+    duck: DuckDBEngine,
+    source: Source,
+    released: str,
+    lineage: str,
+    columns: Sequence[str],
+    out: str | Path,
+) -> tuple[list[str], list[str]]:
+    """As :func:`side_by_side`, for a release whose rows are in another order: each released
+    row beside its source row, as its ``lineage`` file names it (the source numbered as the
+    engines' lineage numbers it)."""
+    row = fresh_name("__row", duck.columns(source))
+    xs = [f"x{j}" for j in range(len(columns))]
+    ys = [f"y{j}" for j in range(len(columns))]
+    left = ", ".join(f"s.{quote(c)} AS {x}" for c, x in zip(columns, xs, strict=True))
+    right = ", ".join(f"r.{quote(c)} AS {y}" for c, y in zip(columns, ys, strict=True))
+    duck.con.execute(
+        f"COPY (SELECT {left}, {right} FROM "
+        f"read_parquet({literal(released)}, file_row_number = true) AS r "
+        f"JOIN read_parquet({literal(lineage)}, file_row_number = true) AS l "
+        "ON r.file_row_number = l.file_row_number "
+        f"JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = l.{quote(LINEAGE_COLUMN)}) "
+        f"TO {literal(str(out))} (FORMAT parquet)"
+    )
+    return xs, ys
+
+
 def intruder_check_on_engine(
     engine: Engine,
     duck: DuckDBEngine,
@@ -94,7 +122,42 @@ def intruder_check_on_engine(
         raise ParameterError(EUCLIDEAN_IN_MEMORY)
     paired = Path(workdir) / "intruder-pairs.parquet"
     xs, ys = side_by_side(duck, original, anonymized, columns, paired)
-    hist = engine.histogram(str(paired), [*xs, *ys])
+    return _from_pairs(engine, str(paired), xs, ys, columns, rng, baseline, n_baseline)
+
+
+def intruder_check_of_release(
+    engine: Engine,
+    duck: DuckDBEngine,
+    source: Source,
+    released: str,
+    lineage: str,
+    *,
+    columns: list[str],
+    rng: np.random.Generator,
+    workdir: str | Path,
+) -> IntruderResult:
+    """:func:`~.intruder.intruder_check` of a release an engine wrote (``released``, its rows
+    in any order) against its ``source``, each record paired with its released row through the
+    release's ``lineage``: what the in-memory release reports for the same ``rng``."""
+    check_options(columns, "rank", "records")
+    paired = Path(workdir) / "intruder-pairs.parquet"
+    xs, ys = side_by_side_by_lineage(duck, source, released, lineage, columns, paired)
+    return _from_pairs(engine, str(paired), xs, ys, columns, rng, "records", None)
+
+
+def _from_pairs(
+    engine: Engine,
+    paired: str,
+    xs: list[str],
+    ys: list[str],
+    columns: Sequence[str],
+    rng: np.random.Generator,
+    baseline: str,
+    n_baseline: int | None,
+) -> IntruderResult:
+    """The check from the side-by-side file ``paired``, its records counted by ``engine``."""
+    metric = "rank"
+    hist = engine.histogram(paired, [*xs, *ys])
     counts = np.asarray(hist.counts, dtype=np.int64)
 
     def values(names: list[str], label: str) -> NDArray[Any]:

@@ -26,8 +26,10 @@ not run and why (never left out, so that no reader takes a missing check for a p
   release publishes aggregates (they are solved against every record's values in memory); an
   earlier release whose lineage cannot be read; and a release whose lineage the engine did not
   keep (a CSV source on DuckDB). Differentially private releases are left out, as in memory.
-* **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns reads every
-  record in memory: not run, and said so.
+* **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns, each
+  source record paired with its released row through the lineage by DuckDB and the pairs
+  counted by the engine, so the figures are the in-memory check's for the same draws; not run,
+  and said so, where the engine kept no lineage.
 * **Lineage**: the records written, whether the source row of each was kept (privately, in a
   Parquet file beside the release: :mod:`anonweb.core.engine.lineage`), the plan's and the
   files' SHA-256, so the release can be traced to the exact plan and source it was made from.
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from itertools import count
 from pathlib import Path
@@ -46,6 +49,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from anonweb.core.assessment.intruder_engine import intruder_check_of_release
 from anonweb.core.attacks.matching import is_numeric
 from anonweb.core.attacks.options import AttackOptions
 from anonweb.core.attacks.records import Combos
@@ -98,18 +102,45 @@ NO_LINEAGE_KEPT = (
 
 
 INTRUDER_NOT_RUN = (
-    "Not run: the maximum-knowledge intruder links every original record to its closest "
-    "perturbed one, over the whole table in memory; an engine release does not. Make the "
-    "release in memory (the pandas engine) for this check."
+    "Not run: the maximum-knowledge intruder pairs each original record with its perturbed "
+    "one, which the engine did not keep for this release (it numbers the rows of Parquet "
+    "files only). Make the release in memory (the pandas engine), or from a Parquet copy of "
+    "the table, for this check."
 )
 
 
-def engine_intruder(columns: Sequence[str]) -> dict[str, Any] | None:
-    """The intruder check's place in the report when the plan perturbed numeric ``columns``
-    (None when it perturbed none, as in memory): not run out of core, and why."""
+def engine_intruder(
+    columns: Sequence[str],
+    *,
+    engine: Engine,
+    duckdb: Callable[[], DuckDBEngine],
+    source: Source,
+    released: str,
+    lineage: str | None,
+    rng: np.random.Generator,
+    min_rows: int,
+) -> dict[str, Any] | None:
+    """The intruder check on the numeric ``columns`` the plan perturbed (None when it
+    perturbed none, or the table is too small, as in memory): each source record paired with
+    its released row through the release's ``lineage`` and counted by ``engine``
+    (:func:`~anonweb.core.assessment.intruder_engine.intruder_check_of_release`), or not run
+    and why when the engine kept no lineage."""
     if not columns:
         return None
-    return {"columns": list(columns), "skipped": INTRUDER_NOT_RUN}
+    if lineage is None or source_format(source) == "csv":
+        return {"columns": list(columns), "skipped": INTRUDER_NOT_RUN}
+    duck = duckdb()
+    numeric = set(duck.numeric_columns(source, columns)) & set(
+        duck.numeric_columns(released, columns)
+    )
+    columns = [c for c in columns if c in numeric]
+    if not columns or duck.row_count(released) < min_rows:
+        return None
+    with tempfile.TemporaryDirectory(prefix=".intruder-", dir=Path(released).parent) as work:
+        result = intruder_check_of_release(
+            engine, duck, source, released, lineage, columns=columns, rng=rng, workdir=work
+        )
+    return result.to_dict()
 
 
 def engine_attacks(

@@ -45,6 +45,7 @@ from anonweb.core.release.engine_evidence import (
     engine_reconstruction,
 )
 from anonweb.core.release.make import (
+    INTRUDER_MIN_ROWS,
     STAGES,
     Earlier,
     attacked_columns,
@@ -301,11 +302,15 @@ def _engine_release(
     report_progress(
         STAGES["attacks"], "attacking the release: linkage, inference, singling out, membership"
     )
-    intruder = engine_intruder([c for c in perturbed_columns(plan) if c in kept])
-    if intruder is not None:
-        internal["intruder"] = intruder
     known, attacked = attacked_columns(plan, tags, engine.columns(origin), attacks)
     with _duckdb(engine) as duckdb:
+        intruder = engine_intruder(
+            [c for c in perturbed_columns(plan) if c in kept], engine=engine, duckdb=duckdb,
+            source=origin, released=str(out), lineage=lineage_path, rng=rng,
+            min_rows=INTRUDER_MIN_ROWS,
+        )  # fmt: skip
+        if intruder is not None:
+            internal["intruder"] = intruder
         internal["attacks"] = engine_attacks(
             engine, origin, str(out), known=known, sensitive=attacked, kept=kept,
             options=attacks, rng=rng, lineage=lineage_path, duckdb=duckdb,

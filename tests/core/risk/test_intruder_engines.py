@@ -14,8 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import rankdata
 
-from anonweb.core.assessment.intruder_engine import intruder_check_on_engine
+from anonweb.core.assessment.intruder_engine import (
+    intruder_check_of_release,
+    intruder_check_on_engine,
+)
 from anonweb.core.engine.duckdb_engine import DuckDBEngine
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.core.engine.pandas_engine import PandasEngine
 from anonweb.core.errors import DataError, ParameterError
 from anonweb.core.risk.intruder import distinct_rows, intruder_check, weighted_percentiles
@@ -168,3 +172,28 @@ def test_an_engine_refuses_what_the_in_memory_check_refuses(tmp_path):
         on_engine(None, x.astype({"a": str}).assign(a=["x"] * 50), y, tmp_path)
     with pytest.raises(ParameterError, match="euclidean metric"):
         on_engine(None, x, y, tmp_path, metric="euclidean")
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_a_shuffled_release_is_paired_with_its_source_through_its_lineage(tmp_path, engine):
+    x, y = table(400, 21, ties=True)
+    order = np.random.default_rng(22).permutation(len(x))
+    x.to_parquet(tmp_path / "x.parquet", index=False)
+    y.iloc[order].to_parquet(tmp_path / "release.parquet", index=False)
+    pd.DataFrame({LINEAGE_COLUMN: order}).to_parquet(tmp_path / "lineage.parquet", index=False)
+    duck = DuckDBEngine(memory_limit="200MB")
+    try:
+        ours = intruder_check_of_release(
+            PandasEngine() if engine == "pandas" else duck,
+            duck,
+            str(tmp_path / "x.parquet"),
+            str(tmp_path / "release.parquet"),
+            str(tmp_path / "lineage.parquet"),
+            columns=COLS,
+            rng=np.random.default_rng(23),
+            workdir=tmp_path,
+        ).to_dict()
+    finally:
+        duck.close()
+    memory = intruder_check(x, y, columns=COLS, rng=np.random.default_rng(23)).to_dict()
+    assert ours == memory
