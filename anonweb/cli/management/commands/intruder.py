@@ -125,7 +125,8 @@ class Command(BaseCommand):
         duck = make_engine("duckdb", options["original"], memory_limit=options["memory_limit"])
         assert isinstance(duck, DuckDBEngine)
         engine = duck if name == "duckdb" else make_engine(name, options["original"])
-        work = tempfile.mkdtemp(prefix="anonweb-intruder-")
+        # the two files side by side go where DuckDB spills (ANONWEB_DUCKDB_TEMP_DIRECTORY)
+        work = tempfile.mkdtemp(prefix="anonweb-intruder-", dir=duck.temp_directory)
         try:
             return intruder_check_on_engine(
                 engine,
