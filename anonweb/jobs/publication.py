@@ -104,7 +104,11 @@ def release_create(
         elif measured_by is not None and isinstance(frame, Path):
             engine_used, source_path = measured_by
             utility_measure_on_engine(
-                release=release, engine=engine_used, source=source_path, released=frame
+                release=release,
+                engine=engine_used,
+                source=source_path,
+                released=frame,
+                lineage=lineage_file,
             )
         for _attempt in range(3):
             try:

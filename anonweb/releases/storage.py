@@ -309,6 +309,17 @@ def read_private_array(storage_key, name: str) -> np.ndarray | None:
     return np.load(io.BytesIO(_read_bytes(stored)))
 
 
+def read_source_rows(storage_key) -> np.ndarray | None:
+    """The source row of each released row, kept privately: as the in-memory job keeps it
+    (``source_rows.npy``) or as an engine wrote it (:data:`SOURCE_ROWS_PARQUET`); None when
+    the release has none."""
+    rows = read_private_array(storage_key, "source_rows.npy")
+    parquet_rows = private_name(storage_key, SOURCE_ROWS_PARQUET)
+    if rows is None and files().exists(parquet_rows):
+        rows = _read_parquet(parquet_rows)[LINEAGE_COLUMN].to_numpy(dtype=np.int64)
+    return rows
+
+
 def remove_private_file(storage_key, name: str) -> bool:
     """Delete a private file; whether there was one."""
     stored = private_name(storage_key, name)

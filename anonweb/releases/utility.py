@@ -42,9 +42,11 @@ from anonweb.core.utility.measures import engine_release_utility, release_utilit
 from anonweb.datasets.storage import load_frame, stored_parquet
 from anonweb.releases.models import Release
 from anonweb.releases.storage import (
-    read_private_array,
+    SOURCE_ROWS_PARQUET,
+    private_name,
     read_private_json,
     read_release_table,
+    read_source_rows,
     release_object,
     write_private_json,
 )
@@ -149,15 +151,23 @@ def utility_measure_at_publication(*, release: Release, source: pd.DataFrame) ->
 
 
 def utility_measure_on_engine(
-    *, release: Release, engine: Engine, source: str | Path, released: str | Path
+    *,
+    release: Release,
+    engine: Engine,
+    source: str | Path,
+    released: str | Path,
+    lineage: str | Path | None = None,
 ) -> bool:
     """Measure and store the utility of ``release`` while it is being published, as
     :func:`utility_measure_at_publication` does, for a release ``engine`` wrote out of core:
-    ``source`` is the table it read, ``released`` the Parquet it wrote (local files). A failure
-    never stops the publication (logged; the first staff reader computes it)."""
+    ``source`` is the table it read, ``released`` the Parquet it wrote and ``lineage`` the
+    source row of each of its rows (local files; with it the cells changed are counted). A
+    failure never stops the publication (logged; the first staff reader computes it)."""
     try:
         as_stored = json.loads(json.dumps({"plan": release.plan, "report": release.report}))
-        utility = _engine_utility(engine, source, released, as_stored["plan"], as_stored["report"])
+        utility = _engine_utility(
+            engine, source, released, as_stored["plan"], as_stored["report"], lineage
+        )
         _store(release, utility)
     except Exception:
         log.warning(
@@ -173,7 +183,12 @@ def utility_measure_on_engine(
 
 
 def _engine_utility(
-    engine: Engine, source: str | Path, released: str | Path, plan: dict | None, report: dict
+    engine: Engine,
+    source: str | Path,
+    released: str | Path,
+    plan: dict | None,
+    report: dict,
+    lineage: str | Path | None = None,
 ) -> dict[str, Any]:
     try:
         plan_obj = plan_from_dict(plan) if plan else None
@@ -181,7 +196,12 @@ def _engine_utility(
         plan_obj = None
     # an engine runs the search, whose loss is in its report: no hierarchy is rebuilt
     return engine_release_utility(
-        engine, source, released, report=report or {}, plan=plan_obj
+        engine,
+        source,
+        released,
+        report=report or {},
+        plan=plan_obj,
+        lineage=None if lineage is None else str(lineage),
     ).to_dict()
 
 
@@ -200,9 +220,14 @@ def _compute_on_engine(release: Release, plan: dict | None, report: dict) -> dic
     chosen = choose_engine(None, source)
     if released_fs is not None or chosen == "pandas":
         return None
+    lineage = None
+    rows_name = private_name(release.storage_key, SOURCE_ROWS_PARQUET)
+    if files().exists(rows_name):
+        rows_path, rows_fs = files().arrow_location(rows_name)
+        lineage = rows_path if rows_fs is None else None
     engine = make_engine(chosen, source)
     try:
-        return _engine_utility(engine, source, released, plan, report)
+        return _engine_utility(engine, source, released, plan, report, lineage)
     finally:
         engine.close()
 
@@ -241,7 +266,7 @@ def _compute(
             return None
     plan = release.plan if plan is None else plan
     report = release.report if report is None else report
-    source_rows = read_private_array(release.storage_key, "source_rows.npy")
+    source_rows = read_source_rows(release.storage_key)
     if source_rows is not None and (len(source_rows) != len(released) or len(source) == 0):
         source_rows = None
     try:

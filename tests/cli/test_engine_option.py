@@ -86,6 +86,6 @@ def test_engine_options_are_checked(table):
     p = run(
         "anonymize", str(table), "--qi", "age", "--hierarchy", "age=x.csv", "--k", "2",
         "--engine", "duckdb", "--purpose", "p", "--recipient", "r", "--out", "o.csv",
-        "--earlier", "e.csv", "--id", "age",
+        "--decimal", ",",
     )  # fmt: skip
-    assert p.returncode == 2 and "--earlier reads the table in memory" in p.stderr
+    assert p.returncode == 2 and "--decimal , reads the table in memory" in p.stderr

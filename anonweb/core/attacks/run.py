@@ -198,6 +198,7 @@ def run_attacks(
     lineage: NDArray[Any] | None = None,
     progress: Progress | None = None,
     ranges: Mapping[str, float] | None = None,
+    own: NDArray[Any] | None = None,
 ) -> AttackReport:
     """Linkage, inference, singling out and membership on ``release``, made from ``source``;
     ``control`` holds people of the same population who are not in it.
@@ -209,9 +210,12 @@ def run_attacks(
     columns' ranges over the whole source (the tolerance is a share of them).
 
     ``lineage`` (the source row of each release row, -1 for none; kept privately with a
-    release) says which row is a person's own: linkage then succeeds only on that row.
-    Without it, a person is linked when the row picked agrees with them on every attacked
-    column, the only test there is for people not in the release.
+    release) says which row is a person's own: linkage then also succeeds on that row, however
+    far noise moved it. For a release given by its combinations, ``own`` says the same: the
+    combination of each ``source`` record's own release row (-1 for none), read through the
+    lineage. Without either, a person is linked when the row picked agrees with them on every
+    attacked column, the only test there is for people not in the release (and one that misses
+    the links to a perturbed row of their own).
     """
     known, sensitive = list(known), list(sensitive)
     _check(source, release, control, known, sensitive, targets)
@@ -226,8 +230,13 @@ def run_attacks(
     }
     if isinstance(release, Combos):
         if lineage is not None:
-            raise ParameterError("a release given by its combinations has no lineage")
+            raise ParameterError(
+                "a release given by its combinations has no lineage: give each source "
+                "record's own combination (own)"
+            )
         combos = release
+    elif own is not None:
+        raise ParameterError("own goes with a release given by its combinations")
     else:
         combos = release_combos(release[cols], cols)
     t_idx = _sample(len(source), targets, rng)
@@ -248,7 +257,7 @@ def run_attacks(
             return AttackRate(count(members), len(members))
         return AttackRate(count(members), len(members), count(others), len(others))
 
-    own = None
+    by_source = None
     if lineage is not None:
         lineage = np.asarray(lineage, dtype=np.int64)
         if lineage.shape != (len(combos.of_row),):
@@ -256,11 +265,17 @@ def run_attacks(
         by_source = np.full(len(source), -1, dtype=np.int64)
         kept = lineage >= 0
         by_source[lineage[kept]] = combos.of_row[kept]
-        own = np.full(len(people), -1, dtype=np.int64)
-        own[members] = by_source[t_idx]
+    elif own is not None:
+        by_source = np.asarray(own, dtype=np.int64)
+        if by_source.shape != (len(source),):
+            raise DataError("own must give one combination per source record")
+    mine = None
+    if by_source is not None:
+        mine = np.full(len(people), -1, dtype=np.int64)
+        mine[members] = by_source[t_idx]
 
     def link(ps: NDArray[Any]) -> float:
-        return linkage_successes(nb, combos, columns, ps, own if ps is members else None)
+        return linkage_successes(nb, combos, columns, ps, mine if ps is members else None)
 
     linkage = rate(link)
     inference = {

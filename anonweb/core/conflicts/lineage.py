@@ -34,13 +34,32 @@ def source_ids(source: pd.DataFrame, id_column: str) -> pd.Index:
     """The source's record ids (as text), checked unique and present."""
     require_columns(source, [id_column], role="id column")
     ids = source[id_column]
-    if ids.isna().any():
-        raise DataError(f"the id column {id_column!r} is empty in {int(ids.isna().sum())} row(s)")
     index = pd.Index(ids.astype(str))
-    if not index.is_unique:
-        dupes = int(index.duplicated().sum())
-        raise DataError(f"the id column {id_column!r} is not unique ({dupes} repeated id(s))")
+    check_source_ids(id_column, empty=int(ids.isna().sum()), repeated=int(index.duplicated().sum()))
     return index
+
+
+def check_source_ids(id_column: str, *, empty: int, repeated: int) -> None:
+    """The source's id column can name each record: no id ``empty``, none ``repeated``."""
+    if empty:
+        raise DataError(f"the id column {id_column!r} is empty in {empty} row(s)")
+    if repeated:
+        raise DataError(f"the id column {id_column!r} is not unique ({repeated} repeated id(s))")
+
+
+def check_release_rows(rows: NDArray[Any], *, label: str) -> None:
+    """A release file's records, as source rows (-1 for an id not in the source), each a
+    record of the source listed once."""
+    unknown = int((rows < 0).sum())
+    if unknown:
+        raise DataError(f"{label}: {unknown} id(s) are not in the source")
+    if np.unique(rows).size != rows.size:
+        raise DataError(f"{label}: lists {rows.size - np.unique(rows).size} record(s) twice")
+
+
+def require_id_column(release: pd.DataFrame, *, label: str, id_column: str) -> None:
+    if id_column not in release.columns:
+        raise DataError(f"{label}: has no id column {id_column!r} (the lineage form carries it)")
 
 
 def view_from_lineage_form(
@@ -53,15 +72,9 @@ def view_from_lineage_form(
     quasi_identifiers: Sequence[str] = (),
 ) -> ReleaseView:
     """A release file in lineage form (published columns plus the id column) as a view."""
-    if id_column not in release.columns:
-        raise DataError(f"{label}: has no id column {id_column!r} (the lineage form carries it)")
-    rel_ids = release[id_column].astype(str)
-    rows = ids.get_indexer(rel_ids)
-    unknown = int((rows < 0).sum())
-    if unknown:
-        raise DataError(f"{label}: {unknown} id(s) are not in the source")
-    if np.unique(rows).size != rows.size:
-        raise DataError(f"{label}: lists {rows.size - np.unique(rows).size} record(s) twice")
+    require_id_column(release, label=label, id_column=id_column)
+    rows = ids.get_indexer(release[id_column].astype(str))
+    check_release_rows(rows, label=label)
     frame = release.drop(columns=[id_column]).reset_index(drop=True)
     aggregates = tuple(
         agg

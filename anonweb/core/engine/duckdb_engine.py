@@ -205,6 +205,20 @@ class DuckDBEngine:
             qi, sensitive, coding, columns.pop(0), columns.pop(0), columns.pop(0)
         )
 
+    def relation(self, source: Source) -> str:
+        """A SQL relation of ``source``'s rows, in the table's order."""
+        return self._relation(source)
+
+    def numbered(self, source: Source, column: str) -> str:
+        """A SQL relation of ``source`` with ``column``, each row's position as the engines'
+        lineage numbers it (:meth:`_numbered`). Where that position holds only while DuckDB
+        keeps the order it reads rows in (a file with a column called ``file_row_number``),
+        the connection keeps it from here on: the queries built on the relation run later."""
+        rel, ordered = self._numbered(source, self._relation(source), column)
+        if ordered:
+            self.con.execute("SET preserve_insertion_order = true")
+        return rel
+
     def _numbered(self, source: Source, rel: str, column: str) -> tuple[str, bool]:
         """``rel`` with ``column``, each row's position in the table as it is read (the
         positions :meth:`map_rows` and :meth:`sample_rows` give): a Parquet file's row

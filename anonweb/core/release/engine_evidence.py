@@ -4,13 +4,15 @@
 not run and why (never left out, so that no reader takes a missing check for a passed one).
 
 * **Attacks**: the same attacks (:func:`~anonweb.core.attacks.run.run_attacks`) on a seeded
-  random sample of the source's records read by the engine (the targets and the singling-out
-  group are drawn from it, as they are drawn from the whole table in memory), against the
-  release's distinct combinations over the attacked columns counted by the engine, with each
-  numeric column's tolerance a share of its range over every row. The attacks do not read the
-  release's lineage (which record each row is), so a person counts as linked when the row
-  picked agrees with them on every attacked column, which can only count more successes than
-  the lineage would; and no control is held out (the release holds every record).
+  random sample of the source's records (the targets and the singling-out group are drawn from
+  it, as they are drawn from the whole table in memory), against the release's distinct
+  combinations over the attacked columns counted by the engine, with each numeric column's
+  tolerance a share of its range over every row. Where the engine kept the release's lineage,
+  DuckDB reads each sampled record with its own released row (the lineage joined to the
+  release), so a person counts as linked when the row picked is theirs, however far noise moved
+  it, as in memory; without a lineage (a CSV source on DuckDB) only a row agreeing with them on
+  every attacked column counts, which misses those links. No control is held out (the release
+  holds every record).
 * **Reconstruction**: from the aggregates the releases publish. An engine publishes none; an
   earlier release's aggregates would be solved against every record's values in memory, so
   with any of them the reconstruction is not run, and says so.
@@ -24,8 +26,10 @@ not run and why (never left out, so that no reader takes a missing check for a p
   release publishes aggregates (they are solved against every record's values in memory); an
   earlier release whose lineage cannot be read; and a release whose lineage the engine did not
   keep (a CSV source on DuckDB). Differentially private releases are left out, as in memory.
-* **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns reads every
-  record in memory: not run, and said so.
+* **Intruder**: the maximum-knowledge intruder check on perturbed numeric columns, each
+  source record paired with its released row through the lineage by DuckDB and the pairs
+  counted by the engine, so the figures are the in-memory check's for the same draws; not run,
+  and said so, where the engine kept no lineage.
 * **Lineage**: the records written, whether the source row of each was kept (privately, in a
   Parquet file beside the release: :mod:`anonweb.core.engine.lineage`), the plan's and the
   files' SHA-256, so the release can be traced to the exact plan and source it was made from.
@@ -35,13 +39,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from itertools import count
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
+from anonweb.core.assessment.intruder_engine import intruder_check_of_release
 from anonweb.core.attacks.matching import is_numeric
 from anonweb.core.attacks.options import AttackOptions
 from anonweb.core.attacks.records import Combos
@@ -52,13 +60,23 @@ from anonweb.core.conflicts.engine_check import (
     engine_release_conflicts,
 )
 from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck, EarlierRelease
-from anonweb.core.engine.base import Engine, Source
+from anonweb.core.engine.base import Engine, Source, sample_positions, source_format
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, literal, quote
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.core.findings import BLOCK, Finding
 
+_registered = count()
+
 NO_LINEAGE = (
-    "The attacks out of core do not read which source row each released row is: a person "
-    "counts as linked when the row picked agrees with them on every attacked column (never "
-    "fewer successes than with the lineage)."
+    "The engine kept no lineage for this release, so the attacks do not know which released "
+    "row is a person's own: a person counts as linked only when the row picked agrees with "
+    "them on every attacked column, which misses links to a row of their own that a "
+    "perturbation moved (fewer successes than the lineage would count)."
+)
+WITH_LINEAGE = (
+    "Each sampled person's own released row was read through the release's lineage: a person "
+    "counts as linked when the row picked is theirs or agrees with them on every attacked "
+    "column, as in memory."
 )
 NO_SOURCE_ROWS = (
     "Which source row each released row is was not kept (the engine numbers the rows of "
@@ -84,18 +102,45 @@ NO_LINEAGE_KEPT = (
 
 
 INTRUDER_NOT_RUN = (
-    "Not run: the maximum-knowledge intruder links every original record to its closest "
-    "perturbed one, over the whole table in memory; an engine release does not. Make the "
-    "release in memory (the pandas engine) for this check."
+    "Not run: the maximum-knowledge intruder pairs each original record with its perturbed "
+    "one, which the engine did not keep for this release (it numbers the rows of Parquet "
+    "files only). Make the release in memory (the pandas engine), or from a Parquet copy of "
+    "the table, for this check."
 )
 
 
-def engine_intruder(columns: Sequence[str]) -> dict[str, Any] | None:
-    """The intruder check's place in the report when the plan perturbed numeric ``columns``
-    (None when it perturbed none, as in memory): not run out of core, and why."""
+def engine_intruder(
+    columns: Sequence[str],
+    *,
+    engine: Engine,
+    duckdb: Callable[[], DuckDBEngine],
+    source: Source,
+    released: str,
+    lineage: str | None,
+    rng: np.random.Generator,
+    min_rows: int,
+) -> dict[str, Any] | None:
+    """The intruder check on the numeric ``columns`` the plan perturbed (None when it
+    perturbed none, or the table is too small, as in memory): each source record paired with
+    its released row through the release's ``lineage`` and counted by ``engine``
+    (:func:`~anonweb.core.assessment.intruder_engine.intruder_check_of_release`), or not run
+    and why when the engine kept no lineage."""
     if not columns:
         return None
-    return {"columns": list(columns), "skipped": INTRUDER_NOT_RUN}
+    if lineage is None or source_format(source) == "csv":
+        return {"columns": list(columns), "skipped": INTRUDER_NOT_RUN}
+    duck = duckdb()
+    numeric = set(duck.numeric_columns(source, columns)) & set(
+        duck.numeric_columns(released, columns)
+    )
+    columns = [c for c in columns if c in numeric]
+    if not columns or duck.row_count(released) < min_rows:
+        return None
+    with tempfile.TemporaryDirectory(prefix=".intruder-", dir=Path(released).parent) as work:
+        result = intruder_check_of_release(
+            engine, duck, source, released, lineage, columns=columns, rng=rng, workdir=work
+        )
+    return result.to_dict()
 
 
 def engine_attacks(
@@ -108,8 +153,12 @@ def engine_attacks(
     kept: Sequence[str],
     options: AttackOptions | None,
     rng: np.random.Generator,
+    lineage: str | None = None,
+    duckdb: Callable[[], DuckDBEngine] | None = None,
 ) -> dict[str, Any]:
-    """The attack figures of a release an engine wrote to ``released`` from ``source``."""
+    """The attack figures of a release an engine wrote to ``released`` from ``source``; with
+    its ``lineage`` file, each sampled person's own released row is read by the DuckDB engine
+    ``duckdb()`` gives (:func:`sample_with_own_rows`)."""
     shared = set(engine.columns(source)) & set(kept)
     known = [c for c in dict.fromkeys(known) if c in shared]
     sensitive = [c for c in dict.fromkeys(sensitive) if c in shared and c not in known]
@@ -130,7 +179,16 @@ def engine_attacks(
     targets = options.targets if options else DEFAULT_TARGETS
     size = max(targets, SINGLING_OUT_GROUP)
     rows = engine.row_count(source)
-    sample = engine.sample_rows(source, cols, size, int(rng.integers(0, 2**63)))
+    seed = int(rng.integers(0, 2**63))
+    own = None
+    if lineage is not None and duckdb is not None and source_format(source) != "csv":
+        # a CSV source's rows are not numbered (its lineage numbers the row-wise pass's output)
+        sample, theirs = sample_with_own_rows(
+            duckdb(), source, released, lineage, cols, sample_positions(rows, size, seed)
+        )
+        own = own_combinations(combos.frame, theirs)
+    else:
+        sample = engine.sample_rows(source, cols, size, seed)
     numeric = [c for c in cols if is_numeric(sample[c])]
     ranges = engine.ranges(source, numeric) if numeric else {}
     report = run_attacks(
@@ -141,15 +199,74 @@ def engine_attacks(
         targets=targets,
         rng=rng,
         ranges=ranges,
+        own=own,
     )
     out = report.to_dict()
     out["control_records"] = 0
     out["note"] = NO_CONTROL
     out["sample"] = {"records": len(sample), "of": rows}
-    out["lineage"] = NO_LINEAGE
+    out["lineage"] = NO_LINEAGE if own is None else WITH_LINEAGE
     if options is not None and options.holdout > 0:
         out["control"] = CONTROL_NOT_HELD
     return out
+
+
+def sample_with_own_rows(
+    duck: DuckDBEngine,
+    source: Source,
+    released: str,
+    lineage: str,
+    columns: Sequence[str],
+    positions: NDArray[np.int64],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The source's records at ``positions`` (sorted) over ``columns``, and each one's own row
+    of the release (the row whose lineage names it; all missing for a record the release does
+    not hold), row for row: DuckDB joins the source, numbered as the engines' lineage numbers
+    it, with the release and its lineage file, out of core."""
+    cols = list(columns)
+    names = duck.columns(source)
+    row = fresh_name("__row", names)
+    picked = f"anonweb_attack_rows_{next(_registered)}"
+    duck.con.register(picked, pd.DataFrame({"pos": np.asarray(positions, dtype=np.int64)}))
+    mine = ", ".join(f"s.{quote(c)} AS s{i}" for i, c in enumerate(cols))
+    theirs = ", ".join(f"o.r{i}" for i in range(len(cols)))
+    inner = ", ".join(f"r.{quote(c)} AS r{i}" for i, c in enumerate(cols))
+    release = f"read_parquet({literal(released)}, file_row_number = true)"
+    rows = f"read_parquet({literal(lineage)}, file_row_number = true)"
+    try:
+        table = duck.con.sql(
+            f"SELECT {mine}, {theirs} FROM {picked} AS p "
+            f"JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = p.pos "
+            f"LEFT JOIN (SELECT l.{quote(LINEAGE_COLUMN)} AS src, {inner} FROM {release} AS r "
+            f"JOIN {rows} AS l ON r.file_row_number = l.file_row_number) AS o ON o.src = p.pos "
+            "ORDER BY p.pos"
+        ).to_arrow_table()
+    finally:
+        duck.con.unregister(picked)
+    frame = table.to_pandas()
+    sample = frame.iloc[:, : len(cols)].set_axis(cols, axis=1)
+    own = frame.iloc[:, len(cols) :].set_axis(cols, axis=1)
+    return sample, own
+
+
+def own_combinations(combos: pd.DataFrame, own: pd.DataFrame) -> NDArray[np.int64]:
+    """The position in ``combos`` (the release's distinct rows, as the engine counted them) of
+    each row of ``own`` (-1 for none): values compared as numbers where both sides hold
+    numbers, else as text, a missing value matching a missing one."""
+    cols = list(combos.columns)
+
+    def keys(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+        out = {}
+        for c in cols:
+            numeric = is_numeric(frame[c]) and is_numeric(other[c])
+            v = frame[c].astype(float) if numeric else frame[c].astype(object)
+            out[c] = v.where(v.notna(), None).astype(str) if not numeric else v
+        return pd.DataFrame(out)
+
+    table = keys(combos, own).assign(__combo=np.arange(len(combos), dtype=np.int64))
+    found = keys(own, combos).reset_index(drop=True).merge(table, on=cols, how="left")
+    combo: NDArray[np.int64] = found["__combo"].fillna(-1).to_numpy(dtype=np.int64)
+    return combo
 
 
 def engine_reconstruction(earlier: Sequence[EarlierRelease]) -> dict[str, Any]:

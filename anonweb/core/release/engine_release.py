@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ from anonweb.core.attacks.options import AttackOptions, attack_options
 from anonweb.core.conflicts.engine_check import TableRelease
 from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck
 from anonweb.core.engine.base import Engine, NodeRelease, Source, WriteResult, fresh_name
+from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.histogram import Histogram, histogram_class_data
 from anonweb.core.engine.lineage import LINEAGE_WRITTEN, split_lineage
 from anonweb.core.engine.select import make_engine
@@ -44,6 +45,7 @@ from anonweb.core.release.engine_evidence import (
     engine_reconstruction,
 )
 from anonweb.core.release.make import (
+    INTRUDER_MIN_ROWS,
     STAGES,
     Earlier,
     attacked_columns,
@@ -300,25 +302,29 @@ def _engine_release(
     report_progress(
         STAGES["attacks"], "attacking the release: linkage, inference, singling out, membership"
     )
-    intruder = engine_intruder([c for c in perturbed_columns(plan) if c in kept])
-    if intruder is not None:
-        internal["intruder"] = intruder
     known, attacked = attacked_columns(plan, tags, engine.columns(origin), attacks)
-    internal["attacks"] = engine_attacks(
-        engine, origin, str(out), known=known, sensitive=attacked, kept=kept, options=attacks,
-        rng=rng,
-    )  # fmt: skip
-    others = list(earlier() if callable(earlier) else earlier)
-    internal["reconstruction"] = engine_reconstruction(others)
-    report_progress(STAGES["conflicts"], "checking for conflicts with earlier releases")
-    source_columns = engine.columns(origin)
-    with _conflict_connection(engine) as connect:
+    with _duckdb(engine) as duckdb:
+        intruder = engine_intruder(
+            [c for c in perturbed_columns(plan) if c in kept], engine=engine, duckdb=duckdb,
+            source=origin, released=str(out), lineage=lineage_path, rng=rng,
+            min_rows=INTRUDER_MIN_ROWS,
+        )  # fmt: skip
+        if intruder is not None:
+            internal["intruder"] = intruder
+        internal["attacks"] = engine_attacks(
+            engine, origin, str(out), known=known, sensitive=attacked, kept=kept,
+            options=attacks, rng=rng, lineage=lineage_path, duckdb=duckdb,
+        )  # fmt: skip
+        others = list(earlier() if callable(earlier) else earlier)
+        internal["reconstruction"] = engine_reconstruction(others)
+        report_progress(STAGES["conflicts"], "checking for conflicts with earlier releases")
+        source_columns = engine.columns(origin)
         internal["conflicts"], conflicts = engine_conflicts(
             others,
             new=None
             if lineage_path is None
             else TableRelease(NEW_LABEL, str(out), lineage_path, tuple(plan.quasi_identifiers)),
-            connect=connect,
+            connect=lambda: duckdb().con,
             source_rows=rows_in,
             source_columns=source_columns,
             quasi_identifiers=tagged(tags, source_columns, QUASI_IDENTIFIER),
@@ -387,18 +393,18 @@ def _write_with_lineage(
 
 
 @contextmanager
-def _conflict_connection(engine: Engine) -> Iterator[Callable[[], Any]]:
-    """A DuckDB connection for the conflict check, opened when first asked for: the DuckDB
-    engine's own (its memory limit and spill folder), else a DuckDB engine's of its own."""
+def _duckdb(engine: Engine) -> Iterator[Callable[[], DuckDBEngine]]:
+    """A DuckDB engine for the attacks' reads through the lineage and the conflict check,
+    opened when first asked for: the DuckDB engine itself (its memory limit and spill folder),
+    else one of its own."""
     own: list[Any] = []
 
-    def connect() -> Any:
-        con = getattr(engine, "con", None)
-        if engine.name == "duckdb" and con is not None:
-            return con
+    def connect() -> DuckDBEngine:
+        if isinstance(engine, DuckDBEngine):
+            return engine
         if not own:  # DuckDB's memory limit and spill folder as set for its engine
             own.append(make_engine("duckdb", ""))
-        return own[0].con
+        return cast(DuckDBEngine, own[0])
 
     try:
         yield connect

@@ -49,6 +49,7 @@ from anonweb.core.engine.columns import (
     is_numeric,
     series_counts,
 )
+from anonweb.core.engine.duckdb_engine import DuckDBEngine
 from anonweb.core.engine.histogram import Histogram
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.hierarchy import Hierarchy
@@ -58,6 +59,7 @@ from anonweb.core.release.plan import plan_from_dict
 from anonweb.core.release.steps import Plan
 from anonweb.core.risk.classes import SUPPRESSED, suppressed_records
 from anonweb.core.search.metrics import aggregate_value
+from anonweb.core.utility.changed import changed_count, engine_changed_cells
 from anonweb.core.utility.dp import DPStatistic, aggregated, dp_statistics
 
 OTHER = "(other)"
@@ -245,14 +247,18 @@ def engine_release_utility(
     hierarchies: Mapping[str, Hierarchy] | None = None,
     top: int = TOP,
     bins: int = BINS,
+    lineage: str | None = None,
 ) -> ReleaseUtility:
     """The utility of a release an engine wrote (``released``, a Parquet file or folder) against
     its ``source``, neither read into memory: what :func:`release_utility` measures, from what
     ``engine`` counts of each column (distinct values, number summaries, numbers in bins: one
     pass or one grouping per column over each table) and the released quasi-identifiers'
     histogram (its suppressed records). The measures are :func:`compare_counts`', as in
-    memory. Released rows are not matched to source rows (cells changed are not counted), and
-    a release of figures (DP statistics), which an engine does not make, is refused."""
+    memory. With the release's ``lineage`` file (the source row of each row of a ``released``
+    file), DuckDB matches released rows to source rows and the cells changed are counted
+    (:func:`~anonweb.core.utility.changed.engine_changed_cells`), as in memory with
+    ``source_rows``. A release of figures (DP statistics), which an engine does not make, is
+    refused."""
     if top < 1 or bins < 1:
         raise ParameterError("top and bins must be at least 1")
     plan_obj = plan if isinstance(plan, Plan) or plan is None else plan_from_dict(plan)
@@ -277,6 +283,14 @@ def engine_release_utility(
         values=[c for c in names if need[c].released_values],
         numbers=[c for c in names if need[c].released_numbers],
     )
+    changed = (
+        _changed_out_of_core(
+            engine, source, str(released), lineage,
+            {c: counted_o[c].numeric and counted_r[c].numeric for c in names},
+        )
+        if lineage is not None
+        else {}
+    )  # fmt: skip
     edges = {c: column_edges(counted_o[c], counted_r[c], bins) for c in names}
     binned = {c: e for c, e in edges.items() if e is not None}
     bins_o = engine.bin_counts(source, binned)
@@ -290,6 +304,7 @@ def engine_release_utility(
             original_bins=bins_o.get(c),
             released_bins=bins_r.get(c),
             top=top,
+            changed=changed.get(c),
             quasi_identifier=c in qis,
             information_loss=per_qi.get(str(c)),
         )
@@ -307,8 +322,21 @@ def engine_release_utility(
         columns=columns,
         loss=loss,
         dp=(),
-        matched=False,
+        matched=lineage is not None,
     )
+
+
+def _changed_out_of_core(
+    engine: Engine, source: Source, released: str, lineage: str, numeric: Mapping[str, bool]
+) -> dict[str, int]:
+    """The cells changed per column, counted by DuckDB (the engine itself, or one of its own)."""
+    if isinstance(engine, DuckDBEngine):
+        return engine_changed_cells(engine, source, released, lineage, numeric)
+    duck = DuckDBEngine()
+    try:
+        return engine_changed_cells(duck, source, released, lineage, numeric)
+    finally:
+        duck.close()
 
 
 def _quasi_identifiers(report: Mapping[str, Any], plan: Plan | None) -> list[str]:
@@ -383,17 +411,6 @@ def _by_value(labels: Sequence[str]) -> list[str]:
         return (0, float(found.group(1)), label) if found else (1, 0.0, label)
 
     return sorted(labels, key=key)
-
-
-def labels_of(values: pd.Series) -> NDArray[Any]:
-    """Each cell as :func:`cell_labels` writes it, labelling each distinct value once (a
-    million-row column has few distinct values, and a Python call per cell is slow)."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    named = cell_labels(pd.Series(np.asarray(uniques, dtype=object), dtype=object)).to_numpy()
-    out = np.full(len(values), MISSING, dtype=object)
-    present = codes >= 0
-    out[present] = named[codes[present]]
-    return out
 
 
 def label_counts(side: ColumnCounts) -> pd.Series:
@@ -566,13 +583,11 @@ def column_utility(
             r_bins = bin_counts(finite_numbers(released), edges)
     changed = None
     if aligned is not None:
-        if o.numeric and r.numeric:
-            # numbers compared as numbers (1 and 1.0 are the same value), blanks as equal
-            x = pd.to_numeric(aligned, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            y = pd.to_numeric(released, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            changed = int((~((x == y) | (np.isnan(x) & np.isnan(y)))).sum())
-        else:
-            changed = int((labels_of(aligned) != labels_of(released)).sum())
+        changed = changed_count(
+            aligned.reset_index(drop=True),
+            released.reset_index(drop=True),
+            numeric=o.numeric and r.numeric,
+        )
     return compare_counts(
         str(original.name if original.name is not None else released.name),
         o,

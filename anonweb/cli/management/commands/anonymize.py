@@ -236,9 +236,9 @@ class Command(BaseCommand):
         """The release made out of core: the plan's steps an engine runs (dropping columns,
         row-wise masks, tokens, noise and PRAM, the generalization search), the release written
         by the engine and exported batch by batch.
-        The source's table is never read whole: the attacks run on a sample the engine reads;
-        what needs every record in memory (the conflict check against --earlier releases) is
-        refused with the reason."""
+        The source's table is never read whole: the attacks run on a sample the engine reads,
+        and the conflict check against --earlier releases joins them to it by the source's row
+        numbers (:func:`_earlier_out_of_core`)."""
         import shutil
         import tempfile
 
@@ -250,7 +250,6 @@ class Command(BaseCommand):
         from anonweb.core.release.plan import validate_plan
 
         for option, given in (
-            ("--earlier", opts["earlier"] or opts["id"]),
             ("--sheet", opts["sheet"]),
             ("--decimal ,", opts["decimal"] != "."),
         ):
@@ -276,12 +275,13 @@ class Command(BaseCommand):
             memory_rows=in_memory_limit(opts["engine"]),
             engine=name,
         )
-        engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
         target = Path(opts["out"]).resolve().parent
         if not target.is_dir():
             raise CommandError(
                 f"cannot write {opts['out']}: its directory does not exist", returncode=2
             )
+        earlier = self._earlier_out_of_core(opts, name)
+        engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
         work = Path(tempfile.mkdtemp(prefix=".anonweb-release-", dir=target))
         try:
             made = make_engine_release(
@@ -293,6 +293,7 @@ class Command(BaseCommand):
                 tags=tags,
                 keep_order=opts["keep_order"],
                 secrets=secrets,
+                earlier=earlier,
             )
             export_parquet_file(made.path, fmt, work / "export", sep=sep)
             summary = self._summary(made.report, plan)
@@ -302,8 +303,11 @@ class Command(BaseCommand):
                 published=made.published,
                 gate=made.gate.to_dict(),
                 lineage=made.lineage(),
-                # no --earlier on an engine: checked against none, as in memory without them
-                conflicts=[] if made.report["conflicts"]["run"] else made.report["conflicts"],
+                # as in memory: the public findings against the --earlier releases (none
+                # given: checked against none)
+                conflicts=made.conflicts.public
+                if made.conflicts is not None
+                else made.report["conflicts"],
                 engine=made.engine,
                 peak_memory_bytes=peak_memory_bytes(children=name == "spark"),
             )
@@ -318,6 +322,66 @@ class Command(BaseCommand):
             shutil.rmtree(work, ignore_errors=True)
         self.stdout.write(self._line(summary, made.rows))
         self._gate(made.gate, opts)
+
+    @staticmethod
+    def _earlier_out_of_core(opts, name):
+        """The ``--earlier`` release files linked to the source by DuckDB, which numbers the
+        source's rows as the engine's lineage does, without reading the source in memory; the
+        same checks and messages as :meth:`_earlier`. Refused (status 2) where the records
+        cannot be linked out of core: a source the engines do not number (CSV), or a file
+        publishing means of groups of records (solved in memory only)."""
+        from anonweb.cli.reading import file_labels
+        from anonweb.core.conflicts.engine_earlier import (
+            check_source_ids_out_of_core,
+            earlier_out_of_core,
+        )
+        from anonweb.core.conflicts.engine_linkage import NotOutOfCore
+        from anonweb.core.engine.base import source_format
+        from anonweb.core.engine.duckdb_engine import DuckDBEngine
+        from anonweb.core.engine.select import make_engine
+        from anonweb.core.io.frame import read_table
+
+        paths = opts["earlier"] or []
+        if not paths:
+            if opts["id"]:
+                raise CommandError("--id names the id column of --earlier files", returncode=2)
+            return ()
+        if not opts["id"]:
+            raise CommandError(
+                "--earlier needs --id, the source's record id column the files carry",
+                returncode=2,
+            )
+        try:
+            parquet = source_format(opts["path"]) == "parquet"
+        except ValueError:
+            parquet = False
+        if not parquet:
+            raise CommandError(
+                f"--earlier on the {name} engine links the releases by the source's row numbers, "
+                "which an engine keeps for a Parquet source only: convert the source to Parquet, "
+                "or use --engine pandas",
+                returncode=2,
+            )
+        duck = make_engine("duckdb", opts["path"], memory_limit=opts["memory_limit"])
+        assert isinstance(duck, DuckDBEngine)
+        try:
+            check_source_ids_out_of_core(duck, opts["path"], opts["id"])
+            return tuple(
+                earlier_out_of_core(
+                    duck,
+                    opts["path"],
+                    read_table(path, sep=opts["sep"], **reading(opts, main=False)),
+                    label=label,
+                    id_column=opts["id"],
+                )
+                for path, label in zip(paths, file_labels(paths), strict=True)
+            )
+        except NotOutOfCore as why:
+            raise CommandError(
+                f"{why}: use --engine pandas to check the release against it", returncode=2
+            ) from None
+        finally:
+            duck.close()
 
     @staticmethod
     def _population(opts):

@@ -11,7 +11,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from anonweb.cli.reading import add_reading_options, reading
+from anonweb.cli.reading import add_engine_options, add_reading_options, reading
 
 
 class Command(BaseCommand):
@@ -41,7 +41,11 @@ class Command(BaseCommand):
             "--baseline-size", default=None, help="random records (default max(n, 2000))"
         )
         parser.add_argument("--sep", default=None, help="field separator (default: sniffed)")
+        parser.add_argument(
+            "--seed", type=int, default=None, help="seed of the random baseline (not recorded)"
+        )
         add_reading_options(parser)
+        add_engine_options(parser)
         parser.add_argument("--format", choices=("json", "text"), default="json")
 
     def handle(self, *args, **options) -> None:
@@ -64,6 +68,8 @@ class Command(BaseCommand):
     def _run(self, options) -> dict:
         import numpy as np
 
+        from anonweb.core.engine.base import peak_memory_bytes
+        from anonweb.core.engine.select import choose_engine
         from anonweb.core.errors import ParameterError
         from anonweb.core.io.frame import parse_column_list, read_table
         from anonweb.core.risk.intruder import intruder_check
@@ -79,19 +85,61 @@ class Command(BaseCommand):
                 raise ParameterError(
                     f"--baseline-size must be a whole number, not {size!r}"
                 ) from None
-        original = read_table(options["original"], sep=options["sep"], **reading(options))
-        anonymized = read_table(options["anonymized"], sep=options["sep"], **reading(options))
-        result = intruder_check(
-            original,
-            anonymized,
-            columns=columns,
-            rng=np.random.default_rng(),
-            metric=options["metric"],
-            baseline=options["baseline"],
-            n_baseline=size,
-        )
+        rng = np.random.default_rng(options["seed"])
+        kw = {"metric": options["metric"], "baseline": options["baseline"], "n_baseline": size}
+        engine = choose_engine(options["engine"], options["original"])
+        if engine == "pandas":
+            original = read_table(options["original"], sep=options["sep"], **reading(options))
+            anonymized = read_table(options["anonymized"], sep=options["sep"], **reading(options))
+            result = intruder_check(original, anonymized, columns=columns, rng=rng, **kw)
+        else:
+            result = self._on_engine(options, engine, columns, rng, kw)
         return {
             "original": str(options["original"]),
             "anonymized": str(options["anonymized"]),
             **result.to_dict(),
+            "engine": engine,
+            "peak_memory_bytes": peak_memory_bytes(children=engine == "spark"),
         }
+
+    @staticmethod
+    def _on_engine(options, name, columns, rng, kw):
+        """The check out of core: DuckDB sets the two files side by side, the engine counts
+        the records per pair of values (:mod:`anonweb.core.assessment.intruder_engine`)."""
+        import shutil
+        import tempfile
+
+        from anonweb.core.assessment.intruder_engine import intruder_check_on_engine
+        from anonweb.core.engine.duckdb_engine import DuckDBEngine
+        from anonweb.core.engine.select import make_engine
+
+        for option, given in (
+            ("--sheet", options["sheet"]),
+            ("--decimal ,", options["decimal"] != "."),
+        ):
+            if given:
+                raise CommandError(
+                    f"{option} reads the table in memory: use --engine pandas, not {name}",
+                    returncode=2,
+                )
+        duck = make_engine("duckdb", options["original"], memory_limit=options["memory_limit"])
+        assert isinstance(duck, DuckDBEngine)
+        engine = duck if name == "duckdb" else make_engine(name, options["original"])
+        # the two files side by side go where DuckDB spills (ANONWEB_DUCKDB_TEMP_DIRECTORY)
+        work = tempfile.mkdtemp(prefix="anonweb-intruder-", dir=duck.temp_directory)
+        try:
+            return intruder_check_on_engine(
+                engine,
+                duck,
+                options["original"],
+                options["anonymized"],
+                columns=columns,
+                rng=rng,
+                workdir=work,
+                **kw,
+            )
+        finally:
+            if engine is not duck:
+                engine.close()
+            duck.close()
+            shutil.rmtree(work, ignore_errors=True)
