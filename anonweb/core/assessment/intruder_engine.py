@@ -26,7 +26,6 @@ from numpy.typing import NDArray
 
 from anonweb.core.engine.base import Engine, Source
 from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, literal, quote
-from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.risk.intruder import (
@@ -90,12 +89,10 @@ def side_by_side_by_lineage(
     ys = [f"y{j}" for j in range(len(columns))]
     left = ", ".join(f"s.{quote(c)} AS {x}" for c, x in zip(columns, xs, strict=True))
     right = ", ".join(f"r.{quote(c)} AS {y}" for c, y in zip(columns, ys, strict=True))
+    rel, src = duck.released_with_sources(released, lineage)
     duck.con.execute(
-        f"COPY (SELECT {left}, {right} FROM "
-        f"read_parquet({literal(released)}, file_row_number = true) AS r "
-        f"JOIN read_parquet({literal(lineage)}, file_row_number = true) AS l "
-        "ON r.file_row_number = l.file_row_number "
-        f"JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = l.{quote(LINEAGE_COLUMN)}) "
+        f"COPY (SELECT {left}, {right} FROM {rel} AS r "
+        f"JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = r.{quote(src)}) "
         f"TO {literal(str(out))} (FORMAT parquet)"
     )
     return xs, ys

@@ -219,6 +219,26 @@ class DuckDBEngine:
             self.con.execute("SET preserve_insertion_order = true")
         return rel
 
+    def released_with_sources(self, released: str, lineage: str) -> tuple[str, str]:
+        """A relation of the release written to the Parquet file ``released`` with each row's
+        source row from its ``lineage`` file (row for row), and the name of that column, apart
+        from the release's columns (as are the rows' numbers: a released column may be called
+        ``file_row_number``)."""
+        from anonweb.core.engine.lineage import LINEAGE_COLUMN
+
+        names = self.columns(released)
+        at = fresh_name("__at", names)
+        src = fresh_name("__src", [*names, at])
+        rel, ordered = numbered_parquet([released], at, names)
+        if ordered:
+            self.con.execute("SET preserve_insertion_order = true")
+        return (
+            f"(SELECT r.* EXCLUDE ({quote(at)}), l.{quote(LINEAGE_COLUMN)} AS {quote(src)} "
+            f"FROM {rel} AS r JOIN read_parquet({literal(lineage)}, file_row_number = true) "
+            f"AS l ON r.{quote(at)} = l.file_row_number)",
+            src,
+        )
+
     def _numbered(self, source: Source, rel: str, column: str) -> tuple[str, bool]:
         """``rel`` with ``column``, each row's position in the table as it is read (the
         positions :meth:`map_rows` and :meth:`sample_rows` give): a Parquet file's row

@@ -61,8 +61,7 @@ from anonweb.core.conflicts.engine_check import (
 )
 from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck, EarlierRelease
 from anonweb.core.engine.base import Engine, Source, sample_positions, source_format
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, literal, quote
-from anonweb.core.engine.lineage import LINEAGE_COLUMN
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, quote
 from anonweb.core.findings import BLOCK, Finding
 
 _registered = count()
@@ -231,15 +230,13 @@ def sample_with_own_rows(
     mine = ", ".join(f"s.{quote(c)} AS s{i}" for i, c in enumerate(cols))
     theirs = ", ".join(f"o.r{i}" for i in range(len(cols)))
     inner = ", ".join(f"r.{quote(c)} AS r{i}" for i, c in enumerate(cols))
-    release = f"read_parquet({literal(released)}, file_row_number = true)"
-    rows = f"read_parquet({literal(lineage)}, file_row_number = true)"
+    rel, src = duck.released_with_sources(released, lineage)
     try:
         table = duck.con.sql(
             f"SELECT {mine}, {theirs} FROM {picked} AS p "
             f"JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = p.pos "
-            f"LEFT JOIN (SELECT l.{quote(LINEAGE_COLUMN)} AS src, {inner} FROM {release} AS r "
-            f"JOIN {rows} AS l ON r.file_row_number = l.file_row_number) AS o ON o.src = p.pos "
-            "ORDER BY p.pos"
+            f"LEFT JOIN (SELECT r.{quote(src)} AS src, {inner} FROM {rel} AS r) AS o "
+            "ON o.src = p.pos ORDER BY p.pos"
         ).to_arrow_table()
     finally:
         duck.con.unregister(picked)

@@ -21,8 +21,7 @@ from numpy.typing import NDArray
 
 from anonweb.core.dp.mechanisms import MISSING, cell_labels
 from anonweb.core.engine.base import Source
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, literal, quote
-from anonweb.core.engine.lineage import LINEAGE_COLUMN
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, quote
 
 PAIR_BATCH = 1 << 18  # pairs compared at a time out of core
 
@@ -76,12 +75,8 @@ def engine_changed_cells(
     grouped out of core and compared a batch at a time."""
     names = duck.columns(source)
     row = fresh_name("__row", names)
-    joined = (
-        f"read_parquet({literal(released)}, file_row_number = true) AS r "
-        f"JOIN read_parquet({literal(lineage)}, file_row_number = true) AS l "
-        "ON r.file_row_number = l.file_row_number "
-        f"JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = l.{quote(LINEAGE_COLUMN)}"
-    )
+    rel, src = duck.released_with_sources(released, lineage)
+    joined = f"{rel} AS r JOIN {duck.numbered(source, row)} AS s ON s.{quote(row)} = r.{quote(src)}"
     out = {}
     for column, both_numbers in numeric.items():
         c = quote(column)

@@ -130,3 +130,31 @@ def test_an_engine_release_counts_its_cells_changed_through_its_lineage(tmp_path
     )
     same(got.to_dict(), expected.to_dict())
     assert got.matched and any(c.changed for c in got.columns)
+
+
+def test_a_released_column_named_as_duckdbs_row_number(tmp_path):
+    # the release and its lineage are joined by DuckDB's row numbers, which it cannot rename:
+    # a released column called file_row_number (or named as the join's own) is counted as data
+    source = pd.DataFrame(
+        {
+            "x": [1, 2, 3, 4],
+            "file_row_number": [10, 11, 12, 13],
+            "__at": ["a", "b", "c", "d"],
+            "__src": [5, 6, 7, 8],
+        }
+    )
+    rows = [3, 1, 0, 2]
+    released = pd.DataFrame(
+        {
+            "x": [4, 2, 9, 3],  # source row 0 released as 9: one change
+            "file_row_number": [13, 11, 10, 99],  # source row 2 released as 99: one change
+            "__at": ["d", "b", "a", "c"],  # none
+            "__src": [8, 6, 5, 0],  # source row 2: one change
+        }
+    )
+    paths = write(tmp_path, source, released, rows)
+    got = measured("duckdb", *paths)
+    changed = {c["column"]: c["changed"] for c in got["columns"]}
+    assert changed == {"x": 1, "file_row_number": 1, "__at": 0, "__src": 1}
+    expected = release_utility(source, released, report=REPORT, source_rows=rows).to_dict()
+    same(got, expected)
