@@ -162,7 +162,8 @@ def utility_measure_on_engine(
     :func:`utility_measure_at_publication` does, for a release ``engine`` wrote out of core:
     ``source`` is the table it read, ``released`` the Parquet it wrote and ``lineage`` the
     source row of each of its rows (local files; with it the cells changed are counted). A
-    failure never stops the publication (logged; the release page then offers a job that measures it: :func:`utility_waits_for_job`)."""
+    failure never stops the publication (logged; the release page then offers a job that
+    measures it: :func:`utility_waits_for_job`)."""
     try:
         as_stored = json.loads(json.dumps({"plan": release.plan, "report": release.report}))
         utility = _engine_utility(
