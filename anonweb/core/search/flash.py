@@ -765,6 +765,8 @@ class _Search:
         # paths start from the lowest unsettled node, cheapest bound first among equals
         self.start_order = np.lexsort((self.rank, self.nodes.sum(axis=1)))
         try:
+            if self._bottom_is_optimal():
+                self.alive[:] = False  # nothing can beat it: both phases end at once
             self._tag_phase()
             self._bound_phase()
         except _Budget:
@@ -776,6 +778,48 @@ class _Search:
             return None, None, None
         _, node, ev, values, _ = self.best
         return node, ev, values
+
+    def _bottom_is_optimal(self) -> bool:
+        """Check the bottom node first; True when it is the optimum.
+
+        The bottom node accepted with nothing suppressed is optimal under every metric, and
+        wins every tie:
+
+        * per-QI metrics (Loss, entropy, precision, height): a node's value on each QI is at
+          least its bound, the value with nothing suppressed (a suppressed record costs the
+          root's share, a level's code covers at least the leaves of the codes below it);
+          the bounds grow with the levels, so the bottom's values, here its bounds, are the
+          least on every QI, and every aggregate (geometric, arithmetic, sum, max, rank)
+          grows with each of its values;
+        * discernibility: a class of any node is a union of bottom classes, and
+          (a + b)^2 >= a^2 + b^2; a suppressed record costs n, at least the size of its class;
+        * AECS (n over the number of groups, the suppressed records one group): any node
+          has at most as many classes as the bottom, and its groups are at most its classes;
+        * ties go to the lowest sum of levels: the bottom's, 0, is the only one.
+
+        Checked first, it ends the search at once on a table that needs no generalization (a
+        large sample against k-map or population uniqueness: 64 checks before it was reached
+        on Adult x 33). Otherwise its outcome is left out of the search, which runs as if it
+        had not been checked (recorded, a bottom that passes the monotonic models settles them
+        on every node, and the tagging phase's single path that finds a first solution early
+        under a table-wide model gives way to batches of the bound phase: average risk on
+        Adult checked 192 nodes instead of 151): one check wasted, about 0.4 ms on Adult's
+        12,458 distinct rows, 6 ms where it fits population uniqueness's model.
+
+        It is not tried when a distinct row of the quasi-identifiers holds fewer records than
+        k, or only one (a sample unique: what every model but k = 1 alone guards against),
+        which is where the bottom was never the answer on Adult's runs. This only decides
+        whether the shortcut is tried: the search's outcome is the same either way.
+        """
+        if int(self.table.qi_weights.min()) < max(self.checker.k, 2):
+            return False
+        self._budget()
+        ev = self.checker.check(self.nodes[0])  # node 0: every QI at level 0
+        if ev.ok and not ev.out_classes.any():
+            self._record(0, ev)
+            return True
+        self.checked += 1
+        return False
 
     def fixed(self, levels: Mapping[str, int]) -> _Found:
         """The one node ``levels`` names, checked against the models (no search)."""
