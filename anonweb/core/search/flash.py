@@ -53,6 +53,7 @@ from anonweb.core.search.lattice import (
     ClassTableCache,
     EncodedTable,
     pack_levels,
+    packed_leq,
 )
 from anonweb.core.search.metrics import Metric, make_metric
 
@@ -752,8 +753,9 @@ class _Search:
         self.bkey = self.scorer.key(self.scorer.bounds(self.nodes))
         # ties of score go to the lowest sum of levels (as in ARX), then to the lowest levels,
         # first QI first: ``tie`` is each node's place in that order
+        sums = self.nodes.sum(axis=1)
         self.tie = np.empty(size, dtype=np.int64)
-        self.tie[np.argsort(self.nodes.sum(axis=1), kind="stable")] = np.arange(size)
+        self.tie[np.argsort(sums, kind="stable")] = np.arange(size)
         self.order = np.lexsort((self.tie, *self.bkey.T[::-1]))  # equal bounds in tie order
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
@@ -763,8 +765,12 @@ class _Search:
         self.alive = np.ones(size, dtype=bool)
         self.cache = ClassTableCache(len(heights))
         # paths start from the lowest unsettled node, cheapest bound first among equals
-        self.start_order = np.lexsort((self.rank, self.nodes.sum(axis=1)))
+        # (the nodes in rank order, stably sorted by their sums of levels: a quarter of the
+        # time of a lexicographic sort on both)
+        self.start_order = self.order[np.argsort(sums[self.order], kind="stable")]
         try:
+            if self._bottom_is_optimal():
+                self.alive[:] = False  # nothing can beat it: both phases end at once
             self._tag_phase()
             self._bound_phase()
         except _Budget:
@@ -776,6 +782,48 @@ class _Search:
             return None, None, None
         _, node, ev, values, _ = self.best
         return node, ev, values
+
+    def _bottom_is_optimal(self) -> bool:
+        """Check the bottom node first; True when it is the optimum.
+
+        The bottom node accepted with nothing suppressed is optimal under every metric, and
+        wins every tie:
+
+        * per-QI metrics (Loss, entropy, precision, height): a node's value on each QI is at
+          least its bound, the value with nothing suppressed (a suppressed record costs the
+          root's share, a level's code covers at least the leaves of the codes below it);
+          the bounds grow with the levels, so the bottom's values, here its bounds, are the
+          least on every QI, and every aggregate (geometric, arithmetic, sum, max, rank)
+          grows with each of its values;
+        * discernibility: a class of any node is a union of bottom classes, and
+          (a + b)^2 >= a^2 + b^2; a suppressed record costs n, at least the size of its class;
+        * AECS (n over the number of groups, the suppressed records one group): any node
+          has at most as many classes as the bottom, and its groups are at most its classes;
+        * ties go to the lowest sum of levels: the bottom's, 0, is the only one.
+
+        Checked first, it ends the search at once on a table that needs no generalization (a
+        large sample against k-map or population uniqueness: 64 checks before it was reached
+        on Adult x 33). Otherwise its outcome is left out of the search, which runs as if it
+        had not been checked (recorded, a bottom that passes the monotonic models settles them
+        on every node, and the tagging phase's single path that finds a first solution early
+        under a table-wide model gives way to batches of the bound phase: average risk on
+        Adult checked 192 nodes instead of 151): one check wasted, about 0.4 ms on Adult's
+        12,458 distinct rows, 6 ms where it fits population uniqueness's model.
+
+        It is not tried when a distinct row of the quasi-identifiers holds fewer records than
+        k, or only one (a sample unique: what every model but k = 1 alone guards against),
+        which is where the bottom was never the answer on Adult's runs. This only decides
+        whether the shortcut is tried: the search's outcome is the same either way.
+        """
+        if int(self.table.qi_weights.min()) < max(self.checker.k, 2):
+            return False
+        self._budget()
+        ev = self.checker.check(self.nodes[0])  # node 0: every QI at level 0
+        if ev.ok and not ev.out_classes.any():
+            self._record(0, ev)
+            return True
+        self.checked += 1
+        return False
 
     def fixed(self, levels: Mapping[str, int]) -> _Found:
         """The one node ``levels`` names, checked against the models (no search)."""
@@ -808,12 +856,16 @@ class _Search:
             raise _Budget
 
     def _check_batch(
-        self, chunk: list[int], few_histograms: bool = False, settled: bool = False
+        self,
+        chunk: list[int],
+        parents: list[ClassTable | None],
+        few_histograms: bool = False,
+        settled: bool = False,
     ) -> dict[int, _Eval]:
-        """Check together the nodes of ``chunk`` that have a finer node's classes cached."""
+        """Check together the nodes of ``chunk`` that have a finer node's classes cached
+        (``parents``, one per node, looked up in the cache as it is)."""
         if len(chunk) < 2:
-            return {}  # nothing to batch: the caller checks the node and looks up its parent
-        parents = self.cache.parents(self.packed[chunk])
+            return {}  # nothing to batch: the caller checks the node
         batched = [
             j for j, (i, p) in enumerate(zip(chunk, parents)) if p is not None and self.fits[i]
         ]
@@ -858,26 +910,39 @@ class _Search:
         self._budget()
         if self.max_nodes is not None:
             chunk = chunk[: self.max_nodes - self.checked]
-        evals = self._check_batch(chunk, few_histograms=True)
-        for idx in chunk:
+        parents = self.cache.parents(self.packed[chunk])
+        evals = self._check_batch(chunk, parents, few_histograms=True)
+        for pos, (idx, parent) in enumerate(zip(chunk, parents)):
             ev = evals.get(idx)
             if ev is None:
-                ev = self.checker.check(self.nodes[idx], self.cache.parent(self.packed[idx]))
+                parent = self._parent(idx, parent, chunk[:pos])
+                ev = self.checker.check(self.nodes[idx], parent)
             self._record(idx, ev)
+
+    def _parent(
+        self, idx: int, looked_up: ClassTable | None, since: list[int]
+    ) -> ClassTable | None:
+        """The finer node's classes to roll node ``idx`` up from: those ``looked_up`` in the
+        cache before the nodes ``since`` were recorded, unless one of these is finer (one look
+        at the whole cache per node costs about as much as a small node's grouping)."""
+        if since and packed_leq(self.packed[since], self.packed[idx]).any():
+            return self.cache.parent(self.packed[idx])
+        return looked_up
 
     def _evaluate_many(self, chunk: list[int]) -> bool:
         """Check several nodes in one batch, then record them in order, as checking them one
         at a time would; False once a node is no longer alive (a solution found earlier in the
         batch beats every later node)."""
         # the bound phase checks only nodes that pass the monotonic models
-        evals = self._check_batch(chunk, settled=True)
+        parents = self.cache.parents(self.packed[chunk])
+        evals = self._check_batch(chunk, parents, settled=True)
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:
                 self.checked += sum(1 for i in chunk[pos:] if i in evals)  # checked, not needed
                 return False
             ev = evals.get(idx)
             if ev is None:
-                parent = self.cache.parent(self.packed[idx])
+                parent = self._parent(idx, parents[pos], chunk[:pos])
                 ev = self.checker.check(self.nodes[idx], parent, settled=True)
             self._record(idx, ev)
         return True
