@@ -735,7 +735,9 @@ class ReleaseDownload(ApiView):
             from rest_framework.exceptions import ValidationError
 
             raise ValidationError({"format": str(exc)}) from None
-        release = release_get_downloadable(user=request.user, release_id=release_id)
+        release = release_get_downloadable(
+            user=request.user, release_id=release_id, documents=False
+        )
         response = download_response(release=release, fmt=fmt)
         if request.method != "HEAD":  # headers only: no file leaves, nothing to record
             release_record_download(user=request.user, release=release, fmt=fmt)

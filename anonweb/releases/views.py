@@ -160,7 +160,7 @@ def release_review(request, release_id: int):
 def release_download(request, release_id: int):
     """The release's table in the format asked for (``?format=`` one of the export formats,
     CSV by default), as the API serves it."""
-    release = release_get_downloadable(user=request.user, release_id=release_id)
+    release = release_get_downloadable(user=request.user, release_id=release_id, documents=False)
     try:
         fmt = download_format(request.GET.get("format"))
         response = download_response(release=release, fmt=fmt)
