@@ -25,6 +25,16 @@ from anonweb.jobs.services import (
     release_attacks_start,
 )
 
+JOB_LIST_FIELDS = (
+    "id",
+    "kind",
+    "status",
+    "progress",
+    "created_at",
+    "dataset__name",
+    "created_by__username",
+)
+
 
 def job_list(request):
     jobs_check_queued_from_page()  # a job listed as queued is one a worker may still take
@@ -32,7 +42,15 @@ def job_list(request):
         request,
         "jobs/list.html",
         {
-            "page": page_of(request, jobs_for_user(user=request.user)),
+            # the columns the table shows: not a job's parameters and result (a profile's is
+            # the whole risk profile), nor its team's or release's row
+            "page": page_of(
+                request,
+                jobs_for_user(user=request.user)
+                .select_related(None)
+                .select_related("dataset", "created_by")
+                .only(*JOB_LIST_FIELDS),
+            ),
             "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
         },
     )
