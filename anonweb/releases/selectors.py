@@ -24,7 +24,7 @@ from anonweb.releases.conflicts import FINDINGS_FILE
 from anonweb.releases.gate import GateNow, release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 from anonweb.releases.storage import read_private_json
-from anonweb.releases.utility import release_utility_page, release_utility_read
+from anonweb.releases.utility import UtilityPage, release_utility_page, release_utility_read
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -405,11 +405,12 @@ class ReleaseForReader:
         return release_utility_read(user=self.user, release=self.release)
 
     @cached_property
-    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
-        """The utility, its charts and their markup as the page shows them (staff only), built
+    def utility_page(self) -> UtilityPage:
+        """The utility, its charts, their markup and its section as the page shows them (staff
+        only), built
         when the release is published or on the first view, and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
         if not self.staff:
-            return None, None, ""
+            return None, None, "", ""
         return release_utility_page(user=self.user, release=self.release)
 
 

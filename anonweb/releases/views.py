@@ -82,7 +82,7 @@ def release_detail(request, release_id: int):
     # would be decided on.
     gate = view.gate
     # Computed from the source: officers and stewards only, never analysts.
-    utility, utility_charts, utility_charts_html = view.utility_page
+    utility, utility_charts, _, utility_html = view.utility_page
     charts, alternatives = built.charts, built.alternatives
     formats = [EXPORT_FORMATS[f] for f in built.formats]
     link_form = LinkForm(formats=[f.name for f in formats])
@@ -107,7 +107,7 @@ def release_detail(request, release_id: int):
             "disclosing": built.disclosing,
             "utility": utility,
             "utility_charts": utility_charts,
-            "utility_charts_html": mark_safe(utility_charts_html),  # escaped when built
+            "utility_html": mark_safe(utility_html),  # rendered (and escaped) when built
             "formats": formats,
             "links": release_links_for(release=release) if staff else [],
             "can_issue_link": release.status == ReleaseStatus.APPROVED
