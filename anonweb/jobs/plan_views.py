@@ -312,19 +312,22 @@ def plan_findings(dataset, plan: dict) -> list[dict]:
 
 @functools.cache
 def _schemas_json() -> str:
-    """:func:`step_schemas` as JSON: a function of the code alone, serialised once per process
-    (35 kB that every view of the plan page built and serialised again)."""
-    return json.dumps(step_schemas(), cls=DjangoJSONEncoder)
+    """:func:`step_schemas` as JSON, escaped as json_script escapes it: a function of the code
+    alone, serialised once per process (35 kB that every view of the plan page built and
+    serialised again)."""
+    return json.dumps(step_schemas(), cls=DjangoJSONEncoder).translate(_json_script_escapes)
 
 
 def builder_markup(dataset) -> SafeString:
     """``json_script(builder_data(dataset), "builder-data")``, the same markup, with the
     schemas' JSON serialised once (:func:`_schemas_json`): json.dumps writes a dict's items in
-    order, so the whole is its parts' JSON joined, escaped as json_script escapes it."""
+    order, so the whole is its parts' JSON joined, each escaped (character by character) as
+    json_script escapes it."""
     data = builder_data(dataset, schemas=False)
-    parts = [f'"schemas": {_schemas_json()}']
-    parts += [f"{json.dumps(k)}: {json.dumps(v, cls=DjangoJSONEncoder)}" for k, v in data.items()]
-    text = ("{" + ", ".join(parts) + "}").translate(_json_script_escapes)
+    rest = ", ".join(
+        f"{json.dumps(k)}: {json.dumps(v, cls=DjangoJSONEncoder)}" for k, v in data.items()
+    )
+    text = '{"schemas": ' + _schemas_json() + ", " + rest.translate(_json_script_escapes) + "}"
     return format_html(
         '<script id="{}" type="application/json">{}</script>', "builder-data", mark_safe(text)
     )
