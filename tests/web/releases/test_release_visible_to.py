@@ -125,3 +125,23 @@ def test_a_download_reads_no_document(readers, releases, django_assert_num_queri
 def test_no_such_release_is_404(readers, bad):
     with pytest.raises(Http404):
         release_get_for_user(user=readers["officer"], release_id=bad)
+
+
+@pytest.mark.parametrize("who", READERS)
+def test_among_many_and_the_compare_list_keep_exactly_what_the_list_shows(
+    readers, releases, who, django_assert_max_num_queries
+):
+    from anonweb.accounts.selectors import roles_read_once
+    from anonweb.releases.selectors import release_versions_for_user, releases_visible_among
+
+    user = readers[who]
+    listed = list(releases_for_user(user=user).order_by("-version").values_list("pk", flat=True))
+    rows = list(Release.objects.order_by("-version"))
+    with roles_read_once():
+        releases_visible_among(user=user, releases=rows[:1])  # the roles, read once
+        with django_assert_max_num_queries(2):  # only the recipients of releases naming some
+            kept = releases_visible_among(user=user, releases=rows)
+        assert [r.pk for r in kept] == listed
+        for release in releases:
+            versions = release_versions_for_user(user=user, release=release)
+            assert [v.pk for v in versions] == [pk for pk in listed if pk != release.pk]
