@@ -439,11 +439,15 @@ class JobDetail(ApiView):
     @doc(roles=STAFF, responses={200: s.JobOut}, summary="A background job")
     def get(self, request, job_id: int):
         job = job_get_for_user(user=request.user, job_id=job_id)
-        if job.status == JobStatus.RUNNING:
+        # read again only if a check ran now (it may have failed this job)
+        checked = (
             jobs_reap_stale_from_page()
-            job.refresh_from_db()
-        elif job.status == JobStatus.QUEUED:
-            jobs_check_queued_from_page()
+            if job.status == JobStatus.RUNNING
+            else jobs_check_queued_from_page()
+            if job.status == JobStatus.QUEUED
+            else False
+        )
+        if checked:
             job.refresh_from_db()
         return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 

@@ -69,11 +69,16 @@ def job_detail(request, job_id: int):
 
 def job_status(request, job_id: int):
     job = job_status_get_for_user(user=request.user, job_id=job_id)
-    if job.status == JobStatus.RUNNING:
+    # read again only if a check ran now (it may have failed this job): every few seconds a
+    # running job's page polls here, and the row read above is otherwise the current one
+    checked = (
         jobs_reap_stale_from_page()
-        job.refresh_from_db()
-    elif job.status == JobStatus.QUEUED:
-        jobs_check_queued_from_page()
+        if job.status == JobStatus.RUNNING
+        else jobs_check_queued_from_page()
+        if job.status == JobStatus.QUEUED
+        else False
+    )
+    if checked:
         job.refresh_from_db()
     return JsonResponse(
         {
