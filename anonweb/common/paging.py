@@ -30,5 +30,5 @@ def page_of(request: HttpRequest, items: QuerySet[M], per_page: int = PAGE_SIZE)
         return paginator.get_page(asked)
     rows = list(items[: per_page + 1])
     if len(rows) <= per_page:
-        paginator.count = len(rows)  # type: ignore[misc]  # the cached property, known here
+        paginator.count = len(rows)  # the cached property, known here
     return Page(rows[:per_page], 1, paginator)
