@@ -177,7 +177,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # (anonweb/accounts/signals.py).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's model backend, the signed-in user kept in the shared cache between requests
+    # (anonweb/accounts/user_cache.py)
+    "anonweb.accounts.user_cache.CachedModelBackend",
 ]
 try:
     AXES_FAILURE_LIMIT = env_int("ANONWEB_LOGIN_FAILURE_LIMIT", 5)

@@ -12,6 +12,7 @@ from anonweb.accounts.lockout import lockout_seconds
 from anonweb.accounts.models import Membership
 from anonweb.accounts.roles_version import roles_changed
 from anonweb.accounts.services import audit_membership
+from anonweb.accounts.user_cache import users_changed
 from anonweb.audit.services import audit_record
 from anonweb.common.security import client_address
 
@@ -51,6 +52,14 @@ def _forget_roles(sender, **kwargs):
     # roles as they are now, and so does every later request (the roles kept across requests
     # are read under the version this changes).
     roles_changed()
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+@receiver(post_delete, sender=settings.AUTH_USER_MODEL)
+def _forget_users(sender, **kwargs):
+    # Every save or deletion of a user (a password, a deactivation, a login's time): the users
+    # kept across requests are read under the version this changes.
+    users_changed()
 
 
 @receiver(post_delete, sender=Membership)

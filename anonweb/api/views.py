@@ -439,11 +439,15 @@ class JobDetail(ApiView):
     @doc(roles=STAFF, responses={200: s.JobOut}, summary="A background job")
     def get(self, request, job_id: int):
         job = job_get_for_user(user=request.user, job_id=job_id)
-        if job.status == JobStatus.RUNNING:
+        # read again only if a check ran now (it may have failed this job)
+        checked = (
             jobs_reap_stale_from_page()
-            job.refresh_from_db()
-        elif job.status == JobStatus.QUEUED:
-            jobs_check_queued_from_page()
+            if job.status == JobStatus.RUNNING
+            else jobs_check_queued_from_page()
+            if job.status == JobStatus.QUEUED
+            else False
+        )
+        if checked:
             job.refresh_from_db()
         return Response(s.job_json(job, officer_teams=raw_value_teams(user=request.user)))
 
@@ -735,7 +739,9 @@ class ReleaseDownload(ApiView):
             from rest_framework.exceptions import ValidationError
 
             raise ValidationError({"format": str(exc)}) from None
-        release = release_get_downloadable(user=request.user, release_id=release_id)
+        release = release_get_downloadable(
+            user=request.user, release_id=release_id, documents=False
+        )
         response = download_response(release=release, fmt=fmt)
         if request.method != "HEAD":  # headers only: no file leaves, nothing to record
             release_record_download(user=request.user, release=release, fmt=fmt)

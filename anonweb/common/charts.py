@@ -23,7 +23,7 @@ INTERNAL = "internal"
 PUBLISHED = "published"
 VIEWS = (INTERNAL, PUBLISHED)
 # Bumped whenever what is kept changes shape: older entries are then never read again.
-CHARTS_VERSION = 4
+CHARTS_VERSION = 5
 # Keys name immutable things, so an entry is never stale: the time only bounds the space taken
 # by what nobody opens any more.
 CHART_SECONDS = 7 * 24 * 3600

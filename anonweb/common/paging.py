@@ -19,7 +19,16 @@ def page_of(request: HttpRequest, items: QuerySet[M], per_page: int = PAGE_SIZE)
     """The page ``?page=`` asks for; the first if it is not a number, the last if it is past
     the end. ``items`` must be in a total order (ending with the primary key) so that pages
     neither repeat nor skip an object. Costs two queries (a count and the page) however many
-    objects there are."""
+    objects there are; the first page of a list that fits on it, one (its rows, read with one
+    past the page, are the count: a COUNT of a list's conditions cost Django as much to build
+    as the page itself)."""
     if not items.ordered:
         raise ValueError("page_of needs an ordered queryset")
-    return Paginator(items, per_page).get_page(request.GET.get("page"))
+    asked = request.GET.get("page")
+    paginator = Paginator(items, per_page)
+    if asked not in (None, "", "1"):
+        return paginator.get_page(asked)
+    rows = list(items[: per_page + 1])
+    if len(rows) <= per_page:
+        paginator.count = len(rows)  # the cached property, known here
+    return Page(rows[:per_page], 1, paginator)

@@ -142,9 +142,9 @@ def dataset_detail(request, dataset_id: int):
             "preview": preview,
             "ledger": ledger_for(dataset),
             # the one access rule, and the rows without their JSON documents (a list of links)
-            "releases": releases_for_user(
-                user=request.user, dataset_id=dataset.pk, documents=False
-            )[:20],
+            "releases": releases_for_user(user=request.user, dataset_id=dataset.pk, documents=False)
+            .select_related(None)
+            .only("id", "version", "title", "status")[:20],
             "is_steward": user_has_role(
                 user=request.user, team=dataset.team, role=Role.DATA_STEWARD
             ),
@@ -152,7 +152,7 @@ def dataset_detail(request, dataset_id: int):
             "risk_section": risk_section,
             # rendered (and escaped) when built
             "risk_html": mark_safe(risk_section.html) if risk_section else "",
-            "jobs": dataset.jobs.defer("params", "result")[:10],
+            "jobs": dataset.jobs.only("id", "dataset", "kind", "status")[:10],
         },
     )
 

@@ -3,13 +3,17 @@ before anything is launched."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.core.serializers.json import DjangoJSONEncoder
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import _json_script_escapes, format_html  # type: ignore[attr-defined]
+from django.utils.safestring import SafeString, mark_safe
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import require_role
@@ -240,7 +244,7 @@ def plan_page(request, *, dataset_id: int):
             "contributions": unit_contributions(dataset, unit["identifier"]),
             # categories or bounds a suggestion read from the data: shown until confirmed
             "unconfirmed": unconfirmed_problems(current),
-            "builder": builder_data(dataset),
+            "builder_html": builder_markup(dataset),
             "dp_mode": (options.get("mode") or "k_anonymity") != "k_anonymity",
         },
         status=400 if form.errors else 200,
@@ -306,12 +310,35 @@ def plan_findings(dataset, plan: dict) -> list[dict]:
     return [f.to_dict() for f in result.findings]
 
 
-def builder_data(dataset) -> dict:
+@functools.cache
+def _schemas_json() -> str:
+    """:func:`step_schemas` as JSON, escaped as json_script escapes it: a function of the code
+    alone, serialised once per process (35 kB that every view of the plan page built and
+    serialised again)."""
+    return json.dumps(step_schemas(), cls=DjangoJSONEncoder).translate(_json_script_escapes)
+
+
+def builder_markup(dataset) -> SafeString:
+    """``json_script(builder_data(dataset), "builder-data")``, the same markup, with the
+    schemas' JSON serialised once (:func:`_schemas_json`): json.dumps writes a dict's items in
+    order, so the whole is its parts' JSON joined, each escaped (character by character) as
+    json_script escapes it."""
+    data = builder_data(dataset, schemas=False)
+    rest = ", ".join(
+        f"{json.dumps(k)}: {json.dumps(v, cls=DjangoJSONEncoder)}" for k, v in data.items()
+    )
+    text = '{"schemas": ' + _schemas_json() + ", " + rest.translate(_json_script_escapes) + "}"
+    return format_html(
+        '<script id="{}" type="application/json">{}</script>', "builder-data", mark_safe(text)
+    )
+
+
+def builder_data(dataset, *, schemas: bool = True) -> dict:
     """What the plan builder's forms are made from: every declared schema, and the columns
     with their tags and types."""
 
-    return {
-        "schemas": step_schemas(),
+    data: dict[str, Any] = {"schemas": step_schemas()} if schemas else {}
+    return data | {
         "columns": [
             {
                 "name": c["name"],

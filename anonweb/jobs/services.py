@@ -449,16 +449,22 @@ def _due(check: str) -> bool:
     return bool(cache.add(f"anonweb:jobs:{check}:checked", 1, PAGE_CHECK_SECONDS))
 
 
-def jobs_check_queued_from_page() -> None:
-    """:func:`jobs_check_queued`, unless a page ran it in the last PAGE_CHECK_SECONDS."""
+def jobs_check_queued_from_page() -> bool:
+    """:func:`jobs_check_queued`, unless a page ran it in the last PAGE_CHECK_SECONDS; whether
+    it ran (only then may it have changed a job the page read)."""
     if _due("queued"):
         jobs_check_queued()
+        return True
+    return False
 
 
-def jobs_reap_stale_from_page() -> None:
-    """:func:`jobs_reap_stale`, unless a page ran it in the last PAGE_CHECK_SECONDS."""
+def jobs_reap_stale_from_page() -> bool:
+    """:func:`jobs_reap_stale`, unless a page ran it in the last PAGE_CHECK_SECONDS; whether
+    it ran (only then may it have changed a job the page read)."""
     if _due("stale"):
         jobs_reap_stale()
+        return True
+    return False
 
 
 def jobs_check_queued() -> tuple[int, int]:

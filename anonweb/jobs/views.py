@@ -26,6 +26,16 @@ from anonweb.jobs.services import (
     release_utility_start,
 )
 
+JOB_LIST_FIELDS = (
+    "id",
+    "kind",
+    "status",
+    "progress",
+    "created_at",
+    "dataset__name",
+    "created_by__username",
+)
+
 
 def job_list(request):
     jobs_check_queued_from_page()  # a job listed as queued is one a worker may still take
@@ -33,7 +43,15 @@ def job_list(request):
         request,
         "jobs/list.html",
         {
-            "page": page_of(request, jobs_for_user(user=request.user)),
+            # the columns the table shows: not a job's parameters and result (a profile's is
+            # the whole risk profile), nor its team's or release's row
+            "page": page_of(
+                request,
+                jobs_for_user(user=request.user)
+                .select_related(None)
+                .select_related("dataset", "created_by")
+                .only(*JOB_LIST_FIELDS),
+            ),
             "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
         },
     )
@@ -52,11 +70,16 @@ def job_detail(request, job_id: int):
 
 def job_status(request, job_id: int):
     job = job_status_get_for_user(user=request.user, job_id=job_id)
-    if job.status == JobStatus.RUNNING:
+    # read again only if a check ran now (it may have failed this job): every few seconds a
+    # running job's page polls here, and the row read above is otherwise the current one
+    checked = (
         jobs_reap_stale_from_page()
-        job.refresh_from_db()
-    elif job.status == JobStatus.QUEUED:
-        jobs_check_queued_from_page()
+        if job.status == JobStatus.RUNNING
+        else jobs_check_queued_from_page()
+        if job.status == JobStatus.QUEUED
+        else False
+    )
+    if checked:
         job.refresh_from_db()
     return JsonResponse(
         {

@@ -18,8 +18,10 @@ its own state digest in :mod:`anonweb.releases.gate`) or on the reader beyond th
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +41,7 @@ from anonweb.core.assessment.charts import alternatives_chart, intruder_chart, r
 from anonweb.core.dp.charts import dp_charts, needs_table
 from anonweb.releases.gate import release_gate_now
 from anonweb.releases.models import Release
-from anonweb.releases.selectors import report_for_view
+from anonweb.releases.selectors import DOCUMENTS, report_for_view
 from anonweb.releases.signoff import disclosing
 from anonweb.releases.storage import formats_offered, read_release_table
 from anonweb.releases.utility import release_utility_pages_warm
@@ -50,6 +52,7 @@ __all__ = [
     "ReleaseFragments",
     "release_fragments",
     "release_fragments_warm",
+    "release_published_body",
 ]
 
 log = logging.getLogger(__name__)
@@ -169,3 +172,42 @@ def _dp_charts(release: Release, report: Mapping[str, Any]) -> list[dict[Any, An
     steps = report.get("steps") or []
     table = read_release_table(release.storage_key) if needs_table(steps) else None
     return dp_charts(steps, table)
+
+
+def release_published_body(
+    *, release: Release, versions: Sequence[Release], build: Callable[[], str]
+) -> str:
+    """The whole content of ``release``'s page as a reader of the published view receives it
+    (``build()`` renders it), kept under the state it shows: everything of the release row the
+    page reads (its fields, plan, override, the names it joins) and the other versions this
+    reader sees (the compare list), as a digest. Any change to one of them is another key, so a
+    kept body is never stale; the published key is never the internal one, and the body holds
+    no per-request part (a published reader gets no form that posts: no review, no link). The
+    caller decides who is a published reader, from the reader's role."""
+    key = fragment_key(
+        release=release, view=PUBLISHED, part=f"body:{_shown_state(release, versions)}"
+    )
+    return cached_view(key, build, counter="release-body")
+
+
+def _shown_state(release: Release, versions: Sequence[Release]) -> str:
+    row = {
+        f.attname: getattr(release, f.attname)
+        for f in Release._meta.concrete_fields
+        if f.name not in DOCUMENTS
+    }
+    state = {
+        "row": row,
+        "plan": release.plan,
+        "override": release.override,
+        "engine": (release.published_report or {}).get("engine"),
+        "names": [
+            release.team.name,
+            release.dataset.name,
+            release.requested_by.username if release.requested_by else None,
+            release.reviewed_by.username if release.reviewed_by else None,
+        ],
+        "versions": [(v.pk, v.version, v.title, v.status) for v in versions],
+    }
+    text = json.dumps(state, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -328,7 +328,8 @@ def release_gate_now(*, release: Release) -> GateNow:
     release, and drop out with the live status of a release they involve), so a steward's
     view of an unchanged state reads three rows and one cache entry instead of building it."""
     thresholds = thresholds_for(team=release.team)
-    others = list(live_releases(dataset=release.dataset, exclude_id=release.pk))
+    # what the state and the releases checked are made of: not the others' JSON documents
+    others = list(live_releases(dataset=release.dataset, exclude_id=release.pk).only(*LIVE_FIELDS))
     attacks = release_attacks_get(release=release)
     version = _version(release, others, thresholds, attacks)
     key = GATE_NOW_KEY.format(release=release.pk, version=version)
@@ -346,6 +347,10 @@ def release_gate_now(*, release: Release) -> GateNow:
         at=timezone.now().isoformat(timespec="seconds"),
         notes=tuple(kept["notes"]),
     )
+
+
+# What the gate reads of the other live releases: their state (:func:`_version`) and names.
+LIVE_FIELDS = ("id", "storage_key", "status", "version", "created_at", "dataset", "dataset__name")
 
 
 # The release's id and the digest of the state its gate was built on (:func:`_version`).

@@ -25,6 +25,7 @@ from anonweb.releases.gate import GateNow, release_gate_now
 from anonweb.releases.models import ConflictFinding, Release, ReleaseStatus
 from anonweb.releases.storage import read_private_json
 from anonweb.releases.utility import (
+    UtilityPage,
     release_utility_page,
     release_utility_read,
     utility_waits_for_job,
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 # A release's JSON documents: a list shows none of them, and each can be large (a search's
 # report holds its alternatives), so a list reads its rows without them.
 DOCUMENTS = ("plan", "report", "published_report", "gate", "override", "conflicts_checked")
+
+
+# The rows a release is read with: its team, its dataset and the people named on it.
+JOINED = ("team", "dataset", "requested_by", "reviewed_by")
 
 
 def releases_for_user(
@@ -70,7 +75,7 @@ def releases_for_user(
         releases = releases.filter(status=status)
     # Every condition is a subquery (IN), so a release is one row without DISTINCT, which
     # made PostgreSQL compare whole rows, their JSON reports included, on every page.
-    releases = releases.select_related("team", "dataset", "requested_by", "reviewed_by")
+    releases = releases.select_related(*JOINED)
     if not documents:
         releases = releases.only(*_list_fields())
     return releases.order_by("-created_at", "-id")
@@ -104,17 +109,69 @@ def release_datasets_for_user(*, user: User) -> list[tuple[int, str, str]]:
     )
 
 
-def release_get_for_user(*, user: User, release_id: int) -> Release:
+def release_get_for_user(*, user: User, release_id: int, documents: bool = True) -> Release:
+    """One release the user may see (:func:`releases_for_user`'s rule), else 404; without its
+    JSON documents if ``documents`` is False (a download reads none of them). Read by its key
+    alone and then checked by :func:`release_visible_to`: the list's query, with its
+    conditions on teams, status and recipients, cost Django three times a plain read to build
+    on every release page and download."""
+    rows = Release.objects.select_related(*JOINED)
+    if not documents:
+        rows = rows.only(*_list_fields())
     try:
-        return releases_for_user(user=user).get(pk=release_id)
+        release = rows.get(pk=release_id)
     except (Release.DoesNotExist, ValueError, TypeError):
         raise Http404("No such release.") from None
+    if not release_visible_to(user=user, release=release):
+        raise Http404("No such release.")
+    return release
 
 
-def release_get_downloadable(*, user: User, release_id: int) -> Release:
+def release_visible_to(*, user: User, release: Release) -> bool:
+    """Whether :func:`releases_for_user` lists ``release`` for ``user``
+    (:func:`releases_visible_among` for one release)."""
+    return bool(releases_visible_among(user=user, releases=[release]))
+
+
+def releases_visible_among(*, user: User, releases: Sequence[Release]) -> list[Release]:
+    """Those of ``releases`` that :func:`releases_for_user` lists for ``user``, in their order,
+    decided on rows already read: their team's officers and stewards see them; their team's
+    analysts only approved ones that name no recipients, name them, or name a group of the team
+    they are in (at most two small queries, and only for releases that name recipients). A
+    test holds the two to the same answer for every kind of reader and release."""
+    roles = roles_by_team(user=user)
+    staff = {t for t, held in roles.items() if held & set(STAFF_ROLES)}
+    analyst = {t for t, held in roles.items() if Role.ANALYST in held} - staff
+
+    def approved_for_analyst(r: Release) -> bool:
+        return r.team_id in analyst and r.status == ReleaseStatus.APPROVED
+
+    named = [r.pk for r in releases if approved_for_analyst(r) and r.recipients != []]
+    received: set[int] = set()
+    if named:
+        received.update(
+            Release.recipient_users.through.objects.filter(
+                release_id__in=named, user_id=user.pk
+            ).values_list("release_id", flat=True)
+        )
+        received.update(
+            Release.recipient_groups.through.objects.filter(
+                release_id__in=named, teamgroup__members=user
+            ).values_list("release_id", flat=True)
+        )
+    return [
+        r
+        for r in releases
+        if r.team_id in staff
+        or (approved_for_analyst(r) and (r.recipients == [] or r.pk in received))
+    ]
+
+
+def release_get_downloadable(*, user: User, release_id: int, documents: bool = True) -> Release:
     """A release the user may download (page and API): analysts an approved one, the team's
-    officers and stewards any that is not rejected. Hidden ones are 404, rejected ones 403."""
-    release = release_get_for_user(user=user, release_id=release_id)
+    officers and stewards any that is not rejected. Hidden ones are 404, rejected ones 403.
+    ``documents`` as for :func:`release_get_for_user`."""
+    release = release_get_for_user(user=user, release_id=release_id, documents=documents)
     if release.status != ReleaseStatus.APPROVED and not release_is_staff(
         user=user, release=release
     ):
@@ -273,18 +330,19 @@ def release_pair_for_user(*, user: User, a_id: int, b_id: int) -> tuple[Release,
     return a, b, staff
 
 
-def release_versions_for_user(*, user: User, release: Release) -> QuerySet[Release]:
+def release_versions_for_user(*, user: User, release: Release) -> list[Release]:
     """The other versions of the release's source the user can see (for "compare with": their
     numbers, titles and states only: nothing joined, no other column, which made this list
-    cost more than the release page's own row)."""
-    return (
-        releases_for_user(user=user, documents=False)
-        .filter(dataset_id=release.dataset_id)
+    cost more than the release page's own row). The source's versions are read by its key and
+    kept by :func:`releases_visible_among`: a source has few, and the list's conditions on
+    teams and recipients cost Django more to build than reading them all."""
+    versions = (
+        Release.objects.filter(dataset_id=release.dataset_id)
         .exclude(pk=release.pk)
-        .select_related(None)
-        .only("id", "version", "title", "status")
+        .only("id", "version", "title", "status", "team_id", "recipients")
         .order_by("-version")
     )
+    return releases_visible_among(user=user, releases=list(versions))
 
 
 def report_for_view(*, release: Release, view: str) -> dict[str, Any]:
@@ -379,11 +437,12 @@ class ReleaseForReader:
         return self.staff and utility_waits_for_job(release=self.release)
 
     @cached_property
-    def utility_page(self) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
-        """The utility, its charts and their markup as the page shows them (staff only), built
+    def utility_page(self) -> UtilityPage:
+        """The utility, its charts, their markup and its section as the page shows them (staff
+        only), built
         when the release is published or on the first view, and kept (:func:`anonweb.releases.utility.release_utility_page`)."""
         if not self.staff:
-            return None, None, ""
+            return None, None, "", ""
         return release_utility_page(user=self.user, release=self.release)
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import pandas as pd
 from django.core.cache import cache
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
 from anonweb.accounts.selectors import may_see_raw_values
 from anonweb.common.charts import INTERNAL, cached_view, charts_markup, view_key
@@ -310,11 +312,14 @@ def utility_cache_forget(*, dataset) -> None:
         cache.delete_many([_utility_key(release, raw=True), _utility_key(release, raw=False)])
 
 
-def release_utility_page(
-    *, user, release: Release
-) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
+# The utility, its charts, their markup and the page's whole utility section (markup).
+UtilityPage = tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str, str]
+
+
+def release_utility_page(*, user, release: Release) -> UtilityPage:
     """The utility of ``release`` as ``user`` reads it (:func:`release_utility_read`; one of
-    its team's officers or stewards, checked by the caller), its charts and their markup, built
+    its team's officers or stewards, checked by the caller), its charts, their markup and the
+    page's section showing them (rendered once, escaped then), built
     at publication (:func:`release_utility_pages_warm`) or on the first view and kept in the
     cache: internal view only, one entry for the readers who see the source's labels and one
     for those who do not. :func:`utility_cache_forget` removes both."""
@@ -331,13 +336,24 @@ def release_utility_pages_warm(*, release: Release) -> None:
         _utility_page(release, raw=raw)
 
 
-def _utility_page(
-    release: Release, *, raw: bool
-) -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
-    def build() -> tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str]:
+def _utility_page(release: Release, *, raw: bool) -> UtilityPage:
+    def build() -> UtilityPage:
         utility = _utility_for(release, raw=raw)
         charts = utility_charts(utility) if utility else None
-        return utility, charts, charts_markup(charts, testid="utility-chart")
+        charts_html = charts_markup(charts, testid="utility-chart")
+        # The section is a function of the utility alone (its tables and its charts' markup):
+        # rendered here, with the figures, and kept beside them.
+        section = (
+            str(
+                render_to_string(
+                    "releases/_utility.html",
+                    {"utility": utility, "utility_charts_html": mark_safe(charts_html)},
+                )
+            )
+            if utility
+            else ""
+        )
+        return utility, charts, charts_html, section
 
     if utility_waits_for_job(release=release):  # nothing to keep until its job has run
         return None, None, ""

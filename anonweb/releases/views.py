@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -16,7 +17,7 @@ from anonweb.core.errors import CoreError
 from anonweb.core.io.export import EXPORT_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
 from anonweb.releases.downloads import download_response
-from anonweb.releases.fragments import release_fragments
+from anonweb.releases.fragments import PUBLISHED, release_fragments, release_published_body
 from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.links import (
     LINK_HOURS_DEFAULT,
@@ -32,6 +33,7 @@ from anonweb.releases.selectors import (
     release_datasets_for_user,
     release_get_downloadable,
     release_get_for_user,
+    release_versions_for_user,
     release_view_for_user,
     releases_for_user,
 )
@@ -82,41 +84,51 @@ def release_detail(request, release_id: int):
     # would be decided on.
     gate = view.gate
     # Computed from the source: officers and stewards only, never analysts.
-    utility, utility_charts, utility_charts_html = view.utility_page
+    utility, utility_charts, _, utility_html = view.utility_page
     charts, alternatives = built.charts, built.alternatives
     formats = [EXPORT_FORMATS[f] for f in built.formats]
     link_form = LinkForm(formats=[f.name for f in formats])
-    return render(
-        request,
-        "releases/detail.html",
-        {
-            "release": release,
-            "report": report,
-            "staff": staff,
-            "attacks": view.attacks,
-            "can_review": can_review,
-            "charts": charts,
-            "charts_html": mark_safe(built.charts_html),  # escaped when built
-            "report_html": mark_safe(built.report_html),  # rendered when built
-            "steps_html": mark_safe(built.steps_html),
-            "gate": gate,
-            "conflicts": conflicts,
-            "conflicts_live": [c for c in conflicts if c["live"]],
-            "checked": view.conflicts_checked,
-            "alternatives": alternatives,
-            "disclosing": built.disclosing,
-            "utility": utility,
-            "utility_pending": view.utility_pending,
-            "utility_charts": utility_charts,
-            "utility_charts_html": mark_safe(utility_charts_html),  # escaped when built
-            "formats": formats,
-            "links": release_links_for(release=release) if staff else [],
-            "can_issue_link": release.status == ReleaseStatus.APPROVED
-            and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD),
-            "link_form": link_form,
-            "link_form_html": form_fields_html(link_form),
-        },
-    )
+    context = {
+        "release": release,
+        "report": report,
+        "staff": staff,
+        "attacks": view.attacks,
+        "can_review": can_review,
+        "charts": charts,
+        "charts_html": mark_safe(built.charts_html),  # escaped when built
+        "report_html": mark_safe(built.report_html),  # rendered when built
+        "steps_html": mark_safe(built.steps_html),
+        "gate": gate,
+        "conflicts": conflicts,
+        "conflicts_live": [c for c in conflicts if c["live"]],
+        "checked": view.conflicts_checked,
+        "alternatives": alternatives,
+        "disclosing": built.disclosing,
+        "utility": utility,
+        "utility_pending": view.utility_pending,
+        "utility_charts": utility_charts,
+        "utility_html": mark_safe(utility_html),  # rendered (and escaped) when built
+        "formats": formats,
+        "links": release_links_for(release=release) if staff else [],
+        "can_issue_link": release.status == ReleaseStatus.APPROVED
+        and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD),
+        "link_form": link_form,
+        "link_form_html": form_fields_html(link_form),
+        "versions": release_versions_for_user(user=request.user, release=release),
+    }
+    # A reader of the published view gets no form that posts (no review, no link): the page's
+    # content is the same for every such reader who sees the same versions, rendered once.
+    if view.report_name == PUBLISHED and not can_review and not context["can_issue_link"]:
+        context["published_body"] = mark_safe(  # rendered (and escaped) when built
+            release_published_body(
+                release=release,
+                versions=context["versions"],
+                build=lambda: str(
+                    render_to_string("releases/_detail_body.html", context, request=request)
+                ),
+            )
+        )
+    return render(request, "releases/detail.html", context)
 
 
 @require_POST
@@ -161,7 +173,7 @@ def release_review(request, release_id: int):
 def release_download(request, release_id: int):
     """The release's table in the format asked for (``?format=`` one of the export formats,
     CSV by default), as the API serves it."""
-    release = release_get_downloadable(user=request.user, release_id=release_id)
+    release = release_get_downloadable(user=request.user, release_id=release_id, documents=False)
     try:
         fmt = download_format(request.GET.get("format"))
         response = download_response(release=release, fmt=fmt)

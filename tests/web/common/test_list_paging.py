@@ -266,3 +266,23 @@ def test_the_release_list_filters_by_state_and_dataset_on_every_page(
     assert sum(walk(client, f"{url}?status=rejected&dataset={dataset.pk}"), []) == []
     approved = sum(walk(client, f"{url}?dataset={dataset.pk}"), [])
     assert approved == newest_first(set(ours) - set(pending))
+
+
+@pytest.mark.parametrize("n, counts", [(3, 0), (PAGE_SIZE, 0), (PAGE_SIZE + 1, 1)])
+def test_the_first_page_of_a_list_that_fits_on_it_costs_no_count(
+    client, officer, dataset, n, counts
+):
+    """Its rows, read with one past the page, are the count; a longer list is counted."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    add_releases(dataset, n)
+    client.force_login(officer)
+    client.get(reverse("releases:list"))
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(reverse("releases:list"))
+    page = response.context["page"]
+    assert len(page) == min(n, PAGE_SIZE) and page.paginator.count == n
+    assert page.paginator.num_pages == (2 if n > PAGE_SIZE else 1)
+    count_queries = [q for q in ctx.captured_queries if "COUNT(*)" in q["sql"]]
+    assert len(count_queries) == counts

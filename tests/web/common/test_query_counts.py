@@ -93,6 +93,38 @@ def test_no_page_costs_a_query_per_listed_item(client, officer, dataset):
     assert grown == {}, f"queries (1 item -> 11 items) grew on: {grown}"
 
 
+@pytest.mark.parametrize("page", ["home", "job list", "dataset detail"])
+def test_lists_read_no_json_document_of_the_rows_they_list(client, officer, dataset, page):
+    """A list of links shows names and states: a job's parameters and result (a profile's is
+    the whole risk profile), a dataset's column statistics and a release's reports are not
+    read for it."""
+    client.force_login(officer)
+    (release,) = _add_releases(dataset, officer, 1)
+    _add_jobs(dataset, officer, 3)
+    url = _pages(dataset, release, Job.objects.filter(dataset=dataset).first())[page]
+    client.get(url)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200
+    # a list is read a slice at a time; one object by its key (Django's get) is LIMIT 21
+    listed = [
+        q["sql"]
+        for q in ctx.captured_queries
+        if " LIMIT " in q["sql"] and not q["sql"].endswith(" LIMIT 21")
+    ]
+    assert listed  # the lists' own queries
+    for sql in listed:
+        selected = sql.split(" FROM ")[0]
+        for document in (
+            '"jobs_job"."params"',
+            '"jobs_job"."result"',
+            '"datasets_dataset"."columns"',
+            '"releases_release"."report"',
+            '"releases_release"."published_report"',
+        ):
+            assert document not in selected, (page, document, sql[:300])
+
+
 @pytest.fixture
 def parquet_reads(monkeypatch):
     """The columns each read of a dataset's Parquet file asked for (None: all of them)."""

@@ -103,3 +103,28 @@ def test_the_job_lists_show_a_job_no_worker_took_in_time_as_failed(client, offic
     assert item["status"] == "failed" and "No worker took this job" in item["error"]
     queued.refresh_from_db()
     assert queued.status == JobStatus.FAILED
+
+
+@pytest.mark.django_db
+def test_a_running_jobs_poll_reads_it_once_unless_a_check_ran(client, officer, queued):
+    """A running job's page polls its status every few seconds: the row is read again only
+    when the reaping ran in this request (and may have failed it), and then shows it."""
+    from django.core.cache import cache
+    from django.test.utils import CaptureQueriesContext
+
+    Job.objects.filter(pk=queued.pk).update(
+        status=JobStatus.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    client.force_login(officer)
+    url = reverse("jobs:status", args=[queued.pk])
+    client.get(url)  # runs the check (due) and keeps its flag for PAGE_CHECK_SECONDS
+    with CaptureQueriesContext(connection) as ctx:
+        body = client.get(url).json()
+    assert body["status"] == "running"
+    reads = [q for q in ctx.captured_queries if 'FROM "jobs_job"' in q["sql"]]
+    assert len(reads) == 1
+
+    # the worker went silent: the next check (due again) reaps it, and the poll says so
+    Job.objects.filter(pk=queued.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
+    cache.delete("anonweb:jobs:stale:checked")
+    assert client.get(url).json()["status"] == "failed"

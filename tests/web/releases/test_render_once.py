@@ -3,6 +3,8 @@ officers and stewards, published for everyone else), a profile's risk charts, a 
 cannot run; an analyst never receives what was built for an officer; pages cost a bounded
 number of queries; API lists answer 304 to a client that holds their current version."""
 
+from collections import Counter
+
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
@@ -121,7 +123,9 @@ def test_publication_builds_every_view_kind_so_no_reader_pays(
         who: _page(client, user, published)
         for who, user in [("officer", officer), ("steward", steward), ("analyst", analyst)]
     }
-    assert chart_calls == [] and dict(builds) == before  # all read back, nothing built
+    # all read back, nothing built; but the published readers' page body, kept per the
+    # versions each sees (a template rendered once, no figure): its first reader renders it
+    assert chart_calls == [] and builds - Counter({"release-body": 1}) == +Counter(before)
     assert reads == [] and pages["steward"].context["gate"].rechecked
     # What was kept is what a first reader would have built (from the same stored reports).
     cache.clear()
@@ -203,23 +207,24 @@ def test_purging_the_source_forgets_the_kept_utility(client, officer, release):
 
 
 # Queries per page once its caches are warm: what the load test's people open. The bounds are
-# the counts (session, user, one read of the reader's roles, then the page's own); a page that
+# the counts (the session here, where it is not read through a shared cache; the user and the
+# reader's roles come from the cache; then the page's own); a page that
 # asks about roles again, or queries per listed item or per chart, fails here.
 @pytest.mark.parametrize(
     ("who", "page", "most"),
     [
-        ("officer", "release", 10),
-        ("steward", "release", 10),
-        ("analyst", "release", 5),
-        ("officer", "risk", 9),
-        ("steward", "risk", 9),
-        ("officer", "plan", 6),
-        ("steward", "audit", 8),
-        ("analyst", "download", 10),
-        ("analyst", "release list", 6),
-        ("steward", "home", 7),
-        ("officer", "job list", 8),
-        ("officer", "job status", 4),
+        ("officer", "release", 7),
+        ("steward", "release", 7),
+        ("analyst", "release", 3),
+        ("officer", "risk", 7),
+        ("steward", "risk", 7),
+        ("officer", "plan", 4),
+        ("steward", "audit", 3),
+        ("analyst", "download", 9),
+        ("analyst", "release list", 3),
+        ("steward", "home", 5),
+        ("officer", "job list", 3),
+        ("officer", "job status", 2),
     ],
 )
 def test_pages_cost_a_bounded_number_of_queries(
