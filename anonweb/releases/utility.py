@@ -356,7 +356,7 @@ def _utility_page(release: Release, *, raw: bool) -> UtilityPage:
         return utility, charts, charts_html, section
 
     if utility_waits_for_job(release=release):  # nothing to keep until its job has run
-        return None, None, ""
+        return None, None, "", ""
     return cached_view(_utility_key(release, raw=raw), build, counter="utility")
 
 
