@@ -130,10 +130,81 @@ def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
             ids = ids.astype(code_dtype(int(ids[-1]) + 1))
             return ids.take(offsets), pd.Index(np.flatnonzero(present) + lo, dtype=values.dtype)
     if values.dtype == object and len(values) >= 1024:
-        codes, objects = _object_codes(values)
+        values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
+        found = _slot_codes(values)
+        if found is None:
+            codes, objects = _object_codes(values)
+        else:
+            codes, objects = found
         if objects is not None:
-            return codes.astype(code_dtype(len(objects))), pd.Index(objects, dtype=object)
+            return codes.astype(code_dtype(len(objects)), copy=False), pd.Index(
+                objects, dtype=object
+            )
     return factorize_values(series, use_na_sentinel=False, dtype=np.int32)
+
+
+def _addresses(values: NDArray[Any]) -> NDArray[Any]:
+    """The address of the object each cell of the contiguous object array ``values`` holds."""
+    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
+    return np.ctypeslib.as_array(pointer, shape=(len(values),))
+
+
+def _objects_at(addresses: NDArray[Any]) -> list[Any]:
+    """The objects at ``addresses``: each must be held by a live array while this runs."""
+    return [ctypes.cast(int(a), ctypes.py_object).value for a in addresses.tolist()]
+
+
+# cells read to find a column's distinct objects before numbering every cell by slot
+_SAMPLED_CELLS = 4096
+# the most slots (an object's address over 16) a column's distinct objects may span
+_SLOTS = 1 << 22
+
+
+def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | None:
+    """The cells of the contiguous object array ``values`` numbered by the object each holds
+    (in any order, codes of the smallest type), and those objects; None where this way does
+    not pay (the objects sampled are far apart in memory, or the column holds many).
+
+    No hashing: the distinct objects of a few thousand evenly spread cells are found first,
+    and every cell then reads its number in a table indexed by its object's address over 16
+    (from just below the lowest sampled). Every object takes at least 16 bytes (its reference
+    count and type) and the sampled ones start on a multiple of 16, so no other object's
+    address falls in a sampled one's slot: a cell whose slot holds a number holds that very
+    object. A cell whose object was not sampled finds the number past them (as does a cell
+    outside the table: indices are clipped to its ends), and those few cells are numbered by
+    hashing their addresses."""
+    addresses = _addresses(values)
+    n = len(addresses)
+    sample = np.unique(addresses[:: max(1, n // _SAMPLED_CELLS)])
+    low = int(sample[0]) - 16  # slot 0 is below every sampled object: cells below it clip to it
+    if low % 16 or bool((sample % 16).any()):
+        return None
+    slots = (sample - low) >> 4
+    size = int(slots[-1]) + 2  # and the last slot is above them all
+    if size > _SLOTS:
+        return None
+    unseen = len(sample)
+    table = np.full(size, unseen, dtype=code_dtype(unseen + 1))
+    table[slots] = np.arange(unseen)
+    offsets = addresses - low
+    offsets >>= 4
+    codes = table.take(offsets, mode="clip")
+    del offsets
+    missed = np.flatnonzero(codes == unseen)
+    if len(missed) == 0:
+        objects = np.empty(unseen, dtype=object)
+        objects[:] = _objects_at(sample)
+        return codes, objects
+    if len(missed) > n // 16:
+        return None  # many objects the sample did not find: hashing every cell costs less
+    extra, more = pd.factorize(addresses.take(missed))
+    if unseen + len(more) > _FEW_OBJECTS:
+        return None
+    codes = codes.astype(code_dtype(unseen + len(more)), copy=False)
+    codes[missed] = extra + unseen
+    objects = np.empty(unseen + len(more), dtype=object)
+    objects[:] = _objects_at(np.concatenate([sample, more]))
+    return codes, objects
 
 
 def _object_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any] | None]:
@@ -143,16 +214,14 @@ def _object_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any] | No
     step of :func:`factorize_values`, whose second (merging equal values held by distinct
     objects) can be left to whoever reads the values once per object."""
     values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
-    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
-    addresses = np.ctypeslib.as_array(pointer, shape=(len(values),))
-    by_identity, found = pd.factorize(addresses)
+    by_identity, found = pd.factorize(_addresses(values))
     by_identity = by_identity.astype(np.int64, copy=False)
     if len(found) > _FEW_OBJECTS:
         return by_identity, None
     # the few objects themselves, read at their addresses (``values`` holds every one of
     # them), first seen first: no further pass over the rows
     objects = np.empty(len(found), dtype=object)
-    objects[:] = [ctypes.cast(int(a), ctypes.py_object).value for a in found.tolist()]
+    objects[:] = _objects_at(found)
     return by_identity, objects
 
 
