@@ -187,7 +187,11 @@ def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | Non
     table = np.full(size, unseen, dtype=code_dtype(unseen + 1))
     table[slots] = np.arange(unseen)
     offsets = addresses - low
-    offsets >>= 4
+    # a logical shift (of the same bits read unsigned): NumPy's arithmetic one of int64 has
+    # no vector instruction before AVX-512 and costs twice as much. A cell below ``low`` (a
+    # negative offset) becomes a huge one, clipped to the last slot as a cell above the table
+    as_unsigned = offsets.view(np.uint64)
+    np.right_shift(as_unsigned, np.uint64(4), out=as_unsigned)
     codes = table.take(offsets, mode="clip")
     del offsets
     missed = np.flatnonzero(codes == unseen)

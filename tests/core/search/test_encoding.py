@@ -230,3 +230,19 @@ def test_objects_a_sample_misses_are_numbered_by_the_cells_holding_them(monkeypa
     objects = objects.to_numpy()
     assert len(objects) == 8  # 'ab' and 'cd', and the six rare objects (equal texts apart)
     assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
+
+
+def test_objects_below_and_above_the_sampled_ones_are_found(monkeypatch):
+    # the rare objects lie below, between and above the two frequent ones in memory: a cell
+    # outside the table's slots is clipped to a slot of no object, then hashed
+    monkeypatch.setattr(lattice, "_SAMPLED_CELLS", 64)
+    texts = sorted([("_" + f"t{i}")[1:] for i in range(40)], key=id)
+    common, rare = texts[19:21], texts[:3] + texts[25:26] + texts[-3:]
+    values = np.array(common, dtype=object).take(np.random.default_rng(4).integers(0, 2, 10_000))
+    at = [1, 2, 4000, 5001, 9997, 9998, 9999]  # none on the sampled cells (every 156th)
+    values[at] = np.array(rare, dtype=object)
+    assert lattice._slot_codes(values) is not None
+    codes, objects = lattice._value_codes(pd.Series(values))
+    objects = objects.to_numpy()
+    assert len(objects) == 9
+    assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
