@@ -978,7 +978,12 @@ def _wide_enough(dtype: Any, space: int) -> np.dtype[Any]:
 def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
     """Keys in ``[0, space)`` renumbered from 0 in key order (in the narrowest type that
     holds the numbers), and the keys present."""
-    occupied = np.flatnonzero(np.bincount(key, minlength=space))
+    # a flag per key written where a record has it: a byte per key, not bincount's eight, and
+    # no count read and added (a million keys over Adult's 642,880: 2.8 -> 1.7 ms)
+    present = np.zeros(space, dtype=bool)
+    present[key] = True
+    occupied = np.flatnonzero(present)
+    del present
     ids = np.empty(space, dtype=code_dtype(len(occupied)))
     ids[occupied] = np.arange(len(occupied))
     return ids.take(key), occupied
