@@ -158,6 +158,8 @@ def _objects_at(addresses: NDArray[Any]) -> list[Any]:
 _SAMPLED_CELLS = 4096
 # the most slots (an object's address over 16) a column's distinct objects may span
 _SLOTS = 1 << 22
+# cells whose slots are found at a time (their offsets: half a megabyte)
+_SLOT_BLOCK = 1 << 16
 
 
 def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | None:
@@ -186,13 +188,21 @@ def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | Non
     unseen = len(sample)
     table = np.full(size, unseen, dtype=code_dtype(unseen + 1))
     table[slots] = np.arange(unseen)
-    offsets = addresses - low
-    # a logical shift (of the same bits read unsigned): NumPy's arithmetic one of int64 has
-    # no vector instruction before AVX-512 and costs twice as much. A cell below ``low`` (a
-    # negative offset) becomes a huge one, clipped to the last slot as a cell above the table
+    codes = np.empty(n, dtype=table.dtype)
+    # the slots of a block of cells at a time: the block's offsets stay in cache between the
+    # subtraction, the shift and the lookup
+    offsets = np.empty(min(n, _SLOT_BLOCK), dtype=np.int64)
     as_unsigned = offsets.view(np.uint64)
-    np.right_shift(as_unsigned, np.uint64(4), out=as_unsigned)
-    codes = table.take(offsets, mode="clip")
+    for start in range(0, n, _SLOT_BLOCK):
+        stop = min(start + _SLOT_BLOCK, n)
+        block, unsigned = offsets[: stop - start], as_unsigned[: stop - start]
+        np.subtract(addresses[start:stop], low, out=block)
+        # a logical shift (of the same bits read unsigned): NumPy's arithmetic one of int64
+        # has no vector instruction before AVX-512 and costs twice as much. A cell below
+        # ``low`` (a negative offset) becomes a huge one, clipped to the last slot as a cell
+        # above the table
+        np.right_shift(unsigned, np.uint64(4), out=unsigned)
+        table.take(block, mode="clip", out=codes[start:stop])
     del offsets
     missed = np.flatnonzero(codes == unseen)
     if len(missed) == 0:

@@ -167,15 +167,17 @@ _PATHS = settings(
     distinct=st.integers(1, len(_POOL)),
     sampled=st.sampled_from([1, 3, 64, 4096]),
     slots=st.sampled_from([2, 1 << 22]),
+    block=st.sampled_from([1000, 1 << 16]),
 )
 def test_object_cells_are_numbered_by_the_object_they_hold(
-    monkeypatch, seed, n, fresh, distinct, sampled, slots
+    monkeypatch, seed, n, fresh, distinct, sampled, slots, block
 ):
     # few cells sampled: the objects not sampled are found by hashing the cells they miss; many
     # new objects, or a table of few slots: every cell hashed. Whatever the way, each cell's
     # code names the very object it holds, and no object twice
     monkeypatch.setattr(lattice, "_SAMPLED_CELLS", sampled)
     monkeypatch.setattr(lattice, "_SLOTS", slots)
+    monkeypatch.setattr(lattice, "_SLOT_BLOCK", block)  # a thousand: blocks and a last part
     values = _cells(seed, n, fresh, _POOL[:distinct])
     codes, objects = lattice._value_codes(pd.Series(values))
     objects = objects.to_numpy()
