@@ -158,6 +158,8 @@ def _objects_at(addresses: NDArray[Any]) -> list[Any]:
 _SAMPLED_CELLS = 4096
 # the most slots (an object's address over 16) a column's distinct objects may span
 _SLOTS = 1 << 22
+# sampled objects outside the table that every cell is compared with
+_FAR_OBJECTS = 2
 # cells whose slots are found at a time (their offsets: half a megabyte)
 _SLOT_BLOCK = 1 << 16
 
@@ -174,20 +176,34 @@ def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | Non
     address falls in a sampled one's slot: a cell whose slot holds a number holds that very
     object. A cell whose object was not sampled finds the number past them (as does a cell
     outside the table: indices are clipped to its ends), and those few cells are numbered by
-    hashing their addresses."""
+    hashing their addresses.
+
+    The table spans the sampled objects that hold the most sampled cells within ``_SLOTS``
+    slots; a few objects far from them (None, or the NaN a reader puts in an empty text cell,
+    made long before the texts) are found by comparing every cell's address with theirs."""
     addresses = _addresses(values)
     n = len(addresses)
-    sample = np.unique(addresses[:: max(1, n // _SAMPLED_CELLS)])
-    low = int(sample[0]) - 16  # slot 0 is below every sampled object: cells below it clip to it
-    if low % 16 or bool((sample % 16).any()):
+    sample, counts = np.unique(addresses[:: max(1, n // _SAMPLED_CELLS)], return_counts=True)
+    # the window of slots holding the most sampled cells: objects ``first`` to ``last`` - 1
+    ends = np.searchsorted(sample, sample + 16 * max(_SLOTS - 3, 0), side="right")
+    held = np.concatenate([[0], np.cumsum(counts)])
+    first = int(np.argmax(held[ends] - held[:-1]))
+    last = int(ends[first])
+    inside, far = sample[first:last], np.concatenate([sample[:first], sample[last:]])
+    if len(far) > _FAR_OBJECTS:
         return None
-    slots = (sample - low) >> 4
+    low = int(inside[0]) - 16  # slot 0 is below every object inside: cells below it clip to it
+    if low % 16 or bool((inside % 16).any()):
+        return None
+    slots = (inside - low) >> 4
     size = int(slots[-1]) + 2  # and the last slot is above them all
     if size > _SLOTS:
         return None
     unseen = len(sample)
     table = np.full(size, unseen, dtype=code_dtype(unseen + 1))
-    table[slots] = np.arange(unseen)
+    table[slots] = np.arange(len(inside))
+    sample = np.concatenate([inside, far])  # numbered in this order
+    far_codes = list(zip(far.tolist(), range(len(inside), unseen)))
     codes = np.empty(n, dtype=table.dtype)
     # the slots of a block of cells at a time: the block's offsets stay in cache between the
     # subtraction, the shift and the lookup
@@ -203,6 +219,8 @@ def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | Non
         # above the table
         np.right_shift(unsigned, np.uint64(4), out=unsigned)
         table.take(block, mode="clip", out=codes[start:stop])
+        for address, code in far_codes:
+            np.putmask(codes[start:stop], addresses[start:stop] == address, code)
     del offsets
     missed = np.flatnonzero(codes == unseen)
     if len(missed) == 0:

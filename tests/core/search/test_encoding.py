@@ -166,7 +166,7 @@ _PATHS = settings(
     fresh=st.sampled_from([0.0, 0.001, 0.05, 1.0]),
     distinct=st.integers(1, len(_POOL)),
     sampled=st.sampled_from([1, 3, 64, 4096]),
-    slots=st.sampled_from([2, 1 << 22]),
+    slots=st.sampled_from([2, 64, 1 << 22]),
     block=st.sampled_from([1000, 1 << 16]),
 )
 def test_object_cells_are_numbered_by_the_object_they_hold(
@@ -247,4 +247,21 @@ def test_objects_below_and_above_the_sampled_ones_are_found(monkeypatch):
     codes, objects = lattice._value_codes(pd.Series(values))
     objects = objects.to_numpy()
     assert len(objects) == 9
+    assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
+
+
+@pytest.mark.parametrize("far", [[None], [None, np.nan], [None, np.nan, True, False]])
+def test_frequent_objects_far_from_the_texts_are_compared_with_every_cell(monkeypatch, far):
+    # None lies with the interpreter's own objects, far from texts made since: up to
+    # ``_FAR_OBJECTS`` such objects are matched by address (more may leave the column to
+    # hashing, as where they lie decides)
+    monkeypatch.setattr(lattice, "_SLOT_BLOCK", 1000)
+    rng = np.random.default_rng(6)
+    texts = [("_" + t)[1:] for t in ["ab", "cd", "ef"]]
+    values = np.array(texts + far, dtype=object).take(rng.integers(0, 3 + len(far), 10_000))
+    if len(far) <= lattice._FAR_OBJECTS:
+        assert lattice._slot_codes(values) is not None
+    codes, objects = lattice._value_codes(pd.Series(values))
+    objects = objects.to_numpy()
+    assert len(objects) == 3 + len(far)
     assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
