@@ -117,7 +117,8 @@ def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
     """Codes from 0 (in the smallest type that holds them, or int32) and the value of each code
     (a missing value is one of them), in any order. A column of small integers (ages, years, counts) is numbered by its offset from the
     smallest value, without hashing. A text column is numbered by the objects its cells hold
-    (:func:`_object_codes`): two codes may then hold equal values, which find the same hierarchy
+    (by their slots in memory, :func:`_slot_codes`, or else by hashing their addresses,
+    :func:`_object_codes`): two codes may then hold equal values, which find the same hierarchy
     row, so the rows are what numbering by value gives. Anything else by
     :func:`factorize_values`."""
     values = series.to_numpy()
