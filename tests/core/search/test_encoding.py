@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from anonweb.core.errors import HierarchyError
 from anonweb.core.io.hierarchy import parse_hierarchy
+from anonweb.core.risk.classes import code_dtype
 from anonweb.core.search import lattice
 from anonweb.core.search.lattice import EncodedTable, factorize_values
 
@@ -16,6 +19,7 @@ AGE = parse_hierarchy(
     "\n".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*" for a in range(0, 100)), attribute="age"
 )
 CITY = parse_hierarchy("a;ab;*\nb;ab;*\nc;cd;*\nd;cd;*\n39;num;*", attribute="city")
+TOWN = parse_hierarchy("ab;abcd;*\ncd;abcd;*\nef;ef;*\n39;num;*", attribute="town")
 SEX = parse_hierarchy("f;*\nm;*", attribute="sex")
 
 
@@ -128,3 +132,136 @@ def test_distinct_rows_in_key_order_are_read_as_runs():
     assert inv_s.dtype == np.int64 and bool((np.diff(inv_s) >= 0).all())
     want = np.unique(np.column_stack(cols), axis=0)
     assert np.array_equal(base_s, want)
+
+
+def _cells(seed, n, fresh, pool):
+    """``n`` cells drawn from ``pool``, each value a tenth as frequent as the one before it
+    (rare values are what a sample of the cells misses); a text drawn is, with probability
+    ``fresh``, a new object holding the same text (as cells parsed apart hold them), else the
+    pool's own object."""
+    rng = np.random.default_rng(seed)
+    weights = 0.1 ** np.arange(len(pool))
+    picks = rng.choice(len(pool), n, p=weights / weights.sum())
+    new = rng.random(n) < fresh
+    out = np.empty(n, dtype=object)
+    out[:] = [
+        ("_" + pool[i])[1:] if isinstance(pool[i], str) and f else pool[i]
+        for i, f in zip(picks.tolist(), new.tolist())
+    ]
+    return out
+
+
+# texts, missing values of each kind, numbers that equal texts' hierarchy rows, other objects
+# (texts of two or more characters: a one-character text is one object whatever makes it)
+_POOL = ["ab", "cd", "39", 39, None, "ef", 39.0, np.nan, float("nan"), True, (1, 2), b"ab"]
+_PATHS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@_PATHS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1024, 12_000),
+    fresh=st.sampled_from([0.0, 0.001, 0.05, 1.0]),
+    distinct=st.integers(1, len(_POOL)),
+    sampled=st.sampled_from([1, 3, 64, 4096]),
+    slots=st.sampled_from([2, 64, 1 << 22]),
+    block=st.sampled_from([1000, 1 << 16]),
+)
+def test_object_cells_are_numbered_by_the_object_they_hold(
+    monkeypatch, seed, n, fresh, distinct, sampled, slots, block
+):
+    # few cells sampled: the objects not sampled are found by hashing the cells they miss; many
+    # new objects, or a table of few slots: every cell hashed. Whatever the way, each cell's
+    # code names the very object it holds, and no object twice
+    monkeypatch.setattr(lattice, "_SAMPLED_CELLS", sampled)
+    monkeypatch.setattr(lattice, "_SLOTS", slots)
+    monkeypatch.setattr(lattice, "_SLOT_BLOCK", block)  # a thousand: blocks and a last part
+    values = _cells(seed, n, fresh, _POOL[:distinct])
+    codes, objects = lattice._value_codes(pd.Series(values))
+    objects = objects.to_numpy()
+    assert codes.dtype == code_dtype(len(objects))
+    assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
+    assert len({id(o) for o in objects}) == len(objects) == len(np.unique(codes))
+
+
+@_PATHS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1024, 6_000),
+    fresh=st.sampled_from([0.0, 0.01, 1.0]),
+    sampled=st.sampled_from([1, 64, 4096]),
+    fold=st.booleans(),
+)
+def test_tables_of_shared_and_new_objects_match_the_plain_reference(
+    monkeypatch, seed, n, fresh, sampled, fold
+):
+    monkeypatch.setattr(lattice, "_SAMPLED_CELLS", sampled)
+    if fold:
+        monkeypatch.setattr(lattice, "_HASHED_RECORDS", 0)
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "town": _cells(seed, n, fresh, ["ab", "cd", "39", 39, "ef", 39.0, None, np.nan]),
+            "sex": _cells(seed + 1, n, fresh, ["f", "m", None]),
+            "age": rng.integers(17, 91, n),
+            "job": _cells(seed + 2, n, fresh, ["xy", None, "zz", 3]),
+        }
+    )
+    qis, hier = ["town", "sex", "age"], {"age": AGE, "town": TOWN, "sex": SEX}
+    table = EncodedTable(df, qis, hier, ["job"])
+    cols, base, inverse, counts = _reference(df, qis, hier, ["job"])
+    assert table.m == len(base)
+    assert (table.weights == counts).all()
+    assert (table.row_to_base == inverse).all()
+    for i, q in enumerate(table.qis):
+        assert (q.row_index == cols[i]).all()
+
+
+def test_objects_a_sample_misses_are_numbered_by_the_cells_holding_them(monkeypatch):
+    monkeypatch.setattr(lattice, "_SAMPLED_CELLS", 64)
+    values = np.array(["ab", "cd"], dtype=object).take(
+        np.random.default_rng(3).integers(0, 2, 10_000)
+    )
+    rare = [("_" + t)[1:] for t in ["ab", "ef", "gh", "ef"]] + [None, 7]
+    at = [3, 999, 4321, 5000, 7777, 9999]
+    values[at] = np.array(rare, dtype=object)
+    assert lattice._slot_codes(values) is not None  # numbered by slot, not every cell hashed
+    codes, objects = lattice._value_codes(pd.Series(values))
+    objects = objects.to_numpy()
+    assert len(objects) == 8  # 'ab' and 'cd', and the six rare objects (equal texts apart)
+    assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
+
+
+def test_objects_below_and_above_the_sampled_ones_are_found(monkeypatch):
+    # the rare objects lie below, between and above the two frequent ones in memory: a cell
+    # outside the table's slots is clipped to a slot of no object, then hashed
+    monkeypatch.setattr(lattice, "_SAMPLED_CELLS", 64)
+    texts = sorted([("_" + f"t{i}")[1:] for i in range(40)], key=id)
+    common, rare = texts[19:21], texts[:3] + texts[25:26] + texts[-3:]
+    values = np.array(common, dtype=object).take(np.random.default_rng(4).integers(0, 2, 10_000))
+    at = [1, 2, 4000, 5001, 9997, 9998, 9999]  # none on the sampled cells (every 156th)
+    values[at] = np.array(rare, dtype=object)
+    assert lattice._slot_codes(values) is not None
+    codes, objects = lattice._value_codes(pd.Series(values))
+    objects = objects.to_numpy()
+    assert len(objects) == 9
+    assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
+
+
+@pytest.mark.parametrize("far", [[None], [None, np.nan], [None, np.nan, True, False]])
+def test_frequent_objects_far_from_the_texts_are_compared_with_every_cell(monkeypatch, far):
+    # None lies with the interpreter's own objects, far from texts made since: up to
+    # ``_FAR_OBJECTS`` such objects are matched by address (more may leave the column to
+    # hashing, as where they lie decides)
+    monkeypatch.setattr(lattice, "_SLOT_BLOCK", 1000)
+    rng = np.random.default_rng(6)
+    texts = [("_" + t)[1:] for t in ["ab", "cd", "ef"]]
+    values = np.array(texts + far, dtype=object).take(rng.integers(0, 3 + len(far), 10_000))
+    if len(far) <= lattice._FAR_OBJECTS:
+        assert lattice._slot_codes(values) is not None
+    codes, objects = lattice._value_codes(pd.Series(values))
+    objects = objects.to_numpy()
+    assert len(objects) == 3 + len(far)
+    assert all(o is v for o, v in zip(objects.take(codes).tolist(), values.tolist()))
