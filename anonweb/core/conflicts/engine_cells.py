@@ -42,21 +42,9 @@ import numpy as np
 import pandas as pd
 
 from anonweb.core.engine.base import fresh_name
-from anonweb.core.engine.duckdb_engine import literal, quote
+from anonweb.core.engine.duckdb_engine import INTEGER_TYPES, literal, quote
 
-_INTEGERS = frozenset(
-    {
-        "TINYINT",
-        "SMALLINT",
-        "INTEGER",
-        "BIGINT",
-        "HUGEINT",
-        "UTINYINT",
-        "USMALLINT",
-        "UINTEGER",
-        "UBIGINT",
-    }
-)
+_INTEGERS = INTEGER_TYPES
 _NUMERIC_TYPES = _INTEGERS | {"FLOAT", "DOUBLE", "BOOLEAN"}
 # the kinds of column pandas holds as NumPy numbers: put together, they become float64 (where
 # they differ), and each cell is written as that float

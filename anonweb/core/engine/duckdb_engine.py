@@ -43,8 +43,9 @@ MAP_BATCH_ROWS = 500_000
 
 
 _NOT_KEYABLE = "value not among the distinct values read"
-# DuckDB's types that pandas reads as numbers (DECIMAL it reads as Python decimals, text)
-NUMERIC_TYPES = frozenset(
+# DuckDB's integer types and the types that pandas reads as numbers (DECIMAL it reads as
+# Python decimals, text)
+INTEGER_TYPES = frozenset(
     [
         "TINYINT",
         "SMALLINT",
@@ -56,11 +57,10 @@ NUMERIC_TYPES = frozenset(
         "UINTEGER",
         "UBIGINT",
         "UHUGEINT",
-        "FLOAT",
-        "DOUBLE",
     ]
 )
 FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE"})
+NUMERIC_TYPES = INTEGER_TYPES | FLOAT_TYPES
 
 
 class _NotKeyable(Exception):

@@ -341,16 +341,9 @@ class Command(BaseCommand):
         from anonweb.core.engine.select import make_engine
         from anonweb.core.io.frame import read_table
 
-        paths = opts["earlier"] or []
+        paths = _earlier_paths(opts)
         if not paths:
-            if opts["id"]:
-                raise CommandError("--id names the id column of --earlier files", returncode=2)
             return ()
-        if not opts["id"]:
-            raise CommandError(
-                "--earlier needs --id, the source's record id column the files carry",
-                returncode=2,
-            )
         try:
             parquet = source_format(opts["path"]) == "parquet"
         except ValueError:
@@ -403,16 +396,9 @@ class Command(BaseCommand):
         from anonweb.core.conflicts.release import EarlierRelease
         from anonweb.core.io.frame import read_table
 
-        paths = opts["earlier"] or []
+        paths = _earlier_paths(opts)
         if not paths:
-            if opts["id"]:
-                raise CommandError("--id names the id column of --earlier files", returncode=2)
             return ()
-        if not opts["id"]:
-            raise CommandError(
-                "--earlier needs --id, the source's record id column the files carry",
-                returncode=2,
-            )
         ids = source_ids(df, opts["id"])
         out = []
         for path, label in zip(paths, file_labels(paths), strict=True):
@@ -549,3 +535,15 @@ def _output_separator(path, sep, sniff):
     with open(path, "rb") as f:
         head = f.read(65536).decode("utf-8", errors="replace")
     return sniff(head)
+
+
+def _earlier_paths(opts) -> list[str]:
+    """The ``--earlier`` files, checked to come with ``--id`` (and ``--id`` with them)."""
+    paths = opts["earlier"] or []
+    if not paths and opts["id"]:
+        raise CommandError("--id names the id column of --earlier files", returncode=2)
+    if paths and not opts["id"]:
+        raise CommandError(
+            "--earlier needs --id, the source's record id column the files carry", returncode=2
+        )
+    return list(paths)
