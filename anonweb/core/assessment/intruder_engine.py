@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from anonweb.core.engine.base import Engine, Source
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, literal, quote
+from anonweb.core.engine.base import Engine, Source, fresh_name
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, literal, quote
 from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import require_columns
 from anonweb.core.risk.intruder import (

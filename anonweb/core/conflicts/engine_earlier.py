@@ -29,8 +29,8 @@ from anonweb.core.conflicts.lineage import (
     require_id_column,
 )
 from anonweb.core.conflicts.release import EarlierRelease
-from anonweb.core.engine.base import Source
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, quote
+from anonweb.core.engine.base import Source, fresh_name
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, quote
 from anonweb.core.io.frame import require_columns
 
 _ids = count()

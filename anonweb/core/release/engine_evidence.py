@@ -60,8 +60,8 @@ from anonweb.core.conflicts.engine_check import (
     engine_release_conflicts,
 )
 from anonweb.core.conflicts.release import NEW_LABEL, ConflictCheck, EarlierRelease
-from anonweb.core.engine.base import Engine, Source, sample_positions, source_format
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, quote
+from anonweb.core.engine.base import Engine, Source, fresh_name, sample_positions, source_format
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, quote
 from anonweb.core.findings import BLOCK, Finding
 
 _registered = count()

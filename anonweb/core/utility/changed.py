@@ -20,8 +20,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from anonweb.core.dp.mechanisms import MISSING, cell_labels
-from anonweb.core.engine.base import Source
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, fresh_name, quote
+from anonweb.core.engine.base import Source, fresh_name
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, quote
 
 PAIR_BATCH = 1 << 18  # pairs compared at a time out of core
 
