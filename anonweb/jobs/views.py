@@ -1,6 +1,6 @@
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -127,18 +127,25 @@ def job_plan_check(request, dataset_id: int):
     return plan_check(request, dataset_id=dataset_id)
 
 
-@require_POST
-def release_utility(request, release_id: int):
-    """Measure the utility of a release an engine made (officers and stewards): a job, whose
-    page shows its progress; served at the release's address (``releases:utility``)."""
+def _release_job(request, release_id: int, start) -> HttpResponse:
+    """Start a job on a release with ``start`` (a service taking the user and the release's
+    id) and show its page; a reader without the role gets 403, a release that cannot be
+    worked on its page again with the reason."""
     try:
-        job = release_utility_start(user=request.user, release_id=release_id)
+        job = start(user=request.user, release_id=release_id)
     except PermissionDenied as exc:
         return render(request, "403.html", {"exception": str(exc)}, status=403)
     except CoreError as exc:
         messages.error(request, str(exc))
         return redirect("releases:detail", release_id=release_id)
     return redirect("jobs:detail", job_id=job.pk)
+
+
+@require_POST
+def release_utility(request, release_id: int):
+    """Measure the utility of a release an engine made (officers and stewards): a job, whose
+    page shows its progress; served at the release's address (``releases:utility``)."""
+    return _release_job(request, release_id, release_utility_start)
 
 
 @require_POST
@@ -146,11 +153,4 @@ def release_attack(request, release_id: int):
     """Run the attacks on the release again (officers and stewards): a job, whose page shows
     its progress. Served at the release's address (``releases:attack``) by ``anonweb/urls.py``:
     the release page's button starts work of this app."""
-    try:
-        job = release_attacks_start(user=request.user, release_id=release_id)
-    except PermissionDenied as exc:
-        return render(request, "403.html", {"exception": str(exc)}, status=403)
-    except CoreError as exc:
-        messages.error(request, str(exc))
-        return redirect("releases:detail", release_id=release_id)
-    return redirect("jobs:detail", job_id=job.pk)
+    return _release_job(request, release_id, release_attacks_start)
