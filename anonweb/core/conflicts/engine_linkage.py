@@ -47,7 +47,7 @@ from anonweb.core.conflicts.linkage import (
     linked_l_finding,
 )
 from anonweb.core.engine.base import fresh_name
-from anonweb.core.engine.duckdb_engine import numbered_parquet
+from anonweb.core.engine.duckdb_engine import as_pandas_reads, numbered_parquet
 from anonweb.core.engine.lineage import LINEAGE_COLUMN
 
 _ids = count()
@@ -154,6 +154,7 @@ def relation(
     read = f"read_parquet({literal(str(source))})"
     names = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()]
     numbered, ordered = numbered_parquet([str(source)], own.pos, names)
+    numbered = as_pandas_reads(con, numbered)  # a NaN is the missing value, as pandas reads it
     if column is not None:
         return f"(SELECT {q(column)} AS {q(own.row)}, {q(own.pos)} FROM {numbered})", ordered
     return numbered, ordered

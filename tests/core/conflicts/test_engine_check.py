@@ -489,6 +489,16 @@ def _unique_column(kind, codes):
     return pa.array([made(int(c)) for c in codes], arrow_type)
 
 
+# A's class label by a code 0..2: a text, or a float whose codes 1 and 2 are a NaN and a
+# null, both missing to pandas: one class.
+CLASS_KINDS = {
+    "text": lambda codes: pa.array([f"c{x}" for x in codes]),
+    "float with NaN and null": lambda codes: pa.array(
+        [[0.5, float("nan"), None][x] for x in codes], pa.float64()
+    ),
+}
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
@@ -501,9 +511,10 @@ def _unique_column(kind, codes):
     st.booleans(),
     st.booleans(),
     st.integers(0, 2**16),
+    st.sampled_from(sorted(CLASS_KINDS)),
 )
 def test_random_columns_of_any_kind_give_the_in_memory_findings(
-    cells, kind_va, kind_vb, kind_sa, kind_sb, same_v, unique_v, seed
+    cells, kind_va, kind_vb, kind_sa, kind_sb, same_v, unique_v, seed, kind_h
 ):
     # Each release publishes a class label, a reading v (the same codes in both, or B's
     # shifted) and a sensitive s, each column of a kind drawn apart: whether v joins the
@@ -535,7 +546,7 @@ def test_random_columns_of_any_kind_give_the_in_memory_findings(
                     make = column if c == "v" else _kind_column
                     arrays[c] = make(spec[0], spec[1][order])
                 else:
-                    arrays[c] = pa.array([f"c{x}" for x in spec[order]])
+                    arrays[c] = CLASS_KINDS[kind_h if c == "h" else "text"](spec[order])
             path, lineage = Path(tmp) / f"{name}.parquet", Path(tmp) / f"{name}.rows.parquet"
             pq.write_table(pa.table(arrays), path)
             pq.write_table(pa.table({LINEAGE_COLUMN: np.asarray(order, dtype=np.int64)}), lineage)
