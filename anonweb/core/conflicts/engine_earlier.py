@@ -14,11 +14,16 @@ check out of core does not solve (:mod:`.engine_check`): such a file is refused
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import count
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from anonweb.core.conflicts.engine_linkage import NotOutOfCore
@@ -27,11 +32,14 @@ from anonweb.core.conflicts.lineage import (
     check_source_ids,
     read_means,
     require_id_column,
+    source_ids,
+    view_from_lineage_form,
 )
 from anonweb.core.conflicts.release import EarlierRelease
 from anonweb.core.engine.base import Source, fresh_name
 from anonweb.core.engine.duckdb_engine import DuckDBEngine, quote
 from anonweb.core.io.frame import require_columns
+from anonweb.core.io.sources import FLOAT, parquet_kind, parquet_values
 
 _ids = count()
 
@@ -43,20 +51,58 @@ MEANS_NOT_OUT_OF_CORE = (
 
 
 def check_source_ids_out_of_core(engine: DuckDBEngine, source: Source, id_column: str) -> None:
-    """:func:`~.lineage.source_ids`' checks of the source's id column, counted by DuckDB."""
+    """:func:`~.lineage.source_ids`' checks of the source's id column, counted by DuckDB on
+    the ids as the in-memory check reads them (:func:`source_id_batches`)."""
     columns = engine.columns(source)
     require_columns(pd.DataFrame(columns=columns), [id_column], role="id column")
-    rel = engine.numbered(source, fresh_name("__row", columns))
-    col = quote(id_column)
-    empty = f"{col} IS NULL"
-    if engine.numeric_columns(source, [id_column]):
-        empty += f" OR isnan(CAST({col} AS DOUBLE))"  # pandas reads NaN as missing
-    row = engine.con.execute(
-        f"SELECT count(*) FILTER (WHERE {empty}), "
-        f"count(*) - count(DISTINCT CAST({col} AS VARCHAR)) FROM {rel}"
-    ).fetchone() or (0, 0)
+    if isinstance(source, pd.DataFrame):
+        source_ids(source, id_column)
+        return
+    with _registered(engine, source_id_batches(source, id_column)) as ids:
+        row = engine.con.execute(
+            f"SELECT count(*) FILTER (WHERE id IS NULL), count(*) - count(DISTINCT id) FROM {ids}"
+        ).fetchall()[0]
     empty_rows = int(row[0])
     check_source_ids(id_column, empty=empty_rows, repeated=0 if empty_rows else int(row[1]))
+
+
+ID_BATCH_ROWS = 500_000
+
+
+def source_id_batches(source: str | Path, id_column: str) -> Iterator[pa.RecordBatch]:
+    """The record ids of the Parquet ``source`` (a file, or a folder of files read in name
+    order) as the in-memory check matches release files' ids to them: each cell as
+    :func:`~anonweb.core.io.frame.read_table` reads it (the upload's reading,
+    :func:`~anonweb.core.io.sources.parquet_values`: a float32 widened to float64, a boolean
+    ``True``, a timestamp to the second) written by ``str`` (missing: null), with its row's
+    number as the engines' lineage numbers it (``row``); a batch of rows at a time."""
+    path = Path(str(source))
+    start = 0
+    for file in sorted(path.glob("*.parquet")) if path.is_dir() else [path]:
+        parquet = pq.ParquetFile(file)
+        kind = parquet_kind(parquet.schema_arrow.field(id_column).type)
+        for batch in parquet.iter_batches(batch_size=ID_BATCH_ROWS, columns=[id_column]):
+            values = parquet_values(batch.column(0), kind, label=str(file))
+            if kind == FLOAT:  # Python's text of the float, as pandas writes it
+                numbers = pd.Series(values.to_numpy(zero_copy_only=False))
+                text = pa.array(numbers.astype(str).where(numbers.notna(), None), pa.string())
+            else:
+                text = values.cast(pa.string())
+            rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
+            start += batch.num_rows
+            yield pa.RecordBatch.from_arrays([rows, text], names=["row", "id"])
+
+
+@contextmanager
+def _registered(engine: DuckDBEngine, batches: Iterator[pa.RecordBatch]) -> Iterator[str]:
+    """The batches as a DuckDB relation, read once by the query run inside."""
+    name = f"anonweb_source_ids_{next(_ids)}"
+    schema = pa.schema([("row", pa.int64()), ("id", pa.string())])
+    engine.con.register(name, pa.RecordBatchReader.from_batches(schema, batches))
+    try:
+        yield name
+    finally:
+        engine.con.unregister(name)
 
 
 def earlier_out_of_core(
@@ -74,13 +120,20 @@ def earlier_out_of_core(
     record listed twice), and :class:`NotOutOfCore` when it publishes means of groups."""
     require_id_column(release, label=label, id_column=id_column)
     columns = engine.columns(source)
+    if isinstance(source, pd.DataFrame):  # a table in memory: its ids as the check reads them
+        view = view_from_lineage_form(
+            source, release, label=label, id_column=id_column, ids=source_ids(source, id_column)
+        )
+        if view.aggregates:
+            found = ", ".join(a.column for a in view.aggregates)
+            raise NotOutOfCore(MEANS_NOT_OUT_OF_CORE.format(label=label, columns=found))
+        return EarlierRelease(label, "approved", None, view.frame, view.rows)
     frame = release.drop(columns=[id_column]).reset_index(drop=True)
     shared = [str(c) for c in frame.columns if c in columns and c != id_column]
     numeric = [
         c for c in engine.numeric_columns(source, shared) if pd.api.types.is_numeric_dtype(frame[c])
     ]
     row_name = fresh_name("__row", columns)
-    sid = fresh_name("__sid", [*columns, row_name])
     ids = f"anonweb_earlier_ids_{next(_ids)}"
     engine.con.register(
         ids,
@@ -92,12 +145,17 @@ def earlier_out_of_core(
         ),
     )
     try:
-        picked = ", ".join(f"s.{quote(c)}" for c in [row_name, *numeric])
-        table = engine.con.sql(
-            f"SELECT {picked} FROM {ids} AS r LEFT JOIN (SELECT CAST({quote(id_column)} AS "
-            f"VARCHAR) AS {quote(sid)}, * FROM {engine.numbered(source, row_name)}) AS s "
-            f"ON r.id = s.{quote(sid)} ORDER BY r.pos"
-        ).to_arrow_table()
+        picked = ", ".join(["k.row", *(f"s.{quote(c)}" for c in numeric)])
+        numbers = ""
+        if numeric:  # the source's values beside each record, for the means
+            numbers = (
+                f"LEFT JOIN {engine.numbered(source, row_name)} AS s ON s.{quote(row_name)} = k.row"
+            )
+        with _registered(engine, source_id_batches(str(source), id_column)) as known:
+            table = engine.con.sql(
+                f"SELECT {picked} FROM {ids} AS r LEFT JOIN {known} AS k ON r.id = k.id "
+                f"{numbers} ORDER BY r.pos"
+            ).to_arrow_table()
     finally:
         engine.con.unregister(ids)
     rows = _int_array(table.column(0))
