@@ -26,8 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
-from anonweb.core.conflicts.engine_linkage import NotOutOfCore
+from anonweb.core.conflicts.engine_cells import file_cells, text_sql
+from anonweb.core.conflicts.engine_linkage import NotOutOfCore, in_order
 from anonweb.core.conflicts.lineage import (
+    check_release_counts,
     check_release_rows,
     check_source_ids,
     read_means,
@@ -37,8 +39,10 @@ from anonweb.core.conflicts.lineage import (
 )
 from anonweb.core.conflicts.release import EarlierRelease
 from anonweb.core.engine.base import Source, fresh_name
-from anonweb.core.engine.duckdb_engine import DuckDBEngine, quote
+from anonweb.core.engine.duckdb_engine import DuckDBEngine, literal, numbered_parquet, quote
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.core.io.frame import require_columns
+from anonweb.core.io.ingest import READ_LIMITS, convert_to_parquet
 from anonweb.core.io.sources import FLOAT, parquet_kind, parquet_values
 
 _ids = count()
@@ -175,3 +179,105 @@ def earlier_out_of_core(
 def _int_array(column: Any) -> NDArray[np.int64]:
     """An Arrow column of source rows as int64, -1 where an id found no row."""
     return np.asarray(column.fill_null(-1).to_numpy(), dtype=np.int64)
+
+
+def earlier_file_out_of_core(
+    engine: DuckDBEngine,
+    source: str | Path,
+    path: str | Path,
+    *,
+    label: str,
+    id_column: str,
+    folder: str | Path,
+    sep: str | None = None,
+    decimal: str = ".",
+) -> EarlierRelease:
+    """:func:`earlier_out_of_core` of the release file at ``path`` (CSV, Excel or Parquet),
+    never held in memory: converted to Parquet as :func:`~anonweb.core.io.frame.read_table`
+    reads it (the upload's reading, in bounded memory), its ids matched to the source's rows
+    by DuckDB, and its published columns and lineage written to ``folder``, where the check out
+    of core reads them (``table_file``, ``rows_file``). The same checks and messages; the
+    means of groups are looked for one numeric column at a time."""
+    folder = Path(folder)
+    n = next(_ids)
+    staged, table, lineage = (folder / f"earlier-{n}{x}.parquet" for x in ("", "-table", "-rows"))
+    info = convert_to_parquet(
+        path, staged, sep=sep, name=str(path), limits=READ_LIMITS, decimal=decimal
+    )
+    names = [c.name for c in info.columns]
+    require_id_column(pd.DataFrame(columns=names), label=label, id_column=id_column)
+    con = engine.con
+    pos = fresh_name("__pos", names)
+    rel, ordered = numbered_parquet([str(staged)], pos, names)
+    types = dict(
+        (str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+    )
+    # each id as the in-memory check writes it (str of the value read_table gives)
+    text = text_sql(
+        file_cells(con, staged, {id_column: types[id_column]})[id_column], quote(id_column)
+    )
+    with _registered(engine, source_id_batches(source, id_column)) as known, in_order(con, ordered):
+        con.execute(
+            f"COPY (SELECT k.row AS {quote(LINEAGE_COLUMN)} FROM (SELECT {text} AS id, "
+            f"{quote(pos)} AS pos FROM {rel}) AS r LEFT JOIN {known} AS k ON r.id = k.id "
+            f"ORDER BY r.pos) TO {literal(str(lineage))} (FORMAT parquet)"
+        )
+    read = f"read_parquet({literal(str(lineage))})"
+    unknown, listed, distinct = con.execute(
+        f"SELECT count(*) FILTER (WHERE {quote(LINEAGE_COLUMN)} IS NULL), "
+        f"count({quote(LINEAGE_COLUMN)}), count(DISTINCT {quote(LINEAGE_COLUMN)}) FROM {read}"
+    ).fetchall()[0]
+    check_release_counts(unknown=int(unknown), twice=int(listed) - int(distinct), label=label)
+    _without(staged, table, id_column)
+    columns = engine.columns(source)
+    released = pq.read_schema(str(table))
+    shared = [c for c in released.names if c in columns]
+    numeric = [
+        c
+        for c in engine.numeric_columns(source, shared)
+        if pa.types.is_integer(released.field(c).type)
+        or pa.types.is_floating(released.field(c).type)
+    ]
+    means = [c for c in numeric if _means(engine, source, table, lineage, c, label=label)]
+    if means:
+        raise NotOutOfCore(MEANS_NOT_OUT_OF_CORE.format(label=label, columns=", ".join(means)))
+    staged.unlink()
+    return EarlierRelease(label, "approved", None, table_file=str(table), rows_file=str(lineage))
+
+
+def _without(staged: Path, out: Path, column: str) -> None:
+    """The Parquet file ``staged`` without ``column``, written to ``out`` a batch at a time,
+    its pandas metadata kept for the others (which dtype pandas reads each in)."""
+    import json
+
+    parquet = pq.ParquetFile(staged)
+    schema = parquet.schema_arrow
+    meta = dict(schema.metadata or {})
+    if b"pandas" in meta:
+        pandas = json.loads(meta[b"pandas"])
+        pandas["columns"] = [c for c in pandas.get("columns", []) if c.get("name") != column]
+        meta[b"pandas"] = json.dumps(pandas).encode()
+    kept = [n for n in schema.names if n != column]
+    target = pa.schema([schema.field(n) for n in kept], metadata=meta)
+    with pq.ParquetWriter(str(out), target) as writer:
+        for batch in parquet.iter_batches(batch_size=ID_BATCH_ROWS, columns=kept):
+            writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=target))
+
+
+def _means(
+    engine: DuckDBEngine, source: str | Path, table: Path, lineage: Path, column: str, *, label: str
+) -> bool:
+    """Whether the release file publishes ``column`` as the means of groups of records
+    (:func:`~.lineage.read_means`, given the source's values of its records)."""
+    row = fresh_name("__row", engine.columns(source))
+    values = engine.con.sql(
+        f"SELECT s.{quote(column)} FROM read_parquet({literal(str(lineage))}, "
+        f"file_row_number = true) AS l JOIN {engine.numbered(source, row)} AS s "
+        f"ON s.{quote(row)} = l.{quote(LINEAGE_COLUMN)} ORDER BY l.file_row_number"
+    ).to_arrow_table()
+    released = pq.read_table(str(table), columns=[column]).to_pandas()[column]
+    at = np.arange(len(released))
+    found = read_means(
+        pd.Series(values.column(0).to_pandas()), released, at, label=label, column=column
+    )
+    return found is not None

@@ -414,6 +414,11 @@ def _distinct_count(hashed: pq.ParquetFile, name: str, parquet: pq.ParquetFile) 
     return 1 + (changes.as_py() or 0) + nan
 
 
+# What a table read for a command (not uploaded) may hold: any number of cells and row groups
+# of any size, the other limits an upload's.
+READ_LIMITS = Limits(max_cells=10**12, max_expanded_bytes=2**62)
+
+
 def load_table(
     source: str | Path | BinaryIO,
     *,
@@ -426,7 +431,7 @@ def load_table(
     decimal: str = ".",
 ) -> pd.DataFrame:
     """Read a whole table into pandas with the upload's rules (types, limits, messages)."""
-    limits = limits or Limits(max_cells=10**12, max_expanded_bytes=2**62)
+    limits = limits or READ_LIMITS
     if isinstance(source, (str, Path)):
         path = Path(source)
         label = name or str(source)

@@ -14,10 +14,12 @@ import pytest
 
 from anonweb.core.conflicts.engine_earlier import (
     check_source_ids_out_of_core,
+    earlier_file_out_of_core,
     earlier_out_of_core,
 )
 from anonweb.core.conflicts.lineage import source_ids, view_from_lineage_form
 from anonweb.core.engine.duckdb_engine import DuckDBEngine
+from anonweb.core.engine.lineage import LINEAGE_COLUMN
 from anonweb.core.errors import DataError
 from anonweb.core.io.frame import read_table
 
@@ -84,6 +86,17 @@ def test_earlier_ids_name_the_source_rows_in_memory_and_out_of_core(tmp_path, du
     memory, ours = _rows(duck, path, source, release)
     assert list(memory) == list(order)
     assert list(ours) == list(memory)
+    # ... and the file read out of core: its lineage and published columns as read in memory
+    folder = tmp_path / "work"
+    folder.mkdir()
+    made = earlier_file_out_of_core(
+        duck, path, file, label="earlier", id_column="id", folder=folder
+    )
+    assert made.frame is None and made.rows is None
+    lineage = pd.read_parquet(made.rows_file)[LINEAGE_COLUMN]
+    assert list(lineage) == list(memory)
+    published = pd.read_parquet(made.table_file)
+    pd.testing.assert_frame_equal(published, release.drop(columns=["id"]))
 
 
 @pytest.mark.parametrize("kind", list(IDS))
@@ -97,3 +110,8 @@ def test_an_id_the_source_lacks_is_refused_alike(tmp_path, duck, kind):
         )
     with pytest.raises(DataError, match="earlier: 1 id\\(s\\) are not in the source"):
         earlier_out_of_core(duck, path, release, label="earlier", id_column="id")
+    release.to_csv(tmp_path / "stranger.csv", index=False)
+    with pytest.raises(DataError, match="earlier: 1 id\\(s\\) are not in the source"):
+        earlier_file_out_of_core(
+            duck, path, tmp_path / "stranger.csv", label="earlier", id_column="id", folder=tmp_path
+        )
