@@ -202,7 +202,13 @@ def earlier_file_out_of_core(
     n = next(_ids)
     staged, table, lineage = (folder / f"earlier-{n}{x}.parquet" for x in ("", "-table", "-rows"))
     info = convert_to_parquet(
-        path, staged, sep=sep, name=str(path), limits=READ_LIMITS, decimal=decimal
+        path,
+        staged,
+        sep=sep,
+        name=str(path),
+        limits=READ_LIMITS,
+        decimal=decimal,
+        count_distinct=False,
     )
     names = [c.name for c in info.columns]
     require_id_column(pd.DataFrame(columns=names), label=label, id_column=id_column)
