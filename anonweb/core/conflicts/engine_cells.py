@@ -15,7 +15,15 @@ from it where the dtype is not DuckDB's type:
   pandas metadata): a text ``None`` or ``nan`` in the other release agrees with it;
 * booleans are ``True`` and ``False`` (DuckDB writes ``true``);
 * a float32 column's text is float32's shortest (``0.1``), but beside float64 it becomes the
-  float64 it is (``0.10000000149011612``).
+  float64 it is (``0.10000000149011612``);
+* a column of timestamps is written in one format for the whole column, the shortest that
+  holds every value of it: the dates alone when every one is at midnight, else to the second,
+  or with 3, 6 or 9 digits of the second as the finest fraction needs (``10:00:00.500`` where
+  the finest is half a second); two such columns put together take the format of both. A
+  timestamp with a time zone, or one beside a column of another kind, is written as Python
+  writes it (``10:00:00.500000``, ``+01:00`` after it); a missing one is ``NaT``;
+* a categorical column (a dictionary column of the file) writes its values as Python does
+  and a missing value as ``nan``.
 
 Sensitive values are compared as the in-memory check codes them (:func:`~.linkage._released_codes`):
 as Python objects once the two columns are put together, missing values one value; so 1, 1.0
@@ -25,10 +33,12 @@ values share: ``n:`` and the number (an integral one as an integer), ``s:`` and 
 and any other value's text.
 
 DuckDB writes a double as Python does (the shortest text that reads back, ``1e+16``,
-``0.30000000000000004``, ``-0.0``, ``inf``), so a float's text is DuckDB's. A table held in
-memory is read by the check as it is: its columns of other dtypes (objects, dates, nullable
-dtypes) have their texts written by pandas beside them. Columns of other types in a file (dates,
-times, decimals) are compared by DuckDB's text, their missing values as ``None``.
+``0.30000000000000004``, ``-0.0``, ``inf``), so a float's text is DuckDB's; a timestamp's is
+made from its parts (:func:`stamp_sql`), and as a value it is Python's text of it. A table held
+in memory is read by the check as it is: its columns of other dtypes (objects, dates, nullable
+dtypes) have their texts written by pandas beside them, but for timestamps, which are written
+as a file's are (their format depends on the column beside them). Columns of other types in a
+file (dates, times, decimals) are compared by DuckDB's text, their missing values as ``None``.
 """
 
 from __future__ import annotations
@@ -51,21 +61,31 @@ _NUMERIC_TYPES = _INTEGERS | {"FLOAT", "DOUBLE", "BOOLEAN"}
 _NUMBERS = frozenset({"int", "float", "float32"})
 
 
+# the formats of a column of timestamps without a time zone, coarsest first: the date alone,
+# to the second, to the millisecond, microsecond and nanosecond (pandas' own choice)
+STAMPS = ("date", "s", "ms", "us", "ns")
+_DIGITS = {"ms": 3, "us": 6, "ns": 9}
+
+
 @dataclass(frozen=True)
 class Cells:
     """How the in-memory check reads one released column: ``kind`` is ``int`` (NumPy integers,
     never missing), ``float`` (float64: floats, or integers with a missing value), ``float32``,
     ``bool`` (booleans, missing as ``None``), ``masked`` (a pandas nullable dtype: missing as
-    ``<NA>``), ``text`` (text and any other type, missing as ``None``); ``domain`` is what
+    ``<NA>``), ``stamp`` (timestamps, missing as ``NaT``), ``category`` (a categorical, missing
+    as ``nan``), ``text`` (text and any other type, missing as ``None``); ``domain`` is what
     its values are to Python (``n`` numbers, ``s`` texts, ``o`` others); ``written`` and
     ``valued`` name the columns holding pandas' own text and :func:`value_sql`'s value of each
-    cell, for a table in memory of another dtype."""
+    cell, for a table in memory of another dtype. Timestamps have ``stamp``, the format of
+    their column (:data:`STAMPS`), or ``zone``, their time zone."""
 
     kind: str
     written: str | None = None
     boolean: bool = False
     domain: str = "n"
     valued: str | None = None
+    stamp: str = "date"
+    zone: str | None = None
 
 
 def promoted(a: Cells, b: Cells) -> bool:
@@ -73,12 +93,27 @@ def promoted(a: Cells, b: Cells) -> bool:
     return a.kind != b.kind and a.kind in _NUMBERS and b.kind in _NUMBERS
 
 
-def text_sql(cells: Cells, ref: str, written: str | None = None, *, as_float: bool = False) -> str:
+def text_sql(
+    cells: Cells, ref: str, written: str | None = None, *, beside: Cells | None = None
+) -> str:
     """SQL of the cell ``ref`` as pandas writes it (never NULL); ``written`` is the reference
-    of the column ``cells.written``; ``as_float``: as float64 (:func:`promoted`)."""
+    of the column ``cells.written``; ``beside``: the other release's column, when the two are
+    put together and written as one (:func:`promoted`, :func:`stamp_sql`)."""
     kind = cells.kind
+    as_float = beside is not None and promoted(cells, beside)
     if cells.written is not None:  # a table in memory's text column (never of numbers)
         return written or ref
+    if kind == "stamp":
+        alike = beside is None or (beside.kind == "stamp" and beside.zone is None)
+        if cells.zone is None and alike:
+            # the column's own format, or the one of the two put together
+            stamp = (
+                cells.stamp if beside is None else max(cells.stamp, beside.stamp, key=STAMPS.index)
+            )
+            return f"coalesce({stamp_sql(ref, stamp)}, 'NaT')"
+        return f"coalesce({stamp_sql(ref, None, cells.zone)}, 'NaT')"  # as Python writes it
+    if kind == "category":
+        return f"coalesce({_python_text(cells, ref)}, 'nan')"
     if kind == "float" or (as_float and kind in _NUMBERS):
         return f"coalesce(CAST(CAST({ref} AS DOUBLE) AS VARCHAR), 'nan')"
     if kind == "float32":
@@ -89,6 +124,43 @@ def text_sql(cells: Cells, ref: str, written: str | None = None, *, as_float: bo
     if kind == "bool" or cells.boolean:
         return f"CASE WHEN {ref} THEN 'True' WHEN NOT {ref} THEN 'False' ELSE '{missing}' END"
     return f"coalesce(CAST({ref} AS VARCHAR), '{missing}')"
+
+
+def stamp_sql(ref: str, stamp: str | None, zone: str | None = None) -> str:
+    """SQL of the timestamp ``ref`` as text (NULL when missing): in the column format ``stamp``
+    pandas writes a column of timestamps in, or, without one, as Python writes a timestamp
+    (``str(pd.Timestamp)``: the fraction of the second, if any, to the microsecond or the
+    nanosecond it needs; the offset of the time zone ``zone`` after it)."""
+    local = ref if zone is None else f"timezone({literal(zone)}, {ref})"
+    if stamp == "date":
+        return f"strftime({local}, '%Y-%m-%d')"
+    second = f"strftime({local}, '%Y-%m-%d %H:%M:%S')"
+    nanos = f"strftime({local}, '%n')"  # the nanoseconds of the second, nine digits
+    if stamp in _DIGITS:
+        return f"({second} || '.' || left({nanos}, {_DIGITS[stamp]}))"
+    if stamp is not None:
+        return second
+    fraction = (
+        f"CASE WHEN {nanos} = '000000000' THEN '' WHEN right({nanos}, 3) = '000' "
+        f"THEN '.' || left({nanos}, 6) ELSE '.' || {nanos} END"
+    )
+    offset = ""
+    if zone is not None:
+        minutes = f"datediff('minute', timezone('UTC', {ref}), {local})"
+        offset = (
+            f" || CASE WHEN {minutes} < 0 THEN '-' ELSE '+' END "
+            f"|| lpad(CAST(abs({minutes}) // 60 AS VARCHAR), 2, '0') || ':' "
+            f"|| lpad(CAST(abs({minutes}) % 60 AS VARCHAR), 2, '0')"
+        )
+    return f"({second} || {fraction}{offset})"
+
+
+def _python_text(cells: Cells, ref: str) -> str:
+    """SQL of the value ``ref`` as Python writes it (``str``; NULL when missing): booleans
+    ``True`` and ``False``, numbers and texts as DuckDB writes them (as Python does)."""
+    if cells.boolean:
+        return f"CASE WHEN {ref} THEN 'True' WHEN NOT {ref} THEN 'False' END"
+    return f"CAST({ref} AS VARCHAR)"
 
 
 _INT64 = "9223372036854775808.0"  # 2**63: doubles below it in size and integral are int64s
@@ -103,6 +175,8 @@ def value_sql(cells: Cells, ref: str, valued: str | None = None, *, as_float: bo
     kind = cells.kind
     if cells.domain == "s":
         return f"('s:' || {ref})"
+    if kind == "stamp":  # Python's text of the timestamp: equal ones alike, in any unit
+        return f"('o:' || {stamp_sql(ref, None, cells.zone)})"
     if cells.domain == "o":
         return f"('o:' || CAST({ref} AS VARCHAR))"
     if kind == "bool" or cells.boolean:
@@ -153,7 +227,9 @@ def frame_cells(frame: pd.DataFrame, taken: Sequence[str]) -> tuple[pd.DataFrame
     names = [*taken, *map(str, frame.columns)]
     for c in frame.columns:
         dtype = frame[c].dtype
-        if not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
+        if pd.api.types.is_datetime64_any_dtype(dtype):  # formatted as a file's (stamp_formats)
+            cells[str(c)] = Cells("stamp", domain="o", zone=_zone(getattr(dtype, "tz", None)))
+        elif not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
             text, value = (fresh_name(f"__{x}_{c}", names) for x in ("text", "value"))
             names += [text, value]
             written[text] = frame[c].astype(str)
@@ -172,22 +248,33 @@ def frame_cells(frame: pd.DataFrame, taken: Sequence[str]) -> tuple[pd.DataFrame
 def file_cells(con: Any, path: str | Path, types: Mapping[str, str]) -> dict[str, Cells]:
     """How pandas reads each column (of DuckDB type ``types``) of the Parquet file ``path``:
     by its type, whether an integer column has a missing value (one pass over those columns),
-    and the nullable dtypes its pandas metadata names."""
+    the format of its timestamps (:func:`stamp_formats`), whether it is a dictionary column
+    (pandas reads a categorical) and the nullable dtypes its pandas metadata names."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    meta = pq.read_schema(str(path)).pandas_metadata or {}
+    schema = pq.read_schema(str(path))
+    meta = schema.pandas_metadata or {}
     numpy_types = {str(c.get("name")): str(c.get("numpy_type")) for c in meta.get("columns", [])}
+    read = f"read_parquet({literal(str(path))})"
     integers = [c for c, t in types.items() if t in _INTEGERS]
     gaps: dict[str, bool] = {}
     if integers:
         parts = ", ".join(f"bool_or({quote(c)} IS NULL)" for c in integers)
-        row = con.execute(f"SELECT {parts} FROM read_parquet({literal(str(path))})").fetchall()[0]
+        row = con.execute(f"SELECT {parts} FROM {read}").fetchall()[0]
         gaps = {c: bool(g) for c, g in zip(integers, row, strict=True)}
+    arrow = {str(f.name): f.type for f in schema}
+    zones = {c: _zone(getattr(arrow.get(c), "tz", None)) for c, t in types.items() if _stamp(t)}
+    stamps = stamp_formats(con, read, [c for c, zone in zones.items() if zone is None])
     out = {}
     for c, t in types.items():
         numpy_type = numpy_types.get(c, "")
         domain = "s" if t == "VARCHAR" else "n" if t in _NUMERIC_TYPES else "o"
-        if numpy_type[:1].isupper() or numpy_type in ("boolean", "string"):
+        if c in zones:
+            out[c] = Cells("stamp", domain="o", stamp=stamps.get(c, "date"), zone=zones[c])
+        elif c in arrow and pa.types.is_dictionary(arrow[c]):
+            out[c] = Cells("category", boolean=t == "BOOLEAN", domain=domain)
+        elif numpy_type[:1].isupper() or numpy_type in ("boolean", "string"):
             out[c] = Cells("masked", boolean=t == "BOOLEAN", domain=domain)
         elif t in _INTEGERS:
             out[c] = Cells("float" if gaps[c] else "int")
@@ -200,3 +287,31 @@ def file_cells(con: Any, path: str | Path, types: Mapping[str, str]) -> dict[str
         else:
             out[c] = Cells("text", domain=domain)
     return out
+
+
+def _stamp(kind: str) -> bool:
+    """Whether the DuckDB type ``kind`` is a timestamp's (pandas reads it as datetime64)."""
+    return kind.startswith("TIMESTAMP")
+
+
+def _zone(tz: Any) -> str | None:
+    return None if tz is None else str(tz)
+
+
+def stamp_formats(con: Any, rel: str, columns: Sequence[str]) -> dict[str, str]:
+    """The format pandas writes each column of timestamps (without a time zone) of ``rel`` in,
+    from one pass over them: the coarsest of :data:`STAMPS` that holds all of its values."""
+    if not columns:
+        return {}
+    parts = []
+    for c in columns:
+        nanos = f"strftime({quote(c)}, '%n')"
+        parts.append(
+            f"CASE WHEN coalesce(bool_and(strftime({quote(c)}, '%H:%M:%S') = '00:00:00' AND "
+            f"{nanos} = '000000000'), true) THEN 'date' "
+            f"WHEN bool_and({nanos} = '000000000') THEN 's' "
+            f"WHEN bool_and(right({nanos}, 6) = '000000') THEN 'ms' "
+            f"WHEN bool_and(right({nanos}, 3) = '000') THEN 'us' ELSE 'ns' END"
+        )
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {rel}").fetchall()[0]
+    return {c: str(f) for c, f in zip(columns, row, strict=True)}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from anonweb.core.conflicts.engine_cells import (
     frame_cells,
     missing_sql,
     promoted,
+    stamp_formats,
     text_sql,
     value_sql,
 )
@@ -47,7 +48,7 @@ from anonweb.core.conflicts.linkage import (
     linked_l_finding,
 )
 from anonweb.core.engine.base import fresh_name
-from anonweb.core.engine.duckdb_engine import numbered_parquet
+from anonweb.core.engine.duckdb_engine import as_pandas_reads, numbered_parquet
 from anonweb.core.engine.lineage import LINEAGE_COLUMN
 
 _ids = count()
@@ -100,12 +101,13 @@ class _Loaded:
     own: Own
     cells: Mapping[str, Cells]  # how the in-memory check reads each column
 
-    def text(self, column: str, alias: str = "", *, as_float: bool = False) -> str:
-        """SQL of a cell of ``column`` as the in-memory check writes it (alias-qualified)."""
+    def text(self, column: str, alias: str = "", *, beside: Cells | None = None) -> str:
+        """SQL of a cell of ``column`` as the in-memory check writes it (alias-qualified);
+        ``beside``: the other release's column, when the check puts the two together."""
         p = f"{alias}." if alias else ""
         cells = self.cells[column]
         written = f"{p}{q(cells.written)}" if cells.written is not None else None
-        return text_sql(cells, f"{p}{q(column)}", written, as_float=as_float)
+        return text_sql(cells, f"{p}{q(column)}", written, beside=beside)
 
     def value(self, column: str, alias: str = "", *, as_float: bool = False) -> str:
         """SQL of a cell of ``column`` as the in-memory check codes sensitive values."""
@@ -154,6 +156,7 @@ def relation(
     read = f"read_parquet({literal(str(source))})"
     names = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()]
     numbered, ordered = numbered_parquet([str(source)], own.pos, names)
+    numbered = as_pandas_reads(con, numbered)  # a NaN is the missing value, as pandas reads it
     if column is not None:
         return f"(SELECT {q(column)} AS {q(own.row)}, {q(own.pos)} FROM {numbered})", ordered
     return numbered, ordered
@@ -199,6 +202,11 @@ def load(con: Any, release: TableRelease, qis: Sequence[str]) -> _Loaded:
     types = {str(r[0]): str(r[1]) for r in described if str(r[0]) not in added}
     if not isinstance(table, pd.DataFrame):
         cells = file_cells(con, str(table), types)
+    else:  # a table in memory's timestamps, formatted as a file's
+        stamps = stamp_formats(
+            con, published, [c for c, x in cells.items() if x.kind == "stamp" and x.zone is None]
+        )
+        cells |= {c: replace(cells[c], stamp=f) for c, f in stamps.items()}
     columns = tuple(types)
     shown = tuple(col for col in qis if col in types)
     joined = f"SELECT l.{row}, p.* FROM {published} AS p JOIN {lineage} AS l ON p.{pos} = l.{pos}"
@@ -255,6 +263,29 @@ def _same(a: _Loaded, b: _Loaded, c: str) -> str:
         return f"(x.{q(c)} = y.{q(c)})"
     texts = f"{a.text(c, 'x')} = {b.text(c, 'y')}"
     return f"(({texts}) OR ({a.missing(c, 'x')} AND {b.missing(c, 'y')}))"
+
+
+def _on_shared(con: Any, a: _Loaded, b: _Loaded) -> tuple[_Loaded, _Loaded]:
+    """``a`` and ``b`` as the check writes their shared records' cells to compare them: it
+    writes the shared records of each column alone, so a column of timestamps takes the format
+    those records' values need (:func:`~.engine_cells.stamp_formats`), not the whole column's."""
+    out = []
+    for t, alias in ((a, "x"), (b, "y")):
+        stamps = [
+            c for c in _common(a, b) if t.cells[c].kind == "stamp" and t.cells[c].zone is None
+        ]
+        if not stamps:
+            out.append(t)
+            continue
+        picked = ", ".join(f"{alias}.{q(c)} AS {q(c)}" for c in stamps)
+        rel = (
+            f"(SELECT {picked} FROM {a.name} AS x JOIN {b.name} AS y "
+            f"ON x.{q(a.own.row)} = y.{q(b.own.row)})"
+        )
+        formats = stamp_formats(con, rel, stamps)
+        cells = {**t.cells, **{c: replace(t.cells[c], stamp=f) for c, f in formats.items()}}
+        out.append(replace(t, cells=cells))
+    return out[0], out[1]
 
 
 def _frame(con: Any, sql: str) -> pd.DataFrame:
@@ -317,7 +348,8 @@ def _linked(
     and agree; with ``into``, that table's ``lk`` marks them."""
 
     def counted(t: _Loaded) -> str:
-        keys = [t.text(c, as_float=promoted(a.cells[c], b.cells[c])) for c in columns]
+        other = b if t is a else a
+        keys = [t.text(c, beside=other.cells[c]) for c in columns]
         part = ", ".join(keys)
         named = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(keys))
         return (
@@ -355,10 +387,11 @@ def pair_findings_out_of_core(
     shared = f"anonweb_conflict_shared_{next(_ids)}"
     # each shared column's cells compared in the same pass, as the in-memory check compares
     # them (each release's text of its cell, or both missing), for whether it joins them
+    sa, sb = _on_shared(con, a, b)
     values = ", ".join(
         [f"{_values(a, b, s, 'x')} AS __va{i}" for i, s in enumerate(sensitive) if s in a.columns]
         + [f"{_values(b, a, s, 'y')} AS __vb{i}" for i, s in enumerate(sensitive) if s in b.columns]
-        + [f"{_same(a, b, c)} AS __same{i}" for i, c in enumerate(_common(a, b))]
+        + [f"{_same(sa, sb, c)} AS __same{i}" for i, c in enumerate(_common(a, b))]
     )
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {shared} AS SELECT x.{q(a.own.row)} AS row, "

@@ -51,10 +51,17 @@ def check_release_rows(rows: NDArray[Any], *, label: str) -> None:
     """A release file's records, as source rows (-1 for an id not in the source), each a
     record of the source listed once."""
     unknown = int((rows < 0).sum())
+    check_release_counts(
+        unknown=unknown, twice=0 if unknown else rows.size - np.unique(rows).size, label=label
+    )
+
+
+def check_release_counts(*, unknown: int, twice: int, label: str) -> None:
+    """A release file names no record the source lacks (``unknown`` ids) and none ``twice``."""
     if unknown:
         raise DataError(f"{label}: {unknown} id(s) are not in the source")
-    if np.unique(rows).size != rows.size:
-        raise DataError(f"{label}: lists {rows.size - np.unique(rows).size} record(s) twice")
+    if twice:
+        raise DataError(f"{label}: lists {twice} record(s) twice")
 
 
 def require_id_column(release: pd.DataFrame, *, label: str, id_column: str) -> None:

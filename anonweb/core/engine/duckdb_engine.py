@@ -106,6 +106,9 @@ class DuckDBEngine:
             self.con.execute(f"SET threads = {int(threads)}")
 
     def _relation(self, source: Source) -> str:
+        return as_pandas_reads(self.con, self._raw_relation(source))
+
+    def _raw_relation(self, source: Source) -> str:
         kind = source_format(source)
         if isinstance(source, pd.DataFrame):
             self.con.register("anonweb_source", source)
@@ -214,7 +217,8 @@ class DuckDBEngine:
         lineage numbers it (:meth:`_numbered`). Where that position holds only while DuckDB
         keeps the order it reads rows in (a file with a column called ``file_row_number``),
         the connection keeps it from here on: the queries built on the relation run later."""
-        rel, ordered = self._numbered(source, self._relation(source), column)
+        rel, ordered = self._numbered(source, self._raw_relation(source), column)
+        rel = as_pandas_reads(self.con, rel)
         if ordered:
             self.con.execute("SET preserve_insertion_order = true")
         return rel
@@ -230,6 +234,7 @@ class DuckDBEngine:
         at = fresh_name("__at", names)
         src = fresh_name("__src", [*names, at])
         rel, ordered = numbered_parquet([released], at, names)
+        rel = as_pandas_reads(self.con, rel)
         if ordered:
             self.con.execute("SET preserve_insertion_order = true")
         return (
@@ -257,12 +262,13 @@ class DuckDBEngine:
         return numbered_parquet(files, column, self._columns(rel))
 
     def write_release(self, source: Source, node: NodeRelease, out: str | Path) -> WriteResult:
-        rel = self._relation(source)
+        rel = self._raw_relation(source)
         names = self._columns(rel)
         require_lineage_apart(node, names)
         ordered = False
         if node.lineage is not None:
             rel, ordered = self._numbered(source, rel, node.lineage)
+        rel = as_pandas_reads(self.con, rel)
         qis = list(node.quasi_identifiers)
         mapped = {m.column for m in node.mappings}
         for i, m in enumerate(node.mappings):
@@ -382,7 +388,7 @@ class DuckDBEngine:
         types = self._types(rel)
         names = list(dict.fromkeys([*values, *numbers]))
         numeric = {c: types[c] in NUMERIC_TYPES for c in names}
-        present = {c: _present(c, types[c]) for c in values}
+        present = {c: _present(c) for c in values}
         summed = [c for c in numbers if numeric[c]]
         parts = ["count(*)"] + [f"count(*) FILTER (WHERE {present[c]})" for c in values]
         for c in summed:
@@ -512,10 +518,29 @@ def numbered_parquet(files: Sequence[str], column: str, names: Sequence[str]) ->
     )
 
 
-def _present(column: str, kind: str) -> str:
-    """The condition a cell of ``column`` (of DuckDB type ``kind``) is not blank."""
-    if kind in FLOAT_TYPES:
-        return f"{quote(column)} IS NOT NULL AND NOT isnan({quote(column)})"
+def as_pandas_reads(con: Any, rel: str) -> str:
+    """The relation ``rel`` with its cells as pandas reads them: a NaN of a float column is
+    a missing value, NULL as in a column of any other type.
+
+    pandas holds a float column's NULL as NaN, so the two are one missing value to it (one
+    class, one value of a sensitive column, one blank). DuckDB holds them apart (NaN is a
+    number to it, one above all others): read raw, a table with both would group into two
+    classes where pandas finds one, and a release would keep them apart. Every relation the
+    DuckDB engine reads rows through is this one, so no query that groups, joins, counts or
+    writes cells meets a NaN."""
+    described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+    floats = [str(r[0]) for r in described if str(r[1]) in FLOAT_TYPES]
+    if not floats:
+        return rel
+    read = ", ".join(
+        f"CASE WHEN isnan({quote(c)}) THEN NULL ELSE {quote(c)} END AS {quote(c)}" for c in floats
+    )
+    return f"(SELECT * REPLACE ({read}) FROM {rel})"
+
+
+def _present(column: str) -> str:
+    """The condition a cell of ``column`` is not blank (NULL: a NaN is one once read as pandas
+    reads it, :func:`as_pandas_reads`)."""
     return f"{quote(column)} IS NOT NULL"
 
 
@@ -650,14 +675,20 @@ def _key_batches(
                 if not pa.types.is_dictionary(arr.type):
                     arr = pc.dictionary_encode(arr)
                 labels, present = raw[c]
-                position = present.get_indexer(pd.Index(arr.dictionary.to_pandas()))
+                dictionary = pd.Index(arr.dictionary.to_pandas())
+                position = present.get_indexer(dictionary)
+                # a float's NaN is the missing value, as DuckDB's reading gives the values
+                # (as_pandas_reads) and pandas reads it
+                nan = np.asarray(dictionary.isna(), dtype=bool)
+                if nan.any() or arr.indices.null_count:
+                    if len(labels) == len(present):
+                        raise _NotKeyable(f"{_NOT_KEYABLE}: {c}")
+                    position[nan] = len(present)
                 if (position < 0).any():
                     raise _NotKeyable(f"{_NOT_KEYABLE}: {c}")
                 table = coding.code_of_raw[c][position]
                 indices = arr.indices
                 if indices.null_count:
-                    if len(labels) == len(present):
-                        raise _NotKeyable(f"{_NOT_KEYABLE}: {c}")
                     missing = coding.code_of_raw[c][len(present)]
                     table = np.append(table, missing)
                     indices = indices.fill_null(len(position))

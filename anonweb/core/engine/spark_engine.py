@@ -79,6 +79,9 @@ class SparkEngine:
         self.spark = session if session is not None else spark_session(master)
 
     def _frame(self, source: Source) -> Any:
+        return as_pandas_reads(self._raw_frame(source))
+
+    def _raw_frame(self, source: Source) -> Any:
         kind = source_format(source)
         if isinstance(source, pd.DataFrame):
             return self.spark.createDataFrame(source)
@@ -118,11 +121,12 @@ class SparkEngine:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        df = self._frame(source)
+        df = self._raw_frame(source)
         names = list(df.columns)
         require_lineage_apart(node, names)
-        if node.lineage is not None:
+        if node.lineage is not None:  # numbered from the file's own rows (its metadata)
             df = self._numbered(source, df, node.lineage)
+        df = as_pandas_reads(df)
         qis = list(node.quasi_identifiers)
         mapped = {m.column for m in node.mappings}
         for i, m in enumerate(node.mappings):
@@ -241,7 +245,7 @@ class SparkEngine:
         df = self._frame(source)
         kinds = dict(df.dtypes)
         names = list(dict.fromkeys([*values, *numbers]))
-        present = {c: _present(c, kinds[c]) for c in values}
+        present = {c: _present(c) for c in values}
         summed = [c for c in numbers if kinds[c] in _NUMERIC]
         parts = [F.count(F.lit(1))]
         parts += [F.count(F.when(present[c], 1)) for c in values]
@@ -302,16 +306,34 @@ class SparkEngine:
         return None  # the session serves the whole process
 
 
+def as_pandas_reads(df: Any) -> Any:
+    """The Spark frame ``df`` with its cells as pandas reads them: a NaN of a float column is
+    a missing value (null), as :func:`~anonweb.core.engine.duckdb_engine.as_pandas_reads`
+    reads them in DuckDB. Spark groups NaN apart from null (and joins NaN to NaN): read raw,
+    a table with both would group into two classes where pandas finds one."""
+    from pyspark.sql import functions as F
+
+    floats = {c for c, kind in df.dtypes if kind in _FLOATS}
+    if not floats:
+        return df
+    return df.select(
+        *[
+            F.when(F.isnan(df[c]), F.lit(None)).otherwise(df[c]).alias(c) if c in floats else df[c]
+            for c in df.columns
+        ]
+    )
+
+
+_FLOATS = frozenset({"float", "double"})
 # Spark's types that pandas reads as numbers (decimals it reads as Python decimals, text)
 _NUMERIC = frozenset({"tinyint", "smallint", "int", "bigint", "float", "double"})
 
 
-def _present(column: str, kind: str) -> Any:
-    """Whether a cell of ``column`` (of Spark type ``kind``) is not blank."""
+def _present(column: str) -> Any:
+    """Whether a cell of ``column`` is not blank (null: a NaN is one once read as pandas reads
+    it, :func:`as_pandas_reads`)."""
     from pyspark.sql import functions as F
 
-    if kind in ("float", "double"):
-        return F.col(column).isNotNull() & ~F.isnan(F.col(column))
     return F.col(column).isNotNull()
 
 

@@ -63,7 +63,7 @@ class ColumnInfo:
     name: str
     type: str  # "integer", "float" or "text"
     missing: int
-    distinct: int
+    distinct: int | None  # None: not counted (convert_to_parquet's count_distinct)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -251,6 +251,7 @@ def convert_to_parquet(
     progress: Progress | None = None,
     sheet: str | None = None,
     decimal: str = ".",
+    count_distinct: bool = True,
 ) -> TableInfo:
     """Read the file at ``path`` and write it to ``dest`` as Parquet, in bounded memory.
 
@@ -258,6 +259,9 @@ def convert_to_parquet(
     is a text file's decimal mark. What may mean the file was read wrongly (one column whose
     name holds another separator, numbers with decimal commas read as text) is returned in
     ``TableInfo.warnings``.
+
+    ``count_distinct``: count each column's distinct values for the :class:`TableInfo` (one
+    more pass; without it, ``distinct`` is None).
 
     ``dest`` appears only once it is complete (written next to it, then renamed); on any error
     nothing is left behind. ``progress(fraction, message)`` is called as the work goes on; an
@@ -293,8 +297,12 @@ def convert_to_parquet(
             tally.check_rows()
             report(0.7, "storing each column with its type")
             _finish(staging, final, source.names, tally, lambda f, m: report(0.7 + 0.15 * f, m))
-        report(0.85, "counting distinct values")
-        distinct = _distinct_counts(final, source.names, lambda f, m: report(0.85 + 0.14 * f, m))
+        distinct: list[int | None] = [None] * len(source.names)
+        if count_distinct:  # for the upload's column list; a command reading a file needs none
+            report(0.85, "counting distinct values")
+            distinct = list(
+                _distinct_counts(final, source.names, lambda f, m: report(0.85 + 0.14 * f, m))
+            )
         os.chmod(final, 0o600)  # raw data: the service's user alone, as the upload itself
         os.replace(final, dest)
     except BaseException:
@@ -414,6 +422,11 @@ def _distinct_count(hashed: pq.ParquetFile, name: str, parquet: pq.ParquetFile) 
     return 1 + (changes.as_py() or 0) + nan
 
 
+# What a table read for a command (not uploaded) may hold: any number of cells and row groups
+# of any size, the other limits an upload's.
+READ_LIMITS = Limits(max_cells=10**12, max_expanded_bytes=2**62)
+
+
 def load_table(
     source: str | Path | BinaryIO,
     *,
@@ -426,7 +439,7 @@ def load_table(
     decimal: str = ".",
 ) -> pd.DataFrame:
     """Read a whole table into pandas with the upload's rules (types, limits, messages)."""
-    limits = limits or Limits(max_cells=10**12, max_expanded_bytes=2**62)
+    limits = limits or READ_LIMITS
     if isinstance(source, (str, Path)):
         path = Path(source)
         label = name or str(source)

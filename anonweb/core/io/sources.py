@@ -992,31 +992,41 @@ class ParquetSource:
         return values
 
     def _convert(self, values: pa.Array, kind: int) -> pa.Array:
+        return parquet_values(values, kind, label=self.label)
+
+
+def parquet_kind(t: pa.DataType) -> int:
+    """The kind a Parquet column of Arrow type ``t`` is read as: integers, floats or text."""
+    return ParquetSource._kind(t)
+
+
+def parquet_values(values: pa.Array, kind: int, *, label: str) -> pa.Array:
+    """A Parquet column's cells as an upload reads them (of the column's :func:`parquet_kind`):
+    integers as int64, floats as float64, and anything else as text (a timestamp to the
+    second, a boolean ``True`` or ``False``, a dictionary's values)."""
+    t = values.type
+    if pa.types.is_dictionary(t):
+        values = values.dictionary_decode()
         t = values.type
-        if pa.types.is_dictionary(t):
-            values = values.dictionary_decode()
-            t = values.type
-        if kind == INT:
-            if pa.types.is_uint64(t) and (pc.max(values).as_py() or 0) >= 2**63:
-                raise DataError(f"{self.label}: a column holds integers of 2^63 or more")
-            return values.cast(pa.int64())
-        if kind == FLOAT:
-            return values.cast(pa.float64())
-        if pa.types.is_string(t):
-            return values
-        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
-            return values.cast(pa.string())
-        if pa.types.is_timestamp(t):
-            seconds = values.cast(pa.timestamp("s", t.tz), safe=False)
-            return pc.strftime(seconds, format="%Y-%m-%d %H:%M:%S")
-        if pa.types.is_boolean(t):
-            return pc.if_else(values, "True", "False")
-        try:
-            return values.cast(pa.string())
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-            raise DataError(
-                f"{self.label}: a column of type {t} cannot be read as values"
-            ) from None
+    if kind == INT:
+        if pa.types.is_uint64(t) and (pc.max(values).as_py() or 0) >= 2**63:
+            raise DataError(f"{label}: a column holds integers of 2^63 or more")
+        return values.cast(pa.int64())
+    if kind == FLOAT:
+        return values.cast(pa.float64())
+    if pa.types.is_string(t):
+        return values
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return values.cast(pa.string())
+    if pa.types.is_timestamp(t):
+        seconds = values.cast(pa.timestamp("s", t.tz), safe=False)
+        return pc.strftime(seconds, format="%Y-%m-%d %H:%M:%S")
+    if pa.types.is_boolean(t):
+        return pc.if_else(values, "True", "False")
+    try:
+        return values.cast(pa.string())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise DataError(f"{label}: a column of type {t} cannot be read as values") from None
 
 
 def _is_text(t: pa.DataType) -> bool:

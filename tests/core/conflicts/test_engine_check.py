@@ -272,6 +272,19 @@ def _floats(values, missing_at=(), nan=False):
     return [(float("nan") if nan else None) if i in missing_at else v for i, v in enumerate(out)]
 
 
+# timestamps of each person (nanoseconds): to the microsecond, midnights, and microseconds in
+# winter and summer (two offsets)
+STAMPS = [1_700_000_000 * 10**9 + i * 10**9 + 123_450_000 + i * 10_000 for i in range(N_PEOPLE)]
+MIDNIGHTS = [(19_000 + i) * 86_400 * 10**6 for i in range(N_PEOPLE)]
+ZONED = [(1_700_000_000 + i * 10_000_000) * 10**6 + i for i in range(N_PEOPLE)]
+
+
+def _texts(values, unit="ns", zone=None):
+    """pandas' text of a column of timestamps (``values`` in ``unit`` since the epoch)."""
+    stamps = pd.Series(pd.to_datetime(values, unit=unit))
+    return list((stamps.dt.tz_localize("UTC").dt.tz_convert(zone) if zone else stamps).astype(str))
+
+
 EDGE_CASES = {
     # a NaN in one file and a null in the other: pandas reads both as NaN, both missing
     "nan and null": (
@@ -328,6 +341,36 @@ EDGE_CASES = {
         pa.array(list(range(N_PEOPLE)), pa.int64()),
         pa.array([float(i) for i in range(N_PEOPLE)], pa.float64()),
         False,
+    ),
+    # a column of timestamps is written in the format its values need: to the microsecond
+    # here (".123450", as Python writes it too), NaT when missing
+    "timestamps and their texts": (
+        pa.array(STAMPS, pa.timestamp("ns")),
+        pa.array(_texts(STAMPS)),
+        True,
+    ),
+    "a missing timestamp and the text NaT": (
+        pa.array([None, *STAMPS[1:]], pa.timestamp("ns")),
+        pa.array(["NaT", *_texts(STAMPS)[1:]]),
+        True,
+    ),
+    # ... and as dates alone when all are at midnight: not Python's text of them
+    "timestamps at midnight and Python's texts": (
+        pa.array(MIDNIGHTS, pa.timestamp("us")),
+        pa.array([str(pd.Timestamp(v, unit="us")) for v in MIDNIGHTS]),
+        False,
+    ),
+    # with a time zone, each as Python writes it, its offset after it
+    "timestamps with a zone and their texts": (
+        pa.array(ZONED, pa.timestamp("us", tz="Europe/Paris")),
+        pa.array(_texts(ZONED, "us", "Europe/Paris")),
+        True,
+    ),
+    # a categorical (a dictionary column) writes a missing value as nan
+    "a missing category and the text nan": (
+        pa.array([None] + [f"p{i}" for i in range(1, N_PEOPLE)]).dictionary_encode(),
+        pa.array(["nan"] + [f"p{i}" for i in range(1, N_PEOPLE)]),
+        True,
     ),
     "booleans and their texts beside a reading": (
         pa.array([i % 2 == 0 for i in range(N_PEOPLE)]),
@@ -456,6 +499,18 @@ def test_sensitive_values_are_compared_as_the_in_memory_check(tmp_path, case):
         same(memory, out_of_core)
 
 
+DAY = 86_400 * 10**9  # nanoseconds
+START = 1_700_000_000 * 10**9 - 1_700_000_000 * 10**9 % DAY  # a midnight, in nanoseconds
+
+
+def _ns(offset):
+    return START + int(offset)
+
+
+def _us(offset_ns):
+    return (START + int(offset_ns)) // 1000
+
+
 # Values of one kind each, by a code 0..5 (None: missing): a column of a release is one kind.
 KINDS = {
     "int": (pa.int64(), [0, 1, 2, BIG, BIG + 1, 3]),
@@ -465,11 +520,34 @@ KINDS = {
     "float32": (pa.float32(), [0.0, 1.0, None, 0.1, 0.5, 0.3]),
     "bool": (pa.bool_(), [False, True, None, True, False, True]),
     "text": (pa.string(), ["0", "1", None, "nan", "None", "0.30000000000000004"]),
+    # pandas writes a column of timestamps in the format its values need (the dates alone, to
+    # the second, or 3, 6 or 9 digits of it), as Python does beside another kind or with a
+    # time zone, and a missing one as NaT
+    "timestamp": (pa.timestamp("ns"), [_ns(0), _ns(500_000_000), None, _ns(1), _ns(DAY), _ns(1e6)]),
+    "timestamp at midnight": (
+        pa.timestamp("us"),
+        [_us(0), _us(DAY), None, _us(DAY), _us(0), _us(-DAY)],
+    ),
+    "timestamp with a zone": (
+        pa.timestamp("us", tz="Europe/Paris"),
+        [_us(0), _us(500_000), None, _us(1), _us(DAY), _us(1_000)],
+    ),
+    "timestamp texts": (
+        pa.string(),
+        [str(pd.Timestamp(_ns(x))) for x in (0, 5e8)]
+        + ["NaT"]
+        + [str(pd.Timestamp(_ns(x))) for x in (1, DAY, 1e6)],
+    ),
+    # a dictionary column, which pandas reads as a categorical: a missing value is nan
+    "category": (pa.dictionary(pa.int8(), pa.string()), ["a", "b", None, "nan", "None", "c"]),
+    "category texts": (pa.string(), ["a", "b", "nan", "nan", "None", "c"]),
 }
 
 
 def _kind_column(kind, codes):
     arrow_type, values = KINDS[kind]
+    if pa.types.is_dictionary(arrow_type):
+        return pa.array([values[c] for c in codes], arrow_type.value_type).dictionary_encode()
     return pa.array([values[c] for c in codes], arrow_type)
 
 
@@ -485,8 +563,26 @@ def _unique_column(kind, codes):
         "float32": lambda i: 0.1 * (i + 1),
         "bool": lambda i: i % 2 == 0,
         "text": lambda i: repr(i + 0.5),
+        "timestamp": lambda i: _ns(i * 250_000_000 + i % 2),
+        "timestamp at midnight": lambda i: _us(i * DAY),
+        "timestamp with a zone": lambda i: _us(i * 1_500_000_000),
+        "timestamp texts": lambda i: str(pd.Timestamp(_ns(i * 250_000_000 + i % 2))),
+        "category": lambda i: None if i == 0 else f"c{i}",
+        "category texts": lambda i: "nan" if i == 0 else f"c{i}",
     }[kind]
+    if pa.types.is_dictionary(arrow_type):
+        return pa.array([made(int(c)) for c in codes], arrow_type.value_type).dictionary_encode()
     return pa.array([made(int(c)) for c in codes], arrow_type)
+
+
+# A's class label by a code 0..2: a text, or a float whose codes 1 and 2 are a NaN and a
+# null, both missing to pandas: one class.
+CLASS_KINDS = {
+    "text": lambda codes: pa.array([f"c{x}" for x in codes]),
+    "float with NaN and null": lambda codes: pa.array(
+        [[0.5, float("nan"), None][x] for x in codes], pa.float64()
+    ),
+}
 
 
 @settings(max_examples=40, deadline=None)
@@ -501,9 +597,10 @@ def _unique_column(kind, codes):
     st.booleans(),
     st.booleans(),
     st.integers(0, 2**16),
+    st.sampled_from(sorted(CLASS_KINDS)),
 )
 def test_random_columns_of_any_kind_give_the_in_memory_findings(
-    cells, kind_va, kind_vb, kind_sa, kind_sb, same_v, unique_v, seed
+    cells, kind_va, kind_vb, kind_sa, kind_sb, same_v, unique_v, seed, kind_h
 ):
     # Each release publishes a class label, a reading v (the same codes in both, or B's
     # shifted) and a sensitive s, each column of a kind drawn apart: whether v joins the
@@ -535,7 +632,7 @@ def test_random_columns_of_any_kind_give_the_in_memory_findings(
                     make = column if c == "v" else _kind_column
                     arrays[c] = make(spec[0], spec[1][order])
                 else:
-                    arrays[c] = pa.array([f"c{x}" for x in spec[order]])
+                    arrays[c] = CLASS_KINDS[kind_h if c == "h" else "text"](spec[order])
             path, lineage = Path(tmp) / f"{name}.parquet", Path(tmp) / f"{name}.rows.parquet"
             pq.write_table(pa.table(arrays), path)
             pq.write_table(pa.table({LINEAGE_COLUMN: np.asarray(order, dtype=np.int64)}), lineage)

@@ -280,10 +280,11 @@ class Command(BaseCommand):
             raise CommandError(
                 f"cannot write {opts['out']}: its directory does not exist", returncode=2
             )
-        earlier = self._earlier_out_of_core(opts, name)
-        engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
         work = Path(tempfile.mkdtemp(prefix=".anonweb-release-", dir=target))
+        engine = None
         try:
+            earlier = self._earlier_out_of_core(opts, name, work)
+            engine = make_engine(name, opts["path"], memory_limit=opts["memory_limit"])
             made = make_engine_release(
                 opts["path"],
                 plan,
@@ -318,28 +319,30 @@ class Command(BaseCommand):
                 )
             write_all(outputs)
         finally:
-            engine.close()
+            if engine is not None:
+                engine.close()
             shutil.rmtree(work, ignore_errors=True)
         self.stdout.write(self._line(summary, made.rows))
         self._gate(made.gate, opts)
 
     @staticmethod
-    def _earlier_out_of_core(opts, name):
+    def _earlier_out_of_core(opts, name, work):
         """The ``--earlier`` release files linked to the source by DuckDB, which numbers the
-        source's rows as the engine's lineage does, without reading the source in memory; the
-        same checks and messages as :meth:`_earlier`. Refused (status 2) where the records
-        cannot be linked out of core: a source the engines do not number (CSV), or a file
-        publishing means of groups of records (solved in memory only)."""
+        source's rows as the engine's lineage does, without reading the source or the files in
+        memory (they are read into Parquet files under ``work``); the same checks and messages
+        as :meth:`_earlier`. Refused (status 2) where the records cannot be linked out of core:
+        a source the engines do not number (CSV), or a file publishing means of groups of
+        records (solved in memory only)."""
         from anonweb.cli.reading import file_labels
         from anonweb.core.conflicts.engine_earlier import (
             check_source_ids_out_of_core,
-            earlier_out_of_core,
+            earlier_file_out_of_core,
         )
         from anonweb.core.conflicts.engine_linkage import NotOutOfCore
         from anonweb.core.engine.base import source_format
         from anonweb.core.engine.duckdb_engine import DuckDBEngine
         from anonweb.core.engine.select import make_engine
-        from anonweb.core.io.frame import read_table
+        from anonweb.core.io.frame import _decode_sep
 
         paths = _earlier_paths(opts)
         if not paths:
@@ -360,12 +363,15 @@ class Command(BaseCommand):
         try:
             check_source_ids_out_of_core(duck, opts["path"], opts["id"])
             return tuple(
-                earlier_out_of_core(
+                earlier_file_out_of_core(
                     duck,
                     opts["path"],
-                    read_table(path, sep=opts["sep"], **reading(opts, main=False)),
+                    path,
                     label=label,
                     id_column=opts["id"],
+                    folder=work,
+                    sep=_decode_sep(opts["sep"]),
+                    decimal=reading(opts, main=False)["decimal"],
                 )
                 for path, label in zip(paths, file_labels(paths), strict=True)
             )
