@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.beta_likeness import BetaLikeness, BetaLikenessCaps, likeness_caps
 from anonweb.core.models.counts import ClassData, SensitiveDomain
 from anonweb.core.models.delta_disclosure import DeltaDisclosure, DeltaDisclosureCoverage
-from anonweb.core.models.share_bound import least_failing
+from anonweb.core.models.share_bound import least_failing, row_max, row_min
 from anonweb.core.models.t_closeness import TCloseness
 
 
@@ -252,3 +253,15 @@ def test_delta_disclosure_bound_with_a_floor_matches_its_definition():
     floor = domain.share * 0.25 * 50 * (1.0 - 1e-9)
     assert got.tolist() == least_failing(hist, np.where(hist < floor, 0.0, caps)).tolist()
     assert got.tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 255, 256, 257, 2000])
+@pytest.mark.parametrize("cols", [1, 14, 64, 65])
+def test_row_extremes_are_numpys_whatever_the_shape(rows, cols):
+    # a call per column for tall matrices, numpy's reduction for short or wide ones
+    rng = np.random.default_rng(rows * 100 + cols)
+    matrix = rng.normal(size=(rows, cols))
+    assert row_max(matrix).tolist() == matrix.max(axis=1).tolist()
+    assert row_min(matrix).tolist() == matrix.min(axis=1).tolist()
+    flags = matrix > 0.5
+    assert row_max(flags).tolist() == flags.any(axis=1).tolist()
