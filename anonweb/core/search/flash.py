@@ -438,7 +438,7 @@ class _Checker:
             if self.populations:
 
                 def population(table: Any) -> NDArray[Any]:
-                    return data.population_sizes(table)[rows]
+                    return np.asarray(data.population_sizes(table)[rows])
 
             part = self._data(data.sizes[rows], _rows_of(hists, rows), population)
             # figures the monotonic models computed for every class (t-closeness's
