@@ -415,11 +415,12 @@ class _Checker:
         todo = ~fail  # a class failing already needs no other verdict
         if self.max_out > 0:
             large = todo & (sizes * LARGE_CLASS > self.max_out)
-            if large.any() and not np.array_equal(large, todo):
-                self._judge(data, hists, fail, np.flatnonzero(large))
+            first = np.flatnonzero(large)
+            if 0 < len(first) < np.count_nonzero(todo):
+                self._judge(data, hists, fail, first)
                 out = np.bincount(node_of, weights=np.where(fail, sizes, 0))
                 todo &= ~large
-                todo &= ~(out > self.max_out)[node_of]
+                todo &= (out <= self.max_out)[node_of]
         self._judge(data, hists, fail, np.flatnonzero(todo))
 
     def _judge(
