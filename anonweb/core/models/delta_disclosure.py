@@ -217,6 +217,7 @@ class DeltaDisclosureCoverage(PrivacyModel):
         domain, hist = dense
         caps = domain.share * 2.0**self.delta
         floor = domain.share * 2.0**-self.delta * k * (1.0 - COVERAGE_MARGIN)
-        if k > 1 and (floor > 1.0).any():
-            caps = np.where(hist < floor, 0.0, caps)
-        return least_failing(hist, caps, ~settled)
+        # counts are whole: below a floor of 1 only a value the class lacks, whose cap
+        # changes nothing (it never counts among the values over their caps)
+        zero = floor if k > 1 and (floor > 1.0).any() else None
+        return least_failing(hist, caps, ~settled, zero)

@@ -37,12 +37,17 @@ RELATIVE_SLACK = 1e-9
 
 
 def least_failing(
-    hist: NDArray[Any], caps: NDArray[Any], wanted: NDArray[Any] | None = None
+    hist: NDArray[Any],
+    caps: NDArray[Any],
+    wanted: NDArray[Any] | None = None,
+    floor: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
     """L(C) for each class (row of the classes x values count matrix ``hist``), as whole
     records, with ``caps`` the largest share a passing class may hold of each value (one cap
     per value, or a matrix of them, a row per class); only for the ``wanted`` classes when given
-    (0 for the others).
+    (0 for the others). With ``floor`` (one count per value), a class holding fewer records
+    of a value than its floor has a cap of 0 on it: what ``caps`` set to 0 there gives, the
+    same to the last bit, with the matrix of caps made for the wanted classes alone.
 
     For any set S of values whose caps add up to A_S < 1, L(C) >= D_S / (1 - A_S) with D_S the
     sum of c_s - a_s n over S (each term of g's sum is at least c_s - a_s (n - f)). Newton's
@@ -60,6 +65,11 @@ def least_failing(
     caps = np.asarray(caps, dtype=float) * (1.0 + RELATIVE_SLACK) + RELATIVE_SLACK
     if caps.ndim == 2 and wanted is not None:
         caps = np.compress(wanted, caps, axis=0)
+    if floor is not None:
+        # a cap of 0, widened as every cap is: 0 (1 + slack) + slack is the slack itself
+        low = counts < floor
+        if low.any():
+            caps = np.where(low, RELATIVE_SLACK, caps)
     # (the matrices here run to a few hundred kilobytes per batch of nodes: each is written in
     # place where it can, as a fresh one costs more to map than to compute)
     ones = np.ones(counts.shape[1])
@@ -128,8 +138,13 @@ def row_min(matrix: NDArray[Any]) -> NDArray[Any]:
     return _by_column(matrix, np.minimum)
 
 
+# below this many rows numpy's reduction along rows costs less than a call per column (the
+# calls' own cost then outweighs the work: 14 columns of 64 rows, 13 us against 4)
+_FEW_ROWS = 256
+
+
 def _by_column(matrix: NDArray[Any], ufunc: Any) -> NDArray[Any]:
-    if matrix.ndim != 2 or not 0 < matrix.shape[1] <= 64:
+    if matrix.ndim != 2 or not 0 < matrix.shape[1] <= 64 or matrix.shape[0] < _FEW_ROWS:
         return np.asarray(ufunc.reduce(matrix, axis=1))
     out = matrix[:, 0].copy()
     for c in range(1, matrix.shape[1]):

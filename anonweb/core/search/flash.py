@@ -75,6 +75,9 @@ GALLOP = 8
 # the finer nodes' classes one batch of checks rolls up at most (its memory: about a hundred
 # bytes each); a node whose finer node holds more is checked in a batch of its own
 BATCH_CLASSES = 1 << 20
+# the models that are not monotonic judge first the classes holding more than 1/LARGE_CLASS
+# of the records the suppression limit allows (see _Checker._judge_others)
+LARGE_CLASS = 2
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ class _Eval:
     mono_ok: bool
     ok: bool
     ct: ClassTable
-    # classes outside the models (suppressed), for nodes the monotonic models accept
+    # classes outside the models (suppressed), for nodes the monotonic models accept: all of
+    # them for a node that passes; for one that fails, enough to pass the limit
     out_classes: NDArray[Any] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
@@ -262,8 +266,7 @@ class _Checker:
         least = _least_suppressed(mono, data, fail, self.k)
         if least is not None and least.sum() > self.max_out:
             return _Eval(False, False, ct)
-        for m in self.other:
-            fail |= ~m.passes(data)
+        self._judge_others(data, ct.hist, fail, np.zeros(len(sizes), dtype=np.int64))
         ok = bool(sizes[fail].sum() <= self.max_out)
         if ok and table_wide and self.table_wide:
             kept = data.select(~fail)
@@ -358,21 +361,22 @@ class _Checker:
         mono_out = per_node(np.where(fail, sizes, 0) if least is None else least)
         open_nodes = mono_out <= self.max_out
         if open_nodes.all():
-            for m in self.other:
-                fail |= ~m.passes(data)
+            self._judge_others(data, hists, fail, node_of)
         elif self.other and open_nodes.any():
             # the other models only for the nodes the monotonic ones leave open (each class
             # is judged on its own, so the figures are those of the whole batch)
             rows = np.flatnonzero(open_nodes[node_of])
             kept_tables = [t for t, o in zip(tables, open_nodes) if o]
+            open_hists = _rows_of(hists, rows)
             open_data = self._data(
                 sizes[rows],
-                lambda j: hists(j)[rows],
+                open_hists,
                 self._population([t.levels for t in kept_tables], [t.rep for t in kept_tables]),
             )
             open_data.keep_figures(data, rows)
-            for m in self.other:
-                fail[rows] |= ~m.passes(open_data)
+            open_fail = fail[rows]
+            self._judge_others(open_data, open_hists, open_fail, node_of[rows])
+            fail[rows] = open_fail
         ok = per_node(np.where(fail, sizes, 0)) <= self.max_out
         if self.table_wide:
             kept = data.select(~fail)
@@ -386,6 +390,77 @@ class _Checker:
                 lo, hi = starts[b], starts[b + 1]
                 evals.append(_Eval(True, bool(ok[b]), ct, fail[lo:hi]))
         return evals
+
+    def _judge_others(
+        self,
+        data: ClassData,
+        hists: Callable[[int], NDArray[Any]],
+        fail: NDArray[Any],
+        node_of: NDArray[Any],
+    ) -> None:
+        """Mark in ``fail`` the classes (of the nodes ``node_of`` says) that the other
+        (per-class, not monotonic) models reject: every one of them in a node that ends within
+        the suppression limit, and enough of them to put each other node over it (what a
+        node rejected suppresses decides nothing: see :class:`_Eval`).
+
+        Largest classes first: a node these models reject holds, on Adult, one or two classes
+        that alone fail more records than the limit, among hundreds of small ones. So the
+        classes holding more than a share of the limit (:data:`LARGE_CLASS`) are judged
+        first, and the rest only in the nodes still within the limit. Each class is judged
+        on its own (a per-class model's verdict on a class reads that class alone), so the
+        verdicts are those of judging every class at once."""
+        if not self.other:
+            return
+        sizes = data.sizes
+        todo = ~fail  # a class failing already needs no other verdict
+        if self.max_out > 0:
+            large = todo & (sizes * LARGE_CLASS > self.max_out)
+            first = np.flatnonzero(large)
+            if 0 < len(first) < np.count_nonzero(todo):
+                self._judge(data, hists, fail, first)
+                out = np.bincount(node_of, weights=np.where(fail, sizes, 0))
+                todo &= ~large
+                todo &= (out <= self.max_out)[node_of]
+        self._judge(data, hists, fail, np.flatnonzero(todo))
+
+    def _judge(
+        self,
+        data: ClassData,
+        hists: Callable[[int], NDArray[Any]],
+        fail: NDArray[Any],
+        rows: NDArray[Any],
+    ) -> None:
+        """``fail[rows] |=`` the verdicts of the other models on the classes ``rows``."""
+        if not len(rows):
+            return
+        part = data
+        if len(rows) < len(fail):
+            population = None
+            if self.populations:
+
+                def population(table: Any) -> NDArray[Any]:
+                    return np.asarray(data.population_sizes(table)[rows])
+
+            part = self._data(data.sizes[rows], _rows_of(hists, rows), population)
+            # figures the monotonic models computed for every class (t-closeness's
+            # distances), for these classes
+            part.keep_figures(data, rows)
+        for m in self.other:
+            fail[rows] |= ~m.passes(part)
+
+
+def _rows_of(
+    hists: Callable[[int], NDArray[Any]], rows: NDArray[Any]
+) -> Callable[[int], NDArray[Any]]:
+    """The histograms of the classes ``rows``, each taken once when first read."""
+    taken: dict[int, NDArray[Any]] = {}
+
+    def rows_of(j: int) -> NDArray[Any]:
+        if j not in taken:
+            taken[j] = hists(j)[rows]
+        return taken[j]
+
+    return rows_of
 
 
 def _least_suppressed(

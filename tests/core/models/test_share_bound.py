@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from anonweb.core.io.hierarchy import Hierarchy
 from anonweb.core.models.beta_likeness import BetaLikeness, BetaLikenessCaps, likeness_caps
 from anonweb.core.models.counts import ClassData, SensitiveDomain
 from anonweb.core.models.delta_disclosure import DeltaDisclosure, DeltaDisclosureCoverage
-from anonweb.core.models.share_bound import least_failing
+from anonweb.core.models.share_bound import least_failing, row_max, row_min
 from anonweb.core.models.t_closeness import TCloseness
 
 
@@ -221,3 +222,46 @@ def test_the_bound_is_the_least_failing_records_of_each_class(seed):
         exact = _least_by_bisection(row, cap)
         if abs(exact - round(exact)) > 1e-6:  # away from whole numbers, where slack decides
             assert got[i] == math.ceil(exact), (row, cap)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 1_000_000))
+def test_a_floor_gives_the_bound_of_caps_set_to_zero_below_it(seed):
+    # δ-disclosure's lower half under k-anonymity caps a value at 0 in a class holding fewer
+    # records of it than its floor: least_failing with the floor must give what the matrix of
+    # caps zeroed there gives, bit for bit, for every class wanted or not
+    rng = np.random.default_rng(seed)
+    rows, m = int(rng.integers(1, 60)), int(rng.integers(1, 16))
+    hist = rng.poisson(rng.uniform(0.2, 9.0), (rows, m)).astype(float)
+    hist *= rng.random((rows, m)) < 0.8
+    caps = rng.uniform(0.02, 1.2, m)
+    floor = rng.uniform(0.0, 6.0, m) * (rng.random(m) < 0.7)
+    wanted = rng.random(rows) < 0.7 if rng.random() < 0.5 else None
+    zeroed = np.where(hist < floor, 0.0, caps)
+    expected = least_failing(hist, zeroed, wanted)
+    assert least_failing(hist, caps, wanted, floor).tolist() == expected.tolist()
+
+
+def test_delta_disclosure_bound_with_a_floor_matches_its_definition():
+    # parts of at least 50 records keep more than 0.1 / 4 * 50 = 1.25 records of the rare
+    # value: a class holding one cannot keep it (cap 0), one holding two may
+    domain = _domain([10, 90])
+    hist = np.array([[1.0, 19.0], [2.0, 58.0], [0.0, 60.0]])
+    coverage = DeltaDisclosureCoverage("S", 2.0)
+    got = coverage.least_suppressed(_data(domain, hist), np.zeros(3, dtype=bool), 50)
+    caps = domain.share * 4.0
+    floor = domain.share * 0.25 * 50 * (1.0 - 1e-9)
+    assert got.tolist() == least_failing(hist, np.where(hist < floor, 0.0, caps)).tolist()
+    assert got.tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 255, 256, 257, 2000])
+@pytest.mark.parametrize("cols", [1, 14, 64, 65])
+def test_row_extremes_are_numpys_whatever_the_shape(rows, cols):
+    # a call per column for tall matrices, numpy's reduction for short or wide ones
+    rng = np.random.default_rng(rows * 100 + cols)
+    matrix = rng.normal(size=(rows, cols))
+    assert row_max(matrix).tolist() == matrix.max(axis=1).tolist()
+    assert row_min(matrix).tolist() == matrix.min(axis=1).tolist()
+    flags = matrix > 0.5
+    assert row_max(flags).tolist() == flags.any(axis=1).tolist()
