@@ -168,13 +168,16 @@ def _kept_body(request, context) -> str:
     rows, the budget), the current hierarchies, the latest profile job (its risk section is
     kept by the job), the budget ledger, the releases and jobs listed. Any change to one of
     them is another key; the reader's roles are part of it, so what an officer is shown never
-    reaches a steward. Built from the same context as the page renders it whole."""
+    reaches a steward. Built from the same context as the page renders it whole, but for the
+    risk section and the first rows, which quote the source: marks stand for them, replaced on
+    each view by their own kept entries (a purge forgets those)."""
     dataset = context["dataset"]
     job = context["profile_job"]
+    raw = bool(context["preview"])
     state = {
         "dataset": {f.attname: getattr(dataset, f.attname) for f in Dataset._meta.concrete_fields},
         "team": dataset.team.name,
-        "reader": [context["is_officer"], context["raw"], context["is_steward"]],
+        "reader": [context["is_officer"], context["raw"], context["is_steward"], raw],
         # a hierarchy's digest names its table or builder (its kind: read from it on a build)
         "hierarchies": [(h.column, h.levels, h.sha256) for h in context["hierarchies"].values()],
         "profile": (job.pk, job.created_at) if job else None,
@@ -187,6 +190,9 @@ def _kept_body(request, context) -> str:
         form = TagForm(dataset=dataset)
         page = {**context, "form": form, "column_rows": _column_rows(form, context["hierarchies"])}
         page["csrf_token"] = csrf_mark  # the body holds no part of this request
+        page.update(
+            risk_html=mark_safe(RISK_MARK), preview=mark_safe(PREVIEW_MARK) if raw else None
+        )
         return str(render_to_string("datasets/_detail_body.html", page))
 
     key = view_key(
@@ -195,7 +201,18 @@ def _kept_body(request, context) -> str:
         view=view_kind(internal=context["raw"]),
         part=f"page-body:{state_digest(state)}",
     )
-    return kept_body(key, build, token=get_token(request), counter="dataset-body")
+    body = kept_body(key, build, token=get_token(request), counter="dataset-body")
+    # The parts that quote the source's records and values are kept on their own, and a purge
+    # forgets them (the risk section with the profile job's, the first rows with the files):
+    # the kept body holds marks where they go, never them.
+    body = body.replace(RISK_MARK, context["risk_html"], 1)
+    return body.replace(PREVIEW_MARK, context["preview"] or "", 1)
+
+
+# Where the kept body holds the risk section and the first rows (HTML comments: no escaped text
+# of the page can look like them).
+RISK_MARK = "<!--kept: risk section-->"
+PREVIEW_MARK = "<!--kept: first rows-->"
 
 
 def _preview_html(storage_key) -> str:

@@ -233,7 +233,9 @@ def release_staff_body(
     states, the links, the attack figures), all read on this view. Any change to one of them is
     another key, so a kept body is never stale, and the key is the internal view's, never a
     published reader's. ``build(mark)`` renders it with ``mark`` as its CSRF token; the body
-    returned carries ``token``."""
+    returned carries ``token``. A page that quotes the source's records (an officer's, with
+    the values a conflict infers or the records an attack determines) is not kept: the caller
+    renders it on each view, so that a purge leaves none of it behind."""
     state = {
         "shown": _shown_state(release, versions),
         "documents": [release.gate, release.conflicts_checked],

@@ -17,6 +17,7 @@ from anonweb.common.paging import page_of
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import EXPORT_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
+from anonweb.core.release.report import attacks_without_records
 from anonweb.releases.downloads import download_response
 from anonweb.releases.fragments import (
     PUBLISHED,
@@ -151,11 +152,23 @@ def _staff_body(request, view, context) -> str:
     allow), then the utility section, kept on its own."""
     release = context["release"]
     gate = context["gate"]
+    page = {**context, **_link_form(context["formats"]), "utility_apart": True}
+    attacks = context["attacks"]
+    if any("private" in c for c in context["conflicts"]) or (
+        attacks and attacks != attacks_without_records(attacks)
+    ):
+        # An officer's page that quotes the source's records (the values a conflict lets an
+        # attacker infer, the records an attack determines) is rendered on each view, never
+        # kept: a purge removes the files they are read from, and nothing of them may stay.
+        return str(render_to_string("releases/_detail_body.html", page, request=request)) + (
+            _utility_tail(request, context)
+        )
 
     def build(csrf_mark: str) -> str:
-        kept = {**context, **_link_form(context["formats"]), "utility_apart": True}
-        kept["csrf_token"] = csrf_mark  # the body holds no part of this request
-        return str(render_to_string("releases/_detail_body.html", kept))
+        # the body holds no part of this request
+        return str(
+            render_to_string("releases/_detail_body.html", {**page, "csrf_token": csrf_mark})
+        )
 
     body = release_staff_body(
         release=release,
@@ -179,15 +192,19 @@ def _staff_body(request, view, context) -> str:
                 )
                 for link in context["links"]
             ],
-            "attacks": context["attacks"],
+            "attacks": attacks,
         },
         versions=context["versions"],
         build=build,
         token=get_token(request),
     )
-    if context["utility"] or context["utility_pending"]:
-        body += str(render_to_string("releases/_utility_tail.html", context, request=request))
-    return body
+    return body + _utility_tail(request, context)
+
+
+def _utility_tail(request, context) -> str:
+    if not (context["utility"] or context["utility_pending"]):
+        return ""
+    return str(render_to_string("releases/_utility_tail.html", context, request=request))
 
 
 def _conflict_shown(entry: dict) -> dict:

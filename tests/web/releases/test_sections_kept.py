@@ -211,3 +211,28 @@ def test_a_staff_body_follows_the_gate_as_it_stands(client, steward, release):
     assert after.context["gate"].conflict_k == k + 7
     assert f"with k = {k + 7} and".encode() in after.content
     assert f"with k = {k} and".encode() not in after.content
+
+
+def test_an_officer_s_page_that_quotes_the_source_s_records_is_never_kept(
+    client, officer, steward, release, monkeypatch
+):
+    from anonweb.releases import selectors
+
+    real = selectors.release_attacks_get
+    determined = {"column": "age", "determined": 1, "checked": 1, "undecided": 0}
+
+    def with_records(*, release):
+        rec = {"sentence": "One record determined.", "determined": 1}
+        rec["columns"] = [{**determined, "records": [3], "values": {"3": 41}}]
+        return {**(real(release=release) or {}), "reconstruction": rec}
+
+    monkeypatch.setattr(selectors, "release_attacks_get", with_records)
+    for _ in range(2):
+        page = _page(client, officer, release)
+        assert b'data-testid="reconstructed-records"' in page.content
+        assert BODY in _rendered(page) and not _kept_staff_bodies()
+    # the steward reads the figures without the records: their page is kept, and holds none
+    steward_page = _page(client, steward, release)
+    assert b'data-testid="reconstructed-records"' not in steward_page.content
+    (kept,) = _kept_staff_bodies().values()
+    assert 'data-testid="reconstruction"' in kept and "reconstructed-records" not in kept
