@@ -11,6 +11,8 @@ A figure built for one kind is never served to the other."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -96,3 +98,26 @@ def charts_markup(charts, *, testid: str = "") -> str:
         )
         for chart in charts or ()
     )
+
+
+# Where a kept page body holds each view's CSRF token (``{% csrf_token %}`` renders it as the
+# value of this input): Django masks the token anew for every request, so a body with forms
+# that post is kept with this mark and each view puts its own token in. Only a template writes
+# the input with its quotes unescaped, so no text a page shows can look like it.
+CSRF_MARK = "csrf-token-of-this-view"
+CSRF_INPUT = 'name="csrfmiddlewaretoken" value="{}"'
+
+
+def kept_body(key: str, build: Callable[[str], str], *, token: str, counter: str) -> str:
+    """A page's body kept under ``key`` (:func:`cached_view`), which must name everything it
+    shows; ``build(mark)`` renders it with ``mark`` as its CSRF token (render the template
+    without the request, ``csrf_token`` set to ``mark``: the body then holds nothing of the
+    request). The body returned carries ``token``, this view's."""
+    body = cached_view(key, lambda: build(CSRF_MARK), counter=counter)
+    return body.replace(CSRF_INPUT.format(CSRF_MARK), CSRF_INPUT.format(token))
+
+
+def state_digest(state: object) -> str:
+    """A digest of what a kept body shows (JSON of it: dates and the like as text)."""
+    text = json.dumps(state, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

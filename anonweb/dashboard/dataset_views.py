@@ -5,8 +5,11 @@ purge (which scrubs jobs and releases too). They sit above the apps they read, a
 does; ``anonweb/urls.py`` serves them under the ``datasets`` namespace with the datasets app's
 own pages, at the same addresses."""
 
+from dataclasses import asdict
+
 from django.conf import settings
 from django.contrib import messages
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
@@ -14,9 +17,10 @@ from django.views.decorators.http import require_POST
 
 from anonweb.accounts.models import Role
 from anonweb.accounts.selectors import raw_value_teams, teams_where, user_has_role
-from anonweb.common.charts import view_kind
+from anonweb.common.charts import kept_body, state_digest, view_key, view_kind
 from anonweb.core.errors import CoreError
 from anonweb.dashboard.dataset_forms import TagForm, UploadForm
+from anonweb.datasets.models import Dataset
 from anonweb.datasets.selectors import (
     can_see_raw,
     dataset_error_for,
@@ -92,8 +96,8 @@ def dataset_detail(request, dataset_id: int):
                 ),
             },
         )
-    form = TagForm(request.POST or None, dataset=dataset)
-    if request.method == "POST":
+    form = TagForm(request.POST, dataset=dataset) if request.method == "POST" else None
+    if form is not None:
         if not is_officer:
             messages.error(request, "Tagging columns needs the privacy officer role.")
             return redirect("datasets:detail", dataset_id=dataset.pk)
@@ -127,34 +131,88 @@ def dataset_detail(request, dataset_id: int):
         if profile_job
         else None
     )
-
-    hierarchies = hierarchies_for(dataset=dataset)
-    return render(
-        request,
-        "datasets/detail.html",
-        {
-            "dataset": dataset,
-            "form": form,
-            "column_rows": [
-                (col, field, hierarchies.get(col["name"])) for col, field in form.rows()
-            ],
-            "is_officer": is_officer,
-            "preview": preview,
-            "ledger": ledger_for(dataset),
-            # the one access rule, and the rows without their JSON documents (a list of links)
-            "releases": releases_for_user(user=request.user, dataset_id=dataset.pk, documents=False)
+    context = {
+        "dataset": dataset,
+        "hierarchies": hierarchies_for(dataset=dataset),
+        "is_officer": is_officer,
+        "raw": raw,
+        "preview": preview,
+        "ledger": ledger_for(dataset),
+        # the one access rule, and the rows without their JSON documents (a list of links)
+        "releases": list(
+            releases_for_user(user=request.user, dataset_id=dataset.pk, documents=False)
             .select_related(None)
-            .only("id", "version", "title", "status")[:20],
-            "is_steward": user_has_role(
-                user=request.user, team=dataset.team, role=Role.DATA_STEWARD
-            ),
-            "profile_job": profile_job,
-            "risk_section": risk_section,
-            # rendered (and escaped) when built
-            "risk_html": mark_safe(risk_section.html) if risk_section else "",
-            "jobs": dataset.jobs.only("id", "dataset", "kind", "status")[:10],
-        },
+            .only("id", "version", "title", "status")[:20]
+        ),
+        "is_steward": user_has_role(user=request.user, team=dataset.team, role=Role.DATA_STEWARD),
+        "profile_job": profile_job,
+        "risk_section": risk_section,
+        # rendered (and escaped) when built
+        "risk_html": mark_safe(risk_section.html) if risk_section else "",
+        "jobs": list(dataset.jobs.only("id", "dataset", "kind", "status")[:10]),
+    }
+    if form is None:  # a view, not a refused POST (which shows what was posted)
+        context["body"] = mark_safe(_kept_body(request, context))  # escaped when built
+    else:
+        context.update(form=form, column_rows=_column_rows(form, context["hierarchies"]))
+    return render(request, "datasets/detail.html", context)
+
+
+def _column_rows(form, hierarchies) -> list:
+    return [(col, field, hierarchies.get(col["name"])) for col, field in form.rows()]
+
+
+def _kept_body(request, context) -> str:
+    """The page's content, kept under everything it shows: the dataset's row (its columns,
+    tags, state and dates) and team name, what the reader's roles allow (tagging, the raw
+    rows, the budget), the current hierarchies, the latest profile job (its risk section is
+    kept by the job), the budget ledger, the releases and jobs listed. Any change to one of
+    them is another key; the reader's roles are part of it, so what an officer is shown never
+    reaches a steward. Built from the same context as the page renders it whole, but for the
+    risk section and the first rows, which quote the source: marks stand for them, replaced on
+    each view by their own kept entries (a purge forgets those)."""
+    dataset = context["dataset"]
+    job = context["profile_job"]
+    raw = bool(context["preview"])
+    state = {
+        "dataset": {f.attname: getattr(dataset, f.attname) for f in Dataset._meta.concrete_fields},
+        "team": dataset.team.name,
+        "reader": [context["is_officer"], context["raw"], context["is_steward"], raw],
+        # a hierarchy's digest names its table or builder (its kind: read from it on a build)
+        "hierarchies": [(h.column, h.levels, h.sha256) for h in context["hierarchies"].values()],
+        "profile": (job.pk, job.created_at) if job else None,
+        "ledger": asdict(context["ledger"]),
+        "releases": [(r.pk, r.version, r.title, r.status) for r in context["releases"]],
+        "jobs": [(j.pk, j.kind, j.status) for j in context["jobs"]],
+    }
+
+    def build(csrf_mark: str) -> str:
+        form = TagForm(dataset=dataset)
+        page = {**context, "form": form, "column_rows": _column_rows(form, context["hierarchies"])}
+        page["csrf_token"] = csrf_mark  # the body holds no part of this request
+        page.update(
+            risk_html=mark_safe(RISK_MARK), preview=mark_safe(PREVIEW_MARK) if raw else None
+        )
+        return str(render_to_string("datasets/_detail_body.html", page))
+
+    key = view_key(
+        kind="dataset",
+        ident=f"{dataset.pk}.{dataset.storage_key}",
+        view=view_kind(internal=context["raw"]),
+        part=f"page-body:{state_digest(state)}",
     )
+    body = kept_body(key, build, token=get_token(request), counter="dataset-body")
+    # The parts that quote the source's records and values are kept on their own, and a purge
+    # forgets them (the risk section with the profile job's, the first rows with the files):
+    # the kept body holds marks where they go, never them.
+    body = body.replace(RISK_MARK, context["risk_html"], 1)
+    return body.replace(PREVIEW_MARK, context["preview"] or "", 1)
+
+
+# Where the kept body holds the risk section and the first rows (HTML comments: no escaped text
+# of the page can look like them).
+RISK_MARK = "<!--kept: risk section-->"
+PREVIEW_MARK = "<!--kept: first rows-->"
 
 
 def _preview_html(storage_key) -> str:

@@ -2,13 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.cache import cache
 from django.shortcuts import render
-from django.template.loader import render_to_string
-from django.utils.safestring import mark_safe
 
 from anonweb.accounts.models import Membership
-from anonweb.common.charts import builds
+from anonweb.audit.rows import event_rows_html
 from anonweb.common.paging import page_of
 from anonweb.datasets.selectors import datasets_for_user
 from anonweb.jobs.selectors import jobs_for_user
@@ -73,24 +70,10 @@ def audit_list(request):
     )
 
 
-# Events are append-only and never change, so each row of the trail is rendered once and kept,
-# keyed by the event's hash (unique for ever: it chains every event before it). A row shows the
-# event as stored, the same to every reader; which events a reader gets is the query's rule
-# (:func:`anonweb.releases.audit_access.audit_events_for_user`), never the cache's.
-AUDIT_ROW_SECONDS = 7 * 24 * 3600
-
-
 def audit_rows_html(events) -> list[str]:
-    """The table rows of ``events``, in their order: read back in one cache call, the missing
-    ones rendered (counted in :data:`anonweb.common.charts.builds` as ``audit-row``) and kept."""
-    events = list(events)
-    keys = [f"anonweb:audit:row:v1:{e.hash}" for e in events]
-    found = cache.get_many(keys)
-    missing = {}
-    for key, event in zip(keys, events, strict=True):
-        if key not in found:
-            builds["audit-row"] += 1
-            missing[key] = str(render_to_string("audit/_row.html", {"e": event}))
-    if missing:
-        cache.set_many(missing, AUDIT_ROW_SECONDS)
-    return [mark_safe(found.get(key) or missing[key]) for key in keys]  # escaped when rendered
+    """The table rows of ``events``, in their order, each rendered once and kept
+    (:mod:`anonweb.audit.rows`; counted in :data:`anonweb.common.charts.builds` as
+    ``audit-row``)."""
+    return list(
+        event_rows_html(events, template="audit/_row.html", part="row", counter="audit-row")
+    )

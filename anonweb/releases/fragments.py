@@ -34,6 +34,8 @@ from anonweb.common.charts import (
     VIEWS,
     cached_view,
     charts_markup,
+    kept_body,
+    state_digest,
     view_key,
 )
 from anonweb.common.templatetags.display import as_table
@@ -53,6 +55,7 @@ __all__ = [
     "release_fragments",
     "release_fragments_warm",
     "release_published_body",
+    "release_staff_body",
 ]
 
 log = logging.getLogger(__name__)
@@ -211,3 +214,33 @@ def _shown_state(release: Release, versions: Sequence[Release]) -> str:
     }
     text = json.dumps(state, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def release_staff_body(
+    *,
+    release: Release,
+    reader: Mapping[str, Any],
+    shown: Mapping[str, Any],
+    versions: Sequence[Release],
+    build: Callable[[str], str],
+    token: str,
+) -> str:
+    """The content of ``release``'s page for one of its team's officers or stewards, but its
+    utility section (kept apart, :mod:`anonweb.releases.utility`), kept under a digest of
+    everything it shows: the release row as the published body's key has it, its recorded gate
+    and checks, ``reader`` (what the reader's roles decide: officer or not, the review and link
+    forms) and ``shown`` (the gate as it stands, the conflict findings with their releases'
+    states, the links, the attack figures), all read on this view. Any change to one of them is
+    another key, so a kept body is never stale, and the key is the internal view's, never a
+    published reader's. ``build(mark)`` renders it with ``mark`` as its CSRF token; the body
+    returned carries ``token``. A page that quotes the source's records (an officer's, with
+    the values a conflict infers or the records an attack determines) is not kept: the caller
+    renders it on each view, so that a purge leaves none of it behind."""
+    state = {
+        "shown": _shown_state(release, versions),
+        "documents": [release.gate, release.conflicts_checked],
+        "reader": reader,
+        "now": shown,
+    }
+    key = fragment_key(release=release, view=INTERNAL, part=f"staff-body:{state_digest(state)}")
+    return kept_body(key, build, token=token, counter="release-staff-body")

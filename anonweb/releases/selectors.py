@@ -256,9 +256,17 @@ def conflicts_for_releases(
     shown = {r.pk: r for r in releases if r.team_id in roles.staff}
     if not shown:
         return out
-    links = ConflictFinding.involved.through.objects.filter(release_id__in=list(shown))
+    # Most releases are in no finding: the link table's one narrow query says so, and the
+    # findings' query (joined, prefetched: several times its cost to build) is not built.
+    found = list(
+        ConflictFinding.involved.through.objects.filter(release_id__in=list(shown)).values_list(
+            "conflictfinding_id", flat=True
+        )
+    )
+    if not found:
+        return out
     findings = (
-        ConflictFinding.objects.filter(pk__in=links.values("conflictfinding_id"))
+        ConflictFinding.objects.filter(pk__in=found)
         .select_related("release")
         .prefetch_related("involved__dataset")
         .order_by("release__version", "position", "pk")

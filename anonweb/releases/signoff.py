@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from anonweb.audit.models import AuditEvent
+from anonweb.audit.rows import event_rows_html
 from anonweb.common.files import files
 from anonweb.core.io.export import EXPORT_FORMATS, ExportFormat
 from anonweb.core.release.publish import scrub_report
@@ -166,7 +167,14 @@ def signoff_html(*, release: Release, user, files: list[FileHash] | None = None)
         "mismatch": [f for f in files if f.verified is False],
         "derived": derivations(release, files),
         "plan_json": json.dumps(release.plan or {}, indent=2, ensure_ascii=False),
-        "events": events,
+        # every event about the release, each rendered once (a download is one: a release
+        # downloaded a few hundred times had its report render as many tables on each view)
+        "event_rows": event_rows_html(
+            events,
+            template="releases/_signoff_event.html",
+            part="signoff-row",
+            counter="signoff-row",
+        ),
         # The gate as it stands now: conflicts with every other live release, later ones too.
         "gate": release_gate_now(release=release),
         "conflicts": conflicts_for(release=release, user=user),

@@ -312,7 +312,8 @@ def utility_cache_forget(*, dataset) -> None:
         cache.delete_many([_utility_key(release, raw=True), _utility_key(release, raw=False)])
 
 
-# The utility, its charts, their markup and the page's whole utility section (markup).
+# The utility, its charts without their figures (their ids), markup apart from the section's
+# (none: the charts' markup is in the section) and the page's whole utility section (markup).
 UtilityPage = tuple[dict[str, Any] | None, list[dict[Any, Any]] | None, str, str]
 
 
@@ -353,7 +354,11 @@ def _utility_page(release: Release, *, raw: bool) -> UtilityPage:
             if utility
             else ""
         )
-        return utility, charts, charts_html, section
+        # What a view reads of the charts is which there are: their figures are in the
+        # section's markup, and kept beside it they were most of the entry (unpickled on every
+        # staff reader's view) for nothing.
+        named = [{k: v for k, v in c.items() if k != "figure"} for c in charts] if charts else None
+        return utility, named, "", section
 
     if utility_waits_for_job(release=release):  # nothing to keep until its job has run
         return None, None, "", ""

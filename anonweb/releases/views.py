@@ -3,6 +3,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -16,8 +17,14 @@ from anonweb.common.paging import page_of
 from anonweb.core.errors import CoreError
 from anonweb.core.io.export import EXPORT_FORMATS, download_format
 from anonweb.core.release.policy import PolicyThresholds
+from anonweb.core.release.report import attacks_without_records
 from anonweb.releases.downloads import download_response
-from anonweb.releases.fragments import PUBLISHED, release_fragments, release_published_body
+from anonweb.releases.fragments import (
+    PUBLISHED,
+    release_fragments,
+    release_published_body,
+    release_staff_body,
+)
 from anonweb.releases.gate import release_policy_update, thresholds_for
 from anonweb.releases.links import (
     LINK_HOURS_DEFAULT,
@@ -87,7 +94,6 @@ def release_detail(request, release_id: int):
     utility, utility_charts, _, utility_html = view.utility_page
     charts, alternatives = built.charts, built.alternatives
     formats = [EXPORT_FORMATS[f] for f in built.formats]
-    link_form = LinkForm(formats=[f.name for f in formats])
     context = {
         "release": release,
         "report": report,
@@ -112,14 +118,13 @@ def release_detail(request, release_id: int):
         "links": release_links_for(release=release) if staff else [],
         "can_issue_link": release.status == ReleaseStatus.APPROVED
         and user_has_role(user=request.user, team=release.team, role=Role.DATA_STEWARD),
-        "link_form": link_form,
-        "link_form_html": form_fields_html(link_form),
         "versions": release_versions_for_user(user=request.user, release=release),
     }
-    # A reader of the published view gets no form that posts (no review, no link): the page's
-    # content is the same for every such reader who sees the same versions, rendered once.
     if view.report_name == PUBLISHED and not can_review and not context["can_issue_link"]:
-        context["published_body"] = mark_safe(  # rendered (and escaped) when built
+        # A reader of the published view gets no form that posts (no review, no link): the
+        # page's content is the same for every such reader who sees the same versions,
+        # rendered once.
+        context["body"] = mark_safe(  # rendered (and escaped) when built
             release_published_body(
                 release=release,
                 versions=context["versions"],
@@ -128,7 +133,89 @@ def release_detail(request, release_id: int):
                 ),
             )
         )
+    elif staff:
+        context["body"] = mark_safe(_staff_body(request, view, context))  # escaped when built
+    else:
+        context.update(_link_form(formats))
     return render(request, "releases/detail.html", context)
+
+
+def _link_form(formats) -> dict:
+    link_form = LinkForm(formats=[f.name for f in formats])
+    return {"link_form": link_form, "link_form_html": form_fields_html(link_form)}
+
+
+def _staff_body(request, view, context) -> str:
+    """The page's content for one of the release's team's officers and stewards: all but its
+    utility section kept under everything it shows (``release_staff_body``: the gate, the
+    conflicts, the links and the attack figures read on this view, what the reader's roles
+    allow), then the utility section, kept on its own."""
+    release = context["release"]
+    gate = context["gate"]
+    page = {**context, **_link_form(context["formats"]), "utility_apart": True}
+    attacks = context["attacks"]
+    if any("private" in c for c in context["conflicts"]) or (
+        attacks and attacks != attacks_without_records(attacks)
+    ):
+        # An officer's page that quotes the source's records (the values a conflict lets an
+        # attacker infer, the records an attack determines) is rendered on each view, never
+        # kept: a purge removes the files they are read from, and nothing of them may stay.
+        return str(render_to_string("releases/_detail_body.html", page, request=request)) + (
+            _utility_tail(request, context)
+        )
+
+    def build(csrf_mark: str) -> str:
+        # the body holds no part of this request
+        return str(
+            render_to_string("releases/_detail_body.html", {**page, "csrf_token": csrf_mark})
+        )
+
+    body = release_staff_body(
+        release=release,
+        reader={
+            "officer": view.officer,
+            "can_review": context["can_review"],
+            "can_issue_link": context["can_issue_link"],
+        },
+        shown={
+            "gate": {k: v for k, v in gate.to_dict().items() if k != "at"} if gate else None,
+            "conflicts": [_conflict_shown(c) for c in context["conflicts"]],
+            "links": [
+                (
+                    link.pk,
+                    link.label,
+                    link.format,
+                    link.issued_at,
+                    link.expires_at,
+                    link.used_at,
+                    link.issued_by.username if link.issued_by else None,
+                )
+                for link in context["links"]
+            ],
+            "attacks": attacks,
+        },
+        versions=context["versions"],
+        build=build,
+        token=get_token(request),
+    )
+    return body + _utility_tail(request, context)
+
+
+def _utility_tail(request, context) -> str:
+    if not (context["utility"] or context["utility_pending"]):
+        return ""
+    return str(render_to_string("releases/_utility_tail.html", context, request=request))
+
+
+def _conflict_shown(entry: dict) -> dict:
+    """A conflict finding as the page shows it, its releases by id, version, state and label."""
+    shown = {k: v for k, v in entry.items() if k not in ("found_by", "releases")}
+    shown["found_by"] = entry["found_by"].pk
+    shown["releases"] = [
+        (r["release"].pk, r["release"].version, r["release"].status, r["label"], r["live"])
+        for r in entry["releases"]
+    ]
+    return shown
 
 
 @require_POST

@@ -480,3 +480,21 @@ def test_api_signoff_is_the_same_document(officer, analyst, steward, release):
     client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(analyst)[1]}")
     response = client.get(f"/api/v1/releases/{release.pk}/signoff/")
     assert response.status_code == 403 and "error" in response.json()
+
+
+def test_each_event_of_the_signoff_audit_trail_is_rendered_once(client, officer, release):
+    import re
+
+    from anonweb.common.charts import builds
+
+    client.force_login(officer)
+    first = signoff(client, release).content.decode()
+    before = builds["signoff-row"]
+    second = signoff(client, release).content.decode()
+    # the second report adds the first one's download, the only row rendered for it
+    assert builds["signoff-row"] == before + 1
+    rows = [re.findall(r'<tr data-testid="event".*?</tr>', html) for html in (first, second)]
+    assert len(rows[1]) == len(rows[0]) + 1 and rows[1][: len(rows[0])] == rows[0]
+    assert (
+        'data-testid="event-details"' in rows[1][-1] and "release.signoff_downloaded" in rows[1][-1]
+    )
