@@ -156,6 +156,10 @@ except Exception as exc:  # dj_database_url raises bare ValueError/KeyError on j
         f"DATABASE_URL={_database_url!r} is not a database URL ({exc}); "
         "expected e.g. postgres://user:password@host:5432/name"
     ) from None
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # the same backend, whose check of a kept connection sends no query while the server has
+    # sent nothing on it (anonweb/common/postgresql/base.py)
+    DATABASES["default"]["ENGINE"] = "anonweb.common.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so that a worker process sees what the tests wrote.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
