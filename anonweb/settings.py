@@ -132,6 +132,8 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # {% url %} with its reversals remembered (anonweb/common/templatetags/kept_urls.py)
+            "builtins": ["anonweb.common.templatetags.kept_urls"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
