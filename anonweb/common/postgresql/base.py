@@ -20,17 +20,21 @@ _READABLE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP | s
 
 
 class DatabaseWrapper(PostgreSQLDatabaseWrapper):
+    # Set while Django checks a kept connection before a request uses it; the check after a
+    # failed query (close_if_unusable_or_obsolete) always sends SELECT 1.
+    _checking_before_reuse = False
+
     def close_if_health_check_failed(self):
-        if (
-            self.connection is not None
-            and self.health_check_enabled
-            and not self.health_check_done
-            and not self.pool
-            and self._idle_with_nothing_to_read()
-        ):
-            self.health_check_done = True
-            return
-        super().close_if_health_check_failed()
+        self._checking_before_reuse = True
+        try:
+            super().close_if_health_check_failed()
+        finally:
+            self._checking_before_reuse = False
+
+    def is_usable(self):
+        if self._checking_before_reuse and self._idle_with_nothing_to_read():
+            return True
+        return super().is_usable()
 
     def _idle_with_nothing_to_read(self) -> bool:
         conn = self.connection
