@@ -132,6 +132,8 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # {% url %} with its reversals remembered (anonweb/common/templatetags/kept_urls.py)
+            "builtins": ["anonweb.common.templatetags.kept_urls"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -156,6 +158,10 @@ except Exception as exc:  # dj_database_url raises bare ValueError/KeyError on j
         f"DATABASE_URL={_database_url!r} is not a database URL ({exc}); "
         "expected e.g. postgres://user:password@host:5432/name"
     ) from None
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # the same backend, whose check of a kept connection sends no query while the server has
+    # sent nothing on it (anonweb/common/postgresql/base.py)
+    DATABASES["default"]["ENGINE"] = "anonweb.common.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so that a worker process sees what the tests wrote.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}

@@ -39,6 +39,8 @@ JOB_LIST_FIELDS = (
 
 def job_list(request):
     jobs_check_queued_from_page()  # a job listed as queued is one a worker may still take
+    # The queue check's button is for privacy officers: the menu's roles (read once per
+    # request, no query) say whether the reader is one in any team.
     return render(
         request,
         "jobs/list.html",
@@ -52,7 +54,6 @@ def job_list(request):
                 .select_related("dataset", "created_by")
                 .only(*JOB_LIST_FIELDS),
             ),
-            "officer_teams": teams_where(user=request.user, role=Role.PRIVACY_OFFICER),
         },
     )
 

@@ -4,6 +4,8 @@ sessions it must end on the very next request, as Django's own read from the dat
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -87,3 +89,76 @@ def test_without_a_shared_cache_every_request_reads_the_row(signed_in, settings)
     user, client = signed_in
     assert user_reads(client) == (200, 1)
     assert user_reads(client) == (200, 1)
+
+
+def _kept_entry(user):
+    from django.core.cache import cache
+
+    from anonweb.accounts.user_cache import _user_key
+
+    kept = cache.get(_user_key(user.pk))
+    assert kept is not None, "the first view keeps the user"
+    return kept
+
+
+def test_the_kept_user_holds_no_password_hash(signed_in):
+    """Whoever reads the shared cache gets no password hash to crack: only the keyed HMAC
+    Django checks the session against."""
+    user, client = signed_in
+    fresh = get_user_model().objects.get(pk=user.pk)
+    payload = pickle.dumps(_kept_entry(user))
+    hashed = fresh.password
+    assert hashed and "$" in hashed
+    for part in [hashed, *hashed.split("$")[1:]]:  # the whole hash, its salt, its digest
+        assert part.encode() not in payload
+    assert b"password" not in payload
+    assert fresh.get_session_auth_hash().encode() in payload
+
+
+def test_a_kept_user_reads_its_password_from_the_database_when_asked(signed_in):
+    user, client = signed_in
+    response = client.get(PAGE)
+    kept = response.wsgi_request.user
+    assert kept.get_deferred_fields() == {"password"}
+    with CaptureQueriesContext(connection) as ctx:
+        assert kept.password == get_user_model().objects.get(pk=user.pk).password
+    assert len(ctx) == 2
+    assert kept.check_password("another long passphrase") is False
+
+
+def test_a_password_changed_in_the_request_signs_the_session_with_the_new_hash(team):
+    """The admin's own password change updates the session with the hash of the new password
+    (Django's update_session_auth_hash on the request's user, the one read from the cache)."""
+    admin = member(team, Role.PRIVACY_OFFICER, username="root")
+    admin.is_staff = admin.is_superuser = True
+    admin.set_password("first long passphrase")
+    admin.save()
+    client = Client()
+    client.force_login(admin)
+    assert user_reads(client)[0] == 200
+    assert user_reads(client) == (200, 0)  # now from the cache
+    response = client.post(
+        "/admin/password_change/",
+        {
+            "old_password": "first long passphrase",
+            "new_password1": "second long passphrase",
+            "new_password2": "second long passphrase",
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    assert get_user_model().objects.get(pk=admin.pk).check_password("second long passphrase")
+    status, reads = user_reads(client)
+    assert (status, reads) == (200, 1)  # read again (the user changed), still signed in
+    assert user_reads(client) == (200, 0)
+
+
+def test_a_new_secret_key_keeps_sessions_through_its_fallback(signed_in, settings):
+    """The kept HMAC is made with the secret key: after a rotation the user is read again and
+    the session, signed under the old key (a fallback), is moved to the new one."""
+    user, client = signed_in
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "another-test-only-secret-key-not-for-any-deployment-98765"
+    assert user_reads(client) == (200, 1)
+    assert user_reads(client) == (200, 0)
+    settings.SECRET_KEY_FALLBACKS = []
+    assert user_reads(client) == (200, 0)  # the session now holds the new key's HMAC

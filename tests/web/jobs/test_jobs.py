@@ -1,4 +1,6 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -194,3 +196,15 @@ def test_the_queue_sends_jobs_to_the_task_the_worker_runs():
 
     assert app.tasks[queue.RUN_JOB].name == tasks.run_job.name == queue.RUN_JOB
     assert app.tasks[queue.CHECK_QUEUED].name == tasks.check_queued.name == queue.CHECK_QUEUED
+
+
+def test_the_queue_check_button_is_for_privacy_officers_only(client, officer, steward):
+    """Read from the roles every page reads: the job list asks the database for its jobs alone."""
+    client.force_login(officer)
+    client.get(reverse("jobs:list"))  # the roles are kept from here on
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(reverse("jobs:list"))
+    assert b'data-testid="queue-check"' in response.content
+    assert [q["sql"] for q in ctx if "accounts_" in q["sql"]] == []
+    client.force_login(steward)
+    assert b'data-testid="queue-check"' not in client.get(reverse("jobs:list")).content
