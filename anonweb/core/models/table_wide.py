@@ -9,9 +9,10 @@ even the limit does not suffice, the node fails. This is ARX's ``RiskBasedCriter
 definition the search's node check, the release of its node and the what-if call.
 
 Order of the classes: by size, smallest first; among classes of one size by the keys the
-caller gives (ARX: the class's information loss under the metric, then its first record); a
-class that may not be suppressed (``eligible`` false: ARX leaves out a class at the top of every
-hierarchy) is never taken.
+caller gives (ARX: the class's information loss under the metric, then its first record; see
+:mod:`anonweb.core.search.suppression_order`). ARX also leaves out of the candidates a class at
+the top of every hierarchy: that is the top node's one class of every record, which a limit
+below the whole table never suppresses here either.
 
 How many: the fewest ``j`` such that the models hold once the first ``j`` classes of that order
 are suppressed too, among the ``j`` whose records fit the budget. The bisection that finds it
@@ -55,15 +56,13 @@ def table_wide_suppression(
     out: NDArray[Any],
     budget: int,
     *,
-    eligible: NDArray[Any] | None = None,
     ties: Ties | None = None,
 ) -> NDArray[Any] | None:
     """The classes, besides those ``out`` already suppresses, that are suppressed so that every
     one of ``models`` holds on the classes kept, with at most ``budget`` more records; None
     when no number of the smallest classes within ``budget`` makes them hold.
 
-    ``eligible`` marks the classes that may be suppressed (all by default); ``ties`` gives the
-    keys that order classes of equal size (class order without it)."""
+    ``ties`` gives the keys that order classes of equal size (class order without it)."""
     groups = np.zeros(len(data), dtype=np.int64)
     more, met = table_wide_suppression_in_groups(
         models,
@@ -71,7 +70,6 @@ def table_wide_suppression(
         out,
         groups,
         np.array([budget]),
-        eligible=eligible,
         ties=None if ties is None else lambda _g: ties,
     )
     return more if bool(met[0]) else None
@@ -84,7 +82,6 @@ def table_wide_suppression_in_groups(
     groups: NDArray[Any],
     budgets: NDArray[Any],
     *,
-    eligible: NDArray[Any] | None = None,
     ties: Callable[[int], Ties] | None = None,
 ) -> tuple[NDArray[Any], NDArray[Any]]:
     """:func:`table_wide_suppression` for several tables at once (the nodes of a search
@@ -122,7 +119,6 @@ def table_wide_suppression_in_groups(
             table,
             out[rows],
             int(budgets[g]),
-            np.ones(len(rows), dtype=bool) if eligible is None else eligible[rows],
             None if ties is None else ties(g),
         )
         if taken is None:
@@ -137,12 +133,11 @@ def _fewest_smallest(
     data: ClassData,
     out: NDArray[Any],
     budget: int,
-    eligible: NDArray[Any],
     ties: Ties | None,
 ) -> NDArray[Any] | None:
     """For one table whose kept classes fail the models: the positions of the fewest smallest
     classes whose suppression makes them hold within ``budget`` records (see the module)."""
-    candidates = np.flatnonzero(~out & eligible)
+    candidates = np.flatnonzero(~out)
     sizes = data.sizes[candidates]
     by_size = np.sort(sizes, kind="stable")
     # how many of the smallest fit the budget: the sum over the first j classes in size order
@@ -151,9 +146,12 @@ def _fewest_smallest(
     if affordable == 0:
         return None
     # the classes that can be among the first ``affordable``: those no larger than the last
-    # one, ordered by size, then by the tie keys
+    # one, ordered by size, then by the tie keys; when every model reads the sizes alone, the
+    # verdicts do not depend on which classes of one size go, and the keys are read once the
+    # number is known, for the last size taken only
     head = candidates[sizes <= by_size[affordable - 1]]
-    keys = [] if ties is None else list(ties(head))
+    later = ties is not None and all(m.sizes_only for m in models)
+    keys = [] if ties is None or later else list(ties(head))
     head = head[np.lexsort((*reversed(keys), data.sizes[head]))]
 
     def holds(j: int) -> bool:
@@ -171,4 +169,11 @@ def _fewest_smallest(
             hi = mid
         else:
             lo = mid + 1
+    if later and ties is not None:
+        last = data.sizes[head[lo - 1]]
+        smaller = head[data.sizes[head] < last]
+        same = head[data.sizes[head] == last]  # every candidate of that size: all in ``head``
+        if lo - len(smaller) < len(same):
+            same = same[np.lexsort(tuple(reversed(list(ties(same)))))]
+        return np.asarray(np.concatenate((smaller, same[: lo - len(smaller)])))
     return np.asarray(head[:lo])

@@ -2,7 +2,8 @@
 
 The lattice has one node per combination of per-QI hierarchy levels. A node is *anonymous* when
 the records in classes that violate a requested privacy model number at most
-``floor(suppression * n)`` (ARX's rule); those records are then suppressed (``*`` in every QI).
+``floor(suppression * n)`` (ARX's rule); those records are then suppressed (``*`` in every QI),
+and, while table-wide models (average risk) fail, the smallest classes too within the limit.
 The search returns the anonymous node of least information loss (ARX's Loss by default).
 
 How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009):
@@ -263,14 +264,6 @@ class _Checker:
 
         return keys
 
-    def _eligible(self, ct: ClassTable) -> NDArray[Any] | None:
-        """The classes table-wide models may suppress: at the top node none (its one class is
-        '*' in every quasi-identifier already; ARX counts it as suppressed there, anonweb's
-        release as one class, which the models judge)."""
-        if all(lv == h - 1 for lv, h in zip(ct.levels, self.table.heights)):
-            return np.zeros(len(ct), dtype=bool)
-        return None
-
     def _decide(
         self,
         ct: ClassTable,
@@ -299,7 +292,6 @@ class _Checker:
                 data,
                 fail,
                 spare,
-                eligible=self._eligible(ct),
                 ties=self._ties(ct),
             )
             ok = more is not None
@@ -414,21 +406,12 @@ class _Checker:
         spare[mono_out > self.max_out] = -1  # failed already
         ok = spare >= 0
         if self.table_wide:
-            eligible = [self._eligible(t) for t in tables]
             more, ok = table_wide_suppression_in_groups(
                 self.table_wide,
                 data,
                 fail,
                 node_of,
                 spare,
-                eligible=None
-                if all(e is None for e in eligible)
-                else np.concatenate(
-                    [
-                        np.ones(len(t), dtype=bool) if e is None else e
-                        for t, e in zip(tables, eligible)
-                    ]
-                ),
                 ties=lambda b: self._ties(tables[b]),
             )
             fail |= more
@@ -844,8 +827,9 @@ class _Search:
     def _bottom_is_optimal(self) -> bool:
         """Check the bottom node first; True when it is the optimum.
 
-        The bottom node accepted with nothing suppressed is optimal under every metric, and
-        wins every tie:
+        The bottom node accepted with nothing suppressed (by any model: the classes a
+        table-wide model suppresses count, ``out_classes`` holds them) is optimal under every
+        metric, and wins every tie:
 
         * per-QI metrics (Loss, entropy, precision, height): a node's value on each QI is at
           least its bound, the value with nothing suppressed (a suppressed record costs the

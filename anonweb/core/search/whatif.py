@@ -354,22 +354,18 @@ class WhatIfTable:
         table_wide = [m for m in models if not m.per_class]
         if not table_wide:
             return required, required <= max_out
-        top = all(lv == q.height - 1 for lv, q in zip(node, self.table.qis))
-        eligible = np.zeros(g.n_classes, dtype=bool) if top else None
 
         def ties(idx: NDArray[Any]) -> Sequence[NDArray[Any]]:
             return tie_keys(self.metric, self.table, node, g.rep[idx], g.sizes[idx])
 
         more = None
         if required <= max_out:
-            more = table_wide_suppression(
-                table_wide, data, fail, max_out - required, eligible=eligible, ties=ties
-            )
+            more = table_wide_suppression(table_wide, data, fail, max_out - required, ties=ties)
         if more is not None:
             fail |= more
             return required + int(g.sizes[more].sum()), True
         spare = int(g.sizes[~fail].sum())
-        need = table_wide_suppression(table_wide, data, fail, spare, eligible=eligible, ties=ties)
+        need = table_wide_suppression(table_wide, data, fail, spare, ties=ties)
         return required + (int(g.sizes[need].sum()) if need is not None else 0), False
 
     def _node(self, node: list[int]) -> _Node:
