@@ -205,6 +205,8 @@ def zayatz_share(sizes: list[int], population: int) -> float:
     classes = sum(freq.values())
 
     def one(j: int) -> float:  # P(exactly 1 of a population class of size j is sampled)
+        if population - j - n + 1 < 0:
+            return 0.0
         log = (
             math.log(j)
             + math.lgamma(population - j + 1)
@@ -257,6 +259,74 @@ def population_class_ok(
     return out
 
 
+TABLE_WIDE = ("average_risk", "population_uniqueness")
+
+
+def table_wide_ok(sizes: list[int], models: list[dict]) -> bool:
+    """Average risk (classes / records kept) and population uniqueness on the kept classes."""
+    for m in models:
+        if m["model"] == "average_risk":
+            if sizes and len(sizes) / sum(sizes) > m["threshold"] + 1e-12:
+                return False
+        elif not population_uniqueness_ok(sizes, m):
+            return False
+    return True
+
+
+def class_tie_loss(members, node, hierarchies, gen, how):
+    """ARX's information loss of one class under Loss (records x the share of the domain its
+    value covers, per QI, aggregated): how ARX orders classes of one size."""
+    values = []
+    for q, level in node.items():
+        rows = hierarchies[q]
+        under = Counter(r[level] for r in rows)
+        g = gen[q].iloc[members[0]]
+        share = Fraction(1 if _missing(g) else under[str(g)], len(rows))
+        values.append(float(len(members) * share))
+    if how == "rank":
+        return tuple(sorted(values, reverse=True))
+    return (round(aggregate(values, how), 12),)
+
+
+def hierarchy_order(key: tuple, node: dict[str, int], hierarchies) -> tuple[int, ...]:
+    """A class's generalized values as their places among their level's labels, in the order
+    the hierarchy first names them (a missing value after them all)."""
+    places = []
+    for value, (q, level) in zip(key, node.items()):
+        labels = list(dict.fromkeys(r[level] for r in hierarchies[q]))
+        places.append(len(labels) if value is None else labels.index(str(value)))
+    return tuple(places)
+
+
+def smallest_to_suppress(keys, bad, models, budget, node, top, hierarchies, gen, how):
+    """ARX's enforcement of table-wide models, written plainly: the kept classes (none at the
+    top node) sorted by size, then loss, then their values in hierarchy order; the fewest of the first that make
+    the models hold, found by trying every number in turn. Returns the keys of the classes
+    suppressed, or None when the budget does not reach that number."""
+    members: dict[tuple, list[int]] = {}
+    for i, (k, b) in enumerate(zip(keys, bad)):
+        if not b:
+            members.setdefault(k, []).append(i)
+    candidates = [] if top else list(members)
+    candidates.sort(
+        key=lambda k: (
+            len(members[k]),
+            class_tie_loss(members[k], node, hierarchies, gen, how),
+            hierarchy_order(k, node, hierarchies),
+        )
+    )
+    spent = 0
+    for j in range(len(candidates) + 1):
+        if j:
+            spent += len(members[candidates[j - 1]])
+        if spent > budget:
+            return None
+        gone = set(candidates[:j])
+        if table_wide_ok([len(v) for k, v in members.items() if k not in gone], models):
+            return gone
+    return None
+
+
 def brute_force(
     df: pd.DataFrame,
     hierarchies: dict[str, list[list[str]]],
@@ -267,7 +337,9 @@ def brute_force(
     population: pd.DataFrame | None = None,
 ):
     """Every node of the lattice: classes failing any model are suppressed if they fit within
-    the limit; the node of least aggregated Loss wins (ties: the lowest sum of levels, then the lexicographically first node).
+    the limit, then the smallest classes while table-wide models (average risk, population
+    uniqueness) need it and the limit allows (:func:`smallest_to_suppress`); the node of least
+    aggregated Loss wins (ties: the lowest sum of levels, then the lexicographically first node).
     ``population`` is the population table k-map and δ-presence read.
     Returns (score, node, per-QI losses, suppressed rows) or None."""
     limit = math.floor(suppression * len(df) + 1e-9)
@@ -291,13 +363,15 @@ def brute_force(
             bad |= np.array([not ok[k] for k in keys])
         if bad.sum() > limit:
             continue
-        kept = Counter(k for k, b in zip(keys, bad) if not b)
-        risk = [m for m in models if m["model"] == "average_risk"]
-        if risk and kept and len(kept) / sum(kept.values()) > risk[0]["threshold"] + 1e-12:
-            continue
-        unique = [m for m in models if m["model"] == "population_uniqueness"]
-        if unique and not population_uniqueness_ok(list(kept.values()), unique[0]):
-            continue
+        table_wide = [m for m in models if m["model"] in TABLE_WIDE]
+        if table_wide:
+            top = all(lv == h - 1 for lv, h in zip(levels, heights))
+            more = smallest_to_suppress(
+                keys, bad, table_wide, limit - int(bad.sum()), node, top, hierarchies, gen, how
+            )
+            if more is None:
+                continue
+            bad |= np.array([k in more for k in keys])
         losses = [
             loss_per_qi(hierarchies[q], lv, list(gen[q]), list(bad)) for q, lv in zip(qis, levels)
         ]

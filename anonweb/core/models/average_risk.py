@@ -1,7 +1,7 @@
 """A ceiling on the average prosecutor re-identification risk: classes / records kept.
 
-A property of the kept table as a whole, not of each class: the search evaluates it after
-deciding which classes to suppress.
+A property of the kept table as a whole, not of each class: after the per-class models, the
+smallest classes are suppressed while the limit allows until it holds (:mod:`.table_wide`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ class AverageRisk(PrivacyModel):
 
     def describe(self) -> str:
         return f"average re-identification risk <= {self.threshold}"
+
+    @property
+    def sizes_only(self) -> bool:
+        return True
 
     def measure(self, data: ClassData) -> NDArray[Any]:
         """Each class's prosecutor risk, 1 / size."""

@@ -7,7 +7,8 @@ written once, in the model, so the search, the assessment, the release report an
 check cannot disagree on a boundary case.
 
 A model whose ``per_class`` is false (average risk) is a property of the kept table as a whole:
-:meth:`PrivacyModel.satisfied` decides it; the search evaluates it after suppression.
+:meth:`PrivacyModel.satisfied` decides it; when it fails, the smallest classes are suppressed
+while the limit allows (:mod:`.table_wide`, ARX's rule).
 
 ``monotonic`` says whether the model stays satisfied when a node is generalized further *with
 suppression*, which lets the search settle whole sublattices without checking them; a model
@@ -209,6 +210,12 @@ class PrivacyModel(ABC):
     @abstractmethod
     def passes(self, data: ClassData) -> NDArray[Any]:
         """For each class, whether it satisfies the model (all True for a table-wide model)."""
+
+    @property
+    def sizes_only(self) -> bool:
+        """Whether the model judges classes by their sizes alone (then which of several
+        classes of one size are suppressed changes no verdict of it)."""
+        return False
 
     def for_table(self, rows: int) -> PrivacyModel:
         """The model for a table of ``rows`` records (a model whose check depends on the

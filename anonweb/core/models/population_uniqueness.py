@@ -4,7 +4,8 @@ as ARX's ``PopulationUniqueness`` criterion enforces it.
 The estimate comes from the sizes of the kept classes and the population size, by the models
 the risk page shows (:mod:`anonweb.core.risk.population`): Pitman, Zayatz, SNB, or Dankar et
 al.'s rule choosing among them by the sampling fraction (the default, as in ARX). A property of
-the kept table as a whole: the search decides it after suppression.
+the kept table as a whole: after the per-class models, the smallest classes are suppressed
+while the limit allows until it holds (:mod:`.table_wide`, ARX's rule).
 
 As ARX does, an estimate of zero passes only when the table has no sample uniques (a model that
 did not converge reports nothing, and a table with uniques is not taken to have none), and a
@@ -137,6 +138,10 @@ class PopulationUniqueness(PrivacyModel):
             f"population uniqueness <= {self.max} ({self.estimator}, population "
             f"{self.population_size:,})"
         )
+
+    @property
+    def sizes_only(self) -> bool:
+        return True
 
     def _value(self, sizes: NDArray[Any]) -> float:
         if int(np.asarray(sizes).sum()) > self.population_size:

@@ -116,6 +116,10 @@ class GlobalRisk(_TableWide):
         """Each class's individual risk (its records')."""
         return self._record_risk(data)
 
+    @property
+    def sizes_only(self) -> bool:
+        return self.weights is None  # every record then stands for itself: 1 / its class's size
+
     def figure(self, data: ClassData) -> float:
         risk = self._record_risk(data)
         records = int(data.sizes.sum())

@@ -2,7 +2,8 @@
 
 The lattice has one node per combination of per-QI hierarchy levels. A node is *anonymous* when
 the records in classes that violate a requested privacy model number at most
-``floor(suppression * n)`` (ARX's rule); those records are then suppressed (``*`` in every QI).
+``floor(suppression * n)`` (ARX's rule); those records are then suppressed (``*`` in every QI),
+and, while table-wide models (average risk) fail, the smallest classes too within the limit.
 The search returns the anonymous node of least information loss (ARX's Loss by default).
 
 How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009):
@@ -47,6 +48,11 @@ from anonweb.core.models.base import PrivacyModel
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.k_anonymity import KAnonymity
 from anonweb.core.models.population_table import PopulationCounts
+from anonweb.core.models.table_wide import (
+    Ties,
+    table_wide_suppression,
+    table_wide_suppression_in_groups,
+)
 from anonweb.core.risk.classes import SUPPRESSED
 from anonweb.core.search.lattice import (
     ClassTable,
@@ -56,6 +62,7 @@ from anonweb.core.search.lattice import (
     packed_leq,
 )
 from anonweb.core.search.metrics import Metric, make_metric
+from anonweb.core.search.suppression_order import tie_keys
 
 MAX_LATTICE = 2_000_000
 # binary searches of the tagging phase run side by side, their checks batched (measured on
@@ -154,13 +161,21 @@ class _Checker:
 
     Per-class models decide which classes are suppressed (the monotonic ones first: if their
     failures alone exceed the limit, the node and all its specializations fail); table-wide
-    models (average risk) are then decided on the classes kept.
+    models (average risk) then suppress the smallest of the classes kept while the limit allows
+    (:func:`~anonweb.core.models.table_wide.table_wide_suppression`), classes of one size taken
+    in the order of ``metric`` (:mod:`.suppression_order`).
     """
 
     def __init__(
-        self, table: EncodedTable, models: Sequence[PrivacyModel], suppression: float
+        self,
+        table: EncodedTable,
+        models: Sequence[PrivacyModel],
+        suppression: float,
+        metric: Metric | None = None,
     ) -> None:
         self.table = table
+        # what orders classes of one size for the table-wide models (height: by their values)
+        self.metric = metric if metric is not None else make_metric("height", table)
         self.max_out = math.floor(suppression * table.n + 1e-9)
         # models that read only class sizes first (see check)
         # with the monotonic necessary conditions of the other models: a class that fails one
@@ -238,21 +253,26 @@ class _Checker:
         levels: Sequence[int] | NDArray[Any],
         parent: ClassTable | None = None,
         settled: bool = False,
-        table_wide: bool = True,
     ) -> _Eval:
         """The node's classes and verdict. ``settled``: the node is known to pass the monotonic
-        models. Without ``table_wide``, the table-wide models are not asked (they decide only
-        ``ok``, never which classes are suppressed): for a node already known to satisfy them."""
+        models."""
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
         mono = self.own_mono if settled else self.mono
-        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono, table_wide)
+        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono)
+
+    def _ties(self, ct: ClassTable) -> Ties:
+        """The order among the classes of one size of ``ct`` for the table-wide models."""
+
+        def keys(idx: NDArray[Any]) -> Sequence[NDArray[Any]]:
+            return tie_keys(self.metric, self.table, ct.levels, ct.rep[idx], ct.sizes[idx])
+
+        return keys
 
     def _decide(
         self,
         ct: ClassTable,
         fail: NDArray[Any],
         mono: Sequence[PrivacyModel],
-        table_wide: bool = True,
     ) -> _Eval:
         """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
         monotonic models (those not among ``mono``)."""
@@ -267,10 +287,19 @@ class _Checker:
         if least is not None and least.sum() > self.max_out:
             return _Eval(False, False, ct)
         self._judge_others(data, ct.hist, fail, np.zeros(len(sizes), dtype=np.int64))
-        ok = bool(sizes[fail].sum() <= self.max_out)
-        if ok and table_wide and self.table_wide:
-            kept = data.select(~fail)
-            ok = all(m.satisfied(kept) for m in self.table_wide)
+        spare = self.max_out - int(sizes[fail].sum())
+        ok = spare >= 0
+        if ok and self.table_wide:
+            more = table_wide_suppression(
+                self.table_wide,
+                data,
+                fail,
+                spare,
+                ties=self._ties(ct),
+            )
+            ok = more is not None
+            if more is not None:
+                fail |= more
         return _Eval(True, ok, ct, fail)
 
     def check_few_histograms(
@@ -377,11 +406,19 @@ class _Checker:
             open_fail = fail[rows]
             self._judge_others(open_data, open_hists, open_fail, node_of[rows])
             fail[rows] = open_fail
-        ok = per_node(np.where(fail, sizes, 0)) <= self.max_out
+        spare = self.max_out - per_node(np.where(fail, sizes, 0)).astype(np.int64)
+        spare[mono_out > self.max_out] = -1  # failed already
+        ok = spare >= 0
         if self.table_wide:
-            kept = data.select(~fail)
-            for m in self.table_wide:
-                ok &= m.satisfied_in_groups(kept, node_of[~fail], len(tables))
+            more, ok = table_wide_suppression_in_groups(
+                self.table_wide,
+                data,
+                fail,
+                node_of,
+                spare,
+                ties=lambda b: self._ties(tables[b]),
+            )
+            fail |= more
         evals = []
         for b, ct in enumerate(tables):
             if mono_out[b] > self.max_out:
@@ -656,8 +693,8 @@ def _search_table(
         raise ParameterError(
             "the encoded table was built for other quasi-identifiers or sensitive columns"
         )
-    checker = _Checker(table, models, suppression)
     scorer = make_metric(metric, table, aggregate)
+    checker = _Checker(table, models, suppression, scorer)
     run = _Search(table, checker, scorer, max_nodes, time_limit, started)
     node, ev, values = run.solve() if levels is None else run.fixed(levels)
     if node is None or ev is None or values is None:
@@ -741,19 +778,23 @@ def _result(
 ) -> SearchResult:
     qis = tuple(q.name for q in table.qis)
     # the classes as grouped from the distinct rows, to map suppression back to every record:
-    # the node's own check when it grouped them so, else a regrouping; the table-wide models
-    # have accepted the node already and change no class's suppression, so they are not asked
-    # again (population uniqueness fits its model once per check)
+    # the node's own check when it grouped them so, else a regrouping, each of whose classes
+    # is suppressed when the check's class it is (found by a representative row) was; the
+    # models are not asked again (population uniqueness fits its model once per check)
     if not ev.out_classes.any():
         # nothing suppressed: no record needs its class (no regrouping, no pass per record)
-        final = ev
+        out_classes = ev.out_classes
         out_rows = np.zeros(len(table.row_to_base), dtype=bool)
     else:
-        final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
-        assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
+        inv = ev.ct.inv
+        out_classes = ev.out_classes
+        if inv is None:
+            inv, n_classes = table.group(node)
+            out_classes = np.zeros(n_classes, dtype=bool)
+            out_classes[inv.take(ev.ct.rep[ev.out_classes])] = True
         # ``take``: several times cheaper than indexing, over a million records
-        out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
-    kept = final.ct.sizes[~final.out_classes]
+        out_rows = out_classes.take(inv).take(table.row_to_base)
+    kept = ev.ct.sizes[~ev.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {
         "nodes_total": int(run.nodes.shape[0]) if run.algorithm != "greedy" else None,
@@ -861,8 +902,9 @@ class _Search:
     def _bottom_is_optimal(self) -> bool:
         """Check the bottom node first; True when it is the optimum.
 
-        The bottom node accepted with nothing suppressed is optimal under every metric, and
-        wins every tie:
+        The bottom node accepted with nothing suppressed (by any model: the classes a
+        table-wide model suppresses count, ``out_classes`` holds them) is optimal under every
+        metric, and wins every tie:
 
         * per-QI metrics (Loss, entropy, precision, height): a node's value on each QI is at
           least its bound, the value with nothing suppressed (a suppressed record costs the

@@ -112,6 +112,15 @@ class Metric:
         """For a whole-table metric: its value from the node's classes."""
         raise NotImplementedError
 
+    def class_values(
+        self, levels: Sequence[int] | NDArray[Any], rep: NDArray[Any], sizes: NDArray[Any]
+    ) -> NDArray[Any] | None:
+        """Per class (representatives ``rep``, sizes ``sizes``) and QI, the class's own
+        information loss, as ARX weighs classes of one size against each other when it
+        suppresses the smallest for a table-wide model; None for the metrics ARX leaves out
+        there (it then takes them in record order)."""
+        return None
+
     def key(self, values: NDArray[Any]) -> NDArray[Any]:
         """Sortable key (rows compared lexicographically; smaller is better)."""
         if self.aggregate == "rank":
@@ -173,6 +182,17 @@ class LossMetric(Metric):
                 leaves = self.leaves[i][lv][self.table.level_codes(i, lv, rep_out)]
                 raw += int((w * (self.size[i] - leaves)).sum())
             out[i] = self._normalize(i, raw)
+        return out
+
+    def class_values(
+        self, levels: Sequence[int] | NDArray[Any], rep: NDArray[Any], sizes: NDArray[Any]
+    ) -> NDArray[Any] | None:
+        # ARX's MetricMDNMLoss per class: records x the share of the domain its value covers
+        out = np.empty((len(rep), len(levels)))
+        w = np.asarray(sizes, dtype=float)
+        for i, lv in enumerate(levels):
+            leaves = self.leaves[i][lv][self.table.level_codes(i, int(lv), rep)]
+            out[:, i] = w * leaves / self.size[i]
         return out
 
 

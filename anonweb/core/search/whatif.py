@@ -14,9 +14,11 @@ object answers in well under a second for a million records.
 Suppression follows the search's rule: at most ``floor(suppression * n)`` records, whole classes,
 ``*`` in every quasi-identifier (they stay in the file). Which classes go:
 
-* with privacy models (``k`` or ``models``), the classes that fail one of them, if they fit the
-  limit (``satisfied``); when they do not, nothing is suppressed and ``required`` says how many
-  records the models would need;
+* with privacy models (``k`` or ``models``), the classes that fail one of them and, for
+  table-wide models (average risk, population uniqueness), the fewest smallest classes that
+  make them hold (:func:`~anonweb.core.models.table_wide.table_wide_suppression`, as the
+  search decides), if they fit the limit (``satisfied``); when they do not, nothing is
+  suppressed and ``required`` says how many records the models would need;
 * without, the limit is spent on the smallest classes: the largest k whose smaller classes fit
   the limit is reached, and the classes below it are suppressed.
 
@@ -55,6 +57,7 @@ from anonweb.core.models.closeness import t_closeness_of
 from anonweb.core.models.counts import ClassData, SensitiveCounts, SensitiveDomain
 from anonweb.core.models.diversity import DEFAULT_C, l_diversity_of
 from anonweb.core.models.k_anonymity import KAnonymity, k_anonymity_of
+from anonweb.core.models.table_wide import table_wide_suppression
 from anonweb.core.risk.classes import (
     EquivalenceClasses,
     class_dtype,
@@ -66,6 +69,7 @@ from anonweb.core.risk.population import population_uniqueness
 from anonweb.core.risk.reidentification import DEFAULT_THRESHOLDS, risk_of
 from anonweb.core.search.lattice import EncodedTable, _sum_rows
 from anonweb.core.search.metrics import make_metric
+from anonweb.core.search.suppression_order import tie_keys
 
 # nodes whose classes are kept for repeats and roll-ups, and the memory they may take
 NODES_KEPT = 8
@@ -304,12 +308,8 @@ class WhatIfTable:
             for m in models:
                 if m.per_class:
                     fail |= ~m.passes(data)
-            required = int(sizes[fail].sum())
-            satisfied = required <= max_out
+            required, satisfied = self._table_wide(g, node, data, fail, models, max_out)
             out = fail if satisfied else np.zeros(n_classes, dtype=bool)
-            if satisfied:
-                kept_data = data.select(~out)
-                satisfied = all(m.satisfied(kept_data) for m in models if not m.per_class)
         else:
             out = _smallest_within(sizes, max_out)
             required, satisfied = int(sizes[out].sum()), None
@@ -337,6 +337,36 @@ class WhatIfTable:
             rows=n,
             profile=self._profile(g, kept, node) if kept.any() else None,
         )
+
+    def _table_wide(
+        self,
+        g: _Node,
+        node: list[int],
+        data: ClassData,
+        fail: NDArray[Any],
+        models: Sequence[PrivacyModel],
+        max_out: int,
+    ) -> tuple[int, bool]:
+        """The records the models need suppressed and whether they fit the limit, with the
+        classes the table-wide models suppress added to ``fail`` when they do; otherwise the
+        records they would need with every kept class to spend."""
+        required = int(g.sizes[fail].sum())
+        table_wide = [m for m in models if not m.per_class]
+        if not table_wide:
+            return required, required <= max_out
+
+        def ties(idx: NDArray[Any]) -> Sequence[NDArray[Any]]:
+            return tie_keys(self.metric, self.table, node, g.rep[idx], g.sizes[idx])
+
+        more = None
+        if required <= max_out:
+            more = table_wide_suppression(table_wide, data, fail, max_out - required, ties=ties)
+        if more is not None:
+            fail |= more
+            return required + int(g.sizes[more].sum()), True
+        spare = int(g.sizes[~fail].sum())
+        need = table_wide_suppression(table_wide, data, fail, spare, ties=ties)
+        return required + (int(g.sizes[need].sum()) if need is not None else 0), False
 
     def _node(self, node: list[int]) -> _Node:
         """The classes of ``node``: kept from an earlier call, rolled up from a kept finer node

@@ -149,6 +149,26 @@ def test_duckdb_release_has_the_in_memory_figures(tmp_path, search):
     assert "name" not in written.columns
 
 
+def test_a_table_wide_model_suppresses_the_same_records_on_duckdb(tmp_path):
+    # average risk 0.5 at the bottom node: 10 of its many single records go, chosen among
+    # classes of one size and one loss by their values (a histogram has no record order), so
+    # the engine writes the very rows the table in memory gives
+    df = _table(1, 600)
+    search = {"k": 1, "suppression": 0.1, "models": [{"model": "average_risk", "threshold": 0.5}]}
+    engine = DuckDBEngine(memory_limit="200MB")
+    try:
+        memory, made, written = _both(df, _plan(search), engine, tmp_path)
+    finally:
+        engine.close()
+    _compare(memory, made, written)
+    ours = next(s for s in made.report["steps"] if s["kind"] == "optimal_generalization")
+    assert ours["levels"] == {"age": 0, "zip": 0, "sex": 0} and ours["suppressed"] == 10
+    check = next(c for c in ours["model_checks"] if c["model"]["model"] == "average_risk")
+    assert check["satisfied"] and check["value"] == pytest.approx(ours["classes"] / 590)
+    star = (written[["age", "zip", "sex"]] == "*").all(axis=1)
+    assert int(star.sum()) == 10
+
+
 def test_the_risk_after_is_measured_on_the_written_table(tmp_path):
     """k after, by hand: the released classes (suppressed records left out) counted from the
     file the engine wrote."""

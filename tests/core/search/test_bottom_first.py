@@ -8,7 +8,7 @@ import itertools
 import pandas as pd
 import pytest
 
-from anonweb.core.models import DistinctL, KAnonymity
+from anonweb.core.models import AverageRisk, DistinctL, KAnonymity
 from anonweb.core.search.flash import _Checker, optimal_generalization
 from anonweb.core.search.lattice import EncodedTable
 from anonweb.core.search.metrics import AGGREGATES, make_metric
@@ -102,6 +102,31 @@ def test_a_bottom_accepted_only_with_suppression_does_not_end_the_search(seed, s
     assert node != (0, 0, 0)
     result = optimal_generalization(
         df, quasi_identifiers=QIS, hierarchies=hierarchies, k=2, suppression=0.1, models=models
+    )
+    assert tuple(result.levels[q] for q in QIS) == node
+    assert result.suppressed == suppressed
+    assert result.information_loss == pytest.approx(score[0], abs=1e-9)
+
+
+@pytest.mark.parametrize("seed,classes_out", [(20, 2), (24, 1), (25, 3)])
+def test_a_bottom_meeting_average_risk_only_by_suppressing_does_not_end_the_search(
+    seed, classes_out
+):
+    # every record twice (no distinct row below 2 records: the bottom is tried first); the
+    # ceiling sits just above the bottom's average risk with ``classes_out`` classes of 2
+    # suppressed, so the bottom passes only by suppressing them, and a coarser node that
+    # suppresses nothing is the optimum (by the independent brute force)
+    df, hierarchies = _toy(seed, 50)
+    df = pd.concat([df, df], ignore_index=True)
+    classes = df.groupby(QIS).ngroups
+    models = [AverageRisk((classes - classes_out) / (len(df) - 2 * classes_out) + 1e-9)]
+    table = EncodedTable(df, QIS, hierarchies, ["disease"])
+    bottom = _Checker(table, [KAnonymity(1), *models], 0.1).check((0, 0, 0))
+    assert bottom.ok and int(bottom.ct.sizes[bottom.out_classes].sum()) == 2 * classes_out
+    score, node, losses, suppressed = _brute_force(df, hierarchies, QIS, 1, 0.1, models)
+    assert node != (0, 0, 0)
+    result = optimal_generalization(
+        df, quasi_identifiers=QIS, hierarchies=hierarchies, k=1, suppression=0.1, models=models
     )
     assert tuple(result.levels[q] for q in QIS) == node
     assert result.suppressed == suppressed

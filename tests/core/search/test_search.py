@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 
 import numpy as np
@@ -16,6 +17,7 @@ from anonweb.core.io.frame import read_table
 from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
 from anonweb.core.io.hierarchy_builders import interval_hierarchy, mask_hierarchy
 from anonweb.core.models import (
+    AverageRisk,
     ClassData,
     DeltaDisclosure,
     DistinctL,
@@ -25,6 +27,7 @@ from anonweb.core.models import (
     SensitiveDomain,
     TCloseness,
 )
+from anonweb.core.models.population_uniqueness import PopulationUniqueness
 from anonweb.core.models.t_closeness import distance_per_class
 from anonweb.core.search import flash
 from anonweb.core.search.flash import optimal_generalization
@@ -514,8 +517,6 @@ def test_bad_inputs_are_reported():
 
 
 def test_average_risk_ceiling():
-    from anonweb.core.models import AverageRisk
-
     df, hierarchies = _toy(9, n=300)
     qis = ["age", "zip", "sex"]
     result = optimal_generalization(
@@ -528,6 +529,76 @@ def test_average_risk_ceiling():
     )
     assert result.classes / (len(df) - result.suppressed) <= 0.05
     assert _classes(result.apply(df), qis).size().min() >= 2
+
+
+@pytest.mark.parametrize(
+    "seed,k,suppression,threshold,models,how",
+    [
+        (41, 1, 0.05, 0.25, [], "geometric"),
+        (42, 1, 0.1, 0.25, [], "geometric"),
+        (42, 2, 0.05, 0.2, [], "geometric"),
+        (43, 2, 0.1, 0.3, [], "geometric"),
+        (44, 1, 0.2, 0.25, [], "arithmetic"),
+        (41, 2, 0.1, 0.3, [], "rank"),
+        (45, 1, 0.08, 0.15, [], "max"),
+        (46, 2, 0.15, 0.2, [DistinctL("disease", 2)], "geometric"),
+        (47, 3, 0.05, 0.3, [TCloseness("disease", 0.3)], "sum"),
+        (48, 1, 0.0, 0.4, [], "geometric"),
+    ],
+)
+def test_average_risk_search_matches_brute_force(seed, k, suppression, threshold, models, how):
+    # the search suppresses the smallest classes for average risk while the limit allows,
+    # checking nodes in batches and one by one, with its bounds and its bottom-first
+    # shortcut: its optimum must be the exhaustive one under that rule (the oracle scans every
+    # number of classes instead of bisecting)
+    df, hierarchies = _toy(seed, n=90)
+    qis = ["age", "zip", "sex"]
+    models = [*models, AverageRisk(threshold)]
+    expected = _brute_force(df, hierarchies, qis, k, suppression, models, how)
+    assert expected is not None
+    score, node, losses, suppressed = expected
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=k,
+        suppression=suppression,
+        models=models,
+        aggregate=how,
+    )
+    assert tuple(result.levels[q] for q in qis) == node
+    assert result.suppressed == suppressed
+    assert [result.loss_per_qi[q] for q in qis] == pytest.approx(losses, abs=1e-12)
+    out = result.apply(df)
+    assert int((out[qis] == "*").all(axis=1).sum()) == suppressed
+    kept = _classes(out, qis).size()
+    assert len(kept) / kept.sum() <= threshold + 1e-12
+    assert (len(kept), int(kept.min())) == (result.classes, result.k)
+
+
+def test_the_brute_force_cases_suppress_for_average_risk():
+    # the cases above are not decided by the per-class models alone: average risk makes the
+    # search suppress where k-anonymity would not
+    qis = ["age", "zip", "sex"]
+    for seed, k, suppression, threshold in [(41, 1, 0.05, 0.25), (43, 1, 0.1, 0.25)]:
+        df, hierarchies = _toy(seed, n=90)
+        result = optimal_generalization(
+            df,
+            quasi_identifiers=qis,
+            hierarchies=hierarchies,
+            k=k,
+            suppression=suppression,
+            models=[AverageRisk(threshold)],
+        )
+        alone = optimal_generalization(
+            df,
+            quasi_identifiers=qis,
+            hierarchies=hierarchies,
+            k=k,
+            suppression=suppression,
+            levels=result.levels,
+        )
+        assert result.suppressed > alone.suppressed
 
 
 def test_budget_falls_back_to_a_heuristic_and_says_so():
@@ -724,3 +795,56 @@ def test_factorize_by_identity_first_matches_pandas(cells, na_sentinel):
     assert len(uniques) == len(want_uniques)
     for got, want in zip(uniques, want_uniques):
         assert (pd.isna(got) and pd.isna(want)) or (got == want and type(got) is type(want))
+
+
+# --- table-wide models: ARX spends what is left of the limit on the smallest classes ---------
+
+# ARX 3.9.2 beside anonweb on Adult (8 QIs, Loss, 2% suppression, k=1): run -> (model, ARX's
+# optimum, records ARX suppresses there, the model's figure at that node: every class kept,
+# as released, with one of the suppressed records back)
+TABLE_WIDE_ARX = {
+    "avg005_s2": (
+        AverageRisk(0.05),
+        (3, 2, 0, 1, 0, 0, 0, 0),
+        421,
+        (0.0633, 0.049998, 0.050030),
+    ),
+    "pu0001_zay_N300k": (
+        PopulationUniqueness(0.001, 300_000, "zayatz"),
+        (3, 1, 0, 1, 0, 0, 0, 1),
+        429,
+        (0.00566, 0.000994, 0.0010013),
+    ),
+}
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("run", list(TABLE_WIDE_ARX))
+def test_table_wide_models_reach_arxs_optimum(adult, run):
+    df, hierarchies = adult
+    model, levels, suppressed, (whole, released, one_back) = TABLE_WIDE_ARX[run]
+    result = optimal_generalization(
+        df, quasi_identifiers=QI8, hierarchies=hierarchies, k=1, suppression=0.02, models=[model]
+    )
+    assert tuple(result.levels[q] for q in QI8) == levels
+    assert result.suppressed == suppressed and result.search["optimal"] is True
+    out = result.apply(df)
+    star = (out[QI8] == "*").all(axis=1)
+    assert int(star.sum()) == suppressed
+    kept = np.sort(_classes(out, QI8).size().to_numpy())
+    assert (len(kept), int(kept[0])) == (result.classes, result.k)
+    # what was suppressed: single records, the smallest classes of the node
+    node = dataclasses.replace(result, row_suppressed=np.zeros(len(df), dtype=bool)).apply(df)
+    every = node.groupby(QI8, dropna=False, observed=True)[QI8[0]].transform("size")
+    assert (every[star] == 1).all()
+
+    def figure(sizes):
+        return model.table_value(ClassData(np.asarray(sizes)))
+
+    assert figure(np.sort(every.groupby([node[q] for q in QI8]).first().to_numpy())) == (
+        pytest.approx(whole, abs=5e-5)
+    )
+    assert figure(kept) == pytest.approx(released, abs=5e-7)
+    assert figure(kept) <= model.to_dict().get("threshold", model.to_dict().get("max"))
+    assert figure(np.concatenate(([1], kept))) == pytest.approx(one_back, abs=5e-7)
+    assert not model.satisfied(ClassData(np.concatenate(([1], kept))))

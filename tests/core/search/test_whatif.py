@@ -14,7 +14,8 @@ from anonweb.core.errors import ParameterError
 from anonweb.core.io.frame import read_table
 from anonweb.core.io.hierarchy import Hierarchy, read_hierarchy
 from anonweb.core.io.hierarchy_builders import interval_hierarchy, mask_hierarchy
-from anonweb.core.models import DistinctL, KAnonymity, TCloseness
+from anonweb.core.models import AverageRisk, DistinctL, KAnonymity, TCloseness
+from anonweb.core.models.population_uniqueness import PopulationUniqueness
 from anonweb.core.search.flash import optimal_generalization
 from anonweb.core.search.whatif import WhatIfTable
 
@@ -73,6 +74,27 @@ def test_hand_worked_node(small):
     r = w.evaluate({"age": 1, "zip": 1}, suppression=0.3, models=[DistinctL("disease", 2)])
     assert (r.satisfied, r.required) == (False, 4)
     assert w.table.n == before
+
+
+def test_table_wide_models_suppress_the_smallest_classes(small):
+    df, hierarchies = small
+    w = WhatIfTable(df, quasi_identifiers=["age", "zip"], hierarchies=hierarchies)
+    node = {"age": 1, "zip": 1}  # classes of 4, 3, 2 and 1: average risk 4/10
+    # the unique goes (3/9 = 0.333), within a 10% limit
+    r = w.evaluate(node, suppression=0.1, models=[AverageRisk(0.35)])
+    assert (r.satisfied, r.required, r.suppressed, r.profile.k) == (True, 1, 1, 2)
+    # 0.3 needs the class of 2 too (2/7 = 0.286): 3 records, more than 20% allows
+    r = w.evaluate(node, suppression=0.2, models=[AverageRisk(0.3)])
+    assert (r.satisfied, r.required, r.suppressed, r.profile.k) == (False, 3, 0, 1)
+    r = w.evaluate(node, suppression=0.3, models=[AverageRisk(0.3)])
+    assert (r.satisfied, r.required, r.suppressed, r.profile.k) == (True, 3, 3, 3)
+    assert r.profile.anonymity.classes == 2
+    # with k = 2 the unique goes for k, the class of 2 for the average risk
+    r = w.evaluate(node, suppression=0.3, k=2, models=[AverageRisk(0.3)])
+    assert (r.satisfied, r.required, r.suppressed) == (True, 3, 3)
+    # nothing to suppress where the ceiling holds already
+    r = w.evaluate(node, suppression=0.3, models=[AverageRisk(0.4)])
+    assert (r.satisfied, r.required, r.suppressed) == (True, 0, 0)
 
 
 def test_top_node_is_one_class(small):
@@ -144,7 +166,14 @@ def test_profile_equals_the_generalized_table_assessed(adult, levels):
 @pytest.mark.shared_data
 @pytest.mark.parametrize(
     "k, s, models",
-    [(5, 0.02, []), (10, 0.02, []), (5, 0.02, [TCloseness("occupation", 0.2)])],
+    [
+        (5, 0.02, []),
+        (10, 0.02, []),
+        (5, 0.02, [TCloseness("occupation", 0.2)]),
+        (1, 0.02, [AverageRisk(0.05)]),
+        (1, 0.02, [PopulationUniqueness(0.001, 300_000, "zayatz")]),
+        (2, 0.02, [AverageRisk(0.05), DistinctL("occupation", 2)]),
+    ],
 )
 def test_the_search_optimum_seen_through_what_if(adult, k, s, models):
     """The node the search picks, evaluated by hand with the same models: the same records
