@@ -464,6 +464,58 @@ def test_delta_disclosure_search_matches_brute_force(seed, k, suppression, delta
     assert result.information_loss == pytest.approx(score[0], abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    "seed,k,suppression,ceiling",
+    [
+        (21, 1, 0.0, 0.2),
+        (22, 1, 0.05, 0.1),
+        (23, 2, 0.1, 0.15),
+        (24, 3, 0.03, 0.25),
+        (25, 1, 0.2, 0.05),
+        (26, 2, 0.0, 0.3),
+        # suppression brings these under the ceiling at nodes whose classes alone are too many
+        (20, 3, 0.1, 0.12),
+        (31, 3, 0.1, 0.12),
+    ],
+)
+@pytest.mark.parametrize("gallop", [0, 8])
+def test_average_risk_search_matches_brute_force(
+    seed, k, suppression, ceiling, gallop, monkeypatch
+):
+    # the search settles the nodes no suppression can bring under the ceiling, with their
+    # specializations, before checking them: the optimum must stay the exhaustive one
+    from anonweb.core.models import AverageRisk
+
+    monkeypatch.setattr(flash, "GALLOP", gallop)
+    df, hierarchies = _toy(seed)
+    qis = ["age", "zip", "sex"]
+    models = [AverageRisk(ceiling)]
+    found = _brute_force(df, hierarchies, qis, k, suppression, models)
+    if found is None:
+        with pytest.raises(ParameterError):
+            optimal_generalization(
+                df,
+                quasi_identifiers=qis,
+                hierarchies=hierarchies,
+                k=k,
+                suppression=suppression,
+                models=models,
+            )
+        return
+    score, node, losses, suppressed = found
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=k,
+        suppression=suppression,
+        models=models,
+    )
+    assert tuple(result.levels[q] for q in qis) == node
+    assert result.suppressed == suppressed
+    assert result.information_loss == pytest.approx(score[0], abs=1e-9)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 12), s=st.sampled_from([0.0, 0.03, 0.1]))
 def test_every_kept_class_has_k_rows(seed, k, s):
