@@ -710,10 +710,12 @@ def _result(
         final = ev
         out_rows = np.zeros(len(table.row_to_base), dtype=bool)
     else:
-        final = ev if ev.ct.inv is not None else checker.check(node, table_wide=False)
-        assert final.ct.inv is not None  # grouped from the distinct rows, not rolled up
+        grouped = ev.ct.row_classes() is not None
+        final = ev if grouped else checker.check(node, table_wide=False)
+        inv = final.ct.row_classes()
+        assert inv is not None  # grouped from the distinct rows, not rolled up
         # ``take``: several times cheaper than indexing, over a million records
-        out_rows = final.out_classes.take(final.ct.inv).take(table.row_to_base)
+        out_rows = final.out_classes.take(inv).take(table.row_to_base)
     kept = final.ct.sizes[~final.out_classes]
     per_qi = {q: float(v) for q, v in zip(qis, values)} if scorer.per_qi else {}
     search = {

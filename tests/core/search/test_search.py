@@ -652,6 +652,24 @@ def test_rolling_up_a_finer_node_gives_the_coarser_classes(seed, data):
     assert key(rolled) == key(direct)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data(), sensitive=st.booleans())
+def test_a_node_grouped_from_the_distinct_rows_matches_their_grouping(seed, data, sensitive):
+    # a node's classes, a row of each and their sizes, and (found only when asked for) the
+    # class of each distinct row: the partition the grouping of the distinct rows gives
+    df, hierarchies = _toy(seed, n=data.draw(st.integers(1, 200)))
+    table = EncodedTable(df, ["age", "zip", "sex"], hierarchies, ["disease"] if sensitive else [])
+    node = [data.draw(st.integers(0, h - 1)) for h in table.heights]
+    got = table.classes(node, None, [], lazy=True)
+    inv, n_classes, _ = table.group_sizes(node, None, table.weights)
+    rows = got.row_classes()
+    assert rows is not None and len(got) == n_classes
+    # the same partition: each class of one is one class of the other
+    assert len(set(zip(rows.tolist(), inv.tolist()))) == n_classes
+    assert (got.sizes == np.bincount(rows, weights=table.weights, minlength=n_classes)).all()
+    assert (rows[got.rep] == np.arange(n_classes)).all()  # a row of each class
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), data=st.data())
 def test_histograms_built_on_demand_equal_the_eager_ones(seed, data):
