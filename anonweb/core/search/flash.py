@@ -797,6 +797,12 @@ class _Search:
         self.order = np.lexsort((self.tie, *self.bkey.T[::-1]))  # equal bounds in tie order
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
+        # each node's successors in rank order (``size`` last): a path steps to the first of
+        # them still a candidate, read off one row instead of ranking them at every step
+        ranked = np.append(self.rank, size).take(self.successors)
+        self.successors = np.take_along_axis(
+            self.successors, np.argsort(ranked, axis=1, kind="stable"), axis=1
+        )
         self.status = np.zeros(size, dtype=np.int8)
         self.grid = self.status.reshape(tuple(heights))  # the same array, an axis per QI
         self.done = np.zeros(size, dtype=bool)
@@ -1063,13 +1069,16 @@ class _Search:
                 searches = following
 
     def _path(self, start: int, cand: NDArray[Any]) -> list[int]:
+        """From ``start``, up through the candidate successor of least rank each time."""
         path = [int(start)]
+        successors = self.successors
         while True:
-            ups = self.successors[path[-1]]
-            ups = ups[cand[ups]]
-            if not len(ups):
+            ups = successors[path[-1]]
+            open_ups = cand.take(ups)
+            first = int(open_ups.argmax())
+            if not open_ups[first]:
                 return path
-            path.append(int(ups[np.argmin(self.rank[ups])]))
+            path.append(int(ups[first]))
 
     def _bound_phase(self) -> None:
         """Score the nodes passing the monotonic models, cheapest bound first."""
