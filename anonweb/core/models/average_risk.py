@@ -88,5 +88,24 @@ class AverageRisk(PrivacyModel):
         risk = np.where(records > 0, classes / np.maximum(records, 1), 0.0)
         return np.asarray(risk <= self.threshold + TOLERANCE)
 
+    def satisfiable_in_groups(
+        self, data: ClassData, groups: NDArray[Any], n_groups: int, max_out: int
+    ) -> NDArray[Any]:
+        # Whatever classes are suppressed, those kept hold all but ``max_out`` records or
+        # more, so they are at least the fewest classes that hold that many (the largest
+        # ones), and the records kept are at most all: classes / records kept is at least
+        # fewest / records. Merged classes hold as many records in no more classes, so a
+        # table that fails this fails at every finer node too
+        sizes = np.asarray(data.sizes)
+        records = np.bincount(groups, weights=sizes, minlength=n_groups)
+        order = np.lexsort((-sizes, groups))  # each table's classes, largest first
+        by_group, by_size = groups[order], sizes[order]
+        held = np.cumsum(by_size) - by_size  # records of the larger classes before each
+        starts = np.cumsum(records) - records
+        needed = held - starts[by_group] < records[by_group] - max_out
+        fewest = np.bincount(by_group, weights=needed, minlength=n_groups)
+        risk = np.where(records > 0, fewest / np.maximum(records, 1), 0.0)
+        return np.asarray(risk <= self.threshold + TOLERANCE)
+
     def table_value(self, data: ClassData) -> float | None:
         return average_risk(data.sizes) if len(data) else None

@@ -252,6 +252,17 @@ class PrivacyModel(ABC):
         without it). None by default: the records of the classes failing it."""
         return None
 
+    def satisfiable_in_groups(
+        self, data: ClassData, groups: NDArray[Any], n_groups: int, max_out: int
+    ) -> NDArray[Any] | None:
+        """For a table-wide model: per table of classes (assigned by ``groups``, as in
+        :meth:`satisfied_in_groups`), whether suppressing whole classes of at most ``max_out``
+        records in all, whichever they are, could leave it satisfied. A necessary condition
+        that merging classes (a generalization) never turns false, so a search settles every
+        specialization of a table that fails it without checking them. None by default: the
+        model offers no such condition."""
+        return None
+
     def satisfied(self, data: ClassData) -> bool:
         """Whether the classes, as a table, satisfy the model."""
         return bool(self.satisfied_in_groups(data, np.zeros(len(data), dtype=np.int64), 1)[0])

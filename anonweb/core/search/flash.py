@@ -19,6 +19,10 @@ How it stays fast (after Flash / OLA, Kohlmayer et al. 2012; El Emam et al. 2009
   model may also bound the records every specialization of a node must suppress in each class
   (:meth:`PrivacyModel.least_suppressed`: δ-disclosure's and β-likeness's caps on value shares,
   t-closeness's distance); a node whose bound passes the limit fails with its specializations;
+* a table-wide model may say which nodes no suppression within the limit can satisfy, a
+  condition merging classes keeps (:meth:`PrivacyModel.satisfiable_in_groups`: average risk
+  is at least the fewest classes holding the records kept over the records): such a node
+  fails with its specializations, unchecked;
 * every metric has a lower bound (its value ignoring suppression) that only grows upwards, so
   once a solution of loss L is known, every node whose bound is not below L is discarded;
 * grouping a node is one mixed-radix int64 key over the distinct rows and a bincount.
@@ -258,7 +262,8 @@ class _Checker:
         models."""
         ct = self.table.classes(levels, parent, list(self.sa_index.values()), lazy=True)
         mono = self.own_mono if settled else self.mono
-        return self._decide(ct, np.zeros(len(ct.sizes), dtype=bool), mono)
+        fail = np.zeros(len(ct.sizes), dtype=bool)
+        return self._decide(ct, fail, mono, bound=not settled)
 
     def _ties(self, ct: ClassTable) -> Ties:
         """The order among the classes of one size of ``ct`` for the table-wide models."""
@@ -268,14 +273,32 @@ class _Checker:
 
         return keys
 
+    def _out_of_reach(
+        self, data: ClassData, groups: NDArray[Any] | None = None, n_groups: int = 1
+    ) -> NDArray[Any]:
+        """Per node (its classes assigned by ``groups``; None: one node): whether a table-wide
+        model rules it out whichever classes are suppressed
+        (:meth:`PrivacyModel.satisfiable_in_groups`), and with it every specialization: a
+        monotonic condition, as the monotonic models' are."""
+        if groups is None:
+            groups = np.zeros(len(data), dtype=np.int64)
+        out = np.zeros(n_groups, dtype=bool)
+        for m in self.table_wide:
+            can = m.satisfiable_in_groups(data, groups, n_groups, self.max_out)
+            if can is not None:
+                out |= ~can
+        return out
+
     def _decide(
         self,
         ct: ClassTable,
         fail: NDArray[Any],
         mono: Sequence[PrivacyModel],
+        bound: bool = True,
     ) -> _Eval:
         """The rest of :meth:`check` for classes ``ct``, of which ``fail`` already fail
-        monotonic models (those not among ``mono``)."""
+        monotonic models (those not among ``mono``). ``bound``: the table-wide models'
+        monotonic conditions are still to be asked (not for a node known to pass them)."""
         sizes = ct.sizes
         data = self._data(sizes, ct.hist, self._population([ct.levels], [ct.rep]))
         for m in mono:
@@ -283,6 +306,8 @@ class _Checker:
             fail |= ~m.passes(data)
             if sizes[fail].sum() > self.max_out:
                 return _Eval(False, False, ct)
+        if bound and self.table_wide and self._out_of_reach(data)[0]:
+            return _Eval(False, False, ct)
         least = _least_suppressed(mono, data, fail, self.k)
         if least is not None and least.sum() > self.max_out:
             return _Eval(False, False, ct)
@@ -315,8 +340,10 @@ class _Checker:
         fail = np.zeros(len(batch.sizes), dtype=bool)
         for m in sizes_only:
             fail |= ~m.passes(data)
-        out = batch.per_node(np.where(fail, batch.sizes, 0))
-        accepted = np.flatnonzero(out <= self.max_out)
+        closed = batch.per_node(np.where(fail, batch.sizes, 0)) > self.max_out
+        if self.table_wide:
+            closed |= self._out_of_reach(data, batch.node_of, len(parents))
+        accepted = np.flatnonzero(~closed)
         if rest and len(accepted) > 1:
             # the histograms are needed by several nodes: the models that read them decide
             # those nodes side by side, as one batch (the same outcome as one by one)
@@ -330,11 +357,11 @@ class _Checker:
                 evals.append(decided[b])
                 continue
             ct = batch.table(b)
-            if out[b] > self.max_out:
+            if closed[b]:
                 evals.append(_Eval(False, False, ct))
             else:
                 lo, hi = batch.starts[b], batch.starts[b + 1]
-                evals.append(self._decide(ct, fail[lo:hi].copy(), rest))
+                evals.append(self._decide(ct, fail[lo:hi].copy(), rest, bound=False))
         return evals
 
     def check_many(
@@ -345,7 +372,9 @@ class _Checker:
         tables = [batch.table(b) for b in range(len(parents))]
         hists = batch.hists.__getitem__
         mono = self.own_mono if settled else self.mono
-        return self._decide_many(tables, batch.sizes, batch.node_of, batch.starts, hists, mono)
+        return self._decide_many(
+            tables, batch.sizes, batch.node_of, batch.starts, hists, mono, bound=not settled
+        )
 
     def _decide_tables(self, tables: list[ClassTable]) -> list[_Eval]:
         """:meth:`check_many` for nodes whose classes are at hand, their histograms built node
@@ -361,7 +390,8 @@ class _Checker:
                 built[j] = np.concatenate([t.hist(j) for t in tables])
             return built[j]
 
-        return self._decide_many(tables, sizes, node_of, starts, hists, self.mono)
+        # only nodes the table-wide models' conditions leave open come here
+        return self._decide_many(tables, sizes, node_of, starts, hists, self.mono, bound=False)
 
     def _decide_many(
         self,
@@ -371,9 +401,11 @@ class _Checker:
         starts: NDArray[Any],
         hists: Callable[[int], NDArray[Any]],
         mono: Sequence[PrivacyModel],
+        bound: bool,
     ) -> list[_Eval]:
         """The outcome of each node of ``tables``, whose classes lie side by side (node ``b``
-        owns ``starts[b]:starts[b+1]``), each model read once for them all."""
+        owns ``starts[b]:starts[b+1]``), each model read once for them all. ``bound`` as for
+        :meth:`_decide`."""
         reps = [t.rep for t in tables]
         population = self._population([t.levels for t in tables], reps)
         data = self._data(sizes, hists, population)
@@ -386,9 +418,13 @@ class _Checker:
             fail |= ~m.passes(data)
         # the nodes whose failing classes alone pass the limit need no finer bound
         closed = per_node(np.where(fail, sizes, 0)) > self.max_out
+        reach = np.ones(len(tables), dtype=bool)
+        if bound and self.table_wide:
+            reach = ~self._out_of_reach(data, node_of, len(tables))
+            closed |= ~reach
         least = _least_suppressed(mono, data, fail | closed[node_of], self.k)
         mono_out = per_node(np.where(fail, sizes, 0) if least is None else least)
-        open_nodes = mono_out <= self.max_out
+        open_nodes = (mono_out <= self.max_out) & reach
         if open_nodes.all():
             self._judge_others(data, hists, fail, node_of)
         elif self.other and open_nodes.any():
@@ -421,7 +457,7 @@ class _Checker:
             fail |= more
         evals = []
         for b, ct in enumerate(tables):
-            if mono_out[b] > self.max_out:
+            if not open_nodes[b]:
                 evals.append(_Eval(False, False, ct))
             else:
                 lo, hi = starts[b], starts[b + 1]
@@ -786,7 +822,7 @@ def _result(
         out_classes = ev.out_classes
         out_rows = np.zeros(len(table.row_to_base), dtype=bool)
     else:
-        inv = ev.ct.inv
+        inv = ev.ct.row_classes()
         out_classes = ev.out_classes
         if inv is None:
             inv, n_classes = table.group(node)
@@ -875,6 +911,12 @@ class _Search:
         self.order = np.lexsort((self.tie, *self.bkey.T[::-1]))  # equal bounds in tie order
         self.rank = np.empty(size, dtype=np.int64)
         self.rank[self.order] = np.arange(size)
+        # each node's successors in rank order (``size`` last): a path steps to the first of
+        # them still a candidate, read off one row instead of ranking them at every step
+        ranked = np.append(self.rank, size).take(self.successors)
+        self.successors = np.take_along_axis(
+            self.successors, np.argsort(ranked, axis=1, kind="stable"), axis=1
+        )
         self.status = np.zeros(size, dtype=np.int8)
         self.grid = self.status.reshape(tuple(heights))  # the same array, an axis per QI
         self.done = np.zeros(size, dtype=bool)
@@ -1142,13 +1184,16 @@ class _Search:
                 searches = following
 
     def _path(self, start: int, cand: NDArray[Any]) -> list[int]:
+        """From ``start``, up through the candidate successor of least rank each time."""
         path = [int(start)]
+        successors = self.successors
         while True:
-            ups = self.successors[path[-1]]
-            ups = ups[cand[ups]]
-            if not len(ups):
+            ups = successors[path[-1]]
+            open_ups = cand.take(ups)
+            first = int(open_ups.argmax())
+            if not open_ups[first]:
                 return path
-            path.append(int(ups[np.argmin(self.rank[ups])]))
+            path.append(int(ups[first]))
 
     def _bound_phase(self) -> None:
         """Score the nodes passing the monotonic models, cheapest bound first."""

@@ -398,15 +398,8 @@ class EncodedTable:
         # which keeps the mixed-radix key space, and so the grouping, small. What is present
         # is found on the hierarchy's few rows; the distinct rows are then read once per level
         base_cols = [base[:, i] for i in range(d)]
-        # per distinct row and level, in the smallest type that holds the level's labels
-        self.full_codes = [
-            [
-                lc.astype(code_dtype(len(labels))).take(base_cols[i])
-                for lc, labels in zip(q.level_codes, q.labels)
-            ]
-            for i, q in enumerate(self.qis)
-        ]
-        compact: list[NDArray[Any]] = []  # per (QI, level): compacted code per hierarchy code
+        # per (QI, level): the compacted code of each hierarchy row, read by the distinct rows
+        compact: list[NDArray[Any]] = []
         # per QI and level: the hierarchy code of each compacted code (the inverse)
         self.present_codes: list[list[NDArray[Any]]] = []
         self.cards: list[list[int]] = []
@@ -421,7 +414,7 @@ class EncodedTable:
             for lc, labels in zip(q.level_codes, q.labels):
                 present = np.zeros(len(labels), dtype=bool)
                 present[lc[rows_present]] = True
-                compact.append(np.cumsum(present) - 1)
+                compact.append((np.cumsum(present) - 1).take(lc))
                 self.cards[i].append(int(present.sum()))
                 self.present_codes[i].append(np.flatnonzero(present))
         # one row per (QI, level): a node's codes are a few contiguous rows
@@ -430,9 +423,11 @@ class EncodedTable:
         # codes into keys widens them first (the keys' type is chosen from the key space)
         dtype = code_dtype(int(self.all_cards.max()))
         self.all_codes = np.empty((len(compact), self.m), dtype=dtype)
-        full = [c for levels in self.full_codes for c in levels]
-        for r, (to_compact, codes) in enumerate(zip(compact, full)):
-            np.take(to_compact.astype(dtype), codes, out=self.all_codes[r], mode="clip")
+        # one gather per (QI, level) of the distinct rows' hierarchy rows: the codes of a
+        # level are composed with its compaction on the hierarchy's few rows first
+        rows_of = [base_cols[i] for i, q in enumerate(self.qis) for _ in q.level_codes]
+        for r, (to_compact, rows) in enumerate(zip(compact, rows_of)):
+            np.take(to_compact.astype(dtype), rows, out=self.all_codes[r], mode="clip")
         self.offsets = np.cumsum(np.array([0] + [len(c) for c in self.cards[:-1]]))
         self.codes = [
             list(self.all_codes[o : o + len(c)]) for o, c in zip(self.offsets.tolist(), self.cards)
@@ -459,13 +454,27 @@ class EncodedTable:
                 self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
 
     def level_codes(self, i: int, level: int, rows: NDArray[Any]) -> NDArray[Any]:
-        """The hierarchy codes (``full_codes[i][level]``) of the distinct rows ``rows``; read
-        through the compacted codes once ``full_codes`` is let go (an empty list: a what-if
-        keeps one copy of the codes, the compacted one its grouping reads)."""
-        if self.full_codes:
-            return np.asarray(self.full_codes[i][level].take(rows))
+        """The hierarchy codes (``full_codes[i][level]``) of the distinct rows ``rows``: read
+        through the compacted codes (a search asks for a few rows, its suppressed classes':
+        no per-level copy of every row's codes is built for them), or from ``full_codes``
+        once built (a what-if that let the compacted codes go)."""
+        full = self.__dict__.get("full_codes")
+        if full:
+            return np.asarray(full[i][level].take(rows))
         compacted = self.all_codes[self._offsets[i] + level].take(rows)
         return np.asarray(self.present_codes[i][level].take(compacted))
+
+    @cached_property
+    def full_codes(self) -> list[list[NDArray[Any]]]:
+        """Per QI and level, the hierarchy code of each distinct row, in the smallest type
+        that holds the level's labels (built when first asked for)."""
+        return [
+            [
+                present.astype(code_dtype(len(labels))).take(self.all_codes[o + level])
+                for level, (present, labels) in enumerate(zip(self.present_codes[i], q.labels))
+            ]
+            for i, (q, o) in enumerate(zip(self.qis, self._offsets))
+        ]
 
     @cached_property
     def row_codes(self) -> NDArray[Any]:
@@ -492,20 +501,9 @@ class EncodedTable:
         class, taken from the count that finds the classes when it can. Without ``rows``,
         ``codes`` (laid out as ``all_codes``) may name other rows to group."""
         codes = self.all_codes if codes is None else codes
-        cols = [o + int(lv) for o, lv in zip(self._offsets, levels)]
-        # a QI at a level of one value (its root) adds nothing to the key: left out
-        cols = [c for c in cols if self._cards[c] > 1] or cols[:1]
-        cards = [self._cards[c] for c in cols]
-        space = math.prod(cards)
+        cols, cards, space = self._node_columns(levels)
         if rows is None and space < 2**62:
-            # multiply-add over the node's rows of codes, in place: no copy of the codes is
-            # gathered, in the narrowest type the key space allows (a node low in the lattice
-            # of Adult has a space of a few thousand keys: two bytes a key cost a third of the
-            # arithmetic of eight)
-            key = codes[cols[0]].astype(_key_type(space, codes.shape[1]))
-            for c, card in zip(cols[1:], cards[1:]):
-                key *= card
-                key += codes[c]
+            key = _node_key(codes, cols, cards, space)
         elif rows is not None and space < 2**62 and len(rows) > 1024:
             # many rows: one gather per column of the node's codes, multiplied and added in
             # place (cheaper than gathering the rows' codes first once rows run to thousands)
@@ -560,6 +558,55 @@ class EncodedTable:
             return inv, n_classes, None
         return inv, n_classes, np.bincount(inv, weights=weights, minlength=n_classes)
 
+    def _node_columns(
+        self, levels: Sequence[int] | NDArray[Any]
+    ) -> tuple[list[int], list[int], int]:
+        """The rows of ``all_codes`` a node's key combines, their cards and the key space."""
+        cols = [o + int(lv) for o, lv in zip(self._offsets, levels)]
+        # a QI at a level of one value (its root) adds nothing to the key: left out
+        cols = [c for c in cols if self._cards[c] > 1] or cols[:1]
+        cards = [self._cards[c] for c in cols]
+        return cols, cards, math.prod(cards)
+
+    @cached_property
+    def _weights_counted(self) -> NDArray[Any]:
+        """The distinct rows' weights as a weighted count reads them: as floats, converted
+        once rather than by every count (a tenth of grouping Adult's distinct rows), while
+        the copy is small."""
+        return self.weights.astype(float) if self.m <= _FLOAT_COPY else self.weights
+
+    def _rows_grouped(
+        self, levels: Sequence[int] | NDArray[Any], weights: NDArray[Any], codes: NDArray[Any]
+    ) -> tuple[NDArray[Any], NDArray[Any], Callable[[], NDArray[Any]]]:
+        """A node's classes over all the rows of ``codes`` (laid out as ``all_codes``): a
+        row of each, the sum of ``weights`` in each, and a function giving each row's class.
+
+        Where the key space is no larger than the rows, one weighted count over the keys
+        finds the classes (in key order) and their sizes, and a row numbers' scatter over the
+        keys a row of each (the last, as :func:`_first_index` finds it): each row's class is
+        then found only when asked for (a release's rows, a sensitive column's counts), not
+        for every node checked. Otherwise as :meth:`group_sizes`."""
+        cols, cards, space = self._node_columns(levels)
+        rows = codes.shape[1]
+        if space > rows:
+            inv, n_classes, sizes = self.group_sizes(levels, None, weights, codes)
+            assert sizes is not None
+            return _first_index(inv, n_classes), sizes, lambda: inv
+        # the count and the scatter index with int64 as it is: a narrower key is converted
+        # by each of them (twice the time of both on Adult's distinct rows)
+        key = _node_key(codes, cols, cards, space).astype(np.int64, copy=False)
+        counts = np.bincount(key, weights, minlength=space)
+        occupied = np.flatnonzero(counts)
+        last = np.empty(space, dtype=np.int64)
+        last[key] = np.arange(rows)
+
+        def classes_of_rows() -> NDArray[Any]:
+            ids = np.empty(space, dtype=np.int64)
+            ids[occupied] = np.arange(len(occupied))
+            return ids.take(key)
+
+        return last.take(occupied), counts.take(occupied), classes_of_rows
+
     def classes(
         self,
         levels: Sequence[int] | NDArray[Any],
@@ -576,21 +623,32 @@ class EncodedTable:
         """
         if parent is None:
             if self.base_to_qi is None or self.qi_first is None:
-                inv, n_classes, sizes = self.group_sizes(levels, None, self.weights)
-                rep = _first_index(inv, n_classes)
-            else:
-                inv_qi, n_classes, sizes = self.group_sizes(
-                    levels, None, self.qi_weights, self.qi_codes
+                rep, sizes, inv_of = self._rows_grouped(
+                    levels, self._weights_counted, self.all_codes
                 )
-                rep = self.qi_first[_first_index(inv_qi, n_classes)]
-                inv = inv_qi[self.base_to_qi]
-            assert sizes is not None
-            hists = {} if lazy else {j: self.sa_histogram(j, inv, n_classes) for j in sa}
-            source = (self, None, inv) if lazy and self.sa_values else None
-            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), hists, inv, source)
-        inv, n_classes, sizes = self.group_sizes(levels, parent.rep, parent.sizes)
-        assert sizes is not None
-        sizes = sizes.astype(np.int64)
+            else:
+                rep_qi, sizes, qi_inv_of = self._rows_grouped(
+                    levels, self.qi_weights, self.qi_codes
+                )
+                rep = self.qi_first[rep_qi]
+                to_qi = self.base_to_qi
+
+                def inv_of() -> NDArray[Any]:
+                    return np.asarray(qi_inv_of()[to_qi])
+
+            n_classes = len(rep)
+            if (lazy and self.sa_values) or (not lazy and sa):
+                # the sensitive counts are built from the class of each distinct row
+                rows_inv = inv_of()
+                hists = {} if lazy else {j: self.sa_histogram(j, rows_inv, n_classes) for j in sa}
+                source = (self, None, rows_inv) if lazy and self.sa_values else None
+                return ClassTable(
+                    tuple(levels), rep, sizes.astype(np.int64), hists, rows_inv, source
+                )
+            return ClassTable(tuple(levels), rep, sizes.astype(np.int64), {}, None, None, inv_of)
+        inv, n_classes, summed = self.group_sizes(levels, parent.rep, parent.sizes)
+        assert summed is not None
+        sizes = summed.astype(np.int64)
         hists = {} if lazy else {j: _sum_rows(parent.hist(j), inv, n_classes) for j in sa}
         rep = np.empty(n_classes, dtype=np.int64)
         rep[inv] = parent.rep  # any parent class inside a class represents it
@@ -710,9 +768,18 @@ class ClassTable:
     # where missing histograms come from: (table, finer node's classes or None for the distinct
     # rows, class of each of those); dropped once every histogram is built
     source: tuple[Any, ...] | None = field(default=None, repr=False)
+    # what finds ``inv`` when it is asked for (grouped from the distinct rows without it)
+    inv_of: Callable[[], NDArray[Any]] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.sizes)
+
+    def row_classes(self) -> NDArray[Any] | None:
+        """The class of each distinct row (``inv``), found now if it was left for later;
+        None for classes rolled up from a finer node's."""
+        if self.inv is None and self.inv_of is not None:
+            self.inv, self.inv_of = self.inv_of(), None
+        return self.inv
 
     def for_rolling_up(self) -> ClassTable:
         """The same classes holding only what a coarser node is rolled up from (a
@@ -722,7 +789,11 @@ class ClassTable:
         if self.source is not None and self.source[1] is None:
             for j in range(len(self.source[0].sa_values)):
                 self.hist(j)
-        if self.inv is None and (self.source is None or self.source[1] is not None):
+        if (
+            self.inv is None
+            and self.inv_of is None
+            and (self.source is None or self.source[1] is not None)
+        ):
             return self
         return ClassTable(self.levels, self.rep, self.sizes, self.hists, None, self.source)
 
@@ -780,6 +851,20 @@ def _sum_rows(matrix: NDArray[Any], groups: NDArray[Any], n_groups: int) -> NDAr
     return np.bincount(cells, weights=matrix.ravel(), minlength=n_groups * width).reshape(
         n_groups, width
     )
+
+
+def _node_key(
+    codes: NDArray[Any], cols: Sequence[int], cards: Sequence[int], space: int
+) -> NDArray[Any]:
+    """A node's key of every row of ``codes``: a multiply-add over the node's rows of codes,
+    in place (no copy of the codes is gathered), in the narrowest type the key space allows
+    (a node low in the lattice of Adult has a space of a few thousand keys: two bytes a key
+    cost a third of the arithmetic of eight)."""
+    key = codes[cols[0]].astype(_key_type(space, codes.shape[1]))
+    for c, card in zip(cols[1:], cards[1:]):
+        key *= card
+        key += codes[c]
+    return np.asarray(key)
 
 
 def _first_index(inv: NDArray[Any], n_classes: int) -> NDArray[Any]:
@@ -876,6 +961,8 @@ class ClassTableCache:
 
 # up to this many rows, a node's keys and class ids are int64 whatever their range
 _WIDE_KEYS = 1 << 16
+# up to this many distinct rows, the search keeps their weights as floats too (8 MB at most)
+_FLOAT_COPY = 1 << 20
 
 
 def _key_type(space: int, rows: int) -> Any:

@@ -225,7 +225,9 @@ class WhatIfTable:
         self.sensitive = tuple(sensitive)
         self.metric = make_metric(metric, self.table, aggregate)
         if self._qi_codes is not t.all_codes:
-            # the codes of every distinct row were read by the metric's set-up only
+            # the codes of every distinct row were read by the metric's set-up only; a class's
+            # hierarchy codes are read from the per-level copy, built before they go
+            assert t.full_codes
             del t.all_codes, t.codes
         else:
             # the hierarchy codes of a class's rows are read through the compacted codes the

@@ -112,7 +112,9 @@ def test_search_and_assessment_agree_on_every_class(seed, n, missing, model, dat
     checker = _Checker(table, [model], suppression=0.0)
     checker.max_out = len(df)  # every verdict wanted, however many classes fail
     ev = checker.check(node)
-    record_class = ev.ct.inv[table.row_to_base]
+    rows = ev.ct.row_classes()
+    assert rows is not None  # grouped from the distinct rows
+    record_class = rows[table.row_to_base]
     search_fails = ev.out_classes[record_class]
 
     # the node's output, generalized column by column through the hierarchies, then grouped

@@ -82,7 +82,12 @@ def test_distinct_rows_match_a_plain_reference(n, missing, limit, fold, monkeypa
     assert table.weights.sum() == n
     for i, q in enumerate(table.qis):
         assert (q.row_index == cols[i]).all()
-        assert (table.full_codes[i][0] == q.level_codes[0][base[:, i]]).all()
+        for level, codes in enumerate(q.level_codes):
+            # read through the compacted codes, for some rows and as the per-level copy
+            expected = codes[base[:, i]]
+            rows = np.arange(0, table.m, 3)
+            assert (table.level_codes(i, level, rows) == expected[rows]).all()
+            assert (table.full_codes[i][level] == expected).all()
     assert (table.sa_codes[0] == base[:, 3]).all()
 
 

@@ -467,6 +467,58 @@ def test_delta_disclosure_search_matches_brute_force(seed, k, suppression, delta
     assert result.information_loss == pytest.approx(score[0], abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    "seed,k,suppression,ceiling",
+    [
+        (21, 1, 0.0, 0.2),
+        (22, 1, 0.05, 0.1),
+        (23, 2, 0.1, 0.15),
+        (24, 3, 0.03, 0.25),
+        (25, 1, 0.2, 0.05),
+        (26, 2, 0.0, 0.3),
+        # suppression brings these under the ceiling at nodes whose classes alone are too many
+        (20, 3, 0.1, 0.12),
+        (31, 3, 0.1, 0.12),
+    ],
+)
+@pytest.mark.parametrize("gallop", [0, 8])
+def test_average_risk_search_matches_brute_force(
+    seed, k, suppression, ceiling, gallop, monkeypatch
+):
+    # the search settles the nodes no suppression can bring under the ceiling, with their
+    # specializations, before checking them: the optimum must stay the exhaustive one
+    from anonweb.core.models import AverageRisk
+
+    monkeypatch.setattr(flash, "GALLOP", gallop)
+    df, hierarchies = _toy(seed)
+    qis = ["age", "zip", "sex"]
+    models = [AverageRisk(ceiling)]
+    found = _brute_force(df, hierarchies, qis, k, suppression, models)
+    if found is None:
+        with pytest.raises(ParameterError):
+            optimal_generalization(
+                df,
+                quasi_identifiers=qis,
+                hierarchies=hierarchies,
+                k=k,
+                suppression=suppression,
+                models=models,
+            )
+        return
+    score, node, losses, suppressed = found
+    result = optimal_generalization(
+        df,
+        quasi_identifiers=qis,
+        hierarchies=hierarchies,
+        k=k,
+        suppression=suppression,
+        models=models,
+    )
+    assert tuple(result.levels[q] for q in qis) == node
+    assert result.suppressed == suppressed
+    assert result.information_loss == pytest.approx(score[0], abs=1e-9)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 12), s=st.sampled_from([0.0, 0.03, 0.1]))
 def test_every_kept_class_has_k_rows(seed, k, s):
@@ -669,6 +721,24 @@ def test_rolling_up_a_finer_node_gives_the_coarser_classes(seed, data):
     assert len(rolled) <= len(parent)  # generalizing never splits a class
     key = lambda ct: sorted(zip(ct.sizes.tolist(), map(tuple, ct.hists[0].tolist())))  # noqa: E731
     assert key(rolled) == key(direct)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data(), sensitive=st.booleans())
+def test_a_node_grouped_from_the_distinct_rows_matches_their_grouping(seed, data, sensitive):
+    # a node's classes, a row of each and their sizes, and (found only when asked for) the
+    # class of each distinct row: the partition the grouping of the distinct rows gives
+    df, hierarchies = _toy(seed, n=data.draw(st.integers(1, 200)))
+    table = EncodedTable(df, ["age", "zip", "sex"], hierarchies, ["disease"] if sensitive else [])
+    node = [data.draw(st.integers(0, h - 1)) for h in table.heights]
+    got = table.classes(node, None, [], lazy=True)
+    inv, n_classes, _ = table.group_sizes(node, None, table.weights)
+    rows = got.row_classes()
+    assert rows is not None and len(got) == n_classes
+    # the same partition: each class of one is one class of the other
+    assert len(set(zip(rows.tolist(), inv.tolist()))) == n_classes
+    assert (got.sizes == np.bincount(rows, weights=table.weights, minlength=n_classes)).all()
+    assert (rows[got.rep] == np.arange(n_classes)).all()  # a row of each class
 
 
 @settings(max_examples=30, deadline=None)
