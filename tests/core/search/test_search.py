@@ -482,7 +482,7 @@ def test_delta_disclosure_search_matches_brute_force(seed, k, suppression, delta
     ],
 )
 @pytest.mark.parametrize("gallop", [0, 8])
-def test_average_risk_search_matches_brute_force(
+def test_average_risk_bound_keeps_the_exhaustive_optimum(
     seed, k, suppression, ceiling, gallop, monkeypatch
 ):
     # the search settles the nodes no suppression can bring under the ceiling, with their
