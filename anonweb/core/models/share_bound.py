@@ -66,9 +66,14 @@ def least_failing(
     if caps.ndim == 2 and wanted is not None:
         caps = np.compress(wanted, caps, axis=0)
     if floor is not None:
-        # a cap of 0, widened as every cap is: 0 (1 + slack) + slack is the slack itself
+        # a cap of 0, widened as every cap is: 0 (1 + slack) + slack is the slack itself.
+        # Only where a class holds the value: a value it lacks has c_s = 0, d_s = -a_s n
+        # and, at any f <= n, d_s + a_s f <= 0 whatever its cap (the products rounded alike
+        # on both sides), and it enters every sum as 0 (its term times "not in S"): the
+        # same figures to the last bit. So the matrix of caps is made only when some class
+        # holds a value below its floor (on Adult x 33 at k = 165, none does)
         low = counts < floor
-        if low.any():
+        if (low & (counts > 0)).any():
             caps = np.where(low, RELATIVE_SLACK, caps)
     # (the matrices here run to a few hundred kilobytes per batch of nodes: each is written in
     # place where it can, as a fresh one costs more to map than to compute)

@@ -421,6 +421,12 @@ def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     theta0 = (n * u * c - c1 * (n - 1) * (2 * u + c)) / denominator if denominator else math.nan
     alpha0 = (theta0 * (c1 - n) + (n - 1) * c1) / (n * u)
     big = j > 1
+    j_big, fj_big = j[big], fj[big]
+    # the digamma functions' arguments of one score, in one call: ta + u, ta + 1, t + n,
+    # t + 1, 1 - a, then j - a for each size j > 1 (the same values, element by element, as
+    # calls one by one: the polish calls this a few dozen times per start)
+    args = np.empty(5 + len(j_big))
+    psi = np.empty_like(args)
 
     def score(x: NDArray[Any]) -> NDArray[Any]:
         # d logL / d theta and d logL / d alpha in closed form (digamma sums, as in ARX).
@@ -428,9 +434,12 @@ def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
         if a <= 0 or a >= 1 or t <= -a:
             return np.array([1e6, 1e6])
         ta = t / a
-        s1 = (special.digamma(ta + u) - special.digamma(ta + 1)) / a  # sum 1/(t + i a), i < u
-        d_theta = s1 - (special.digamma(t + n) - special.digamma(t + 1))
-        tail = (fj[big] * (special.digamma(j[big] - a) - special.digamma(1 - a))).sum()
+        args[0], args[1], args[2], args[3], args[4] = ta + u, ta + 1, t + n, t + 1, 1 - a
+        np.subtract(j_big, a, out=args[5:])
+        special.digamma(args, out=psi)
+        s1 = (psi[0] - psi[1]) / a  # sum 1/(t + i a), i < u
+        d_theta = s1 - (psi[2] - psi[3])
+        tail = (fj_big * (psi[5:] - psi[4])).sum()
         return np.array([d_theta, (u - 1) / a - ta * s1 - float(tail)])
 
     def polished(start: tuple[float, float]) -> tuple[float, float] | None:
