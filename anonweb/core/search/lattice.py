@@ -575,6 +575,18 @@ class EncodedTable:
         the copy is small."""
         return self.weights.astype(float) if self.m <= _FLOAT_COPY else self.weights
 
+    def _row_numbers(self, rows: int) -> NDArray[Any]:
+        """``np.arange(rows)``, made once per table (every node grouped from the distinct rows
+        numbers them)."""
+        got = self._numbers.get(rows)
+        if got is None:
+            got = self._numbers[rows] = np.arange(rows)
+        return got
+
+    @cached_property
+    def _numbers(self) -> dict[int, NDArray[Any]]:
+        return {}
+
     def _rows_grouped(
         self, levels: Sequence[int] | NDArray[Any], weights: NDArray[Any], codes: NDArray[Any]
     ) -> tuple[NDArray[Any], NDArray[Any], Callable[[], NDArray[Any]]]:
@@ -588,7 +600,10 @@ class EncodedTable:
         for every node checked. Otherwise as :meth:`group_sizes`."""
         cols, cards, space = self._node_columns(levels)
         rows = codes.shape[1]
-        if space > rows:
+        # a count over a space up to 8 times the rows still costs less than numbering the
+        # keys present first (as :meth:`group_sizes` does there): Adult's nodes with 31,500
+        # keys over 12,458 rows are grouped in 70 us instead of 130
+        if space > 8 * rows:
             inv, n_classes, sizes = self.group_sizes(levels, None, weights, codes)
             assert sizes is not None
             return _first_index(inv, n_classes), sizes, lambda: inv
@@ -596,9 +611,12 @@ class EncodedTable:
         # by each of them (twice the time of both on Adult's distinct rows)
         key = _node_key(codes, cols, cards, space).astype(np.int64, copy=False)
         counts = np.bincount(key, weights, minlength=space)
-        occupied = np.flatnonzero(counts)
+        # the weights are positive: a class is a positive count. Compared first, the counts
+        # are read as bytes (``flatnonzero`` of floats costs ten times as much: 120 us over
+        # 31,500 keys)
+        occupied = np.flatnonzero(counts > 0)
         last = np.empty(space, dtype=np.int64)
-        last[key] = np.arange(rows)
+        last[key] = self._row_numbers(rows)
 
         def classes_of_rows() -> NDArray[Any]:
             ids = np.empty(space, dtype=np.int64)
