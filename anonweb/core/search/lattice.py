@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -902,8 +903,15 @@ def pack_levels(levels: NDArray[Any]) -> NDArray[Any]:
     one subtraction per word: in each byte ``(b | 0x80) - a`` keeps its high bit exactly when
     b >= a, and never borrows from the next byte.
     """
-    levels = np.atleast_2d(np.asarray(levels, dtype=np.uint64))
+    levels = np.atleast_2d(np.asarray(levels))
     n, d = levels.shape
+    if sys.byteorder == "little":
+        # the levels as bytes, a row padded to whole words, read as words: byte i of a word is
+        # its (i + 1)-th lowest, as the shifts below place it (one copy, no pass per level)
+        as_bytes = np.zeros((n, 8 * ((d + 7) // 8)), dtype=np.uint8)
+        as_bytes[:, :d] = levels
+        return as_bytes.view(np.uint64)
+    levels = levels.astype(np.uint64)
     words = np.zeros((n, (d + 7) // 8), dtype=np.uint64)
     for i in range(d):
         words[:, i // 8] |= levels[:, i] << np.uint64(8 * (i % 8))
