@@ -1085,20 +1085,31 @@ class _Search:
             chunk = chunk[: self.max_nodes - self.checked]
         parents = self.cache.parents(self.packed[chunk])
         evals = self._check_batch(chunk, parents, few_histograms=True)
+        finer = self._finer(chunk, evals)
         for pos, (idx, parent) in enumerate(zip(chunk, parents)):
             ev = evals.get(idx)
             if ev is None:
-                parent = self._parent(idx, parent, chunk[:pos])
+                parent = self._parent(idx, parent, finer, pos)
                 ev = self.checker.check(self.nodes[idx], parent)
             self._record(idx, ev)
 
+    def _finer(self, chunk: list[int], evals: Mapping[int, _Eval]) -> NDArray[Any] | None:
+        """Which nodes of ``chunk`` are finer than which (``[a, b]``: node a's levels are all
+        at most node b's), compared once for the chunk; None when every node was checked in
+        the batch (nothing is then looked up node by node)."""
+        if len(chunk) < 2 or all(idx in evals for idx in chunk):
+            return None
+        packed = self.packed[chunk]
+        return np.asarray(packed_leq(packed[:, None], packed[None, :]))
+
     def _parent(
-        self, idx: int, looked_up: ClassTable | None, since: list[int]
+        self, idx: int, looked_up: ClassTable | None, finer: NDArray[Any] | None, pos: int
     ) -> ClassTable | None:
         """The finer node's classes to roll node ``idx`` up from: those ``looked_up`` in the
-        cache before the nodes ``since`` were recorded, unless one of these is finer (one look
-        at the whole cache per node costs about as much as a small node's grouping)."""
-        if since and packed_leq(self.packed[since], self.packed[idx]).any():
+        cache before the nodes ahead of it in its chunk (at ``pos``) were recorded, unless
+        one of these is finer (``finer``, see :meth:`_finer`: one look at the whole cache
+        per node costs about as much as a small node's grouping)."""
+        if pos and finer is not None and finer[:pos, pos].any():
             return self.cache.parent(self.packed[idx])
         return looked_up
 
@@ -1109,13 +1120,14 @@ class _Search:
         # the bound phase checks only nodes that pass the monotonic models
         parents = self.cache.parents(self.packed[chunk])
         evals = self._check_batch(chunk, parents, settled=True)
+        finer = self._finer(chunk, evals)
         for pos, idx in enumerate(chunk):
             if not self.alive[idx]:
                 self.checked += sum(1 for i in chunk[pos:] if i in evals)  # checked, not needed
                 return False
             ev = evals.get(idx)
             if ev is None:
-                parent = self._parent(idx, parents[pos], chunk[:pos])
+                parent = self._parent(idx, parents[pos], finer, pos)
                 ev = self.checker.check(self.nodes[idx], parent, settled=True)
             self._record(idx, ev)
         return True
