@@ -559,6 +559,15 @@ class EncodedTable:
             return inv, n_classes, None
         return inv, n_classes, np.bincount(inv, weights=weights, minlength=n_classes)
 
+    @property
+    def rows_grouped(self) -> int:
+        """The rows a node is grouped from when no finer node's classes are at hand."""
+        return int(self._rows_to_group()[0].shape[1])
+
+    def key_space(self, levels: Sequence[int] | NDArray[Any]) -> int:
+        """The number of keys a node's classes are counted over."""
+        return self._node_columns(levels)[2]
+
     def _node_columns(
         self, levels: Sequence[int] | NDArray[Any]
     ) -> tuple[list[int], list[int], int]:
@@ -680,10 +689,23 @@ class EncodedTable:
             (self, parent, inv) if lazy and self.sa_values else None,
         )
 
+    def _rows_to_group(self) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any] | None]:
+        """What a node is grouped from when no finer node's classes are at hand: the codes
+        of the distinct quasi-identifier rows (laid out as ``all_codes``), their weights as
+        a count reads them, and the distinct row (of ``all_codes``) each stands for (None:
+        the rows are the distinct rows themselves)."""
+        if self.base_to_qi is None or self.qi_first is None:
+            return self.all_codes, self._weights_counted, None
+        return self.qi_codes, self.qi_weights, self.qi_first
+
     def classes_many(
-        self, nodes: NDArray[Any], parents: Sequence[ClassTable], sa: Sequence[int]
+        self,
+        nodes: NDArray[Any],
+        parents: Sequence[ClassTable | None],
+        sa: Sequence[int],
     ) -> ClassBatch:
-        """The classes of several nodes at once, each rolled up from its finer node's classes.
+        """The classes of several nodes at once, each rolled up from its finer node's classes
+        (a parent None: grouped from the distinct rows, as :meth:`classes` does).
 
         One key, one count (or hashing) and one bincount serve the whole batch, instead of a
         dozen small array operations per node. Each node's classes are numbered together, in any
@@ -694,34 +716,61 @@ class EncodedTable:
         cards = self.all_cards[cols]
         strides = np.ones_like(cards)
         strides[:, :-1] = np.cumprod(cards[:, :0:-1], axis=1)[:, ::-1]
-        lens = np.array([len(p) for p in parents], dtype=np.int64)
-        seg = np.repeat(np.arange(len(parents)), lens)
-        rows = np.concatenate([p.rep for p in parents])
         spaces = [math.prod(c) for c in cards.tolist()]
+        codes, row_weights, first = self._rows_to_group()
+        n_rows = codes.shape[1]
+        # per node: the rows grouped (a row of ``all_codes`` each) and their weights
+        sources = [
+            (self._row_numbers(n_rows) if first is None else first, row_weights)
+            if p is None
+            else (p.rep, p.sizes)
+            for p in parents
+        ]
+        lens = np.array([len(r) for r, _ in sources], dtype=np.int64)
+        seg = np.repeat(np.arange(len(parents)), lens)
+        rows = np.concatenate([r for r, _ in sources])
         # node by node, the parent's rows of codes (a few contiguous bytes each), the node's
-        # columns of them, and their key: cheaper than building one index of every code read
+        # columns of them, and their key: cheaper than building one index of every code read.
+        # A node without a parent is keyed over the distinct rows as :meth:`classes` keys it
+        # (the same mixed radix: the columns left out there hold one code, 0)
         strides = strides.astype(np.int32 if max(spaces) < 2**31 else np.int64)
         key = np.concatenate(
             [
-                self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
-                for p, c, s in zip(parents, cols, strides)
+                _node_key(codes, *self._node_columns(lv)).astype(np.int64, copy=False)
+                if p is None
+                else self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
+                for p, lv, c, s in zip(parents, nodes, cols, strides)
             ]
         ).astype(np.int64, copy=False)
-        weights = np.concatenate([p.sizes for p in parents])
+        weights = np.concatenate([w for _, w in sources])
         sizes: NDArray[Any] | None = None
+        inv: NDArray[Any] | None = None
+        rep: NDArray[Any] | None = None
         if sum(spaces) < 2**62:  # the nodes' key spaces side by side: one key for the batch
             base = np.cumsum([0] + spaces[:-1])
             # rows come node after node and nodes' keys differ, so ids numbered in key order
             # (a count over the spaces, while they are small) or in order of first appearance
             # (hashing) come node after node too, as ``starts`` needs
             key = key + base[seg]
-            if sum(spaces) <= 8 * len(key):
-                counts = np.bincount(key, weights=weights, minlength=sum(spaces))
+            total = sum(spaces)
+            if total <= 8 * len(key):
+                counts = np.bincount(key, weights=weights, minlength=total)
                 uniq = np.flatnonzero(counts > 0)
                 n_classes = len(uniq)
-                ids = np.empty(len(counts), dtype=np.int64)
-                ids[uniq] = np.arange(n_classes)
-                inv, sizes = ids.take(key), counts[uniq]
+                sizes = counts[uniq]
+                # a row of each class scattered over the keys (the last, as ``rep[inv] =
+                # rows`` leaves it): the class of each row is found only if asked for
+                last = np.empty(total, dtype=np.int64)
+                last[key] = rows
+                rep = last.take(uniq)
+                del last
+                counted_key = key
+
+                def classes_of_rows() -> NDArray[Any]:
+                    ids = np.empty(total, dtype=np.int64)
+                    ids[uniq] = np.arange(n_classes)
+                    return ids.take(counted_key)
+
             else:
                 inv, uniq = pd.factorize(key)
                 n_classes = len(uniq)
@@ -737,19 +786,48 @@ class EncodedTable:
             inv[order] = ids
             n_classes = int(ids[-1]) + 1 if len(ids) else 0
             class_seg = sseg[new]
+        del key
+        if inv is not None:
+            found = inv
+
+            def classes_of_rows() -> NDArray[Any]:
+                return found
+
         counts = np.bincount(class_seg, minlength=len(parents))
         starts = np.concatenate(([0], np.cumsum(counts)))
         if sizes is None:
+            assert inv is not None
             sizes = np.bincount(inv, weights=weights, minlength=n_classes)
-        hists = {
-            j: _sum_rows(np.concatenate([p.hist(j) for p in parents]), inv, n_classes) for j in sa
-        }
-        rep = np.empty(n_classes, dtype=np.int64)
-        rep[inv] = rows
-        # the class (numbered within its node) of each parent class, for histograms built later
-        local = inv - starts[seg]
-        ends = np.cumsum(lens)
-        groups = [local[e - n : e] for e, n in zip(ends.tolist(), lens.tolist())]
+        if rep is None:
+            assert inv is not None
+            rep = np.empty(n_classes, dtype=np.int64)
+            rep[inv] = rows
+        ends = np.cumsum(lens).tolist()
+        to_qi = self.base_to_qi if first is not None else None
+
+        def groups() -> list[NDArray[Any]]:
+            # the class (numbered within its node) of each parent class, for histograms built
+            # later; of each distinct row for a node grouped from the distinct rows
+            local = classes_of_rows() - starts[seg]
+            out = [local[e - n : e] for e, n in zip(ends, lens.tolist())]
+            if to_qi is not None:
+                out = [g if p is not None else g.take(to_qi) for g, p in zip(out, parents)]
+            return out
+
+        hists: dict[int, NDArray[Any]] = {}
+        if sa:
+            by_node = groups()
+            hists = {
+                j: np.concatenate(
+                    [
+                        self.sa_histogram(j, g, int(counts[b]))
+                        if p is None
+                        else _sum_rows(p.hist(j), g, int(counts[b]))
+                        for b, (p, g) in enumerate(zip(parents, by_node))
+                    ]
+                )
+                for j in sa
+            }
         return ClassBatch(
             [tuple(int(x) for x in lv) for lv in nodes],
             starts,
@@ -843,11 +921,17 @@ class ClassBatch:
     rep: NDArray[Any]
     sizes: NDArray[Any]
     hists: dict[int, NDArray[Any]]
-    # (table, the parents, per node the class of each parent class): what a node's histograms
+    # (table, the parents (None: the distinct rows), per node the class of each parent class
+    # or distinct row, or what finds these when first asked for): what a node's histograms
     # not built with the batch are built from
-    source: tuple[Any, list[ClassTable], list[NDArray[Any]]] | None = field(
-        default=None, repr=False
-    )
+    source: (
+        tuple[
+            Any,
+            list[ClassTable | None],
+            list[NDArray[Any]] | Callable[[], list[NDArray[Any]]],
+        ]
+        | None
+    ) = field(default=None, repr=False)
 
     def table(self, b: int) -> ClassTable:
         lo, hi = int(self.starts[b]), int(self.starts[b + 1])
@@ -855,6 +939,9 @@ class ClassBatch:
         source = None
         if self.source is not None and len(hists) < len(self.source[0].sa_values):
             table, parents, groups = self.source
+            if callable(groups):
+                groups = groups()
+                self.source = (table, parents, groups)
             source = (table, parents[b], groups[b])
         return ClassTable(self.levels[b], self.rep[lo:hi], self.sizes[lo:hi], hists, None, source)
 

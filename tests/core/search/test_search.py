@@ -775,6 +775,33 @@ def test_a_batch_of_nodes_gives_the_classes_of_each(seed, data):
     assert batch.per_node(batch.sizes.astype(float)).tolist() == [len(df)] * len(nodes)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_a_batch_groups_nodes_without_a_finer_node_from_the_distinct_rows(seed, data):
+    df, hierarchies = _toy(seed, n=80)
+    sensitive = data.draw(st.sampled_from([[], ["disease"]]))
+    table = EncodedTable(df, ["age", "zip", "sex"], hierarchies, sensitive)
+    sa = [0] if sensitive else []
+    nodes, parents = [], []
+    for _ in range(data.draw(st.integers(1, 5))):
+        fine = [data.draw(st.integers(0, h - 1)) for h in table.heights]
+        nodes.append([data.draw(st.integers(f, h - 1)) for f, h in zip(fine, table.heights)])
+        parents.append(table.classes(fine, None, sa) if data.draw(st.booleans()) else None)
+    eager = data.draw(st.booleans())
+    batch = table.classes_many(np.array(nodes), parents, sa if eager else [])
+    for b, node in enumerate(nodes):
+        got, expected = batch.table(b), table.classes(node, None, sa)
+        assert got.levels == tuple(node)
+        assert sorted(got.sizes.tolist()) == sorted(expected.sizes.tolist())
+        # each class's representative row lies in the class it represents
+        rep_classes = table.group(node, got.rep)[0]
+        assert len(set(rep_classes.tolist())) == len(got)
+        if sa:
+            key = lambda ct: sorted(zip(ct.sizes.tolist(), map(tuple, ct.hist(0).tolist())))  # noqa: E731
+            assert key(got) == key(expected)
+    assert batch.per_node(batch.sizes.astype(float)).tolist() == [len(df)] * len(nodes)
+
+
 def test_grouping_when_the_key_space_exceeds_int64():
     rng = np.random.default_rng(3)
     n, d = 400, 10
