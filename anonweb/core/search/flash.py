@@ -933,6 +933,7 @@ class _Search:
         self.successors = np.append(self.order, size).take(np.sort(ranked, axis=1))
         self.status = np.zeros(size, dtype=np.int8)
         self.grid = self.status.reshape(tuple(heights))  # the same array, an axis per QI
+        self._open_ends = (None,) * len(heights)  # slices from a level to the top, per QI
         self.done = np.zeros(size, dtype=bool)
         self.alive = np.ones(size, dtype=bool)
         self.cache = ClassTableCache(len(heights))
@@ -1140,11 +1141,14 @@ class _Search:
         # laid out as an array with an axis per QI: tagged through views, in place
         levels = self.nodes[idx].tolist()
         if ev.mono_ok:
-            up = self.grid[tuple(slice(lv, None) for lv in levels)]
+            up = self.grid[tuple(map(slice, levels, self._open_ends))]
             up[up == 0] = 1
         else:
-            self.grid[tuple(slice(0, lv + 1) for lv in levels)] = -1
-        if ev.ok:
+            self.grid[tuple(map(slice, [lv + 1 for lv in levels]))] = -1
+        # a node out of the running has a bound, and so a score, no better than the best's
+        # (ties included): offering it could not replace the best (on Adult, k=5, most of
+        # the nodes found to pass are checked after a better one was found)
+        if ev.ok and self.alive[idx]:
             self._offer(idx, ev)
 
     def _offer(self, idx: int, ev: _Eval) -> None:
