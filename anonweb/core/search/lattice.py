@@ -529,12 +529,14 @@ class EncodedTable:
             # classes and their sizes at once (in key order, each class's weights added in row
             # order, as below)
             counts = np.bincount(key, weights, minlength=space)
-            occupied = np.flatnonzero(counts)
+            occupied = np.flatnonzero(counts > 0)  # positive weights (see _rows_grouped)
             n_classes = len(occupied)
             ids = np.empty(space, dtype=np.int64)
             ids[occupied] = np.arange(n_classes)
             return ids.take(key), n_classes, counts.take(occupied)
-        if space <= 8 * len(key):
+        # a small space is flagged whatever the rows: a node rolled up from a thousand classes
+        # over 15,750 keys is grouped in 14 us instead of hashing's 21
+        if space <= max(8 * len(key), _FLAGGED_SPACE):
             # the keys present marked in a byte per key (a table over the space costs up to
             # eight slots a row: bytes, not counts), ids in key order written where the keys
             # are (a scatter of the few classes, not a cumulative sum of the space) in int32
@@ -1072,6 +1074,9 @@ class ClassTableCache:
         return [self.tables[int(b)] if f else None for b, f in zip(best.tolist(), found.tolist())]
 
 
+# key spaces up to this size are numbered by flagging the keys present (a byte each, in
+# cache), however few the rows grouped: cheaper than hashing them
+_FLAGGED_SPACE = 1 << 16
 # up to this many rows, a node's keys and class ids are int64 whatever their range
 _WIDE_KEYS = 1 << 16
 # up to this many distinct rows, the search keeps their weights as floats too (8 MB at most)
