@@ -437,6 +437,31 @@ def test_search_matches_brute_force(seed, k, suppression, gallop, monkeypatch):
     assert result.information_loss == pytest.approx(score[0], abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(20, 32))
+@pytest.mark.parametrize("reach", ["never", "measured", "always"])
+def test_paths_past_the_running_keep_the_exhaustive_optimum(seed, reach, monkeypatch):
+    # without suppression, tagging paths may run on through nodes out of the running (see
+    # _Search._reaching_out): that changes which nodes are checked, not the optimum
+    if reach != "measured":
+        monkeypatch.setattr(
+            flash._Search,
+            "_reaching_out",
+            lambda self, outside, paths: paths if reach == "always" else 0,
+        )
+    df, hierarchies = _toy(seed, n=200)
+    qis = ["age", "zip", "sex"]
+    k = 2 + seed % 4
+    models = [] if seed % 2 else MODELS[(seed // 2) % len(MODELS)]
+    score, node, losses, suppressed = _brute_force(df, hierarchies, qis, k, 0.0, models)
+    result = optimal_generalization(
+        df, quasi_identifiers=qis, hierarchies=hierarchies, k=k, models=models
+    )
+    assert tuple(result.levels[q] for q in qis) == node
+    assert result.suppressed == suppressed == 0
+    assert [result.loss_per_qi[q] for q in qis] == pytest.approx(losses, abs=1e-12)
+    assert result.information_loss == pytest.approx(score[0], abs=1e-9)
+
+
 @pytest.mark.parametrize(
     "seed,k,suppression,delta",
     [
