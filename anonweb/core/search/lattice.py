@@ -817,7 +817,18 @@ class EncodedTable:
             return out
 
         hists: dict[int, NDArray[Any]] = {}
-        if sa:
+        if sa and all(p is not None for p in parents):
+            # every node rolled up: the parents' counts summed by class in one pass
+            found_inv = classes_of_rows()
+            hists = {
+                j: _sum_rows(
+                    np.concatenate([p.hist(j) for p in parents if p is not None]),
+                    found_inv,
+                    n_classes,
+                )
+                for j in sa
+            }
+        elif sa:
             by_node = groups()
             hists = {
                 j: np.concatenate(
