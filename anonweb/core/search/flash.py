@@ -576,9 +576,9 @@ def _lex_less(
     """Row-wise ``(keys[i], index[i]) < (ref, ref_index)`` in lexicographic order: equal keys
     are ordered by ``index``, the node's place in the tie order (see ``_Search.tie``)."""
     if keys.shape[1] == 1:  # one number a key (every aggregate but rank): no running masks
-        col, value = keys[:, 0], ref[0]
-        less = col < value
-        undecided = ~(less | (col > value))
+        column, value = keys[:, 0], ref[0]
+        less = column < value
+        undecided = ~(less | (column > value))
         return np.asarray(less | (undecided & (index < ref_index)))
     result = np.zeros(len(keys), dtype=bool)
     undecided = np.ones(len(keys), dtype=bool)

@@ -771,7 +771,7 @@ class EncodedTable:
                 def classes_of_rows() -> NDArray[Any]:
                     ids = np.empty(total, dtype=np.int64)
                     ids[uniq] = np.arange(n_classes)
-                    return ids.take(counted_key)
+                    return np.asarray(ids.take(counted_key))
 
             else:
                 inv, uniq = pd.factorize(key)
