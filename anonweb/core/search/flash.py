@@ -1210,8 +1210,10 @@ class _Search:
             reaching = self._reaching_out(outside, paths)
             unsettled = np.append(self.status == 0, False) if reaching else cand
             waiting = cand[self.start_order]
+            first = 0
             while len(searches) < paths:
-                first = int(np.argmax(waiting))
+                # nodes only leave ``waiting``: the next start is at or after the last one
+                first += int(np.argmax(waiting[first:]))
                 if not waiting[first]:
                     break
                 out = len(searches) < reaching
