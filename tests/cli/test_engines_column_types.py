@@ -107,7 +107,7 @@ def folder(tmp_path_factory) -> Path:
             "hierarchies": {q: HIERARCHIES[q] for q in qis},
             "steps": [
                 {"kind": "drop", "params": {"columns": others}},
-                {"kind": "optimal_generalization", "params": {"k": 2, "suppression": 0.2}},
+                {"kind": "optimal_generalization", "params": {"k": 6, "suppression": 0.1}},
             ],
         }
         (folder / f"plan_{name}.json").write_text(json.dumps(plan))
@@ -144,7 +144,7 @@ CSV_PLAN = {
     },
     "steps": [
         {"kind": "drop", "params": {"columns": ["day", "g"]}},
-        {"kind": "optimal_generalization", "params": {"k": 2, "suppression": 0.2}},
+        {"kind": "optimal_generalization", "params": {"k": 6, "suppression": 0.1}},
     ],
 }
 

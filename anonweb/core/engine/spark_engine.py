@@ -66,6 +66,9 @@ def spark_session(master: str | None = None) -> Any:
             .config("spark.sql.shuffle.partitions", partitions or "8")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
+            # timestamps written as Parquet's microseconds, not the legacy INT96, which pyarrow
+            # reads as nanoseconds (a file Spark itself then refuses to read back)
+            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
             # the histogram (one row per cell: millions for a large table) is collected here
             .config("spark.driver.memory", os.environ.get("ANONWEB_SPARK_DRIVER_MEMORY", "3g"))
             .config("spark.driver.maxResultSize", "0")
