@@ -1053,11 +1053,13 @@ def _stamp_text(values: pa.Array) -> pa.Array:
     fraction *= 10**9 // per_second  # nanoseconds
     if not fraction.any():
         return seconds
-    nanos = fraction % 1000 != 0
-    digits = np.where(nanos, fraction, fraction // 1000).astype(str)
-    padded = np.where(nanos, np.char.zfill(digits, 9), np.char.zfill(digits, 6))
-    tail = np.where(fraction != 0, np.char.add(".", padded), "")
-    return pc.binary_join_element_wise(seconds, pa.array(tail, pa.string()), "")
+    nanos = pa.array(fraction % 1000 != 0)
+    digits = pa.array(np.where(fraction % 1000 != 0, fraction, fraction // 1000)).cast(pa.string())
+    padded = pc.if_else(
+        nanos, pc.utf8_lpad(digits, 9, padding="0"), pc.utf8_lpad(digits, 6, padding="0")
+    )
+    tail = pc.if_else(pa.array(fraction != 0), pc.binary_join_element_wise(".", padded, ""), "")
+    return pc.binary_join_element_wise(seconds, tail, "")
 
 
 def _is_text(t: pa.DataType) -> bool:
