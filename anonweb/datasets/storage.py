@@ -62,9 +62,12 @@ def stored_parquet(storage_key) -> tuple[str, object]:
 
 
 def load_frame(storage_key, columns: list[str] | None = None) -> pd.DataFrame:
-    """The table, or only ``columns`` of it (Parquet reads just those)."""
+    """The table, or only ``columns`` of it (Parquet reads just those), each cell as every
+    engine reads it (:func:`~anonweb.core.io.arrow_cells.read_parquet`)."""
+    from anonweb.core.io.arrow_cells import read_parquet
+
     path, fs = _existing_parquet(storage_key)
-    return pd.read_parquet(path, columns=columns, filesystem=fs)
+    return read_parquet(path, columns, filesystem=fs)
 
 
 def load_histogram(storage_key, quasi_identifiers: list[str], sensitive: list[str]):

@@ -41,9 +41,9 @@ from anonweb.core.conflicts.release import EarlierRelease
 from anonweb.core.engine.base import Source, fresh_name
 from anonweb.core.engine.duckdb_engine import DuckDBEngine, literal, numbered_parquet, quote
 from anonweb.core.engine.lineage import LINEAGE_COLUMN
+from anonweb.core.io.arrow_cells import arrow_to_pandas, rewrite_parquet
 from anonweb.core.io.frame import require_columns
-from anonweb.core.io.ingest import READ_LIMITS, convert_to_parquet
-from anonweb.core.io.sources import FLOAT, parquet_kind, parquet_values
+from anonweb.core.io.ingest import READ_LIMITS, convert_to_parquet, format_of
 
 _ids = count()
 
@@ -76,25 +76,50 @@ ID_BATCH_ROWS = 500_000
 def source_id_batches(source: str | Path, id_column: str) -> Iterator[pa.RecordBatch]:
     """The record ids of the Parquet ``source`` (a file, or a folder of files read in name
     order) as the in-memory check matches release files' ids to them: each cell as
-    :func:`~anonweb.core.io.frame.read_table` reads it (the upload's reading,
-    :func:`~anonweb.core.io.sources.parquet_values`: a float32 widened to float64, a boolean
-    ``True``, a timestamp to the second) written by ``str`` (missing: null), with its row's
-    number as the engines' lineage numbers it (``row``); a batch of rows at a time."""
+    :func:`~anonweb.core.io.frame.read_table` reads it
+    (:func:`~anonweb.core.io.arrow_cells.arrow_to_pandas`) written as pandas writes the whole
+    column (``astype(str)``; missing: null), with its row's number as the engines' lineage
+    numbers it (``row``); a batch of rows at a time."""
     path = Path(str(source))
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    # pandas writes a column of timestamps in the format its finest value needs: each batch
+    # is written beside the column's finest values, so in the whole column's format
+    finest = _finest_stamps(files, id_column)
     start = 0
-    for file in sorted(path.glob("*.parquet")) if path.is_dir() else [path]:
+    for file in files:
         parquet = pq.ParquetFile(file)
-        kind = parquet_kind(parquet.schema_arrow.field(id_column).type)
         for batch in parquet.iter_batches(batch_size=ID_BATCH_ROWS, columns=[id_column]):
-            values = parquet_values(batch.column(0), kind, label=str(file))
-            if kind == FLOAT:  # Python's text of the float, as pandas writes it
-                numbers = pd.Series(values.to_numpy(zero_copy_only=False))
-                text = pa.array(numbers.astype(str).where(numbers.notna(), None), pa.string())
-            else:
-                text = values.cast(pa.string())
+            values = arrow_to_pandas(batch.column(0))
+            both = pd.concat([values, finest], ignore_index=True) if len(finest) else values
+            written = both.astype(str).iloc[: len(values)].where(values.notna().to_numpy(), None)
+            text = pa.array(written.to_numpy(dtype=object), pa.string())
             rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
             start += batch.num_rows
             yield pa.RecordBatch.from_arrays([rows, text], names=["row", "id"])
+
+
+def _finest_stamps(files: list[Path], column: str) -> pd.Series:
+    """For a column of timestamps without a time zone, the values that decide the format
+    pandas writes the whole column in: one not at midnight, one not on a whole second, on a
+    whole millisecond, on a whole microsecond, where the column has such a value (pandas
+    writes the dates alone, or to the second, or 3, 6 or 9 digits of the second). Empty for
+    any other column."""
+    found: dict[int, Any] = {}
+    field = pq.read_schema(files[0]).field(column) if files else None
+    if field is None or not pa.types.is_timestamp(field.type) or field.type.tz is not None:
+        return pd.Series([], dtype=object)
+    dtype = None
+    for file in files:
+        parquet = pq.ParquetFile(file)
+        for batch in parquet.iter_batches(batch_size=ID_BATCH_ROWS, columns=[column]):
+            values = arrow_to_pandas(batch.column(0)).dropna()
+            dtype = values.dtype
+            nanos = values.astype("datetime64[ns]").astype(np.int64).to_numpy()
+            for level, unit in enumerate((86_400 * 10**9, 10**9, 10**6, 10**3)):
+                off = np.flatnonzero(nanos % unit)
+                if level not in found and off.size:
+                    found[level] = values.iloc[int(off[0])]
+    return pd.Series(list(found.values()), dtype=dtype if found else object)
 
 
 @contextmanager
@@ -168,7 +193,7 @@ def earlier_out_of_core(
     means = [
         c
         for i, c in enumerate(numeric, 1)
-        if read_means(pd.Series(table.column(i).to_pandas()), frame[c], at, label=label, column=c)
+        if read_means(arrow_to_pandas(table.column(i)), frame[c], at, label=label, column=c)
         is not None
     ]
     if means:
@@ -201,16 +226,19 @@ def earlier_file_out_of_core(
     folder = Path(folder)
     n = next(_ids)
     staged, table, lineage = (folder / f"earlier-{n}{x}.parquet" for x in ("", "-table", "-rows"))
-    info = convert_to_parquet(
-        path,
-        staged,
-        sep=sep,
-        name=str(path),
-        limits=READ_LIMITS,
-        decimal=decimal,
-        count_distinct=False,
-    )
-    names = [c.name for c in info.columns]
+    if format_of(str(path)) == "parquet":  # its cells in their types, as read_table reads them
+        names = rewrite_parquet(path, staged, batch_rows=ID_BATCH_ROWS)
+    else:
+        info = convert_to_parquet(
+            path,
+            staged,
+            sep=sep,
+            name=str(path),
+            limits=READ_LIMITS,
+            decimal=decimal,
+            count_distinct=False,
+        )
+        names = [c.name for c in info.columns]
     require_id_column(pd.DataFrame(columns=names), label=label, id_column=id_column)
     con = engine.con
     pos = fresh_name("__pos", names)
@@ -283,7 +311,5 @@ def _means(
     ).to_arrow_table()
     released = pq.read_table(str(table), columns=[column]).to_pandas()[column]
     at = np.arange(len(released))
-    found = read_means(
-        pd.Series(values.column(0).to_pandas()), released, at, label=label, column=column
-    )
+    found = read_means(arrow_to_pandas(values.column(0)), released, at, label=label, column=column)
     return found is not None

@@ -167,6 +167,27 @@ def source_format(source: Source) -> str:
     raise ValueError(f"an engine reads Parquet or CSV files, not {path.suffix or path.name!r}")
 
 
+def csv_as_parquet(source: str | Path, folder: str | Path) -> Path:
+    """The CSV file ``source`` as Parquet in ``folder``, converted once (while the file is
+    unchanged) by the upload's reader (:func:`~anonweb.core.io.ingest.convert_to_parquet`,
+    in bounded memory): the separator sniffed, ``?`` and the usual spellings missing, integer
+    codes with a leading zero kept as text, ``true`` kept as text. Every engine reads a CSV
+    through it, so a CSV has one table's types whichever engine reads it (each engine's own
+    CSV reader guesses other types: DuckDB's and Spark's read ``true`` as a boolean and
+    ``02138`` as the number 2138)."""
+    import hashlib
+
+    from anonweb.core.io.ingest import READ_LIMITS, convert_to_parquet
+
+    path = Path(source)
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
+    dest = Path(folder) / f"csv-{hashlib.sha256(key).hexdigest()[:20]}.parquet"
+    if not dest.exists():
+        convert_to_parquet(path, dest, name=path.name, limits=READ_LIMITS, count_distinct=False)
+    return dest
+
+
 def peak_memory_bytes(children: bool = False) -> int:
     """The process's peak resident memory as the OS measures it (``getrusage``), in bytes;
     with ``children``, plus the largest peak among waited-for child processes (a local Spark

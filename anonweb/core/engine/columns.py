@@ -12,7 +12,9 @@ utility measured in memory both call, and which the other engines' queries follo
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,6 +89,20 @@ def series_counts(values: pd.Series, *, distinct: bool, numbers: bool) -> Column
         missing = int(values.isna().sum())
     summary = number_summary(finite_numbers(values)) if numbers and numeric else None
     return ColumnCounts(len(values), numeric, counted, missing, summary)
+
+
+def extreme_ranges(table: Any, columns: Sequence[str]) -> dict[str, float]:
+    """Each column's range from an engine's Arrow row of its largest and smallest values
+    (columns ``2i`` and ``2i + 1``), each value read as the pandas engine reads it
+    (:func:`~anonweb.core.io.arrow_cells.arrow_to_pandas`: a float32 as its shortest text), so
+    the difference is the one pandas takes; NaN for a column without a value."""
+    from anonweb.core.io.arrow_cells import arrow_to_pandas
+
+    out = {}
+    for i, c in enumerate(columns):
+        hi, lo = (arrow_to_pandas(table.column(2 * i + k)).iloc[0] for k in (0, 1))
+        out[c] = math.nan if pd.isna(hi) or pd.isna(lo) else float(hi - lo)
+    return out
 
 
 def bin_counts(finite: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.int64]:

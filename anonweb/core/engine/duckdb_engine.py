@@ -19,12 +19,13 @@ from anonweb.core.engine.base import (
     RowMap,
     Source,
     WriteResult,
+    csv_as_parquet,
     fresh_name,
     require_lineage_apart,
     sample_positions,
     source_format,
 )
-from anonweb.core.engine.columns import ColumnCounts, NumberSummary
+from anonweb.core.engine.columns import ColumnCounts, NumberSummary, extreme_ranges
 from anonweb.core.engine.histogram import (
     Histogram,
     KeyCoding,
@@ -33,6 +34,7 @@ from anonweb.core.engine.histogram import (
     key_coding,
     require_source_columns,
 )
+from anonweb.core.io.arrow_cells import index_of, table_to_pandas, with_missing
 from anonweb.core.risk.classes import SUPPRESSED
 
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -102,6 +104,9 @@ class DuckDBEngine:
         # the release's row order is not part of its content; keeping it costs memory
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute("SET enable_progress_bar = false")
+        # a timestamp with a time zone comes back as the instant in UTC whatever the machine's
+        # zone (the value every engine reads, anonweb.core.io.arrow_cells)
+        self.con.execute("SET TimeZone = 'UTC'")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
 
@@ -114,11 +119,11 @@ class DuckDBEngine:
             self.con.register("anonweb_source", source)
             return "anonweb_source"
         path = str(source)
-        if kind == "parquet":
-            if Path(path).is_dir():
-                path = str(Path(path) / "*.parquet")
-            return f"read_parquet({literal(path)})"
-        return f"read_csv({literal(path)}, header = true)"
+        if kind != "parquet":  # a CSV read as every engine reads it
+            path = str(csv_as_parquet(path, self.temp_directory))
+        if Path(path).is_dir():
+            path = str(Path(path) / "*.parquet")
+        return f"read_parquet({literal(path)})"
 
     def _columns(self, rel: str) -> list[str]:
         return [str(r[0]) for r in self.con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
@@ -269,6 +274,7 @@ class DuckDBEngine:
         if node.lineage is not None:
             rel, ordered = self._numbered(source, rel, node.lineage)
         rel = as_pandas_reads(self.con, rel)
+        types = self._types(rel)
         qis = list(node.quasi_identifiers)
         mapped = {m.column for m in node.mappings}
         for i, m in enumerate(node.mappings):
@@ -279,8 +285,11 @@ class DuckDBEngine:
             if c in mapped:
                 i = [m.column for m in node.mappings].index(c)
                 select.append(f"m{i}.g AS {quote(c)}")
+                # each value as the column holds it: a float32's value read as the float64
+                # of its text (arrow_cells) is the float32 again, not its widening
                 joins.append(
-                    f"LEFT JOIN anonweb_map_{i} AS m{i} ON s.{quote(c)} IS NOT DISTINCT FROM m{i}.v"
+                    f"LEFT JOIN anonweb_map_{i} AS m{i} ON s.{quote(c)} IS NOT DISTINCT FROM "
+                    f"CAST(m{i}.v AS {types[c]})"
                 )
             else:
                 select.append(f"s.{quote(c)}")
@@ -359,16 +368,15 @@ class DuckDBEngine:
             schema = reader.schema
         finally:
             self.con.execute("SET preserve_insertion_order = false")
-        return pa.Table.from_batches(taken, schema=schema).to_pandas()
+        return table_to_pandas(pa.Table.from_batches(taken, schema=schema))
 
     def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]:
         """Each numeric column's range (largest less smallest value), over every row."""
         if not columns:
             return {}
         rel = self._relation(source)
-        parts = ", ".join(f"max({quote(c)}) - min({quote(c)})" for c in columns)
-        row = self.con.execute(f"SELECT {parts} FROM {rel}").fetchone() or ()
-        return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
+        parts = ", ".join(f"max({quote(c)}), min({quote(c)})" for c in columns)
+        return extreme_ranges(self.con.sql(f"SELECT {parts} FROM {rel}").to_arrow_table(), columns)
 
     def _types(self, rel: str) -> dict[str, str]:
         rows = self.con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
@@ -414,7 +422,7 @@ class DuckDBEngine:
                 f"SELECT {quote(c)} AS v, count(*) AS n FROM {rel} WHERE {present[c]} GROUP BY ALL"
             ).to_arrow_table()
             counts = table.column("n").to_numpy().astype(np.int64)
-            index = pd.Index(table.column("v").to_pandas()) if len(counts) else pd.Index([])
+            index = index_of(table.column("v")) if len(counts) else pd.Index([])
             counted[c] = pd.Series(counts, index=index, dtype=np.int64)
             del table
         return {
@@ -559,7 +567,7 @@ def _mapped(batch: Any, func: RowMap, start: int) -> Any:
     the part's own Arrow columns."""
     import pyarrow as pa
 
-    frame = batch.to_pandas()
+    frame = table_to_pandas(batch)
     done = func(frame, np.arange(start, start + len(frame), dtype=np.int64))
     if len(done) != len(frame):
         raise ValueError("a row-wise map must return one row per row")
@@ -607,35 +615,23 @@ def _arrow_codes(column: Any) -> tuple[NDArray[Any], pd.Index]:
     encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if not pa.types.is_dictionary(encoded.type):
         encoded = encoded.dictionary_encode()
-    values = pd.Index(encoded.dictionary.to_pandas())
     indices = encoded.indices
     if indices.null_count:
-        codes = indices.fill_null(len(values)).to_numpy().astype(np.int64)
-        values = _with_missing(values)
+        values = with_missing(encoded.dictionary)
+        codes = indices.fill_null(len(values) - 1).to_numpy().astype(np.int64)
     else:
+        values = index_of(encoded.dictionary)
         codes = indices.to_numpy().astype(np.int64)
     return codes, values
-
-
-def _with_missing(values: pd.Index) -> pd.Index:
-    """The distinct values with the missing value after them (as one more label), in the
-    values' own kind: a boolean column stays boolean (pandas' nullable booleans, as the pandas
-    engine reads it) and a date stays a date (NaT), never turned into numbers."""
-    if values.dtype == object:
-        return values.append(pd.Index([None], dtype=object))
-    if pd.api.types.is_bool_dtype(values.dtype):
-        return pd.Index(pd.array([*values.tolist(), None], dtype="boolean"))
-    if pd.api.types.is_datetime64_any_dtype(values.dtype):
-        return values.append(pd.DatetimeIndex([pd.NaT], dtype=values.dtype))
-    return values.append(pd.Index([None], dtype=float))
 
 
 def _distinct_values(con: Any, rel: str, column: str) -> tuple[pd.Index, pd.Index]:
     """A column's distinct values as DuckDB reads them: as labels (the missing value last, if
     any) and the values present, in their own type (to look the batches' values up in)."""
     got = con.sql(f"SELECT DISTINCT {quote(column)} AS v FROM {rel}").to_arrow_table().column(0)
-    values = pd.Index(got.drop_null().to_pandas())
-    return (_with_missing(values) if got.null_count else values), values
+    present = got.drop_null()
+    values = index_of(present)
+    return (with_missing(present) if got.null_count else values), values
 
 
 def _parquet_files(source: Source) -> list[Path]:
@@ -675,7 +671,7 @@ def _key_batches(
                 if not pa.types.is_dictionary(arr.type):
                     arr = pc.dictionary_encode(arr)
                 labels, present = raw[c]
-                dictionary = pd.Index(arr.dictionary.to_pandas())
+                dictionary = index_of(arr.dictionary)
                 position = present.get_indexer(dictionary)
                 # a float's NaN is the missing value, as DuckDB's reading gives the values
                 # (as_pandas_reads) and pandas reads it

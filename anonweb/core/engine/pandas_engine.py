@@ -26,6 +26,8 @@ from anonweb.core.engine.columns import (
     series_counts,
 )
 from anonweb.core.engine.histogram import Histogram, histogram_of_frame
+from anonweb.core.io.arrow_cells import read_parquet
+from anonweb.core.io.ingest import load_table
 from anonweb.core.risk.classes import SUPPRESSED, group_codes
 
 
@@ -37,8 +39,11 @@ class PandasEngine:
         if isinstance(source, pd.DataFrame):
             return source
         if kind == "parquet":
-            return pd.read_parquet(source, columns=None if columns is None else list(columns))
-        return pd.read_csv(source, usecols=None if columns is None else list(columns))
+            # each cell as the other engines read it
+            return read_parquet(source, columns)
+        # a CSV read as the other engines read it (csv_as_parquet): the upload's reader
+        frame = load_table(source, fmt="csv")
+        return frame if columns is None else frame[list(columns)]
 
     def row_count(self, source: Source) -> int:
         if isinstance(source, pd.DataFrame):
@@ -56,7 +61,7 @@ class PandasEngine:
             import pyarrow.parquet as pq
 
             return [str(c) for c in pq.ParquetDataset(str(source)).schema.names]
-        return [str(c) for c in pd.read_csv(source, nrows=0).columns]
+        return [str(c) for c in self._frame(source).columns]
 
     def histogram(
         self,

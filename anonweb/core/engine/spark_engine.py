@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import tempfile
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -28,13 +29,15 @@ from anonweb.core.engine.base import (
     NodeRelease,
     Source,
     WriteResult,
+    csv_as_parquet,
     fresh_name,
     require_lineage_apart,
     source_format,
 )
-from anonweb.core.engine.columns import ColumnCounts, NumberSummary
+from anonweb.core.engine.columns import ColumnCounts, NumberSummary, extreme_ranges
 from anonweb.core.engine.duckdb_engine import _from_arrow
 from anonweb.core.engine.histogram import Histogram, require_source_columns
+from anonweb.core.io.arrow_cells import index_of, table_to_pandas
 from anonweb.core.risk.classes import SUPPRESSED
 
 DEFAULT_MASTER = "local[2]"
@@ -63,6 +66,9 @@ def spark_session(master: str | None = None) -> Any:
             .config("spark.sql.shuffle.partitions", partitions or "8")
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
+            # timestamps written as Parquet's microseconds, not the legacy INT96, which pyarrow
+            # reads as nanoseconds (a file Spark itself then refuses to read back)
+            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
             # the histogram (one row per cell: millions for a large table) is collected here
             .config("spark.driver.memory", os.environ.get("ANONWEB_SPARK_DRIVER_MEMORY", "3g"))
             .config("spark.driver.maxResultSize", "0")
@@ -77,6 +83,9 @@ class SparkEngine:
 
     def __init__(self, *, master: str | None = None, session: Any = None) -> None:
         self.spark = session if session is not None else spark_session(master)
+        # CSV sources converted to Parquet (csv_as_parquet): a local folder, which a local
+        # master's executors read; a cluster's would need it on storage they share
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def _frame(self, source: Source) -> Any:
         return as_pandas_reads(self._raw_frame(source))
@@ -85,9 +94,11 @@ class SparkEngine:
         kind = source_format(source)
         if isinstance(source, pd.DataFrame):
             return self.spark.createDataFrame(source)
-        if kind == "parquet":
-            return self.spark.read.parquet(str(Path(source).resolve()))
-        return self.spark.read.csv(str(Path(source).resolve()), header=True, inferSchema=True)
+        if kind != "parquet":  # a CSV read as every engine reads it
+            if self._tmp is None:
+                self._tmp = tempfile.TemporaryDirectory(prefix="anonweb-spark-")
+            source = csv_as_parquet(source, self._tmp.name)
+        return self.spark.read.parquet(str(Path(source).resolve()))
 
     def columns(self, source: Source) -> list[str]:
         return [str(c) for c in self._frame(source).columns]
@@ -217,7 +228,7 @@ class SparkEngine:
 
         df = self._frame(source).select(*[F.col(c) for c in columns])
         picked = df.orderBy(F.rand(seed % (2**63))).limit(int(n))
-        return _to_arrow(picked).to_pandas()
+        return table_to_pandas(_to_arrow(picked))
 
     def ranges(self, source: Source, columns: Sequence[str]) -> dict[str, float]:
         """Each numeric column's range (largest less smallest value), over every row."""
@@ -226,9 +237,12 @@ class SparkEngine:
         if not columns:
             return {}
         df = self._frame(source)
-        with _collected_sockets():
-            row = df.agg(*[(F.max(c) - F.min(c)).cast("double") for c in columns]).collect()[0]
-        return {c: float("nan") if v is None else float(v) for c, v in zip(columns, row)}
+        parts = [
+            f(c).alias(f"__{i}{end}")
+            for i, c in enumerate(columns)
+            for f, end in ((F.max, "hi"), (F.min, "lo"))
+        ]
+        return extreme_ranges(_to_arrow(df.agg(*parts)), columns)
 
     def numeric_columns(self, source: Source, columns: Sequence[str]) -> list[str]:
         kinds = dict(self._frame(source).dtypes)
@@ -271,7 +285,7 @@ class SparkEngine:
             grouped = df.where(present[c]).groupBy(F.col(c).alias("v")).agg(F.count(F.lit(1)))
             table = _to_arrow(grouped.toDF("v", "n"))
             counts = table.column("n").to_numpy().astype(np.int64)
-            index = pd.Index(table.column("v").to_pandas()) if len(counts) else pd.Index([])
+            index = index_of(table.column("v")) if len(counts) else pd.Index([])
             counted[c] = pd.Series(counts, index=index, dtype=np.int64)
         return {
             c: ColumnCounts(
@@ -303,7 +317,10 @@ class SparkEngine:
         return out
 
     def close(self) -> None:
-        return None  # the session serves the whole process
+        # the session serves the whole process: only the converted CSV files go
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
 
 def as_pandas_reads(df: Any) -> Any:

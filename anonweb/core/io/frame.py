@@ -45,7 +45,9 @@ def read_table(
     ``fmt`` is one of ``csv``, ``excel`` or ``parquet`` and defaults to the file's suffix.
     ``sep`` defaults to sniffing. Missing values are the usual spellings plus ``?`` (UCI Adult).
     Columns get the types an upload gets (:mod:`anonweb.core.io.ingest`): integers stay
-    integers when cells are blank (``Int64``), codes with leading zeros stay text.
+    integers when cells are blank (``Int64``), codes with leading zeros stay text; a Parquet
+    file's cells keep their types, each read as every engine reads it
+    (:mod:`anonweb.core.io.arrow_cells`).
     Raises :class:`DataError` with a one-line reason for anything it cannot read.
     """
     if fmt not in (None, "csv", "excel", "parquet"):

@@ -14,6 +14,7 @@ whose last level is the root ``*``:
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -237,6 +238,15 @@ def date_hierarchy(
         raise ParameterError(f"unknown date level(s): {', '.join(unknown)} (month, year, decade)")
     distinct = _distinct(values)
     parsed = pd.to_datetime(pd.Series([str(v) for v in distinct]), format=fmt, errors="coerce")
+    # a column of timestamps is dates already: each read as it is, not through one format
+    # inferred from the first text (timestamps with and without a fraction of the second)
+    parsed = pd.Series(
+        [
+            pd.Timestamp(v) if isinstance(v, dt.date) and fmt is None else p
+            for v, p in zip(distinct, parsed, strict=True)
+        ],
+        dtype=object,
+    )
     bad = [str(v) for v, p in zip(distinct, parsed) if pd.isna(p)]
     if bad:
         raise HierarchyError(f"date hierarchy: not dates: {', '.join(repr(v) for v in bad[:10])}")

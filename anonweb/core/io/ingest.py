@@ -6,7 +6,9 @@ file while each column's kind is tracked; once the whole file is seen, columns o
 cast from the staging file, batch by batch, into the final file. Memory stays at a few batches,
 and a column's type is decided by all of its values, not by the first block.
 
-:func:`load_table` reads a file into a pandas frame with the same rules (the command line).
+:func:`load_table` reads a file into a pandas frame with the same rules (the command line), but
+for a Parquet file, whose cells keep their own types as every engine reads them
+(:mod:`anonweb.core.io.arrow_cells`).
 
 Types: a column whose values are all integers (up to 18 digits, no leading zero) is an integer
 column, kept as integers even when cells are blank (pandas' nullable ``Int64``; a float would
@@ -30,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from anonweb.core.errors import DataError
+from anonweb.core.io.arrow_cells import table_to_pandas
 from anonweb.core.io.misreads import ReadWarning
 from anonweb.core.io.sources import (
     EMPTY,
@@ -438,7 +441,10 @@ def load_table(
     sheet: str | None = None,
     decimal: str = ".",
 ) -> pd.DataFrame:
-    """Read a whole table into pandas with the upload's rules (types, limits, messages)."""
+    """Read a whole table into pandas with the upload's rules (types, limits, messages); a
+    Parquet file's cells in their own types, as the engines read them
+    (:func:`~anonweb.core.io.arrow_cells.arrow_to_pandas`: a timestamp to its fraction of the
+    second, a float32 as its shortest text, booleans as booleans)."""
     limits = limits or READ_LIMITS
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -473,6 +479,10 @@ def load_table(
             sheet=sheet,
             decimal=decimal,
         )
+    # a Parquet file's cells keep their types: read as every engine reads them
+    typed = isinstance(reader, ParquetSource)
+    if isinstance(reader, ParquetSource):
+        reader.keep_types = True
     tally = _Tally(str(label), limits)
     chunks: list[list[pa.Array]] = []
 
@@ -489,6 +499,9 @@ def load_table(
             getattr(reader, "close", lambda: None)()
     tally.check_rows()
     names = reader.names
+    if typed:
+        columns = [pa.chunked_array([c[i] for c in chunks]) for i in range(len(names))]
+        return table_to_pandas(pa.Table.from_arrays(columns, names=names))
     arrays = [
         cast_column(pa.chunked_array([c[i] for c in chunks], type=chunks[0][i].type), kind)
         for i, kind in enumerate(tally.kinds)

@@ -985,11 +985,17 @@ class ParquetSource:
             yield batch.slice(start, stop - start)
             start = stop
 
+    # True: cells are handed on in their own Arrow type, for a reader that converts them
+    # itself (:func:`~anonweb.core.io.ingest.load_table`, through
+    # :func:`~anonweb.core.io.arrow_cells.arrow_to_pandas`); False: as an upload stores them
+    keep_types = False
+
     def convert(self, name: str, values: pa.Array, kind: int) -> pa.Array:
-        values = self._convert(values, kind)
-        if kind == TEXT and pc.any(pc.match_substring(values, "\x00")).as_py():
+        typed = values if self.keep_types else self._convert(values, kind)
+        text = typed.dictionary if pa.types.is_dictionary(typed.type) else typed
+        if _is_text(text.type) and pc.any(pc.match_substring(text, "\x00")).as_py():
             raise DataError(f"{self.label}: column {name!r} contains a NUL character")
-        return values
+        return typed
 
     def _convert(self, values: pa.Array, kind: int) -> pa.Array:
         return parquet_values(values, kind, label=self.label)
@@ -1002,8 +1008,10 @@ def parquet_kind(t: pa.DataType) -> int:
 
 def parquet_values(values: pa.Array, kind: int, *, label: str) -> pa.Array:
     """A Parquet column's cells as an upload reads them (of the column's :func:`parquet_kind`):
-    integers as int64, floats as float64, and anything else as text (a timestamp to the
-    second, a boolean ``True`` or ``False``, a dictionary's values)."""
+    integers as int64, floats as float64 (a float32 as the float64 of its shortest text, the
+    value every engine reads, :mod:`anonweb.core.io.arrow_cells`), and anything else as text
+    (a timestamp to the second, with its fraction of the second where it has one, in the wall
+    time of its zone; a boolean ``True`` or ``False``, a dictionary's values)."""
     t = values.type
     if pa.types.is_dictionary(t):
         values = values.dictionary_decode()
@@ -1013,20 +1021,45 @@ def parquet_values(values: pa.Array, kind: int, *, label: str) -> pa.Array:
             raise DataError(f"{label}: a column holds integers of 2^63 or more")
         return values.cast(pa.int64())
     if kind == FLOAT:
-        return values.cast(pa.float64())
+        from anonweb.core.io.arrow_cells import arrow_values
+
+        return arrow_values(values).cast(pa.float64())
     if pa.types.is_string(t):
         return values
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return values.cast(pa.string())
     if pa.types.is_timestamp(t):
-        seconds = values.cast(pa.timestamp("s", t.tz), safe=False)
-        return pc.strftime(seconds, format="%Y-%m-%d %H:%M:%S")
+        return _stamp_text(values)
     if pa.types.is_boolean(t):
         return pc.if_else(values, "True", "False")
     try:
         return values.cast(pa.string())
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
         raise DataError(f"{label}: a column of type {t} cannot be read as values") from None
+
+
+def _stamp_text(values: pa.Array) -> pa.Array:
+    """Timestamps as text in the wall time of their zone: to the second, and where a value
+    has a fraction of the second, its microseconds (its nanoseconds where it has some), as
+    Python writes a timestamp; two instants apart by a fraction of a second stay apart."""
+    import numpy as np
+
+    t = values.type
+    per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
+    ticks = values.cast(pa.int64()).fill_null(0).to_numpy()
+    whole, fraction = np.divmod(ticks, per_second)  # floored: a fraction before 1970 too
+    stamps = pa.array(whole, pa.timestamp("s", t.tz), mask=values.is_null().to_numpy(False))
+    seconds = pc.strftime(stamps, format="%Y-%m-%d %H:%M:%S")
+    fraction *= 10**9 // per_second  # nanoseconds
+    if not fraction.any():
+        return seconds
+    nanos = pa.array(fraction % 1000 != 0)
+    digits = pa.array(np.where(fraction % 1000 != 0, fraction, fraction // 1000)).cast(pa.string())
+    padded = pc.if_else(
+        nanos, pc.utf8_lpad(digits, 9, padding="0"), pc.utf8_lpad(digits, 6, padding="0")
+    )
+    tail = pc.if_else(pa.array(fraction != 0), pc.binary_join_element_wise(".", padded, ""), "")
+    return pc.binary_join_element_wise(seconds, tail, "")
 
 
 def _is_text(t: pa.DataType) -> bool:

@@ -29,16 +29,16 @@ START = pd.Timestamp("2024-03-01 09:00:00")
 IDS = {
     "int": lambda: np.arange(1000, 1000 + N, dtype=np.int64),
     "text": lambda: np.array([f"p{i:03d}" for i in range(N)], dtype=object),
-    # float32, read as the float64 it is (0.10000000149011612), which DuckDB writes 0.1
+    # float32, read as the float64 of its shortest text (0.1), as DuckDB writes it
     "float32": lambda: np.arange(N, dtype=np.float32) * np.float32(0.1) + np.float32(1e-3),
     # True and False, which DuckDB writes true and false
     "bool": lambda: np.array([True, False]),
-    # to the millisecond: read to the second (09:00:00), which DuckDB writes 09:00:00.5
+    # to the millisecond: written 09:00:00.500 (the column's format), DuckDB's own 09:00:00.5
     "timestamp": lambda: np.array(
         [START + pd.Timedelta(seconds=i, milliseconds=500) for i in range(N)],
         dtype="datetime64[ns]",
     ),
-    # all at midnight: read 2024-03-01 00:00:00, which DuckDB writes so too
+    # all at midnight: written 2024-03-01 (the column's format), DuckDB's own 2024-03-01 00:00:00
     "dates": lambda: np.array(
         [START.normalize() + pd.Timedelta(days=i) for i in range(N)], dtype="datetime64[ns]"
     ),
@@ -102,7 +102,8 @@ def test_earlier_ids_name_the_source_rows_in_memory_and_out_of_core(tmp_path, du
 @pytest.mark.parametrize("kind", list(IDS))
 def test_an_id_the_source_lacks_is_refused_alike(tmp_path, duck, kind):
     path, source = _source(tmp_path, kind)
-    release = source[["id", "age"]].astype({"id": object}).copy()
+    # the ids as the source writes them (a timestamp in its column's format), one unknown
+    release = source[["id", "age"]].astype({"id": str}).copy()
     release.iloc[0, 0] = "nobody"
     with pytest.raises(DataError, match="earlier: 1 id\\(s\\) are not in the source"):
         view_from_lineage_form(

@@ -459,6 +459,35 @@ def test_parquet_keeps_its_types(tmp_path):
     assert df["sex"].tolist() == ["F", "M", "F"] and df["w"].dtype == np.float64
 
 
+def test_parquet_cells_are_read_as_every_engine_reads_them(tmp_path):
+    """The upload and the command line read a float32 as its shortest text and keep apart
+    timestamps a fraction of a second apart (the upload as text, the command line as
+    timestamps); the command line keeps booleans and a zone's instants (in UTC)."""
+    table = pa.table(
+        {
+            "w": pa.array([0.1, 0.2, None], pa.float32()),
+            "when": pa.array(
+                [dt.datetime(2020, 1, 2, 3, 4, 5, 250_000), dt.datetime(2020, 1, 2, 3, 4, 5), None],
+                pa.timestamp("us"),
+            ),
+            "ok": pa.array([True, None, False]),
+            "at": pa.array(
+                [dt.datetime(2020, 1, 2, 23, 30, tzinfo=dt.UTC)] * 3,
+                pa.timestamp("ms", "Europe/Paris"),
+            ),
+        }
+    )
+    _, df = _convert(tmp_path, _parquet(table), name="t.parquet")
+    assert df["w"].tolist()[:2] == [0.1, 0.2]
+    assert df["when"].tolist() == ["2020-01-02 03:04:05.250000", "2020-01-02 03:04:05", None]
+    assert df["at"].iloc[0] == "2020-01-03 00:30:00"  # the wall time in its zone, as before
+    read = read_table(tmp_path / "t.parquet")
+    assert read["w"].tolist()[:2] == [0.1, 0.2] and read["w"].dtype == np.float64
+    assert read["when"].nunique() == 2 and str(read["when"].dtype) == "datetime64[us]"
+    assert str(read["ok"].dtype) == "boolean" and read["ok"].tolist()[::2] == [True, False]
+    assert str(read["at"].iloc[0]) == "2020-01-02 23:30:00+00:00"
+
+
 def test_a_pandas_index_column_is_not_data(tmp_path):
     frame = pd.DataFrame({"a": [1, 2]}, index=[10, 20])
     buf = io.BytesIO()
