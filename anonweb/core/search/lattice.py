@@ -110,9 +110,10 @@ def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any
 
     def rows_of(values: Any) -> NDArray[Any]:
         found = hierarchy.rows_of(values)
-        if (found == UNCOVERED).any():
-            hierarchy.validate_covers(series)  # raises, naming the values in both forms
-        found[found == MISSING] = len(hierarchy.rows)
+        if len(found) and int(found.min()) < 0:  # missing or not covered
+            if (found == UNCOVERED).any():
+                hierarchy.validate_covers(series)  # raises, naming the values in both forms
+            found[found == MISSING] = len(hierarchy.rows)
         return found
 
     codes, rows = _value_codes(series, rows_of)
@@ -144,7 +145,7 @@ def _value_codes(
             if label is None:
                 labels, rank = pd.Index(found, dtype=values.dtype), np.arange(len(present))
             else:
-                labels, rank = np.unique(label(found), return_inverse=True)
+                labels, rank = _ranked(label(found))
             ids = np.zeros(hi - lo + 1, dtype=code_dtype(len(labels)))
             ids[present] = rank
             return ids.take(offsets), labels
@@ -170,14 +171,27 @@ def _value_codes(
 def _by_label(codes: NDArray[Any], labels: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     """``codes`` renumbered by the rank of their label (``labels[code]``) among the labels
     present, and those labels, ascending."""
-    present, rank = np.unique(labels, return_inverse=True)
+    present, rank = _ranked(labels)
     return rank.astype(code_dtype(len(present))).take(codes), present
+
+
+def _ranked(labels: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``np.unique(labels, return_inverse=True)``: the distinct labels, ascending, and the
+    rank of each label among them. A few labels (a column's distinct values) are ranked in
+    Python, cheaper than NumPy's calls for so few."""
+    if len(labels) > 256:
+        present, rank = np.unique(labels, return_inverse=True)
+        return present, rank.reshape(-1)
+    values = labels.tolist()
+    distinct = sorted(set(values))
+    at = {v: i for i, v in enumerate(distinct)}
+    return np.array(distinct, dtype=labels.dtype), np.array([at[v] for v in values], dtype=np.intp)
 
 
 def _addresses(values: NDArray[Any]) -> NDArray[Any]:
     """The address of the object each cell of the contiguous object array ``values`` holds."""
-    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
-    return np.ctypeslib.as_array(pointer, shape=(len(values),))
+    cells = (ctypes.c_ssize_t * len(values)).from_address(values.ctypes.data)
+    return np.frombuffer(cells, dtype=np.intp)
 
 
 def _objects_at(addresses: NDArray[Any]) -> list[Any]:
@@ -261,7 +275,7 @@ def _slot_codes(
         if len(far):
             labels, rank = np.unique(sample, return_inverse=True)
     else:
-        labels, rank = np.unique(label(objects), return_inverse=True)
+        labels, rank = _ranked(label(objects))
     unseen = len(labels)  # the code of a cell whose object was not sampled
     table = np.full(size, unseen, dtype=code_dtype(unseen + 1))
     table[slots] = rank[: len(inside)]
@@ -288,27 +302,26 @@ def _slot_codes(
     if label is None and len(far):
         holders = np.empty(unseen, dtype=object)
         holders[rank] = objects
-    missed = np.flatnonzero(codes == unseen)
-    if len(missed) == 0:
+    if int(codes.max()) < unseen:  # (every cell's object sampled: the usual case)
         return codes.astype(code_dtype(unseen), copy=False), labels, holders
+    missed = np.flatnonzero(codes == unseen)
     if len(missed) > n // 16:
         return None  # many objects the sample did not find: hashing every cell costs less
-    extra, more = pd.factorize(addresses.take(missed))
+    extra, more = _numbered(addresses.take(missed))
     if unseen + len(more) > _FEW_OBJECTS:
         return None
     more_objects = values.take(missed.take(_first_index(extra, len(more))))
     more_labels = more if label is None else label(more_objects)
-    merged = np.union1d(labels, more_labels)
+    merged, where = _ranked(np.concatenate([labels, more_labels]))
     dtype = code_dtype(len(merged))
-    if len(merged) > len(labels):
+    moved = where[: len(labels)]  # the rank among all of each label the sample found
+    if len(merged) > len(labels) and int(moved[-1]) != len(labels) - 1:
         # labels the sample did not find fall between its own: its codes move up to their
         # ranks among all (the cells not sampled keep a code past them, overwritten below)
-        moved = np.searchsorted(merged, labels)
         codes = np.append(moved, 0).astype(dtype).take(codes)
     else:
-        moved = np.arange(len(labels))
         codes = codes.astype(dtype, copy=False)
-    more_codes = np.searchsorted(merged, more_labels)
+    more_codes = where[len(labels) :]
     codes[missed] = more_codes.astype(dtype).take(extra)
     if holders is None:
         return codes, merged, None
@@ -316,6 +329,17 @@ def _slot_codes(
     every[more_codes] = more_objects
     every[moved] = holders
     return codes, merged, every
+
+
+def _numbered(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``pd.factorize(keys)``: the number of each key, first seen first, and the keys. A few
+    (the cells a sample missed) are numbered in Python, cheaper than pandas' calls for so
+    few."""
+    if len(keys) > 256:
+        return pd.factorize(keys)
+    at: dict[int, int] = {}
+    numbers = [at.setdefault(k, len(at)) for k in keys.tolist()]
+    return np.array(numbers, dtype=np.intp), np.array(list(at), dtype=keys.dtype)
 
 
 def _object_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any] | None]:
