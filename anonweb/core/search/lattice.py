@@ -511,21 +511,34 @@ class EncodedTable:
         # per QI: records per hierarchy row (the last one for missing values)
         self.row_records: list[NDArray[Any]] = []
         weights = self.weights.astype(float)  # as a weighted count reads them, converted once
+        # the distinct rows spread over 8 counters per hierarchy row: the rows come sorted, so
+        # one counter would add each row's weight to the one the row before has just written
+        # (a wait per row on the last addition), 8 add in turn (a third less time)
+        lanes = np.arange(self.m, dtype=np.intp) & 7
         for i, q in enumerate(self.qis):
-            records = np.bincount(base_cols[i], weights, minlength=len(q.level_codes[0]))
+            spread = base_cols[i] << 3
+            spread |= lanes
+            records = np.bincount(spread, weights, minlength=8 * len(q.level_codes[0]))
+            records = records.reshape(-1, 8).sum(axis=1)
             self.row_records.append(records.astype(np.int64))
-            # every level at once: the codes present flagged (levels x codes), ranked by a
-            # running sum along each level, and each hierarchy row's rank read where its code is
+            # every level at once: the codes present flagged in one array (level after level,
+            # ``width`` codes each), ranked by a running sum along each level, and each
+            # hierarchy row's rank read where its code is
             levels = np.array(q.level_codes)
-            present = np.zeros((len(levels), max(len(lab) for lab in q.labels)), dtype=bool)
-            present[np.arange(len(levels))[:, None], levels[:, records > 0]] = True
-            ranks = np.cumsum(present, axis=1)
+            width = max(len(lab) for lab in q.labels)
+            at = levels + (np.arange(len(levels)) * width)[:, None]
+            present = np.zeros(len(levels) * width, dtype=bool)
+            present[at[:, records > 0]] = True
+            present = present.reshape(len(levels), width)
+            ranks = np.cumsum(present, axis=1, dtype=np.int32)  # (int64: a slow cast)
             ranks -= 1
-            # (each level's ranks read through a flat index: take_along_axis costs twice this)
-            flat = levels + np.arange(len(levels))[:, None] * ranks.shape[1]
-            compact.append(ranks.ravel().take(flat))
-            self.cards.append(present.sum(axis=1).tolist())
-            self.present_codes.append([np.flatnonzero(flags) for flags in present])
+            compact.append(ranks.ravel().take(at))
+            cards = np.count_nonzero(present, axis=1).tolist()
+            self.cards.append(cards)
+            # the codes present, level after level, cut at each level's count
+            flagged = np.flatnonzero(present) % width
+            ends = np.cumsum(cards).tolist()
+            self.present_codes.append([flagged[e - c : e] for c, e in zip(cards, ends)])
         # one row per (QI, level): a node's codes are a few contiguous rows
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
         # a byte per code while every level has at most 256 values present: whoever combines
@@ -550,10 +563,9 @@ class EncodedTable:
         self._cards = [int(c) for c in self.all_cards]
         self.width = self.all_codes.shape[0]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
-        # per distinct row, the hierarchy row of each QI's value: what a class is found by in a
-        # population table (:mod:`anonweb.core.models.population_table`)
-        # (written column by column: twice as fast as converting the column-major copy)
-        self.qi_rows = np.stack([base[:, i] for i in range(d)], axis=1)
+        # the distinct rows' hierarchy rows, one column per QI: ``qi_rows`` is read from them
+        self._qi_columns: NDArray[Any] | None = base[:, :d]
+        self._qi_rows: NDArray[Any] | None = None
         self.heights = np.array([q.height for q in self.qis])
         # distinct rows that differ only in their sensitive values fall in one class at every
         # node: grouping a node from scratch needs only the distinct quasi-identifier rows
@@ -567,6 +579,22 @@ class EncodedTable:
                 self.qi_weights = np.bincount(base_to_qi, weights=self.weights, minlength=n_qi)
                 self.qi_first = _first_index(base_to_qi, n_qi)
                 self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
+
+    @property
+    def qi_rows(self) -> NDArray[Any]:
+        """Per distinct row, the hierarchy row of each QI's value (rows x QIs): what a class
+        is found by in a population table (:mod:`anonweb.core.models.population_table`).
+        Built when first asked for: only a model that compares with a population reads it."""
+        if self._qi_rows is None:
+            assert self._qi_columns is not None, "the hierarchy rows were let go"
+            # written column by column: twice as fast as converting the column-major copy
+            columns = self._qi_columns
+            self._qi_rows = np.stack([columns[:, i] for i in range(columns.shape[1])], axis=1)
+        return self._qi_rows
+
+    @qi_rows.deleter
+    def qi_rows(self) -> None:
+        self._qi_rows = self._qi_columns = None
 
     def level_codes(self, i: int, level: int, rows: NDArray[Any]) -> NDArray[Any]:
         """The hierarchy codes (``full_codes[i][level]``) of the distinct rows ``rows``: read
@@ -1167,12 +1195,14 @@ def _ranks(key: NDArray[Any], space: int) -> tuple[NDArray[Any], int]:
         ids, present = pd.factorize(key, sort=True)
         return ids.astype(np.int64, copy=False), len(present)
     # a flag per key present, and its rank from a running sum: no branch per key, as the
-    # flagged keys' positions would take
+    # flagged keys' positions would take. The sum in int32 (a space of at most 16 keys per
+    # record, a small table's): NumPy sums flags into int64 through a slow cast, ten times
+    # the time, and widening the records' ranks after costs less
     flags = np.zeros(space, dtype=bool)
     flags[key] = True
-    rank = np.cumsum(flags, dtype=np.int64)
+    rank = np.cumsum(flags, dtype=np.int32)
     rank -= 1
-    return rank.take(key), int(rank[-1]) + 1
+    return rank.take(key).astype(np.int64), int(rank[-1]) + 1
 
 
 def _fold_records(
