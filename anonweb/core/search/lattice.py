@@ -435,7 +435,7 @@ class EncodedTable:
         )
         base = distinct[0]
         qis = [
-            EncodedQI(q, hierarchies[q], self._row_index_of(base[:, i].copy()), *levels)
+            EncodedQI(q, hierarchies[q], self._row_index_of(base[:, i]), *levels)
             for i, q in enumerate(quasi_identifiers)
             for levels in [hierarchy_levels(hierarchies[q])]
         ]
@@ -549,12 +549,20 @@ class EncodedTable:
         # codes of a level are composed with its compaction on the hierarchy's few rows first
         at, cards = 0, self.all_cards.tolist()
         for to_compact, rows in zip(compact, base_cols):
-            for level_compact, out in zip(to_compact.astype(dtype), self.all_codes[at:]):
-                if cards[at] > 1:
-                    np.take(level_compact, rows, out=out, mode="clip")
-                else:  # one value present (the root): every row's code is 0
-                    out.fill(0)
-                at += 1
+            # the levels of more than one value present, gathered in one call (those below
+            # the root, as a rule); a level of one value (the root) codes every row 0
+            many = [level for level in range(len(to_compact)) if cards[at + level] > 1]
+            if many == list(range(len(many))):
+                out = self.all_codes[at : at + len(many)]
+                np.take(to_compact[: len(many)].astype(dtype), rows, axis=1, out=out, mode="clip")
+                self.all_codes[at + len(many) : at + len(to_compact)] = 0
+            else:
+                for level, (level_compact, out) in enumerate(zip(to_compact, self.all_codes[at:])):
+                    if level in many:
+                        np.take(level_compact.astype(dtype), rows, out=out, mode="clip")
+                    else:
+                        out.fill(0)
+            at += len(to_compact)
         self.offsets = np.cumsum(np.array([0] + [len(c) for c in self.cards[:-1]]))
         self.codes = [
             list(self.all_codes[o : o + len(c)]) for o, c in zip(self.offsets.tolist(), self.cards)
@@ -1152,8 +1160,10 @@ def _distinct_records(
         first = _first_index(inverse, m)  # a record of each: a few thousand scattered
         base = np.empty((m, len(codes)), dtype=code_dtype(max(radices)), order="F")
         for j, (col, to_row) in enumerate(zip(codes, to_rows)):
-            found = col.take(first)
-            base[:, j] = found if to_row is None else to_row.take(found)
+            if to_row is None:
+                np.take(col, first, out=base[:, j])
+            else:
+                np.take(to_row, col.take(first), out=base[:, j])
         return base, inverse, np.bincount(inverse, minlength=m)
     key, space, occupied, counts, found = _fold_records(codes, cards)
     cols = [
