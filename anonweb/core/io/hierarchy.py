@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -94,7 +94,7 @@ class Hierarchy:
         :data:`UNCOVERED` when no line matches (see the module docstring for the matching)."""
         kind = type(value)
         if kind is str:  # text is found as written, or not at all
-            return self._index.get(value, UNCOVERED)
+            return self._index.get(cast(str, value), UNCOVERED)
         if kind is not int and _is_missing(value):  # (a Python int is never missing)
             return MISSING
         found = self._index.get(str(value))

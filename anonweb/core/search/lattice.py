@@ -191,7 +191,7 @@ def _ranked(labels: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
 def _addresses(values: NDArray[Any]) -> NDArray[Any]:
     """The address of the object each cell of the contiguous object array ``values`` holds."""
     cells = (ctypes.c_ssize_t * len(values)).from_address(values.ctypes.data)
-    return np.frombuffer(cells, dtype=np.intp)
+    return np.frombuffer(memoryview(cells), dtype=np.intp)
 
 
 def _objects_at(addresses: NDArray[Any]) -> list[Any]:
@@ -338,7 +338,8 @@ def _numbered(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
     (the cells a sample missed) are numbered in Python, cheaper than pandas' calls for so
     few."""
     if len(keys) > 256:
-        return pd.factorize(keys)
+        numbers, distinct = pd.factorize(keys)
+        return np.asarray(numbers), np.asarray(distinct)
     at: dict[int, int] = {}
     numbers = [at.setdefault(k, len(at)) for k in keys.tolist()]
     return np.array(numbers, dtype=np.intp), np.array(list(at), dtype=keys.dtype)
