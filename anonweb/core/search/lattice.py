@@ -317,13 +317,18 @@ def _slot_codes(
     merged, where = _ranked(np.concatenate([labels, more_labels]))
     dtype = code_dtype(len(merged))
     moved = where[: len(labels)]  # the rank among all of each label the sample found
-    if len(merged) > len(labels) and int(moved[-1]) != len(labels) - 1:
-        # labels the sample did not find fall between its own: its codes move up to their
-        # ranks among all (the cells not sampled keep a code past them, overwritten below)
-        codes = np.append(moved, 0).astype(dtype).take(codes)
-    else:
-        codes = codes.astype(dtype, copy=False)
     more_codes = where[len(labels) :]
+    # labels the sample did not find that fall between its own: its codes move up to their
+    # ranks among all (the cells not sampled keep a code past them, overwritten below)
+    between = sorted(set(more_codes[more_codes < moved[-1]].tolist()) - set(moved.tolist()))
+    if len(between) > 4:  # many: each cell's new code read in a table
+        codes = np.append(moved, 0).astype(dtype).take(codes)
+    else:  # a few: a comparison and an addition per cell for each (no index widened)
+        codes = codes.astype(dtype, copy=False)
+        if between:
+            codes[missed] = 0
+        for rank in between:
+            np.add(codes, codes >= rank, out=codes, casting="unsafe")
     codes[missed] = more_codes.astype(dtype).take(extra)
     if holders is None:
         return codes, merged, None
