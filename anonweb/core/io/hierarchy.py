@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -92,7 +92,10 @@ class Hierarchy:
     def row_of(self, value: object) -> int:
         """The hierarchy row listing ``value``: :data:`MISSING` for a missing value,
         :data:`UNCOVERED` when no line matches (see the module docstring for the matching)."""
-        if _is_missing(value):
+        kind = type(value)
+        if kind is str:  # text is found as written, or not at all
+            return self._index.get(cast(str, value), UNCOVERED)
+        if kind is not int and _is_missing(value):  # (a Python int is never missing)
             return MISSING
         found = self._index.get(str(value))
         if found is not None:
@@ -112,7 +115,10 @@ class Hierarchy:
         """:meth:`row_of` for each value (an int64 array)."""
         if isinstance(values, pd.Index | pd.Series | np.ndarray):
             values = values.tolist()  # Python scalars: str(np.float64(39.0)) is '39.0' too
-        return np.fromiter((self.row_of(v) for v in values), dtype=np.int64)
+        index, row_of = self._index, self.row_of
+        # text (the usual cell) looked up here, without a call per value
+        found = [index.get(v, UNCOVERED) if type(v) is str else row_of(v) for v in values]
+        return np.array(found, dtype=np.int64)
 
     def _number_index(self) -> dict[float, int]:
         # Lines whose value reads as one number; a number two lines share ('1', '1.0') is left

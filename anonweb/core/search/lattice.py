@@ -102,53 +102,97 @@ def factorize_values(
 
 
 def hierarchy_rows(series: pd.Series, hierarchy: Hierarchy) -> tuple[NDArray[Any], NDArray[Any]]:
-    """A code per row (from 0; a missing value is a code of its own, and a value may have
-    several: see :func:`_value_codes`) and the hierarchy row of each code (``len(hierarchy.rows)``
-    for a missing value); raises if a value is not covered. The work per row is one pass that
-    numbers the values; the hierarchy is looked up once per code."""
-    codes, uniques = _value_codes(series)
-    found = hierarchy.rows_of(uniques)  # by value: 39.0 of a float column finds the line 39
-    if (found == UNCOVERED).any():
-        hierarchy.validate_covers(series)  # raises, naming the values in both forms
-    found[found == MISSING] = len(hierarchy.rows)
-    return codes, found
+    """A code per row and the hierarchy row of each code (``len(hierarchy.rows)`` for a missing
+    value); raises if a value is not covered. The codes are numbered in the order of the rows
+    they find (ascending, each once): records sorted by their codes are sorted by their
+    hierarchy rows, and two values of one row (39 and '39') share a code. The work per row is
+    one pass that numbers the values (:func:`_value_codes`); the hierarchy is looked up once
+    per distinct value (by value: 39.0 of a float column finds the line 39)."""
+
+    def rows_of(values: Any) -> NDArray[Any]:
+        found = hierarchy.rows_of(values)
+        if len(found) and int(found.min()) < 0:  # missing or not covered
+            if (found == UNCOVERED).any():
+                hierarchy.validate_covers(series)  # raises, naming the values in both forms
+            found[found == MISSING] = len(hierarchy.rows)
+        return found
+
+    codes, rows = _value_codes(series, rows_of)
+    return codes, np.asarray(rows)
 
 
-def _value_codes(series: pd.Series) -> tuple[NDArray[Any], pd.Index]:
-    """Codes from 0 (in the smallest type that holds them, or int32) and the value of each code
-    (a missing value is one of them), in any order. A column of small integers (ages, years, counts) is numbered by its offset from the
-    smallest value, without hashing. A text column is numbered by the objects its cells hold
-    (by their slots in memory, :func:`_slot_codes`, or else by hashing their addresses,
-    :func:`_object_codes`): two codes may then hold equal values, which find the same hierarchy
-    row, so the rows are what numbering by value gives. Anything else by
-    :func:`factorize_values`."""
+def _value_codes(
+    series: pd.Series, label: Callable[[Any], NDArray[Any]] | None = None
+) -> tuple[NDArray[Any], Any]:
+    """Codes from 0 (in the smallest type that holds them) and the value of each code (a
+    missing value is one of them, as a ``pd.Index``), in any order. A column of small integers
+    (ages, years, counts) is numbered by its offset from the smallest value, without hashing.
+    A text column is numbered by the objects its cells hold (by their slots in memory,
+    :func:`_slot_codes`, or else by hashing their addresses, :func:`_object_codes`): two codes
+    may then hold equal values. Anything else by :func:`factorize_values`.
+
+    With ``label`` (the distinct values found -> an int64 each; equal values must get equal
+    ones), each cell's code is instead the rank of its value's label among those found, and
+    the labels (ascending, each once) are returned in place of the values: the labels of the
+    values found are then placed where every cell reads its code (the table of offsets, the
+    table of slots), with no further pass over the cells."""
     values = series.to_numpy()
     if values.dtype.kind in "iu" and len(values) >= 1024:
         lo, hi = int(values.min()), int(values.max())
         if hi - lo < min(4 * len(values), 1 << 24):
             offsets = values - lo
-            present = np.bincount(offsets, minlength=hi - lo + 1) > 0
-            ids = np.cumsum(present) - 1
-            ids = ids.astype(code_dtype(int(ids[-1]) + 1))
-            return ids.take(offsets), pd.Index(np.flatnonzero(present) + lo, dtype=values.dtype)
+            present = np.flatnonzero(np.bincount(offsets, minlength=hi - lo + 1))
+            found = (present + lo).astype(values.dtype)
+            if label is None:
+                labels, rank = pd.Index(found, dtype=values.dtype), np.arange(len(present))
+            else:
+                labels, rank = _ranked(label(found))
+            ids = np.zeros(hi - lo + 1, dtype=code_dtype(len(labels)))
+            ids[present] = rank
+            return ids.take(offsets), labels
     if values.dtype == object and len(values) >= 1024:
         values = np.ascontiguousarray(values)  # holds the objects while their addresses are read
-        found = _slot_codes(values)
-        if found is None:
-            codes, objects = _object_codes(values)
-        else:
-            codes, objects = found
+        by_slot = _slot_codes(values, label)
+        if by_slot is not None:
+            codes, labels, objects = by_slot
+            return codes, (labels if label is not None else pd.Index(objects, dtype=object))
+        codes, objects = _object_codes(values)
         if objects is not None:
+            if label is not None:
+                return _by_label(codes, label(objects))
             return codes.astype(code_dtype(len(objects)), copy=False), pd.Index(
                 objects, dtype=object
             )
-    return factorize_values(series, use_na_sentinel=False, dtype=np.int32)
+    codes, uniques = factorize_values(series, use_na_sentinel=False, dtype=np.int32)
+    if label is not None:
+        return _by_label(codes, label(uniques))
+    return codes, uniques
+
+
+def _by_label(codes: NDArray[Any], labels: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``codes`` renumbered by the rank of their label (``labels[code]``) among the labels
+    present, and those labels, ascending."""
+    present, rank = _ranked(labels)
+    return rank.astype(code_dtype(len(present))).take(codes), present
+
+
+def _ranked(labels: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``np.unique(labels, return_inverse=True)``: the distinct labels, ascending, and the
+    rank of each label among them. A few labels (a column's distinct values) are ranked in
+    Python, cheaper than NumPy's calls for so few."""
+    if len(labels) > 256:
+        present, rank = np.unique(labels, return_inverse=True)
+        return present, rank.reshape(-1)
+    values = labels.tolist()
+    distinct = sorted(set(values))
+    at = {v: i for i, v in enumerate(distinct)}
+    return np.array(distinct, dtype=labels.dtype), np.array([at[v] for v in values], dtype=np.intp)
 
 
 def _addresses(values: NDArray[Any]) -> NDArray[Any]:
     """The address of the object each cell of the contiguous object array ``values`` holds."""
-    pointer = ctypes.cast(values.ctypes.data, ctypes.POINTER(ctypes.c_ssize_t))
-    return np.ctypeslib.as_array(pointer, shape=(len(values),))
+    cells = (ctypes.c_ssize_t * len(values)).from_address(values.ctypes.data)
+    return np.frombuffer(memoryview(cells), dtype=np.intp)
 
 
 def _objects_at(addresses: NDArray[Any]) -> list[Any]:
@@ -166,46 +210,79 @@ _FAR_OBJECTS = 2
 _SLOT_BLOCK = 1 << 16
 
 
-def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | None:
-    """The cells of the contiguous object array ``values`` numbered by the object each holds
-    (in any order, codes of the smallest type), and those objects; None where this way does
-    not pay (the objects sampled are far apart in memory, or the column holds many).
+def _slot_codes(
+    values: NDArray[Any], label: Callable[[NDArray[Any]], NDArray[Any]] | None = None
+) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any] | None] | None:
+    """The cells of the contiguous object array ``values`` numbered by the object each holds,
+    in the order of the objects' addresses (codes of the smallest type); the address of each
+    code (ascending) and an object array of the object each code stands for. With ``label``
+    (an object array -> an int64 each), numbered by the objects' labels instead: the codes
+    are the ranks of the labels, returned in place of the addresses, and objects of one label
+    share a code (no objects are returned). None where this way does not pay (the objects
+    sampled are far apart in memory, or the column holds many).
 
-    No hashing: the distinct objects of a few thousand evenly spread cells are found first,
-    and every cell then reads its number in a table indexed by its object's address over 16
-    (from just below the lowest sampled). Every object takes at least 16 bytes (its reference
-    count and type) and the sampled ones start on a multiple of 16, so no other object's
-    address falls in a sampled one's slot: a cell whose slot holds a number holds that very
-    object. A cell whose object was not sampled finds the number past them (as does a cell
-    outside the table: indices are clipped to its ends), and those few cells are numbered by
-    hashing their addresses.
+    No hashing of the cells: the distinct objects of a few thousand evenly spread cells are
+    found first, and every cell then reads its number in a table indexed by its object's
+    address over 16 (from just below the lowest sampled). Every object takes at least 16 bytes
+    (its reference count and type) and the sampled ones start on a multiple of 16, so no other
+    object's address falls in a sampled one's slot: a cell whose slot holds a number holds
+    that very object. A cell whose object was not sampled finds the number past them (as does
+    a cell outside the table: indices are clipped to its ends), and those few cells are
+    numbered by hashing their addresses.
 
     The table spans the sampled objects that hold the most sampled cells within ``_SLOTS``
     slots; a few objects far from them (None, or the NaN a reader puts in an empty text cell,
-    made long before the texts) are found by comparing every cell's address with theirs."""
+    made long before the texts) are found by comparing every cell's address with theirs. The
+    objects are read from the cells that hold them (one of each), not at their addresses."""
     addresses = _addresses(values)
     n = len(addresses)
-    sample, counts = np.unique(addresses[:: max(1, n // _SAMPLED_CELLS)], return_counts=True)
-    # the window of slots holding the most sampled cells: objects ``first`` to ``last`` - 1
-    ends = np.searchsorted(sample, sample + 16 * max(_SLOTS - 3, 0), side="right")
-    held = np.concatenate([[0], np.cumsum(counts)])
-    first = int(np.argmax(held[ends] - held[:-1]))
-    last = int(ends[first])
+    # a small column samples fewer cells (a thousand, or a cell in 32): hashing a sample costs
+    # more than the few cells it then misses (Adult's 30,162 rows: 8 % less time)
+    step = max(1, n // min(_SAMPLED_CELLS, max(1024, n // 32)))
+    # the sampled cells' distinct objects hashed (a few thousand addresses: a fraction of the
+    # time of sorting them), then the few found sorted by address, with a cell holding each
+    which, found = pd.factorize(addresses[::step])
+    order = np.argsort(found)
+    sample = found.take(order)
+    cell = _first_index(which, len(found))
+    cell *= step
+    cell = cell.take(order)
+    if int(sample[-1]) - int(sample[0]) <= 16 * max(_SLOTS - 3, 0):
+        first, last = 0, len(sample)  # (the usual case: all of them within the slots' span)
+    else:
+        # the window of slots holding the most sampled cells: objects ``first`` to
+        # ``last`` - 1
+        counts = np.bincount(which, minlength=len(found)).take(order)
+        ends = np.searchsorted(sample, sample + 16 * max(_SLOTS - 3, 0), side="right")
+        held = np.concatenate([[0], np.cumsum(counts)])
+        first = int(np.argmax(held[ends] - held[:-1]))
+        last = int(ends[first])
     inside, far = sample[first:last], np.concatenate([sample[:first], sample[last:]])
     if len(far) > _FAR_OBJECTS:
         return None
     low = int(inside[0]) - 16  # slot 0 is below every object inside: cells below it clip to it
-    if low % 16 or bool((inside % 16).any()):
+    if bool((inside & 15).any()):  # (``low`` is aligned as the first of them is)
         return None
     slots = (inside - low) >> 4
     size = int(slots[-1]) + 2  # and the last slot is above them all
     if size > _SLOTS:
         return None
-    unseen = len(sample)
+    if len(far):
+        sample = np.concatenate([inside, far])
+        cell = np.concatenate([cell[first:last], cell[:first], cell[last:]])
+    objects = values.take(cell)
+    # the code of each sampled object: the rank of its label (its address, by default: the
+    # sample's order, as far objects are only those past the window's ends)
+    if label is None:
+        labels, rank = sample, np.arange(len(sample))
+        if len(far):
+            labels, rank = np.unique(sample, return_inverse=True)
+    else:
+        labels, rank = _ranked(label(objects))
+    unseen = len(labels)  # the code of a cell whose object was not sampled
     table = np.full(size, unseen, dtype=code_dtype(unseen + 1))
-    table[slots] = np.arange(len(inside))
-    sample = np.concatenate([inside, far])  # numbered in this order
-    far_codes = list(zip(far.tolist(), range(len(inside), unseen)))
+    table[slots] = rank[: len(inside)]
+    far_codes = list(zip(far.tolist(), rank[len(inside) :].tolist()))
     codes = np.empty(n, dtype=table.dtype)
     # the slots of a block of cells at a time: the block's offsets stay in cache between the
     # subtraction, the shift and the lookup
@@ -224,21 +301,54 @@ def _slot_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]] | Non
         for address, code in far_codes:
             np.putmask(codes[start:stop], addresses[start:stop] == address, code)
     del offsets
+    holders = None if label is not None else objects
+    if label is None and len(far):
+        holders = np.empty(unseen, dtype=object)
+        holders[rank] = objects
+    if int(codes.max()) < unseen:  # (every cell's object sampled: the usual case)
+        return codes.astype(code_dtype(unseen), copy=False), labels, holders
     missed = np.flatnonzero(codes == unseen)
-    if len(missed) == 0:
-        objects = np.empty(unseen, dtype=object)
-        objects[:] = _objects_at(sample)
-        return codes, objects
     if len(missed) > n // 16:
         return None  # many objects the sample did not find: hashing every cell costs less
-    extra, more = pd.factorize(addresses.take(missed))
+    extra, more = _numbered(addresses.take(missed))
     if unseen + len(more) > _FEW_OBJECTS:
         return None
-    codes = codes.astype(code_dtype(unseen + len(more)), copy=False)
-    codes[missed] = extra + unseen
-    objects = np.empty(unseen + len(more), dtype=object)
-    objects[:] = _objects_at(np.concatenate([sample, more]))
-    return codes, objects
+    more_objects = values.take(missed.take(_first_index(extra, len(more))))
+    more_labels = more if label is None else label(more_objects)
+    merged, where = _ranked(np.concatenate([labels, more_labels]))
+    dtype = code_dtype(len(merged))
+    moved = where[: len(labels)]  # the rank among all of each label the sample found
+    more_codes = where[len(labels) :]
+    # labels the sample did not find that fall between its own: its codes move up to their
+    # ranks among all (the cells not sampled keep a code past them, overwritten below)
+    between = sorted(set(more_codes[more_codes < moved[-1]].tolist()) - set(moved.tolist()))
+    if len(between) > 4:  # many: each cell's new code read in a table
+        codes = np.append(moved, 0).astype(dtype).take(codes)
+    else:  # a few: a comparison and an addition per cell for each (no index widened)
+        codes = codes.astype(dtype, copy=False)
+        if between:
+            codes[missed] = 0
+        for rank in between:
+            np.add(codes, codes >= rank, out=codes, casting="unsafe")
+    codes[missed] = more_codes.astype(dtype).take(extra)
+    if holders is None:
+        return codes, merged, None
+    every = np.empty(len(merged), dtype=object)
+    every[more_codes] = more_objects
+    every[moved] = holders
+    return codes, merged, every
+
+
+def _numbered(keys: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """``pd.factorize(keys)``: the number of each key, first seen first, and the keys. A few
+    (the cells a sample missed) are numbered in Python, cheaper than pandas' calls for so
+    few."""
+    if len(keys) > 256:
+        numbers, distinct = pd.factorize(keys)
+        return np.asarray(numbers), np.asarray(distinct)
+    at: dict[int, int] = {}
+    numbers = [at.setdefault(k, len(at)) for k in keys.tolist()]
+    return np.array(numbers, dtype=np.intp), np.array(list(at), dtype=keys.dtype)
 
 
 def _object_codes(values: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any] | None]:
@@ -334,7 +444,7 @@ class EncodedTable:
         )
         base = distinct[0]
         qis = [
-            EncodedQI(q, hierarchies[q], self._row_index_of(base[:, i].copy()), *levels)
+            EncodedQI(q, hierarchies[q], self._row_index_of(base[:, i]), *levels)
             for i, q in enumerate(quasi_identifiers)
             for levels in [hierarchy_levels(hierarchies[q])]
         ]
@@ -398,37 +508,71 @@ class EncodedTable:
         # hierarchy codes (for metrics) and the same codes compacted to the values present,
         # which keeps the mixed-radix key space, and so the grouping, small. What is present
         # is found on the hierarchy's few rows; the distinct rows are then read once per level
-        base_cols = [base[:, i] for i in range(d)]
-        # per (QI, level): the compacted code of each hierarchy row, read by the distinct rows
+        # each QI's column of hierarchy rows in the index type, converted once for its count
+        # and its gather
+        base_cols = [base[:, i].astype(np.intp) for i in range(d)]
+        # per QI: the compacted code of each hierarchy row at each level (levels x rows),
+        # read by the distinct rows
         compact: list[NDArray[Any]] = []
         # per QI and level: the hierarchy code of each compacted code (the inverse)
         self.present_codes: list[list[NDArray[Any]]] = []
         self.cards: list[list[int]] = []
         # per QI: records per hierarchy row (the last one for missing values)
         self.row_records: list[NDArray[Any]] = []
+        weights = self.weights.astype(float)  # as a weighted count reads them, converted once
+        # the distinct rows spread over 8 counters per hierarchy row: they come sorted, so runs
+        # of rows share a hierarchy row, and one counter would add each row's weight to what
+        # the row before has just written (a wait per row on the last addition); 8 take turns
+        # (a third less time)
+        lanes = np.arange(self.m, dtype=np.intp) & 7
         for i, q in enumerate(self.qis):
-            records = np.bincount(base_cols[i], self.weights, minlength=len(q.level_codes[0]))
+            spread = base_cols[i] << 3
+            spread |= lanes
+            records = np.bincount(spread, weights, minlength=8 * len(q.level_codes[0]))
+            records = records.reshape(-1, 8).sum(axis=1)
             self.row_records.append(records.astype(np.int64))
-            rows_present = records > 0
-            self.cards.append([])
-            self.present_codes.append([])
-            for lc, labels in zip(q.level_codes, q.labels):
-                present = np.zeros(len(labels), dtype=bool)
-                present[lc[rows_present]] = True
-                compact.append((np.cumsum(present) - 1).take(lc))
-                self.cards[i].append(int(present.sum()))
-                self.present_codes[i].append(np.flatnonzero(present))
+            # every level at once: the codes present flagged in one array (level after level,
+            # ``width`` codes each), ranked by a running sum along each level, and each
+            # hierarchy row's rank read where its code is
+            levels = np.array(q.level_codes)
+            width = max(len(lab) for lab in q.labels)
+            at = levels + (np.arange(len(levels)) * width)[:, None]
+            present = np.zeros(len(levels) * width, dtype=bool)
+            present[at[:, records > 0]] = True
+            present = present.reshape(len(levels), width)
+            ranks = np.cumsum(present, axis=1, dtype=np.int32)  # (int64: a slow cast)
+            ranks -= 1
+            compact.append(ranks.ravel().take(at))
+            cards = np.count_nonzero(present, axis=1).tolist()
+            self.cards.append(cards)
+            # the codes present, level after level, cut at each level's count
+            flagged = np.flatnonzero(present) % width
+            ends = np.cumsum(cards).tolist()
+            self.present_codes.append([flagged[e - c : e] for c, e in zip(cards, ends)])
         # one row per (QI, level): a node's codes are a few contiguous rows
         self.all_cards = np.array([c for cards in self.cards for c in cards], dtype=np.int64)
         # a byte per code while every level has at most 256 values present: whoever combines
         # codes into keys widens them first (the keys' type is chosen from the key space)
         dtype = code_dtype(int(self.all_cards.max()))
-        self.all_codes = np.empty((len(compact), self.m), dtype=dtype)
-        # one gather per (QI, level) of the distinct rows' hierarchy rows: the codes of a
-        # level are composed with its compaction on the hierarchy's few rows first
-        rows_of = [base_cols[i] for i, q in enumerate(self.qis) for _ in q.level_codes]
-        for r, (to_compact, rows) in enumerate(zip(compact, rows_of)):
-            np.take(to_compact.astype(dtype), rows, out=self.all_codes[r], mode="clip")
+        self.all_codes = np.empty((len(self.all_cards), self.m), dtype=dtype)
+        # one gather per QI of the distinct rows' hierarchy rows, every level at once: the
+        # codes of a level are composed with its compaction on the hierarchy's few rows first
+        at, cards = 0, self.all_cards.tolist()
+        for to_compact, rows in zip(compact, base_cols):
+            # the levels of more than one value present, gathered in one call (those below
+            # the root, as a rule); a level of one value (the root) codes every row 0
+            many = [level for level in range(len(to_compact)) if cards[at + level] > 1]
+            if many == list(range(len(many))):
+                out = self.all_codes[at : at + len(many)]
+                np.take(to_compact[: len(many)].astype(dtype), rows, axis=1, out=out, mode="clip")
+                self.all_codes[at + len(many) : at + len(to_compact)] = 0
+            else:
+                for level, (level_compact, out) in enumerate(zip(to_compact, self.all_codes[at:])):
+                    if level in many:
+                        np.take(level_compact.astype(dtype), rows, out=out, mode="clip")
+                    else:
+                        out.fill(0)
+            at += len(to_compact)
         self.offsets = np.cumsum(np.array([0] + [len(c) for c in self.cards[:-1]]))
         self.codes = [
             list(self.all_codes[o : o + len(c)]) for o, c in zip(self.offsets.tolist(), self.cards)
@@ -437,9 +581,9 @@ class EncodedTable:
         self._cards = [int(c) for c in self.all_cards]
         self.width = self.all_codes.shape[0]
         self.sa_codes = [base[:, d + j] for j in range(len(sens))]
-        # per distinct row, the hierarchy row of each QI's value: what a class is found by in a
-        # population table (:mod:`anonweb.core.models.population_table`)
-        self.qi_rows = np.ascontiguousarray(base[:, :d])
+        # the distinct rows' hierarchy rows, one column per QI: ``qi_rows`` is read from them
+        self._qi_columns: NDArray[Any] | None = base[:, :d]
+        self._qi_rows: NDArray[Any] | None = None
         self.heights = np.array([q.height for q in self.qis])
         # distinct rows that differ only in their sensitive values fall in one class at every
         # node: grouping a node from scratch needs only the distinct quasi-identifier rows
@@ -453,6 +597,22 @@ class EncodedTable:
                 self.qi_weights = np.bincount(base_to_qi, weights=self.weights, minlength=n_qi)
                 self.qi_first = _first_index(base_to_qi, n_qi)
                 self.qi_codes = np.ascontiguousarray(self.all_codes[:, self.qi_first])
+
+    @property
+    def qi_rows(self) -> NDArray[Any]:
+        """Per distinct row, the hierarchy row of each QI's value (rows x QIs): what a class
+        is found by in a population table (:mod:`anonweb.core.models.population_table`).
+        Built when first asked for: only a model that compares with a population reads it."""
+        if self._qi_rows is None:
+            assert self._qi_columns is not None, "the hierarchy rows were let go"
+            # written column by column: twice as fast as converting the column-major copy
+            columns = self._qi_columns
+            self._qi_rows = np.stack([columns[:, i] for i in range(columns.shape[1])], axis=1)
+        return self._qi_rows
+
+    @qi_rows.deleter
+    def qi_rows(self) -> None:
+        self._qi_rows = self._qi_columns = None
 
     def level_codes(self, i: int, level: int, rows: NDArray[Any]) -> NDArray[Any]:
         """The hierarchy codes (``full_codes[i][level]``) of the distinct rows ``rows``: read
@@ -1107,8 +1267,11 @@ def _key_type(space: int, rows: int) -> Any:
 # space this large lets Adult's columns fold with one renumbering, not two (one pass fewer
 # over the records)
 LIMIT = 1 << 20
-# up to this many records, the distinct records are found by hashing one key per record
+# up to this many records, distinct rows are sorted rather than hashed (:func:`_distinct_rows`)
 _HASHED_RECORDS = 1 << 17
+# up to this many records, the distinct records are found by folding the columns in their own
+# order (the numbers come sorted); beyond it, fewest codes first, and the distinct sorted after
+_SMALL_TABLE = 1 << 17
 
 
 def _distinct_records(
@@ -1118,44 +1281,76 @@ def _distinct_records(
     radices: list[int],
 ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
     """:func:`_distinct_rows` of the columns ``to_rows[j][codes[j]]`` (codes as they are where
-    ``to_rows[j]`` is None), without building those columns.
+    ``to_rows[j]`` is None), without building those columns. Each ``to_rows[j]`` must be
+    ascending, each row once (as :func:`hierarchy_rows` numbers them): the records' order by
+    codes is then their order by rows.
 
-    A large table's codes (from 0, below ``cards``) are folded into one mixed-radix key column
-    by column (:func:`_fold_records`), without hashing a key per record: what is hashed and
-    sorted is then the few distinct records, not the records (a million copied Adult rows
-    have 12,458 distinct ones). A small table's records are hashed on one key each, which
-    costs less than the folding's passes.
+    The codes (from 0, below ``cards``) are folded into one mixed-radix key column by column,
+    without hashing a key per record. A small table's columns are folded in their own order
+    (:func:`_fold_in_order`): the numbers found come in the order of the rows, as
+    :func:`_distinct_rows` sorts them, with nothing hashed or sorted. A large table's are
+    folded fewest codes first (:func:`_fold_records`), which renumbers the key less often
+    (each time a pass over the records), and its few distinct records are sorted after.
     """
-    hashed = len(codes[0]) <= _HASHED_RECORDS and math.prod(max(c, 1) for c in cards) < 2**62
-    if hashed:
-        # a small table: one int64 key per record over the whole space, hashed once (Adult's
-        # 30,162 rows: a seventh of the folding's time; over a million records the folding's
-        # counts in cache win). The records' order of first appearance numbers them here; the
-        # distinct rows below are sorted whatever this order is
-        key = codes[0].astype(np.int64)
-        for col, card in zip(codes[1:], cards[1:]):
-            key *= max(card, 1)
-            key += col
-        row_to_tmp, uniq = pd.factorize(key)
-        counts = np.bincount(row_to_tmp, minlength=len(uniq))
-        rep = _first_index(row_to_tmp, len(uniq))
-        del key, uniq
-        found = [col.take(rep) for col in codes]
-    else:
-        key, space, occupied, counts, found = _fold_records(codes, cards)
+    n = len(codes[0])
+    if n <= _SMALL_TABLE:
+        inverse, m = _fold_in_order(codes, cards)
+        first = _first_index(inverse, m)  # a record of each: a few thousand scattered
+        base = np.empty((m, len(codes)), dtype=code_dtype(max(radices)), order="F")
+        for j, (col, to_row) in enumerate(zip(codes, to_rows)):
+            if to_row is None:
+                np.take(col, first, out=base[:, j])
+            else:
+                np.take(to_row, col.take(first), out=base[:, j])
+        return base, inverse, np.bincount(inverse, minlength=m)
+    key, space, occupied, counts, found = _fold_records(codes, cards)
     cols = [
         col.astype(np.int64) if to_row is None else to_row.take(col)
         for col, to_row in zip(found, to_rows)
     ]
-    # distinct codes may still name one row (39 and '39' both find the hierarchy line 39)
     base, tmp_to_base, _ = _distinct_rows(cols, radices)
-    weights = np.rint(np.bincount(tmp_to_base, weights=counts, minlength=len(base)))
-    if hashed:
-        return base, tmp_to_base.take(row_to_tmp), weights.astype(np.int64)
+    weights = np.empty(len(counts), dtype=np.int64)
+    weights[tmp_to_base] = counts
     # the distinct row of each key present, read once per record
     ids = np.empty(space, dtype=np.int64)
     ids[occupied] = tmp_to_base
-    return base, ids.take(key), weights.astype(np.int64)
+    return base, ids.take(key), weights
+
+
+def _fold_in_order(codes: list[NDArray[Any]], cards: list[int]) -> tuple[NDArray[Any], int]:
+    """The number of each record's combination of codes, in the order of their mixed-radix
+    keys (the first column most significant), and how many there are. The key is renumbered
+    in key order (:func:`_ranks`) whenever its space would pass a few times the records, so
+    the numbers keep the keys' order to the end."""
+    n = len(codes[0])
+    limit = max(1 << 12, 4 * n)
+    # int64 keys: a small table's fit in cache, and a scatter indexes with int64 as it is
+    key = codes[0].astype(np.int64)
+    space = max(cards[0], 1)
+    for col, card in zip(codes[1:], cards[1:]):
+        card = max(card, 1)
+        if space * card > limit:
+            key, space = _ranks(key, space)
+        key *= card
+        key += col
+        space *= card
+    return _ranks(key, space)
+
+
+def _ranks(key: NDArray[Any], space: int) -> tuple[NDArray[Any], int]:
+    """Keys in ``[0, space)`` renumbered from 0 in key order (int64), and how many differ."""
+    if space > 16 * len(key):  # too large a space to flag: hashed, the few present sorted
+        ids, present = pd.factorize(key, sort=True)
+        return ids.astype(np.int64, copy=False), len(present)
+    # a flag per key present, and its rank from a running sum: no branch per key, as the
+    # flagged keys' positions would take. The sum in int32 (a space of at most 16 keys per
+    # record, a small table's): NumPy sums flags into int64 through a slow cast, ten times
+    # the time, and widening the records' ranks after costs less
+    flags = np.zeros(space, dtype=bool)
+    flags[key] = True
+    rank = np.cumsum(flags, dtype=np.int32)
+    rank -= 1
+    return rank.take(key).astype(np.int64), int(rank[-1]) + 1
 
 
 def _fold_records(
@@ -1180,12 +1375,9 @@ def _fold_records(
     # and the columns folded in since, with their cards
     known: dict[int, NDArray[Any]] = {first: np.arange(space, dtype=np.int64)}
     since: list[tuple[int, int]] = []
-    # a count over a space much larger than the records costs more than the records: a small
-    # table renumbers sooner
-    limit = min(LIMIT, max(1024, 2 * len(key)))
     for j in order[1:]:
         card = max(cards[j], 1)
-        if space * card > limit:
+        if space * card > LIMIT:
             key, occupied = _densify(key, space)
             known = _decode(occupied, known, since)
             space, since = len(occupied), []
@@ -1196,6 +1388,10 @@ def _fold_records(
         key += codes[j]
         space *= card
         since.append((j, card))
+    if space > max(LIMIT, 8 * len(key)):  # too large a space to count over: renumbered
+        key, occupied = _densify(key, space)
+        known = _decode(occupied, known, since)
+        space, since = len(occupied), []
     counts = np.bincount(key, minlength=space)
     occupied = np.flatnonzero(counts)
     known = _decode(occupied, known, since)
@@ -1225,6 +1421,9 @@ def _wide_enough(dtype: Any, space: int) -> np.dtype[Any]:
 def _densify(key: NDArray[Any], space: int) -> tuple[NDArray[Any], NDArray[Any]]:
     """Keys in ``[0, space)`` renumbered from 0 in key order (in the narrowest type that
     holds the numbers), and the keys present."""
+    if space > max(LIMIT, 8 * len(key)):  # too large a space to flag: hashed, then sorted
+        ids, occupied = pd.factorize(key, sort=True)
+        return ids.astype(code_dtype(len(occupied)), copy=False), occupied
     # a flag per key written where a record has it: a byte per key, not bincount's eight, and
     # no count read and added (a million keys over Adult's 642,880: 2.8 -> 1.7 ms)
     present = np.zeros(space, dtype=bool)

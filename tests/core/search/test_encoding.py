@@ -63,8 +63,9 @@ def _table(rng, n, missing):
 def test_distinct_rows_match_a_plain_reference(n, missing, limit, fold, monkeypatch):
     # a small limit renumbers the key after every column: the folding's every branch runs
     monkeypatch.setattr(lattice, "LIMIT", limit)
-    if fold:  # a large table's path: codes folded column by column, not hashed per record
+    if fold:  # a large table's path: codes folded fewest first, the distinct rows sorted after
         monkeypatch.setattr(lattice, "_HASHED_RECORDS", 0)
+        monkeypatch.setattr(lattice, "_SMALL_TABLE", 0)
     rng = np.random.default_rng(n + missing)
     df = _table(rng, n, missing)
     # equal texts held by distinct objects (as a file read in chunks may hold them): numbered
@@ -89,6 +90,47 @@ def test_distinct_rows_match_a_plain_reference(n, missing, limit, fold, monkeypa
             assert (table.level_codes(i, level, rows) == expected[rows]).all()
             assert (table.full_codes[i][level] == expected).all()
     assert (table.sa_codes[0] == base[:, 3]).all()
+
+
+@pytest.mark.parametrize("n", [300, 5_000])
+def test_codes_are_numbered_in_the_order_of_the_hierarchy_rows(n):
+    # numbers, texts and floats of one line share a code; codes rise with the rows they find
+    rng = np.random.default_rng(n)
+    pool = np.array(["d", "39", 39, 39.0, "a", None, "c", np.nan], dtype=object)
+    values = pd.Series(pool.take(rng.integers(0, len(pool), n)), dtype=object)
+    values[:8] = pool  # every value present
+    codes, rows = lattice.hierarchy_rows(values, CITY)
+    want = np.array([CITY.row_of(v) for v in values.tolist()])
+    want[want == -2] = len(CITY.rows)
+    assert rows.tolist() == [0, 2, 3, 4, 5]  # a, c, d, 39, missing: ascending, each once
+    assert (rows.take(codes) == want).all()
+    assert codes.dtype == code_dtype(len(rows))
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_key_spaces_too_large_to_count_over_are_hashed(monkeypatch, small):
+    # two quasi-identifiers of thousands of values each: the keys' space passes what a flag
+    # per key could hold, and the records are renumbered by hashing instead
+    if not small:
+        monkeypatch.setattr(lattice, "_SMALL_TABLE", 0)
+        monkeypatch.setattr(lattice, "LIMIT", 1 << 10)
+    wide = parse_hierarchy("\n".join(f"{v};{v // 100};*" for v in range(3000)), attribute="wide")
+    rng = np.random.default_rng(9)
+    n = 2_000
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 3000, n),
+            "b": rng.integers(0, 3000, n),
+            "sex": rng.choice(["f", "m"], n),
+        }
+    )
+    qis, hier = ["a", "b", "sex"], {"a": wide, "b": wide, "sex": SEX}
+    table = EncodedTable(df, qis, hier)
+    cols, base, inverse, counts = _reference(df, qis, hier, [])
+    assert table.m == len(base)
+    assert (table.weights == counts).all()
+    assert (table.row_to_base == inverse).all()
+    assert np.array_equal(table.qi_rows, base)
 
 
 def test_an_integer_column_is_numbered_by_value_without_hashing():
@@ -205,6 +247,7 @@ def test_tables_of_shared_and_new_objects_match_the_plain_reference(
     monkeypatch.setattr(lattice, "_SAMPLED_CELLS", sampled)
     if fold:
         monkeypatch.setattr(lattice, "_HASHED_RECORDS", 0)
+        monkeypatch.setattr(lattice, "_SMALL_TABLE", 0)
     rng = np.random.default_rng(seed)
     df = pd.DataFrame(
         {
