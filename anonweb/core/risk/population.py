@@ -327,7 +327,7 @@ def _trigamma(x: NDArray[Any]) -> NDArray[Any]:
     series = np.full_like(y, 7 / 6)  # Bernoulli numbers B_14 .. B_2
     for b in (-691 / 2730, 5 / 66, -1 / 30, 1 / 42, -1 / 30, 1 / 6):
         series = b + w * series
-    out = z + w * 0.5 + z * w * series
+    out: NDArray[Any] = z + w * 0.5 + z * w * series
     if small.any():
         out[small] += (1.0 / (x[small, None] + _SHIFTS) ** 2).sum(axis=1)
     return out
