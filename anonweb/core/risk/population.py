@@ -183,36 +183,24 @@ def _pitman_gradient(
 def _pitman_maximise(
     sizes: NDArray[Any], starts: list[tuple[float, float]]
 ) -> list[tuple[float, float]]:
-    """Maximise the log-likelihood over both parameters with bounded quasi-Newton steps
-    (L-BFGS-B) from each start, over 0 <= alpha < 1 and theta > -alpha. The search runs in
-    (log(theta + alpha), alpha), which keeps theta > -alpha a box bound and scales theta, which
-    spans orders of magnitude, like alpha."""
+    """Maximise the log-likelihood over both parameters from each start, over 0 <= alpha < 1
+    and theta > -alpha: every start climbs at once (:func:`_climb`), in (log(theta + alpha),
+    alpha), which keeps theta > -alpha a box bound and scales theta, which spans orders of
+    magnitude, like alpha. The local maxima reached, one per start."""
     p = _Partition.of(sizes)
-    objective = _Objective(p)
-
-    def negative(x: NDArray[Any]) -> tuple[float, NDArray[Any]]:
-        phi, a = math.exp(float(x[0])), float(x[1])
-        t = phi - a
-        if not (0 <= a < 1 and t > -a) or (a == 0 and t <= 0):
-            return 1e300, np.zeros(2)
-        value, d_t, d_a = objective(phi, a)
-        if not math.isfinite(value):
-            return 1e300, np.zeros(2)
-        # theta = phi - alpha: d/d log phi = phi d/dtheta; d/dalpha at fixed phi = d_a - d_t.
-        return -value, -np.array([d_t * phi, d_a - d_t])
-
-    found: list[tuple[float, float]] = []
+    points = []
     for t0, a0 in starts:
         a0 = min(max(a0, 0.0), 0.999)
-        if not (math.isfinite(t0) and t0 + a0 > 0):
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            x = _minimise_bounded(negative, np.array([math.log(t0 + a0), a0]))
-        a = float(x[1])
-        t = math.exp(float(x[0])) - a
-        if math.isfinite(_loglik(p, t, a)):
-            found.append((t, a))
+        if math.isfinite(t0) and t0 + a0 > 0:
+            points.append((math.log(t0 + a0), a0))
+    if not points:
+        return []
+    with np.errstate(all="ignore"):
+        x, value = _climb(_Objective(p), np.array(points))
+    found: list[tuple[float, float]] = []
+    for phi, a, reached in zip(np.exp(x[:, 0]).tolist(), x[:, 1].tolist(), value.tolist()):
+        if math.isfinite(reached):
+            found.append((phi - a, a))
     return found
 
 
@@ -224,14 +212,16 @@ _CLOSED_FORM_SPAN = 8.0
 
 
 class _Objective:
-    """Pitman's log-likelihood and its gradient in (theta, alpha), as :func:`_loglik_at` and
-    :func:`_pitman_gradient` give them, at the cost of a few dozen special functions instead of
-    three passes over the u classes: with x = theta / alpha,
+    """Pitman's log-likelihood with its gradient and Hessian in (theta, alpha), as
+    :func:`_loglik_at` and :func:`_pitman_gradient` give the first two, at many points at once
+    (one numpy call per special function for all of them) and at the cost of a few special
+    functions per point instead of passes over the u classes: with x = theta / alpha,
 
         sum_{i<u} log(theta + i alpha) = (u - 1) log alpha + lgamma(x + u) - lgamma(x + 1),
         sum_{i<u} 1 / (theta + i alpha) = (psi(x + u) - psi(x + 1)) / alpha,
-        sum_{i<u} i / (theta + i alpha) = (u - 1 - theta sum 1 / (theta + i alpha)) / alpha,
+        sum_{i<u} 1 / (theta + i alpha)^2 = (psi'(x + 1) - psi'(x + u)) / alpha^2,
 
+    the sums weighted by i and i^2 following from these (i alpha = (theta + i alpha) - theta),
     the rest being sums over the class sizes present (the frequencies of frequencies). Near
     alpha = 0 (x far above u) the sums are taken term by term, as there the closed forms
     cancel. The fit polishes each interior optimum to a root of the score equations and keeps
@@ -240,158 +230,223 @@ class _Objective:
 
     def __init__(self, p: _Partition) -> None:
         self.p = p
-        self.terms = np.empty((2, len(p.i)))
-        # x + u, x + 1, theta + n, theta + 1, 1 - alpha, then j - alpha for each size j present
-        self.args = np.empty(5 + len(p.j))
-        self.lgam = np.empty_like(self.args)
-        self.psi = np.empty_like(self.args)
         self.span = _CLOSED_FORM_SPAN * max(p.u, 1)
 
-    def __call__(self, phi: float, a: float) -> tuple[float, float, float]:
-        """(log-likelihood, d/d theta, d/d alpha) at theta = phi - alpha."""
+    def __call__(
+        self, theta: NDArray[Any], alpha: NDArray[Any], phi: NDArray[Any] | None = None
+    ) -> tuple[NDArray[Any], ...]:
+        """(log-likelihood, d/d theta, d/d alpha, d2/d theta2, d2/d theta d alpha,
+        d2/d alpha2) at each (theta, alpha); the log-likelihood -inf where it is not finite.
+        ``phi``, theta + alpha, when known apart from theta (near theta = -alpha their sum
+        would cancel)."""
         from scipy import special
 
-        p = self.p
-        t = phi - a
-        if not (a > 0 and t <= self.span * a):
-            steps = np.add(np.multiply(p.i, a, out=self.terms[0]), t, out=self.terms[0])
-            value = _loglik_at(p, t, a, steps, self.terms[1])
-            if not math.isfinite(value):
-                return value, 0.0, 0.0
-            d_t, d_a = _pitman_gradient(p, t, a, steps, self.terms[1])
-            return value, d_t, d_a
-        args = self.args
-        x1 = phi / a  # x + 1 = (theta + alpha) / alpha, without cancelling near theta = -alpha
-        args[0] = x1 + (p.u - 1)
-        args[1] = x1
-        args[2] = t + p.n
-        args[3] = t + 1.0
-        args[4] = 1.0 - a
-        np.subtract(p.j, a, out=args[5:])
-        lg = special.gammaln(args, out=self.lgam)
-        ps = special.digamma(args, out=self.psi)
-        u1 = p.u - 1
-        first = u1 * math.log(a) + float(lg[0] - lg[1])
-        sizes_part = float(np.dot(p.fj, lg[5:])) - float(lg[4]) * p.u
-        if t < _STIRLING_FROM:
-            rising, d_rising = float(lg[2] - lg[3]), float(ps[2] - ps[3])
-        else:
-            rising, d_rising = _log_rising(t, p.n), _digamma_rising(t, p.n)
-        value = first - rising + sizes_part
-        s1 = float(ps[0] - ps[1]) / a
-        d_t = s1 - d_rising
-        tail = float(np.dot(p.fj, ps[5:])) - float(ps[4]) * p.u
-        return value, d_t, (u1 - t * s1) / a - tail
+        p, t, a = self.p, theta, alpha
+        u1, n = p.u - 1, p.n
+        closed = (a > 0) & (t <= self.span * a)
+        far = t >= _STIRLING_FROM
+        # every argument of gamma and its derivatives in one array, a row per point:
+        # x + u, x + 1 (x = theta / alpha), theta + n, theta + 1, 1 - alpha, j - alpha
+        args = np.empty((len(a), 5 + len(p.j)))
+        x1 = np.divide(t + a if phi is None else phi, a, out=np.ones_like(a), where=closed)
+        args[:, 1] = x1
+        args[:, 0] = x1 + u1
+        near = np.where(far, 1.0, t)
+        args[:, 2] = near + n
+        args[:, 3] = near + 1.0
+        args[:, 4] = 1.0 - a
+        np.subtract(p.j, a[:, None], out=args[:, 5:])
+        lg, ps, tri = special.gammaln(args), special.digamma(args), _trigamma(args)
+        # the sums over i < u of log(t + i a), 1 / (t + i a), i / (t + i a), 1 / (t + i a)^2,
+        # i / (t + i a)^2 and i^2 / (t + i a)^2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s0 = u1 * np.log(a) + lg[:, 0] - lg[:, 1]
+            s1 = (ps[:, 0] - ps[:, 1]) / a
+            s2 = (tri[:, 1] - tri[:, 0]) / (a * a)
+            si = (u1 - t * s1) / a
+            si2 = (s1 - t * s2) / a
+            sii2 = (u1 - 2 * t * s1 + t * t * s2) / (a * a)
+        if not closed.all():
+            apart = ~closed
+            steps = t[apart, None] + p.i * a[apart, None]
+            inv = 1.0 / steps
+            inv2 = inv * inv
+            s0[apart] = np.log(steps).sum(axis=1)
+            s1[apart] = inv.sum(axis=1)
+            si[apart] = (p.i * inv).sum(axis=1)
+            s2[apart] = inv2.sum(axis=1)
+            si2[apart] = (p.i * inv2).sum(axis=1)
+            sii2[apart] = (p.i * p.i * inv2).sum(axis=1)
+        # log (theta + 1)_(n - 1) and its two derivatives, by Stirling's series far out
+        rising, d_rising, dd_rising = (
+            lg[:, 2] - lg[:, 3],
+            ps[:, 2] - ps[:, 3],
+            tri[:, 2] - tri[:, 3],
+        )
+        if far.any():
+            lo, m = t[far] + 1.0, n - 1.0
+            hi = lo + m
+            step = np.log1p(m / lo)
+            rising[far] = (lo - 0.5) * step + m * (np.log(lo) + step) - m - m / (12.0 * lo * hi)
+            d_rising[far] = step + m / (2 * lo * hi) + m * (lo + hi) / (12 * lo * lo * hi * hi)
+            dd_rising[far] = -m / (lo * hi) - m * (lo + hi) / (2 * lo * lo * hi * hi)
+        # the sizes present: sum_j f_j (lgamma(j - a) - lgamma(1 - a)) and its derivatives
+        value = s0 - rising + (lg[:, 5:] * p.fj).sum(axis=1) - lg[:, 4] * p.u
+        value[~np.isfinite(value)] = -np.inf
+        tail = (ps[:, 5:] * p.fj).sum(axis=1) - ps[:, 4] * p.u
+        curve = (tri[:, 5:] * p.fj).sum(axis=1) - tri[:, 4] * p.u
+        return value, s1 - d_rising, si - tail, -s2 - dd_rising, -si2, curve - sii2
+
+    def climbing(self, x: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+        """The log-likelihood, gradient and Hessian in (s, alpha), s = log(theta + alpha),
+        at each row of ``x``."""
+        phi, a = np.exp(x[:, 0]), x[:, 1]
+        value, lt, la, ltt, lta, laa = self(phi - a, a, phi)
+        # theta = phi - alpha: d/ds = phi d/dtheta; d/dalpha at fixed s = d/dalpha - d/dtheta
+        gradient = np.stack([phi * lt, la - lt], axis=1)
+        hessian = np.empty((len(a), 2, 2))
+        hessian[:, 0, 0] = phi * lt + phi * phi * ltt
+        hessian[:, 0, 1] = hessian[:, 1, 0] = phi * (lta - ltt)
+        hessian[:, 1, 1] = laa - 2 * lta + ltt
+        return value, gradient, hessian
+
+
+# psi'(x) from x = 10 on by its asymptotic series (the terms left out below 1e-16 of it), below
+# from psi'(x + 10) (scipy's Hurwitz zeta(2, x) costs twenty times as much per value)
+_TRIGAMMA_SERIES_FROM = 10.0
+_SHIFTS = np.arange(10.0)
+
+
+def _trigamma(x: NDArray[Any]) -> NDArray[Any]:
+    """psi'(x) = sum over k >= 0 of 1 / (x + k)^2, for x > 0, element by element."""
+
+    small = x < _TRIGAMMA_SERIES_FROM
+    y = x + _TRIGAMMA_SERIES_FROM * small  # psi'(x) = psi'(x + m) + sum_{k<m} 1 / (x + k)^2
+    z = 1.0 / y
+    w = z * z
+    series = np.full_like(y, 7 / 6)  # Bernoulli numbers B_14 .. B_2
+    for b in (-691 / 2730, 5 / 66, -1 / 30, 1 / 42, -1 / 30, 1 / 6):
+        series = b + w * series
+    out: NDArray[Any] = z + w * 0.5 + z * w * series
+    if small.any():
+        out[small] += (1.0 / (x[small, None] + _SHIFTS) ** 2).sum(axis=1)
+    return out
 
 
 # the box the fit searches in (log(theta + alpha), alpha), and its stopping rules
-_BOUNDS = ((-30.0, 40.0), (0.0, 1.0 - 1e-9))
-_FTOL, _GTOL, _MAXITER = 1e-15, 1e-9, 2000
+_LOW, _HIGH = np.array([-30.0, 0.0]), np.array([40.0, 1.0 - 1e-9])
+_GTOL, _MAXITER, _HALVINGS, _ROUNDING = 1e-12, 200, 60, 1e-14
+_REACH = np.array([4.0, 0.3])
 
 
-def _minimise_bounded(negative: Any, x0: NDArray[Any]) -> NDArray[Any]:
-    """The minimum of ``negative`` (value and gradient) from ``x0`` over :data:`_BOUNDS`, as
-    ``scipy.optimize.minimize(negative, x0, jac=True, method="L-BFGS-B", bounds=_BOUNDS,
-    options={"ftol": _FTOL, "gtol": _GTOL, "maxiter": _MAXITER}).x`` finds it.
-
-    With scipy 1.15's L-BFGS-B (its C ``setulb``), the routine is driven here as ``minimize``
-    drives it, without ``minimize``'s wrapping of the function (a copy, a comparison and
-    several conversions per evaluation, and the setup of each call): the same steps from the
-    same values, so the same point to the last bit (a test compares the two), in about two
-    thirds of the time. A fit runs L-BFGS-B from eight starts at every node a search checks.
-    Other scipy versions go through ``minimize`` itself."""
-    setulb = _setulb()
-    if setulb is None:
-        from scipy import optimize
-
-        r = optimize.minimize(
-            negative,
-            x0,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=list(_BOUNDS),
-            options={"ftol": _FTOL, "gtol": _GTOL, "maxiter": _MAXITER},
+def _climb(objective: _Objective, x: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """From each row of ``x`` (s, alpha), ascent to a local maximum of the log-likelihood in
+    the box [_LOW, _HIGH], all rows in the same numpy calls: projected Newton steps (the
+    Hessian shifted to be negative definite where it is not; a coordinate at a bound that the
+    gradient pushes out of is held), each step halved until it gains a share of its slope
+    (Armijo), so the likelihood rises at every step of every row. A row stops when its
+    projected gradient is below _GTOL times its log-likelihood, or a step no longer moves it
+    or gains anything. The points reached and their log-likelihoods (-inf outside the
+    parameter space)."""
+    x = np.clip(x, _LOW, _HIGH)
+    f, g, h = objective.climbing(x)
+    live = np.isfinite(f)
+    for _ in range(_MAXITER):
+        held = ((x <= _LOW) & (g < 0)) | ((x >= _HIGH) & (g > 0))
+        slope = np.where(held, 0.0, g)
+        live &= np.abs(slope).max(axis=1) > _GTOL * np.maximum(1.0, np.abs(f))
+        rows = np.flatnonzero(live)
+        if not len(rows):
+            break
+        free, gr = ~held[rows], slope[rows]
+        # -H on the free coordinates (identity on the held ones), made positive definite
+        m00 = np.where(free[:, 0], -h[rows, 0, 0], 1.0)
+        m11 = np.where(free[:, 1], -h[rows, 1, 1], 1.0)
+        m01 = np.where(free[:, 0] & free[:, 1], -h[rows, 0, 1], 0.0)
+        mid, det = (m00 + m11) / 2, m00 * m11 - m01 * m01
+        spread = np.sqrt(np.maximum(mid * mid - det, 0.0))
+        low, high = mid - spread, mid + spread
+        shift = np.where(
+            low <= 1e-8 * np.abs(high), np.abs(low) + 1e-6 * np.maximum(np.abs(high), 1.0), 0.0
         )
-        return np.asarray(r.x)
-    m, n = 10, 2  # minimize's default number of corrections; two parameters
-    low = np.array([b[0] for b in _BOUNDS])
-    high = np.array([b[1] for b in _BOUNDS])
-    kinds = np.full(n, 2, dtype=np.int32)  # bounded on both sides
-    x = np.clip(np.asarray(x0, dtype=np.float64).ravel(), low, high)
-    factr = _FTOL / np.finfo(float).eps
-    wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m, np.float64)
-    iwa = np.zeros(3 * n, dtype=np.int32)
-    task = np.zeros(2, dtype=np.int32)
-    ln_task = np.zeros(2, dtype=np.int32)
-    lsave = np.zeros(4, dtype=np.int32)
-    isave = np.zeros(44, dtype=np.int32)
-    dsave = np.zeros(29, dtype=np.float64)
-    # minimize evaluates at the start once, then again only where the point moved
-    at = x.copy()
-    f, g = _value_and_gradient(negative, at)
-    evaluations, iterations = 1, 0
-    while True:
-        g = g.astype(np.float64)
-        setulb(m, x, low, high, kinds, f, g, factr, _GTOL, wa, iwa, task, lsave, isave, dsave,
-               20, ln_task)  # fmt: skip
-        if task[0] == 3:  # the value and gradient at x
-            # np.array_equal(x, at), element by element: a tenth of its cost on two floats
-            if not (x[0] == at[0] and x[1] == at[1]):
-                at = x.copy()
-                f, g = _value_and_gradient(negative, at)
-                evaluations += 1
-        elif task[0] == 1:  # a new iterate
-            iterations += 1
-            if iterations >= _MAXITER or evaluations > 15000:
-                task[0], task[1] = 5, 504 if iterations >= _MAXITER else 502
-        else:
-            return x
+        m00, m11 = m00 + shift, m11 + shift
+        det = m00 * m11 - m01 * m01
+        d = np.stack([m11 * gr[:, 0] - m01 * gr[:, 1], m00 * gr[:, 1] - m01 * gr[:, 0]], 1)
+        d = np.where(held[rows], 0.0, d / det[:, None])
+        # at most _REACH along each coordinate at a time: far from the maximum the likelihood
+        # is not a quadratic, and a longer step only lands at the box's edge, to be halved
+        d /= np.maximum(1.0, np.abs(d) / _REACH).max(axis=1)[:, None]
+        # the gain the step promises: once below the likelihood's rounding, no step can show
+        # one (the polish takes the point on to the root)
+        promised = (d * gr).sum(axis=1)
+        enough = promised > _ROUNDING * np.maximum(1.0, np.abs(f[rows]))
+        live[rows[~enough]] = False
+        rows, gr, d = rows[enough], gr[enough], d[enough]
+        if not len(rows):
+            break
+        x0, f0 = x[rows], f[rows]
+        length = np.ones(len(rows))
+        waiting = np.ones(len(rows), dtype=bool)
+        for _ in range(_HALVINGS):
+            w = np.flatnonzero(waiting)
+            xn = np.clip(x0[w] + length[w, None] * d[w], _LOW, _HIGH)
+            fn, gn, hn = objective.climbing(xn)
+            ok = np.isfinite(fn) & (fn >= f0[w] + 1e-4 * ((xn - x0[w]) * gr[w]).sum(axis=1))
+            taken = w[ok]
+            x[rows[taken]], f[rows[taken]] = xn[ok], fn[ok]
+            g[rows[taken]], h[rows[taken]] = gn[ok], hn[ok]
+            # a step that no longer moves the point: it is where rounding lets it be
+            live[rows[taken[np.all(xn[ok] == x0[taken], axis=1)]]] = False
+            waiting[taken] = False
+            length[w[~ok]] *= 0.5
+            if not waiting.any():
+                break
+        live[rows[waiting]] = False  # no step gains anything: a maximum to rounding
+    return x, f
 
 
-def _value_and_gradient(negative: Any, x: NDArray[Any]) -> tuple[float, NDArray[Any]]:
-    """``negative`` at ``x`` converted as ``minimize`` converts it: the value a scalar, the
-    gradient an array of floats."""
-    value, gradient = negative(np.copy(x))
-    if not isinstance(value, float):
-        value = np.asarray(value).item()
-    return value, np.asarray(gradient, dtype=np.float64).reshape(-1)
+_POLISH_STEPS = 40  # Newton's steps at most from each point
 
 
-_SETULB: list[Any] = []  # scipy's L-BFGS-B routine when driven directly, or None
-
-
-def _setulb() -> Any:
-    if not _SETULB:
-        import scipy
-        from scipy.optimize import _lbfgsb
-
-        major, minor = (int(v) for v in scipy.__version__.split(".")[:2])
-        _SETULB.append(_lbfgsb.setulb if (major, minor) == (1, 15) else None)
-    return _SETULB[0]
-
-
-_BLAS: list[Any] = []  # the BLAS thread pools, found once scipy is loaded
-
-
-def _one_blas_thread() -> Any:
-    """A context in which BLAS runs on one thread. The fit's quasi-Newton steps call BLAS and
-    LAPACK on vectors of two: with OpenBLAS's threads waking for each, a fit cost 6 to 14 times
-    more CPU on two busy cores (Adult, population uniqueness 0.01 by Pitman: 1,200-2,800 ms a
-    search against 190 ms). One thread computes the same figures."""
-    from threadpoolctl import ThreadpoolController
-
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+def _polish(p: _Partition, points: list[tuple[float, float]]) -> list[tuple[float, float] | None]:
+    """Newton's steps on the score equations from each point with alpha > 0, all points at
+    once: the root each reaches (its score within 1e-9 max(u, n), the terms being sums over u
+    classes), or None."""
+    found: list[tuple[float, float] | None] = [None] * len(points)
+    t = np.array([q[0] for q in points], dtype=float)
+    a = np.array([q[1] for q in points], dtype=float)
+    live = (a > 0) & (a < 1) & (t > -a)
+    tolerance = 1e-9 * max(p.u, p.n)
+    objective = _Objective(p)
+    for _ in range(_POLISH_STEPS):
+        rows = np.flatnonzero(live)
+        if not len(rows):
+            break
+        tr, ar = t[rows], a[rows]
+        _, lt, la, ltt, lta, laa = objective(tr, ar)
+        reached = np.isfinite(lt) & np.isfinite(la) & (np.maximum(abs(lt), abs(la)) <= tolerance)
+        for r in np.flatnonzero(reached).tolist():
+            found[rows[r]] = (float(tr[r]), float(ar[r]))
+        det = ltt * laa - lta * lta
+        nt = tr - (laa * lt - lta * la) / det
+        na = ar - (ltt * la - lta * lt) / det
+        out = ~(np.isfinite(nt) & np.isfinite(na) & (na > 0) & (na < 1) & (nt > -na))
+        # a root reached whose step is this short: the step leaves it at the root to rounding
+        # (Newton's steps square the error), and no further step can do better
+        last = (
+            reached & ~out & (np.abs(nt - tr) <= 1e-9 * np.abs(tr)) & (np.abs(na - ar) <= 1e-9 * ar)
+        )
+        for r in np.flatnonzero(last).tolist():
+            found[rows[r]] = (float(nt[r]), float(na[r]))
+        t[rows], a[rows] = np.where(out, tr, nt), np.where(out, ar, na)
+        live[rows[out | last]] = False
+    return found
 
 
 def pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     """Maximum-likelihood (theta, alpha) of Pitman's partition for the class sizes, or None
-    (see :func:`_pitman_fit`), with BLAS on one thread."""
-    from scipy import optimize  # noqa: F401  (loaded before its thread pools are looked up)
-
-    with _one_blas_thread():
-        return _pitman_fit(sizes)
+    (see :func:`_pitman_fit`)."""
+    return _pitman_fit(sizes)
 
 
 def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
@@ -460,10 +515,25 @@ def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
     candidates: list[tuple[float, float]] = []
     if theta_ewens is not None:
         candidates.append((theta_ewens, 0.0))
-    for t, a in starts[:1] + _pitman_maximise(sizes, starts):
-        root = polished((t, a)) if a > 0 else None
-        candidates.append(root if root is not None else (t, a))
+    # the first start taken to a root of the score equations as it is (Hoshino's point: ARX's
+    # root search), then the local maxima all the starts climb to, each polished to the root
+    # it lies on; Newton's steps take every one to where the score vanishes to rounding, so
+    # that the likelihoods compared below are of points each as exact as the others
+    found = starts[:1] + _pitman_maximise(sizes, starts)
     partition = _Partition.of(sizes)
+    with np.errstate(all="ignore"):
+        roots = _polish(partition, found)
+    if roots[0] is None and starts[0][1] > 0:
+        # Newton's steps from Hoshino's point reach no root: Powell's hybrid root search from
+        # there, its root then polished as the others
+        root = polished(starts[0])
+        if root is not None:
+            with np.errstate(all="ignore"):
+                roots[0] = _polish(partition, [root])[0] or root
+    for ta in (root if root is not None else ta for ta, root in zip(found, roots)):
+        # the starts mostly reach the same root, to rounding: its likelihood is read once
+        if not any(_same_point(ta, other) for other in candidates):
+            candidates.append(ta)
     best = max(candidates, key=lambda ta: _loglik(partition, *ta))
     if theta_ewens is not None and best[1] < 1e-6:
         # On the boundary the optimiser stops a hair away from the exact Ewens fit.
@@ -471,6 +541,13 @@ def _pitman_fit(sizes: NDArray[Any]) -> tuple[float, float] | None:
         if ewens >= _loglik(partition, *best) - 1e-9 * abs(ewens):
             return theta_ewens, 0.0
     return best
+
+
+def _same_point(one: tuple[float, float], other: tuple[float, float]) -> bool:
+    """Whether two fitted points are one, to rounding (1e-12 relative)."""
+    return abs(one[0] - other[0]) <= 1e-12 * abs(other[0]) and abs(one[1] - other[1]) <= (
+        1e-12 * abs(other[1])
+    )
 
 
 def pitman_uniques(
