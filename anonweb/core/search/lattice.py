@@ -964,12 +964,58 @@ class ClassBatch:
 
 
 def _sum_rows(matrix: NDArray[Any], groups: NDArray[Any], n_groups: int) -> NDArray[Any]:
-    """Sum the rows of ``matrix`` by group, with one bincount over all cells."""
+    """Sum the rows of ``matrix`` by group.
+
+    As the product of a sparse matrix (a 1 in each row's column, at its group's row) with
+    ``matrix``, in scipy's compiled loop: for each row in order, its group's row += it. Each
+    cell of the result is then the sum of the same numbers in the same order as one bincount
+    over all cells (the fallback) adds them, so the figures are the same to the last bit, in a
+    third of the time (Adult, δ-disclosure at k=5, 2 %: 776 roll-ups of 6.8 million cells,
+    22 ms against 7.5): the bincount needs a key per cell, the loop none."""
     width = matrix.shape[1]
+    matvecs = _csc_matvecs()
+    if matvecs is not None and matrix.dtype == np.float64 and len(groups) == len(matrix):
+        rows = len(groups)
+        out = np.zeros((n_groups, width))
+        if rows and width:
+            groups = np.ascontiguousarray(groups, dtype=np.int64)
+            ptr, ones = _unit_columns(rows)
+            matvecs(n_groups, rows, width, ptr, groups, ones, np.ascontiguousarray(matrix), out)
+        return out
     cells = (groups[:, None] * width + np.arange(width)).ravel()
     return np.bincount(cells, weights=matrix.ravel(), minlength=n_groups * width).reshape(
         n_groups, width
     )
+
+
+_MATVECS: list[Any] = []  # scipy's sparse (columns) x dense product, found once (None: none)
+
+
+def _csc_matvecs() -> Any:
+    """scipy's compiled loop of a sparse-by-dense product (``Y[i] += a * X[j]`` for each entry
+    a at (i, j), column after column), or None where this scipy does not have it under that
+    name (:func:`_sum_rows` then counts with a bincount)."""
+    if not _MATVECS:
+        try:
+            from scipy.sparse import _sparsetools
+
+            _MATVECS.append(_sparsetools.csc_matvecs)
+        except (ImportError, AttributeError):  # pragma: no cover - a scipy laid out otherwise
+            _MATVECS.append(None)
+    return _MATVECS[0]
+
+
+_UNIT: list[tuple[NDArray[Any], NDArray[Any]]] = []
+
+
+def _unit_columns(rows: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The column starts (0..rows) and the entries (ones) of a sparse matrix with one entry of
+    1 per column: views of the longest pair made so far, which grows when it is too short."""
+    if not _UNIT or len(_UNIT[0][1]) < rows:
+        size = max(rows, 2 * len(_UNIT[0][1]) if _UNIT else 1024)
+        _UNIT[:] = [(np.arange(size + 1, dtype=np.int64), np.ones(size))]
+    ptr, ones = _UNIT[0]
+    return ptr[: rows + 1], ones[:rows]
 
 
 def _node_key(
