@@ -735,12 +735,27 @@ class EncodedTable:
         # columns of them, and their key: cheaper than building one index of every code read.
         # A node without a parent is keyed over the distinct rows as :meth:`classes` keys it
         # (the same mixed radix: the columns left out there hold one code, 0)
-        strides = strides.astype(np.int32 if max(spaces) < 2**31 else np.int64)
+        if max(spaces) < 2**53:
+            # every key and every partial sum a whole number a float holds exactly: each
+            # node's strides laid out over all the columns of codes (0 elsewhere), so that the
+            # key is one floating product of the parent's rows of codes (BLAS), with no
+            # gather of the node's columns (on Adult, a third less time than the integer
+            # product of the columns gathered, exactly the same keys)
+            radix = np.zeros((len(nodes), self.row_codes.shape[1]))
+            radix[np.arange(len(nodes))[:, None], cols] = strides
+            strides = radix
+            cols = np.zeros((len(nodes), 0), dtype=np.int64)  # every column: none taken
+        else:
+            strides = strides.astype(np.int64)
         key = np.concatenate(
             [
                 _node_key(codes, *self._node_columns(lv)).astype(np.int64, copy=False)
                 if p is None
-                else self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
+                else (
+                    self.row_codes.take(p.rep, axis=0).astype(np.float64) @ s
+                    if not c.size
+                    else self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
+                )
                 for p, lv, c, s in zip(parents, nodes, cols, strides)
             ]
         ).astype(np.int64, copy=False)
