@@ -994,6 +994,10 @@ def _sum_rows(matrix: NDArray[Any], groups: NDArray[Any], n_groups: int) -> NDAr
         out = np.zeros((n_groups, width))
         if rows and width:
             groups = np.ascontiguousarray(groups, dtype=np.int64)
+            # the compiled loop writes where the groups say, unchecked: one look at them
+            # (a negative group, read unsigned, is past every bound too)
+            if int(groups.view(np.uint64).max()) >= n_groups:
+                raise ValueError("a group number lies outside 0 .. n_groups - 1")
             ptr, ones = _unit_columns(rows)
             matvecs(n_groups, rows, width, ptr, groups, ones, np.ascontiguousarray(matrix), out)
         return out
