@@ -1013,14 +1013,13 @@ _MATVECS: list[Any] = []  # scipy's sparse (columns) x dense product, found once
 def _csc_matvecs() -> Any:
     """scipy's compiled loop of a sparse-by-dense product (``Y[i] += a * X[j]`` for each entry
     a at (i, j), column after column), or None where this scipy does not have it under that
-    name (:func:`_sum_rows` then counts with a bincount)."""
+    name (:func:`_sum_rows` then counts with a bincount). A module of scipy's own, present in
+    every scipy the project accepts, read once: its public sparse matrices cost more to build
+    per call than a small roll-up's whole sum."""
     if not _MATVECS:
-        try:
-            from scipy.sparse import _sparsetools
+        from scipy.sparse import _sparsetools
 
-            _MATVECS.append(_sparsetools.csc_matvecs)
-        except (ImportError, AttributeError):  # pragma: no cover - a scipy laid out otherwise
-            _MATVECS.append(None)
+        _MATVECS.append(getattr(_sparsetools, "csc_matvecs", None))
     return _MATVECS[0]
 
 
