@@ -85,14 +85,17 @@ def least_failing(
     # first step, from f = 0, takes the values over their caps: a class with none has g(0) = 0
     # and a bound of 0, and takes no step (half the classes on Adult); the next steps only for
     # the classes whose new f brings more values in
-    first = row_max(over) > 0
+    # (which rows hold a positive entry: a product of the boolean matrix with ones, exact on
+    # whole counts of entries, costs half the elementwise maxima of row_max)
+    positive = over > 0
+    first = _any_per_row(positive, ones)
     f = np.zeros(len(counts))
     if first.any():
         hit = np.flatnonzero(first)
         over, n_hit = np.compress(first, over, axis=0), n[hit]
         if caps.ndim == 2:
             caps = caps[hit]
-        on = over > 0
+        on = np.compress(first, positive, axis=0)
         scratch = np.empty_like(over)
         g = _newton_step(over, caps, on, n_hit, scratch)
         # the classes whose last step moved: a class whose set S did not grow keeps its f, so
@@ -103,11 +106,11 @@ def least_failing(
                 grown = np.multiply(caps, g[:, None], out=scratch)
                 grown = np.add(grown, over, out=scratch) > 0
                 grown &= ~on
-                grew = np.flatnonzero(row_max(grown))
+                grew = np.flatnonzero(_any_per_row(grown, ones))
                 grown |= on
             else:
                 grown = over[moved] + _rows(caps, moved) * g[moved, None] > 0
-                grew = np.flatnonzero(row_max(grown & ~on[moved]))
+                grew = np.flatnonzero(_any_per_row(grown & ~on[moved], ones))
             if not len(grew):
                 break
             if len(moved) == len(hit):
@@ -124,6 +127,13 @@ def least_failing(
         return least
     out[wanted] = least
     return out
+
+
+def _any_per_row(matrix: NDArray[Any], ones: NDArray[Any]) -> NDArray[Any]:
+    """Whether each row of a boolean matrix holds a true entry: the count of them in each row,
+    a product with ``ones`` (exact: whole numbers far below 2**53), in half the time of
+    :func:`row_max`'s maxima column by column."""
+    return np.asarray(matrix @ ones > 0)
 
 
 def _rows(caps: NDArray[Any], rows: NDArray[Any]) -> NDArray[Any]:

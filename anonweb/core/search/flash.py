@@ -74,6 +74,16 @@ MAX_LATTICE = 2_000_000
 # suppression limit about as many nodes are checked, in 10-30% less time, since a batch pays
 # Python's overhead once for many nodes; not so with table-wide models, see _tag_phase)
 TAG_PATHS = 16
+# more paths side by side once this many checked nodes passed the monotonic models and failed
+# the others (δ-disclosure, t-closeness): such nodes settle only what lies above them, so the
+# search goes on through many of them whichever paths it takes, and a larger batch pays
+# Python's overhead per node less often. Measured on Adult, CPU time of the search, in the
+# same run as 16 paths throughout: δ-disclosure k=5 at 2 % 153 -> 138 ms (1,239 nodes
+# checked either way), hierarchical t-closeness k=2 at 5 % 111 -> 109 ms; the runs meeting
+# fewer such nodes keep 16 paths (with 32 throughout, the k-only runs, which find a solution
+# within their first 17 checks, check more nodes: k=2 without suppression 134 -> 162)
+WIDE_PATHS = 32
+WIDEN_AFTER = 64
 # where the tagging phase first looks along a path: this many nodes up from its start (or its
 # top, if shorter), then, while nodes fail, twice as far each time (on Adult's paths of at
 # most 17 nodes: the top of what is left), bisecting below the first node that passes (0:
@@ -887,6 +897,8 @@ class _Search:
         self.table, self.checker, self.scorer = table, checker, scorer
         self.max_nodes, self.time_limit, self.started = max_nodes, time_limit, started
         self.checked = 0
+        # nodes checked that passed the monotonic models and failed the others
+        self.mono_only = 0
         self.optimal = True
         self.algorithm = "flash-bound"
         self.note = ""
@@ -1154,6 +1166,7 @@ class _Search:
         # laid out as an array with an axis per QI: tagged through views, in place
         levels = self.nodes[idx].tolist()
         if ev.mono_ok:
+            self.mono_only += not ev.ok
             up = self.grid[tuple(map(slice, levels, self._open_ends))]
             up[up == 0] = 1
         else:
@@ -1206,7 +1219,8 @@ class _Search:
             # reaches a solution, which rules out the rest, after fewer checks (Adult, Pitman
             # at 2%: 4 nodes against 55)
             single = self.checker.max_out > 0 and self.checker.table_wide
-            paths = 1 if single else TAG_PATHS
+            wide = self.mono_only >= WIDEN_AFTER
+            paths = 1 if single else WIDE_PATHS if wide else TAG_PATHS
             reaching = self._reaching_out(outside, paths)
             unsettled = np.append(self.status == 0, False) if reaching else cand
             waiting = cand[self.start_order]

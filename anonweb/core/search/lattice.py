@@ -895,12 +895,27 @@ class EncodedTable:
         # columns of them, and their key: cheaper than building one index of every code read.
         # A node without a parent is keyed over the distinct rows as :meth:`classes` keys it
         # (the same mixed radix: the columns left out there hold one code, 0)
-        strides = strides.astype(np.int32 if max(spaces) < 2**31 else np.int64)
+        if max(spaces) < 2**53:
+            # every key and every partial sum a whole number a float holds exactly: each
+            # node's strides laid out over all the columns of codes (0 elsewhere), so that the
+            # key is one floating product of the parent's rows of codes (BLAS), with no
+            # gather of the node's columns (on Adult, a third less time than the integer
+            # product of the columns gathered, exactly the same keys)
+            radix = np.zeros((len(nodes), self.row_codes.shape[1]))
+            radix[np.arange(len(nodes))[:, None], cols] = strides
+            strides = radix
+            cols = np.zeros((len(nodes), 0), dtype=np.int64)  # every column: none taken
+        else:
+            strides = strides.astype(np.int64)
         key = np.concatenate(
             [
                 _node_key(codes, *self._node_columns(lv)).astype(np.int64, copy=False)
                 if p is None
-                else self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
+                else (
+                    self.row_codes.take(p.rep, axis=0).astype(np.float64) @ s
+                    if not c.size
+                    else self.row_codes.take(p.rep, axis=0).take(c, axis=1) @ s
+                )
                 for p, lv, c, s in zip(parents, nodes, cols, strides)
             ]
         ).astype(np.int64, copy=False)
@@ -1124,12 +1139,61 @@ class ClassBatch:
 
 
 def _sum_rows(matrix: NDArray[Any], groups: NDArray[Any], n_groups: int) -> NDArray[Any]:
-    """Sum the rows of ``matrix`` by group, with one bincount over all cells."""
+    """Sum the rows of ``matrix`` by group.
+
+    As the product of a sparse matrix (a 1 in each row's column, at its group's row) with
+    ``matrix``, in scipy's compiled loop: for each row in order, its group's row += it. Each
+    cell of the result is then the sum of the same numbers in the same order as one bincount
+    over all cells (the fallback) adds them, so the figures are the same to the last bit, in a
+    third of the time (Adult, δ-disclosure at k=5, 2 %: 776 roll-ups of 6.8 million cells,
+    22 ms against 7.5): the bincount needs a key per cell, the loop none."""
     width = matrix.shape[1]
+    matvecs = _csc_matvecs()
+    if matvecs is not None and matrix.dtype == np.float64 and len(groups) == len(matrix):
+        rows = len(groups)
+        out = np.zeros((n_groups, width))
+        if rows and width:
+            groups = np.ascontiguousarray(groups, dtype=np.int64)
+            # the compiled loop writes where the groups say, unchecked: one look at them
+            # (a negative group, read unsigned, is past every bound too)
+            if int(groups.view(np.uint64).max()) >= n_groups:
+                raise ValueError("a group number lies outside 0 .. n_groups - 1")
+            ptr, ones = _unit_columns(rows)
+            matvecs(n_groups, rows, width, ptr, groups, ones, np.ascontiguousarray(matrix), out)
+        return out
     cells = (groups[:, None] * width + np.arange(width)).ravel()
     return np.bincount(cells, weights=matrix.ravel(), minlength=n_groups * width).reshape(
         n_groups, width
     )
+
+
+_MATVECS: list[Any] = []  # scipy's sparse (columns) x dense product, found once (None: none)
+
+
+def _csc_matvecs() -> Any:
+    """scipy's compiled loop of a sparse-by-dense product (``Y[i] += a * X[j]`` for each entry
+    a at (i, j), column after column), or None where this scipy does not have it under that
+    name (:func:`_sum_rows` then counts with a bincount). A module of scipy's own, present in
+    every scipy the project accepts, read once: its public sparse matrices cost more to build
+    per call than a small roll-up's whole sum."""
+    if not _MATVECS:
+        from scipy.sparse import _sparsetools
+
+        _MATVECS.append(getattr(_sparsetools, "csc_matvecs", None))
+    return _MATVECS[0]
+
+
+_UNIT: list[tuple[NDArray[Any], NDArray[Any]]] = []
+
+
+def _unit_columns(rows: int) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The column starts (0..rows) and the entries (ones) of a sparse matrix with one entry of
+    1 per column: views of the longest pair made so far, which grows when it is too short."""
+    if not _UNIT or len(_UNIT[0][1]) < rows:
+        size = max(rows, 2 * len(_UNIT[0][1]) if _UNIT else 1024)
+        _UNIT[:] = [(np.arange(size + 1, dtype=np.int64), np.ones(size))]
+    ptr, ones = _UNIT[0]
+    return ptr[: rows + 1], ones[:rows]
 
 
 def _node_key(
