@@ -82,10 +82,13 @@ def _many(url: str, token: str, count: int) -> list[int]:
 
 
 def _terminate_app_connections() -> int:
-    """End every connection to the test database but this test's own, as a restart would."""
+    """End every connection to the test database but this test's own, as a restart would, and
+    wait until each server process has ended: ``pg_terminate_backend`` alone only signals it,
+    and a request sent before the process acts on the signal meets a connection that is not yet
+    ended (on a loaded machine that window was wide enough to fail this test)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         return int(cursor.fetchone()[0])
