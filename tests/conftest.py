@@ -10,10 +10,16 @@ PostgreSQL or chromium is missing, unless ``ANONWEB_REQUIRE_SERVICES=1`` (set by
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import pytest
+
+# py4j (Spark's bridge) logs at INFO from the finalizers of its connections, which run as the
+# interpreter exits, after pytest has closed the stream logging writes to: every run with a
+# Spark test ended in a "--- Logging error ---" traceback that was not a failure
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
