@@ -133,4 +133,10 @@ def test_a_local_dp_report_shows_only_what_its_randomized_table_shows(source):
     assert set(entry) <= set(get_step("ldp_randomized_response").public_report) | PLAN_KEYS
     assert entry["observed_counts"] == out["sex"].value_counts().to_dict()
     original = source["sex"].value_counts().to_dict()
-    assert entry["observed_counts"] != original
+    # the released column is randomized row by row (at ε = 0.5 a row keeps its value with
+    # probability about 0.62), so its counts can equal the original's by chance (about one run
+    # in sixty: OpenDP draws the noise, no seed governs it); that the report counts the released
+    # column is the assertion above, that the column was randomized is this one
+    assert out.index.equals(source.index)
+    assert (out["sex"] != source["sex"]).any()
+    assert set(entry["observed_counts"]) <= set(original)
